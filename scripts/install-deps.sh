@@ -8,7 +8,8 @@ packages=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 lld-22 libclang-rt-22-dev
   cmake ninja-build ccache git python3
   # Runtime libraries.
-  libdnnl-dev libflatbuffers-dev flatbuffers-compiler libopenmpi-dev openmpi-bin libfmt-dev
+  # Debian builds oneDNN with its OpenCL GPU runtime, so its CMake package needs OpenCL.
+  libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libflatbuffers-dev flatbuffers-compiler libopenmpi-dev openmpi-bin libfmt-dev
   libturbojpeg0-dev zlib1g-dev libgtest-dev
   # The default data set the README's main command trains on.
   dataset-fashion-mnist

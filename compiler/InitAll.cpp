@@ -1,0 +1,20 @@
+//===- InitAll.cpp - Register what Kiln uses ------------------------------===//
+
+#include "compiler/InitAll.h"
+
+#include "dialects/Kiln/IR/KilnDialect.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Transforms/Passes.h"
+
+void kiln::registerAllKilnDialects(mlir::DialectRegistry &registry) {
+  registry.insert<KilnDialect, mlir::func::FuncDialect>();
+}
+
+void kiln::registerAllKilnPasses() {
+  registerKilnPasses();
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  mlir::registerSymbolDCEPass();
+}

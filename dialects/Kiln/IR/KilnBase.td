@@ -1,0 +1,95 @@
+//===- KilnBase.td - The kiln dialect and its enums ----------*- tablegen -*-===//
+//
+// The `kiln` dialect describes a training program at the level of tensors:
+// model variables, forward layers, the loss, and (after the training passes)
+// their gradients and optimizer updates.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECT_KILN_IR_KILNBASE_TD
+#define KILN_DIALECT_KILN_IR_KILNBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/IR/CommonAttrConstraints.td"
+
+def Kiln_Dialect : Dialect {
+  let name = "kiln";
+  let cppNamespace = "::kiln";
+  let summary = "Tensor-level IR for deep-learning training programs";
+  let description = [{
+    A `kiln` module holds the variables of a model (`kiln.variable`, at module
+    level) and functions over tensors that read them. Activations are NHWC and
+    filters HWIO in their logical shapes; a `layout` attribute on the ops that
+    produce activations records how a backend stores them physically.
+
+    Shapes are static except, optionally, the batch dimension, which is
+    dynamic (`?`) in model files and fixed when a training step is compiled.
+  }];
+}
+
+class Kiln_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Kiln_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Enums. Modes are enum attributes, never magic integers.
+//===----------------------------------------------------------------------===//
+
+def Kiln_VariableKind : I32EnumAttr<"VariableKind",
+    "what a model variable holds", [
+      I32EnumAttrCase<"Parameter", 0, "parameter">,
+      I32EnumAttrCase<"State", 1, "state">
+    ]> {
+  let cppNamespace = "::kiln";
+}
+
+def Kiln_Initializer : I32EnumAttr<"Initializer",
+    "how a variable is initialized before training", [
+      I32EnumAttrCase<"Zeros", 0, "zeros">,
+      I32EnumAttrCase<"Ones", 1, "ones">,
+      // Variance scaling with scale 2 over fan-in (Kaiming/He), normal.
+      I32EnumAttrCase<"HeNormal", 2, "he_normal">,
+      // Normal(0, std).
+      I32EnumAttrCase<"Normal", 3, "normal">
+    ]> {
+  let cppNamespace = "::kiln";
+}
+
+def Kiln_Layout : I32EnumAttr<"Layout",
+    "physical layout of an activation tensor", [
+      I32EnumAttrCase<"NHWC", 0, "nhwc">,
+      I32EnumAttrCase<"NCHW", 1, "nchw">,
+      // Channels blocked by 16 innermost (oneDNN's nChw16c).
+      I32EnumAttrCase<"NChw16c", 2, "nChw16c">
+    ]> {
+  let cppNamespace = "::kiln";
+}
+
+//===----------------------------------------------------------------------===//
+// Type constraints.
+//===----------------------------------------------------------------------===//
+
+def Kiln_Float : AnyTypeOf<[F32, BF16]>;
+def Kiln_FloatTensor : RankedTensorOf<[F32, BF16]>;
+def Kiln_ActivationTensor : 4DTensorOf<[F32, BF16]>;
+def Kiln_MatrixTensor : 2DTensorOf<[F32, BF16]>;
+def Kiln_VectorF32 : 1DTensorOf<[F32]>;
+def Kiln_LabelTensor : 1DTensorOf<[I32]>;
+def Kiln_ScalarF32 : 0DTensorOf<[F32]>;
+
+// Four non-negative paddings: top, bottom, left, right.
+def Kiln_Padding4 : ConfinedAttr<DenseI64ArrayAttr, [DenseArrayCount<4>,
+    DenseArrayNonNegative<DenseI64ArrayAttr>]>;
+// Two positive values: height, width.
+def Kiln_Positive2 : ConfinedAttr<DenseI64ArrayAttr, [DenseArrayCount<2>,
+    DenseArrayStrictlyPositive<DenseI64ArrayAttr>]>;
+
+def Kiln_FloatPositive : AttrConstraint<
+    CPred<"::llvm::cast<::mlir::FloatAttr>($_self).getValue().isNegative() == false && ::llvm::cast<::mlir::FloatAttr>($_self).getValue().isNonZero()">,
+    "whose value is positive">;
+def Kiln_FloatNonNegative : AttrConstraint<
+    CPred<"!::llvm::cast<::mlir::FloatAttr>($_self).getValue().isNegative()">,
+    "whose value is non-negative">;
+
+#endif // KILN_DIALECT_KILN_IR_KILNBASE_TD

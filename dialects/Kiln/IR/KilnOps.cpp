@@ -1,0 +1,378 @@
+//===- KilnOps.cpp - Operations of the kiln dialect -----------------------===//
+//
+// Verifiers and shape inference. Ops whose result types follow from their
+// operands check everything in inferReturnTypes, so that the builder and the
+// verifier share one source of truth and one set of messages.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace kiln;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+static bool isDynamic(int64_t dim) { return ShapedType::isDynamic(dim); }
+
+/// Product of the dimensions of `type`, counting each dynamic one as
+/// `dynamicDimSize`.
+static int64_t numElements(ShapedType type, int64_t dynamicDimSize) {
+  int64_t n = 1;
+  for (int64_t d : type.getShape())
+    n *= isDynamic(d) ? dynamicDimSize : d;
+  return n;
+}
+
+/// Output extent of a sliding window; kDynamic for a dynamic input and a
+/// non-positive value when the window does not fit.
+static int64_t slidingOutputSize(int64_t in, int64_t padBefore,
+                                 int64_t padAfter, int64_t window,
+                                 int64_t stride, int64_t dilation) {
+  if (isDynamic(in))
+    return ShapedType::kDynamic;
+  int64_t effective = dilation * (window - 1) + 1;
+  int64_t padded = in + padBefore + padAfter;
+  if (padded < effective)
+    return 0;
+  return (padded - effective) / stride + 1;
+}
+
+/// Infers the spatial output size of a window op, or emits an error.
+static LogicalResult
+inferSpatial(std::optional<Location> loc, StringRef opName,
+             RankedTensorType input, ArrayRef<int64_t> window,
+             ArrayRef<int64_t> strides, ArrayRef<int64_t> padding,
+             ArrayRef<int64_t> dilations, SmallVectorImpl<int64_t> &out) {
+  if (window.size() != 2 || strides.size() != 2 || padding.size() != 4 ||
+      dilations.size() != 2)
+    return emitOptionalError(loc, opName,
+                             ": expects 2 window sizes, 2 strides, 4 paddings "
+                             "and 2 dilations");
+  static constexpr const char *dimNames[] = {"height", "width"};
+  for (int i = 0; i < 2; ++i) {
+    int64_t in = input.getDimSize(1 + i);
+    int64_t size = slidingOutputSize(in, padding[2 * i], padding[2 * i + 1],
+                                     window[i], strides[i], dilations[i]);
+    if (!isDynamic(size) && size <= 0)
+      return emitOptionalError(
+          loc, opName, ": window of ", dimNames[i], " ",
+          dilations[i] * (window[i] - 1) + 1, " does not fit the padded input ",
+          dimNames[i], " ", in + padding[2 * i] + padding[2 * i + 1]);
+    out.push_back(size);
+  }
+  return success();
+}
+
+/// Checks that a per-channel vector has `channels` elements.
+static LogicalResult checkChannelVector(std::optional<Location> loc,
+                                        StringRef opName, StringRef what,
+                                        Value vector, int64_t channels) {
+  auto type = cast<RankedTensorType>(vector.getType());
+  if (type.getDimSize(0) != channels)
+    return emitOptionalError(loc, opName, ": ", what, " has ",
+                             type.getDimSize(0), " elements but the input has ",
+                             channels, " channels");
+  return success();
+}
+
+/// Checks the operands shared by both forms of batch normalization and
+/// returns the channel count.
+static FailureOr<int64_t>
+checkBatchNormOperands(std::optional<Location> loc, StringRef opName,
+                       Value input, ArrayRef<std::pair<StringRef, Value>> vecs) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  if (inputType.getRank() != 2 && inputType.getRank() != 4)
+    return emitOptionalError(loc, opName,
+                             ": input must be NHWC (rank 4) or NC (rank 2), "
+                             "got rank ",
+                             inputType.getRank());
+  int64_t channels = inputType.getShape().back();
+  if (isDynamic(channels))
+    return emitOptionalError(loc, opName,
+                             ": the channel dimension must be static");
+  for (auto [what, value] : vecs)
+    if (failed(checkChannelVector(loc, opName, what, value, channels)))
+      return failure();
+  return channels;
+}
+
+//===----------------------------------------------------------------------===//
+// VariableOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult VariableOp::verify() {
+  RankedTensorType type = getTensorType();
+  Initializer init = getInit();
+  bool isFloat = isa<FloatType>(type.getElementType());
+  if ((init == Initializer::HeNormal || init == Initializer::Normal) &&
+      !isFloat)
+    return emitOpError("initializer '")
+           << stringifyInitializer(init) << "' needs a float element type, got "
+           << type.getElementType();
+  if (init == Initializer::HeNormal && type.getRank() < 2)
+    return emitOpError("initializer 'he_normal' needs a fan-in: rank >= 2, "
+                       "got rank ")
+           << type.getRank();
+  if (init == Initializer::Normal) {
+    if (!getStd())
+      return emitOpError("initializer 'normal' needs 'std'");
+    if (getStd()->convertToFloat() <= 0.0f)
+      return emitOpError("'std' must be positive, got ")
+             << getStd()->convertToFloat();
+  } else if (getStd()) {
+    return emitOpError("'std' is only meaningful with initializer 'normal'");
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ReadOp / AssignOp
+//===----------------------------------------------------------------------===//
+
+/// Resolves `symbol` to a kiln.variable of type `type`, or emits an error.
+static LogicalResult verifyVariableUse(Operation *op,
+                                       SymbolTableCollection &symbolTable,
+                                       FlatSymbolRefAttr symbol, Type type,
+                                       StringRef verb) {
+  auto variable =
+      symbolTable.lookupNearestSymbolFrom<VariableOp>(op, symbol.getAttr());
+  if (!variable)
+    return op->emitOpError("'") << symbol.getValue()
+                                << "' does not name a kiln.variable";
+  if (variable.getType() != type)
+    return op->emitOpError()
+           << verb << " " << symbol << " as " << type << " but it is declared "
+           << variable.getType();
+  return success();
+}
+
+LogicalResult ReadOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyVariableUse(*this, symbolTable, getVariableAttr(),
+                           getValue().getType(), "reads");
+}
+
+LogicalResult AssignOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyVariableUse(*this, symbolTable, getVariableAttr(),
+                           getValue().getType(), "assigns");
+}
+
+//===----------------------------------------------------------------------===//
+// Conv2DOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *context,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  auto filter = cast<RankedTensorType>(adaptor.getFilter().getType());
+  StringRef name = "kiln.conv2d";
+  if (input.getElementType() != filter.getElementType())
+    return emitOptionalError(loc, name, ": input element type ",
+                             input.getElementType(),
+                             " differs from filter element type ",
+                             filter.getElementType());
+  if (filter.hasStaticShape() == false)
+    return emitOptionalError(loc, name, ": the filter shape must be static");
+  int64_t channels = input.getDimSize(3);
+  if (!isDynamic(channels) && channels != filter.getDimSize(2))
+    return emitOptionalError(loc, name, ": input has ", channels,
+                             " channels but the filter (HWIO) expects ",
+                             filter.getDimSize(2));
+  SmallVector<int64_t> spatial;
+  if (failed(inferSpatial(loc, name, input, filter.getShape().take_front(2),
+                          adaptor.getStrides(), adaptor.getPadding(),
+                          adaptor.getDilations(), spatial)))
+    return failure();
+  results.push_back(RankedTensorType::get(
+      {input.getDimSize(0), spatial[0], spatial[1], filter.getDimSize(3)},
+      input.getElementType()));
+  return success();
+}
+
+int64_t Conv2DOp::getMultiplyAdds(int64_t dynamicDimSize) {
+  auto filter = getFilter().getType();
+  // Each output element costs KH * KW * Cin multiply-adds.
+  return numElements(getOutput().getType(), dynamicDimSize) *
+         filter.getDimSize(0) * filter.getDimSize(1) * filter.getDimSize(2);
+}
+
+//===----------------------------------------------------------------------===//
+// Batch normalization
+//===----------------------------------------------------------------------===//
+
+LogicalResult BatchNormTrainOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  FailureOr<int64_t> channels = checkBatchNormOperands(
+      loc, "kiln.batch_norm_train", adaptor.getInput(),
+      {{"scale", adaptor.getScale()},
+       {"offset", adaptor.getOffset()},
+       {"running_mean", adaptor.getRunningMean()},
+       {"running_var", adaptor.getRunningVar()}});
+  if (failed(channels))
+    return failure();
+  auto stats = RankedTensorType::get({*channels}, Float32Type::get(context));
+  results.push_back(adaptor.getInput().getType());
+  results.append(4, stats);
+  return success();
+}
+
+LogicalResult BatchNormInferenceOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  if (failed(checkBatchNormOperands(loc, "kiln.batch_norm_inference",
+                                    adaptor.getInput(),
+                                    {{"scale", adaptor.getScale()},
+                                     {"offset", adaptor.getOffset()},
+                                     {"mean", adaptor.getMean()},
+                                     {"variance", adaptor.getVariance()}})))
+    return failure();
+  results.push_back(adaptor.getInput().getType());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+template <typename Adaptor>
+static LogicalResult inferPool(std::optional<Location> loc, StringRef name,
+                               Adaptor adaptor,
+                               SmallVectorImpl<Type> &results) {
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  ArrayRef<int64_t> padding = adaptor.getPadding();
+  ArrayRef<int64_t> window = adaptor.getWindow();
+  // A window made only of padding would have nothing to pool.
+  for (int i = 0; i < 2; ++i)
+    if (padding.size() == 4 && window.size() == 2 &&
+        (padding[2 * i] >= window[i] || padding[2 * i + 1] >= window[i]))
+      return emitOptionalError(loc, name, ": padding ", padding[2 * i], ", ",
+                               padding[2 * i + 1],
+                               " must be smaller than the window ", window[i]);
+  SmallVector<int64_t> spatial;
+  SmallVector<int64_t> unitDilations = {1, 1};
+  if (failed(inferSpatial(loc, name, input, window, adaptor.getStrides(),
+                          padding, unitDilations, spatial)))
+    return failure();
+  results.push_back(RankedTensorType::get({input.getDimSize(0), spatial[0],
+                                           spatial[1], input.getDimSize(3)},
+                                          input.getElementType()));
+  return success();
+}
+
+LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *context,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  return inferPool(loc, "kiln.max_pool", adaptor, results);
+}
+
+LogicalResult AvgPoolOp::inferReturnTypes(MLIRContext *context,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  return inferPool(loc, "kiln.avg_pool", adaptor, results);
+}
+
+LogicalResult GlobalAvgPoolOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  results.push_back(RankedTensorType::get(
+      {input.getDimSize(0), input.getDimSize(3)}, input.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// DenseOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult DenseOp::inferReturnTypes(MLIRContext *context,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &results) {
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  auto weight = cast<RankedTensorType>(adaptor.getWeight().getType());
+  StringRef name = "kiln.dense";
+  if (input.getElementType() != weight.getElementType())
+    return emitOptionalError(loc, name, ": input element type ",
+                             input.getElementType(),
+                             " differs from weight element type ",
+                             weight.getElementType());
+  if (!weight.hasStaticShape())
+    return emitOptionalError(loc, name, ": the weight shape must be static");
+  if (!isDynamic(input.getDimSize(1)) &&
+      input.getDimSize(1) != weight.getDimSize(0))
+    return emitOptionalError(loc, name, ": input has ", input.getDimSize(1),
+                             " features but the weight [K, M] expects K = ",
+                             weight.getDimSize(0));
+  int64_t units = weight.getDimSize(1);
+  if (Value bias = adaptor.getBias()) {
+    int64_t biasSize = cast<RankedTensorType>(bias.getType()).getDimSize(0);
+    if (biasSize != units)
+      return emitOptionalError(loc, name, ": bias has ", biasSize,
+                               " elements but the layer has ", units,
+                               " outputs");
+  }
+  results.push_back(RankedTensorType::get({input.getDimSize(0), units},
+                                          input.getElementType()));
+  return success();
+}
+
+int64_t DenseOp::getMultiplyAdds(int64_t dynamicDimSize) {
+  return numElements(getOutput().getType(), dynamicDimSize) *
+         getWeight().getType().getDimSize(0);
+}
+
+//===----------------------------------------------------------------------===//
+// ReshapeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  auto in = getInput().getType();
+  auto out = getOutput().getType();
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("cannot change the element type from ")
+           << in.getElementType() << " to " << out.getElementType()
+           << "; use kiln.cast";
+  auto dynamicOnlyInBatch = [](RankedTensorType t) {
+    return llvm::all_of(t.getShape().drop_front(),
+                        [](int64_t d) { return !isDynamic(d); });
+  };
+  if (!dynamicOnlyInBatch(in) || !dynamicOnlyInBatch(out) ||
+      isDynamic(in.getDimSize(0)) != isDynamic(out.getDimSize(0)))
+    return emitOpError("only the leading (batch) dimension may be dynamic, "
+                       "and in both types alike");
+  if (numElements(in, 1) != numElements(out, 1))
+    return emitOpError("cannot reshape ")
+           << in << " (" << numElements(in, 1) << " elements) to " << out
+           << " (" << numElements(out, 1) << " elements)";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SoftmaxCrossEntropyOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxCrossEntropyOp::verify() {
+  int64_t batch = getLogits().getType().getDimSize(0);
+  int64_t labels = getLabels().getType().getDimSize(0);
+  if (!isDynamic(batch) && !isDynamic(labels) && batch != labels)
+    return emitOpError("has ") << batch << " rows of logits but " << labels
+                               << " labels";
+  float smoothing = getLabelSmoothing().convertToFloat();
+  if (smoothing < 0.0f || smoothing >= 1.0f)
+    return emitOpError("label_smoothing must be in [0, 1), got ") << smoothing;
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/Kiln/IR/KilnOps.cpp.inc"

@@ -1,0 +1,362 @@
+//===- KilnOps.td - Operations of the kiln dialect -----------*- tablegen -*-===//
+//
+// Forward ops of a training program: variables, layers and the loss.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECT_KILN_IR_KILNOPS_TD
+#define KILN_DIALECT_KILN_IR_KILNOPS_TD
+
+include "dialects/Kiln/IR/KilnBase.td"
+include "dialects/Kiln/IR/KilnInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinAttributes.td"
+
+//===----------------------------------------------------------------------===//
+// Variables
+//===----------------------------------------------------------------------===//
+
+def Kiln_VariableOp : Kiln_Op<"variable", [Symbol, HasParent<"mlir::ModuleOp">]> {
+  let summary = "declares a model variable: a parameter or persistent state";
+  let description = [{
+    Declares a tensor that lives across training steps. `parameter`s are
+    trained (autodiff produces their gradients); `state` holds everything else
+    that persists, such as batch-norm running statistics and optimizer
+    momentum. The initializer says how the runtime fills it before step 0:
+    `he_normal` is variance scaling with scale 2 over the fan-in (the product
+    of all dimensions but the last), `normal` needs a standard deviation.
+    Names follow PyTorch's state-dict names, so checkpoints map onto them.
+
+    Example:
+
+    ```mlir
+    kiln.variable parameter @conv1.weight : tensor<7x7x3x64xf32> init he_normal
+    kiln.variable parameter @fc.weight : tensor<2048x1000xf32> init normal std 1.000000e-02
+    kiln.variable state @bn1.running_var : tensor<64xf32> init ones
+    ```
+  }];
+  let arguments = (ins
+    Kiln_VariableKind:$kind,
+    SymbolNameAttr:$sym_name,
+    TypeAttrOf<AnyStaticShapeTensor>:$type,
+    Kiln_Initializer:$init,
+    OptionalAttr<F32Attr>:$std
+  );
+  let assemblyFormat = [{
+    $kind $sym_name `:` $type `init` $init (`std` $std^)? attr-dict
+  }];
+  let extraClassDeclaration = [{
+    ::mlir::RankedTensorType getTensorType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getType());
+    }
+    bool isParameter() { return getKind() == VariableKind::Parameter; }
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_ReadOp : Kiln_Op<"read", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>, MemoryEffects<[MemRead]>]> {
+  let summary = "reads the current value of a variable";
+  let description = [{
+    Example:
+
+    ```mlir
+    %w = kiln.read @conv1.weight : tensor<7x7x3x64xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$variable);
+  let results = (outs AnyStaticShapeTensor:$value);
+  let assemblyFormat = "$variable attr-dict `:` type($value)";
+}
+
+def Kiln_AssignOp : Kiln_Op<"assign", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>, MemoryEffects<[MemWrite]>]> {
+  let summary = "stores a new value into a variable at the end of the step";
+  let description = [{
+    Gives a variable the value it holds in the next step. A function assigns
+    each variable at most once; reads in the same function see the old value.
+
+    Example:
+
+    ```mlir
+    kiln.assign @bn1.running_mean, %mean : tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$variable, AnyStaticShapeTensor:$value);
+  let assemblyFormat = "$variable `,` $value attr-dict `:` type($value)";
+}
+
+//===----------------------------------------------------------------------===//
+// Layers
+//===----------------------------------------------------------------------===//
+
+def Kiln_Conv2DOp : Kiln_Op<"conv2d", [Pure,
+    InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Kiln_CostOpInterface>]> {
+  let summary = "2-D convolution, NHWC input and HWIO filter";
+  let description = [{
+    `output[n, oh, ow, o] = sum over kh, kw, c of
+       input[n, oh*sh + kh*dh - pt, ow*sw + kw*dw - pl, c] * filter[kh, kw, c, o]`
+    with zero padding `pad [top, bottom, left, right]`. The output height is
+    `(H + top + bottom - dh*(KH-1) - 1) / sh + 1`, likewise the width.
+
+    Example:
+
+    ```mlir
+    %y = kiln.conv2d %x, %w stride [2, 2] pad [3, 3, 3, 3]
+        : (tensor<?x224x224x3xf32>, tensor<7x7x3x64xf32>) -> tensor<?x112x112x64xf32>
+    ```
+  }];
+  let arguments = (ins
+    Kiln_ActivationTensor:$input,
+    Kiln_ActivationTensor:$filter,
+    Kiln_Positive2:$strides,
+    Kiln_Padding4:$padding,
+    DefaultValuedAttr<Kiln_Positive2, "{1, 1}">:$dilations,
+    OptionalAttr<Kiln_Layout>:$layout
+  );
+  let results = (outs Kiln_ActivationTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $filter `stride` $strides `pad` $padding
+    (`dilation` $dilations^)? (`layout` $layout^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+def Kiln_BatchNormTrainOp : Kiln_Op<"batch_norm_train", [Pure,
+    InferTypeOpAdaptor]> {
+  let summary = "batch normalization over the batch, training form";
+  let description = [{
+    Normalizes over every dimension but the last (channels) with the batch's
+    own mean and biased variance, then scales by `scale` (gamma) and shifts by
+    `offset` (beta). Also returns the batch statistics (for the backward pass)
+    and the running statistics for the next step:
+    `new_mean = momentum * running_mean + (1 - momentum) * batch_mean`, and
+    likewise for the variance with the unbiased batch variance. Statistics and
+    parameters are f32 whatever the input's element type.
+
+    Example:
+
+    ```mlir
+    %y, %mean, %var, %rm, %rv = kiln.batch_norm_train %x, %gamma, %beta, %m, %v
+        epsilon 1.000000e-05 momentum 0.899999976
+        : (tensor<?x56x56x64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>)
+        -> (tensor<?x56x56x64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins
+    Kiln_FloatTensor:$input,
+    Kiln_VectorF32:$scale,
+    Kiln_VectorF32:$offset,
+    Kiln_VectorF32:$running_mean,
+    Kiln_VectorF32:$running_var,
+    ConfinedAttr<F32Attr, [Kiln_FloatPositive]>:$epsilon,
+    ConfinedAttr<F32Attr, [Kiln_FloatNonNegative]>:$momentum,
+    OptionalAttr<Kiln_Layout>:$layout
+  );
+  let results = (outs
+    Kiln_FloatTensor:$output,
+    Kiln_VectorF32:$batch_mean,
+    Kiln_VectorF32:$batch_var,
+    Kiln_VectorF32:$new_running_mean,
+    Kiln_VectorF32:$new_running_var
+  );
+  let assemblyFormat = [{
+    $input `,` $scale `,` $offset `,` $running_mean `,` $running_var
+    `epsilon` $epsilon `momentum` $momentum (`layout` $layout^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+def Kiln_BatchNormInferenceOp : Kiln_Op<"batch_norm_inference", [Pure,
+    InferTypeOpAdaptor]> {
+  let summary = "batch normalization with fixed statistics, inference form";
+  let description = [{
+    `output = (input - mean) / sqrt(var + epsilon) * scale + offset`, per
+    channel (the last dimension).
+
+    Example:
+
+    ```mlir
+    %y = kiln.batch_norm_inference %x, %gamma, %beta, %m, %v epsilon 1.000000e-05
+        : (tensor<?x7x7x2048xf32>, tensor<2048xf32>, tensor<2048xf32>, tensor<2048xf32>,
+           tensor<2048xf32>) -> tensor<?x7x7x2048xf32>
+    ```
+  }];
+  let arguments = (ins
+    Kiln_FloatTensor:$input,
+    Kiln_VectorF32:$scale,
+    Kiln_VectorF32:$offset,
+    Kiln_VectorF32:$mean,
+    Kiln_VectorF32:$variance,
+    ConfinedAttr<F32Attr, [Kiln_FloatPositive]>:$epsilon,
+    OptionalAttr<Kiln_Layout>:$layout
+  );
+  let results = (outs Kiln_FloatTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $offset `,` $mean `,` $variance `epsilon` $epsilon
+    (`layout` $layout^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Kiln_ReluOp : Kiln_Op<"relu", [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "rectified linear unit, max(x, 0)";
+  let description = [{
+    Example:
+
+    ```mlir
+    %y = kiln.relu %x : tensor<?x56x56x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input);
+  let results = (outs Kiln_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Kiln_AddOp : Kiln_Op<"add", [Pure, Elementwise, Commutative,
+    SameOperandsAndResultType]> {
+  let summary = "elementwise sum of two tensors of the same type";
+  let description = [{
+    Example (a residual connection):
+
+    ```mlir
+    %s = kiln.add %a, %b : tensor<?x56x56x256xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$lhs, Kiln_FloatTensor:$rhs);
+  let results = (outs Kiln_FloatTensor:$output);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($output)";
+}
+
+class Kiln_PoolOp<string mnemonic, string what> : Kiln_Op<mnemonic, [Pure,
+    InferTypeOpAdaptor]> {
+  let summary = what # " pooling over windows of an NHWC tensor";
+  let arguments = (ins
+    Kiln_ActivationTensor:$input,
+    Kiln_Positive2:$window,
+    Kiln_Positive2:$strides,
+    Kiln_Padding4:$padding,
+    OptionalAttr<Kiln_Layout>:$layout
+  );
+  let results = (outs Kiln_ActivationTensor:$output);
+  let assemblyFormat = [{
+    $input `window` $window `stride` $strides `pad` $padding
+    (`layout` $layout^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Kiln_MaxPoolOp : Kiln_PoolOp<"max_pool", "max"> {
+  let description = [{
+    Padded positions never win the maximum. Example (the ResNet stem):
+
+    ```mlir
+    %y = kiln.max_pool %x window [3, 3] stride [2, 2] pad [1, 1, 1, 1]
+        : (tensor<?x112x112x64xf32>) -> tensor<?x56x56x64xf32>
+    ```
+  }];
+}
+
+def Kiln_AvgPoolOp : Kiln_PoolOp<"avg_pool", "average"> {
+  let description = [{
+    Averages the non-padding elements of each window (TensorFlow semantics).
+
+    ```mlir
+    %y = kiln.avg_pool %x window [2, 2] stride [2, 2] pad [0, 0, 0, 0]
+        : (tensor<?x8x8x64xf32>) -> tensor<?x4x4x64xf32>
+    ```
+  }];
+}
+
+def Kiln_GlobalAvgPoolOp : Kiln_Op<"global_avg_pool", [Pure,
+    InferTypeOpAdaptor]> {
+  let summary = "mean over the spatial dimensions, NHWC to NC";
+  let description = [{
+    Example:
+
+    ```mlir
+    %y = kiln.global_avg_pool %x : (tensor<?x7x7x2048xf32>) -> tensor<?x2048xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_ActivationTensor:$input);
+  let results = (outs Kiln_MatrixTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Kiln_DenseOp : Kiln_Op<"dense", [Pure,
+    InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Kiln_CostOpInterface>]> {
+  let summary = "fully connected layer: input[N,K] x weight[K,M] (+ bias[M])";
+  let description = [{
+    Example:
+
+    ```mlir
+    %logits = kiln.dense %x, %w bias %b
+        : (tensor<?x2048xf32>, tensor<2048x1000xf32>, tensor<1000xf32>) -> tensor<?x1000xf32>
+    ```
+  }];
+  let arguments = (ins
+    Kiln_MatrixTensor:$input,
+    Kiln_MatrixTensor:$weight,
+    Optional<Kiln_VectorF32>:$bias
+  );
+  let results = (outs Kiln_MatrixTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure]> {
+  let summary = "reinterprets a tensor with another shape of the same size";
+  let description = [{
+    Only the batch (leading) dimension may be dynamic, in both types alike.
+
+    ```mlir
+    %y = kiln.reshape %x : tensor<?x1x1x64xf32> to tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input);
+  let results = (outs Kiln_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($output)";
+  let hasVerifier = 1;
+}
+
+def Kiln_CastOp : Kiln_Op<"cast", [Pure, Elementwise, SameOperandsAndResultShape]> {
+  let summary = "converts between f32 and bf16 (round to nearest even)";
+  let description = [{
+    ```mlir
+    %y = kiln.cast %x : tensor<?x56x56x64xf32> to tensor<?x56x56x64xbf16>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input);
+  let results = (outs Kiln_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($output)";
+}
+
+def Kiln_SoftmaxCrossEntropyOp : Kiln_Op<"softmax_cross_entropy", [Pure]> {
+  let summary = "mean softmax cross-entropy over a batch, with label smoothing";
+  let description = [{
+    `loss = mean_n( -sum_k q[n,k] * log softmax(logits[n])[k] )` with
+    `q = (1 - label_smoothing) * onehot(labels) + label_smoothing / K`.
+    Labels are class indices in `[0, K)`.
+
+    ```mlir
+    %loss = kiln.softmax_cross_entropy %logits, %labels label_smoothing 1.000000e-01
+        : (tensor<?x1000xf32>, tensor<?xi32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins
+    2DTensorOf<[F32]>:$logits,
+    Kiln_LabelTensor:$labels,
+    DefaultValuedAttr<F32Attr, "0.0f">:$label_smoothing
+  );
+  let results = (outs Kiln_ScalarF32:$loss);
+  let assemblyFormat = [{
+    $logits `,` $labels (`label_smoothing` $label_smoothing^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // KILN_DIALECT_KILN_IR_KILNOPS_TD

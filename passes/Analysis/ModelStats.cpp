@@ -1,0 +1,81 @@
+//===- ModelStats.cpp - Parameter and cost counts of a model --------------===//
+
+#include "passes/Analysis/ModelStats.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/Format.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+std::string formatThousands(int64_t value) {
+  std::string digits = std::to_string(value < 0 ? -value : value);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0)
+      out += ',';
+    out += digits[i];
+  }
+  return value < 0 ? "-" + out : out;
+}
+
+/// The batch a function is counted at: the leading dimension of its first
+/// ranked input when static, else 1 (a dynamic batch counts one example).
+static int64_t countedBatch(func::FuncOp func) {
+  for (Type type : func.getArgumentTypes())
+    if (auto ranked = dyn_cast<RankedTensorType>(type);
+        ranked && ranked.getRank() > 0)
+      return ShapedType::isDynamic(ranked.getDimSize(0)) ? 1
+                                                         : ranked.getDimSize(0);
+  return 1;
+}
+
+ModelStats computeModelStats(ModuleOp module) {
+  ModelStats stats;
+  for (auto variable : module.getOps<VariableOp>()) {
+    int64_t elements = variable.getTensorType().getNumElements();
+    if (variable.isParameter()) {
+      stats.parameterElements += elements;
+      ++stats.parameterTensors;
+    } else {
+      stats.stateElements += elements;
+      ++stats.stateTensors;
+    }
+  }
+  for (auto func : module.getOps<func::FuncOp>()) {
+    FunctionCost cost;
+    cost.name = func.getSymName().str();
+    cost.batch = countedBatch(func);
+    func.walk([&](CostOpInterface op) {
+      int64_t macs = op.getMultiplyAdds(/*dynamicDimSize=*/1);
+      cost.multiplyAdds += macs;
+      cost.multiplyAddsByOp[op->getName().getStringRef()] += macs;
+    });
+    stats.functions.push_back(std::move(cost));
+  }
+  return stats;
+}
+
+void printModelStats(const ModelStats &stats, llvm::raw_ostream &os,
+                     bool perOp) {
+  os << "parameters: " << formatThousands(stats.parameterElements) << " in "
+     << stats.parameterTensors << " tensors\n";
+  os << "state: " << formatThousands(stats.stateElements) << " elements in "
+     << stats.stateTensors << " tensors\n";
+  for (const FunctionCost &cost : stats.functions) {
+    double perExample = double(cost.multiplyAdds) / double(cost.batch);
+    os << "function @" << cost.name << " (batch " << cost.batch << ")\n";
+    os << "  multiply-adds per step: " << formatThousands(cost.multiplyAdds)
+       << "\n";
+    os << "  multiply-adds per example: "
+       << formatThousands(int64_t(perExample)) << " ("
+       << llvm::format("%.2f", perExample / 1e9) << " G)\n";
+    if (perOp)
+      for (auto [name, macs] : cost.multiplyAddsByOp)
+        os << "    " << name << ": " << formatThousands(macs) << "\n";
+  }
+}
+
+} // namespace kiln

@@ -1,0 +1,19 @@
+//===- Passes.h - Kiln passes -----------------------------------*- C++ -*-===//
+
+#ifndef KILN_PASSES_PASSES_H
+#define KILN_PASSES_PASSES_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace kiln {
+
+#define GEN_PASS_DECL
+#include "passes/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
+
+} // namespace kiln
+
+#endif // KILN_PASSES_PASSES_H

@@ -1,0 +1,29 @@
+# -*- Python -*-
+# The Kiln lit suite: FileCheck tests for the dialects, passes, pipelines and tools.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "Kiln"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.kiln_obj_root, "test")
+# GoogleTest suites and their inputs are run by ctest, not lit.
+config.excludes = ["unit", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+
+config.substitutions.append(("%kiln_src", config.kiln_src_root))
+config.substitutions.append(("%python", config.python_executable))
+
+llvm_config.use_default_substitutions()
+# Strict FileCheck, as upstream MLIR's suite.
+llvm_config.with_environment("FILECHECK_OPTS",
+                             "-enable-var-scope --allow-unused-prefixes=false")
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+
+tool_dirs = [config.kiln_tools_dir, config.llvm_tools_dir]
+tools = ["kiln-opt"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
