@@ -19,6 +19,8 @@ config.substitutions.append(("%kiln_src", config.kiln_src_root))
 config.substitutions.append(("%python", config.python_executable))
 
 llvm_config.use_default_substitutions()
+# `not` and `count` at the start of a RUN line are found through PATH.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 # Strict FileCheck, as upstream MLIR's suite.
 llvm_config.with_environment("FILECHECK_OPTS",
                              "-enable-var-scope --allow-unused-prefixes=false")

@@ -1,0 +1,105 @@
+// Every kiln op round-trips through its custom form and the generic form.
+// RUN: kiln-opt %s -split-input-file | kiln-opt -split-input-file | FileCheck %s
+// RUN: kiln-opt %s -split-input-file --mlir-print-op-generic | kiln-opt -split-input-file | FileCheck %s
+
+// CHECK-LABEL: module @variables
+module @variables {
+  // CHECK: kiln.variable parameter @conv.weight : tensor<3x3x3x8xf32> init he_normal
+  kiln.variable parameter @conv.weight : tensor<3x3x3x8xf32> init he_normal
+  // CHECK: kiln.variable parameter @fc.weight : tensor<8x4xf32> init normal std 0.00999999977
+  kiln.variable parameter @fc.weight : tensor<8x4xf32> init normal std 1.000000e-02
+  // CHECK: kiln.variable parameter @bn.weight : tensor<8xf32> init ones
+  kiln.variable parameter @bn.weight : tensor<8xf32> init ones
+  // CHECK: kiln.variable state @bn.running_mean : tensor<8xf32> init zeros
+  kiln.variable state @bn.running_mean : tensor<8xf32> init zeros
+
+  // CHECK-LABEL: func.func @read_assign
+  func.func @read_assign() {
+    // CHECK: %[[M:.*]] = kiln.read @bn.running_mean : tensor<8xf32>
+    %m = kiln.read @bn.running_mean : tensor<8xf32>
+    // CHECK: kiln.assign @bn.running_mean, %[[M]] : tensor<8xf32>
+    kiln.assign @bn.running_mean, %m : tensor<8xf32>
+    return
+  }
+}
+
+// -----
+
+// CHECK-LABEL: func.func @conv2d
+// CHECK-SAME: (%[[X:.*]]: tensor<?x8x8x3xf32>, %[[W:.*]]: tensor<3x3x3x8xf32>)
+func.func @conv2d(%x: tensor<?x8x8x3xf32>, %w: tensor<3x3x3x8xf32>) -> (tensor<?x4x4x8xf32>, tensor<?x4x4x8xf32>) {
+  // CHECK: kiln.conv2d %[[X]], %[[W]] stride [2, 2] pad [1, 1, 1, 1] : (tensor<?x8x8x3xf32>, tensor<3x3x3x8xf32>) -> tensor<?x4x4x8xf32>
+  %a = kiln.conv2d %x, %w stride [2, 2] pad [1, 1, 1, 1] : (tensor<?x8x8x3xf32>, tensor<3x3x3x8xf32>) -> tensor<?x4x4x8xf32>
+  // CHECK: kiln.conv2d %[[X]], %[[W]] stride [1, 1] pad [0, 0, 0, 0] dilation [2, 2] layout nChw16c
+  %b = kiln.conv2d %x, %w stride [1, 1] pad [0, 0, 0, 0] dilation [2, 2] layout nChw16c : (tensor<?x8x8x3xf32>, tensor<3x3x3x8xf32>) -> tensor<?x4x4x8xf32>
+  return %a, %b : tensor<?x4x4x8xf32>, tensor<?x4x4x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @batch_norm
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4x4x8xbf16>, %[[G:.*]]: tensor<8xf32>, %[[B:.*]]: tensor<8xf32>, %[[M:.*]]: tensor<8xf32>, %[[V:.*]]: tensor<8xf32>)
+func.func @batch_norm(%x: tensor<2x4x4x8xbf16>, %g: tensor<8xf32>, %b: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>) -> (tensor<2x4x4x8xbf16>, tensor<2x4x4x8xbf16>) {
+  // CHECK: kiln.batch_norm_train %[[X]], %[[G]], %[[B]], %[[M]], %[[V]] epsilon 1.000000e-03 momentum 0.949999988 :
+  // CHECK-SAME: -> (tensor<2x4x4x8xbf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %y, %bm, %bv, %nm, %nv = kiln.batch_norm_train %x, %g, %b, %m, %v epsilon 1.0e-3 momentum 0.95 : (tensor<2x4x4x8xbf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x4x8xbf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  // CHECK: kiln.batch_norm_inference %[[X]], %[[G]], %[[B]], %[[M]], %[[V]] epsilon 9.99999974E-6 layout nhwc :
+  %z = kiln.batch_norm_inference %x, %g, %b, %m, %v epsilon 1.0e-5 layout nhwc : (tensor<2x4x4x8xbf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x4x8xbf16>
+  return %y, %z : tensor<2x4x4x8xbf16>, tensor<2x4x4x8xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @batch_norm_2d
+func.func @batch_norm_2d(%x: tensor<?x8xf32>, %g: tensor<8xf32>) -> tensor<?x8xf32> {
+  // CHECK: kiln.batch_norm_train
+  // CHECK-SAME: -> (tensor<?x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %y, %bm, %bv, %nm, %nv = kiln.batch_norm_train %x, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.0 : (tensor<?x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<?x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @elementwise
+// CHECK-SAME: (%[[A:.*]]: tensor<?x4x4x8xf32>, %[[B:.*]]: tensor<?x4x4x8xf32>)
+func.func @elementwise(%a: tensor<?x4x4x8xf32>, %b: tensor<?x4x4x8xf32>) -> tensor<?x4x4x8xbf16> {
+  // CHECK: %[[S:.*]] = kiln.add %[[A]], %[[B]] : tensor<?x4x4x8xf32>
+  %s = kiln.add %a, %b : tensor<?x4x4x8xf32>
+  // CHECK: %[[R:.*]] = kiln.relu %[[S]] : tensor<?x4x4x8xf32>
+  %r = kiln.relu %s : tensor<?x4x4x8xf32>
+  // CHECK: kiln.cast %[[R]] : tensor<?x4x4x8xf32> to tensor<?x4x4x8xbf16>
+  %c = kiln.cast %r : tensor<?x4x4x8xf32> to tensor<?x4x4x8xbf16>
+  return %c : tensor<?x4x4x8xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @pooling
+// CHECK-SAME: (%[[X:.*]]: tensor<?x9x9x8xf32>)
+func.func @pooling(%x: tensor<?x9x9x8xf32>) -> (tensor<?x5x5x8xf32>, tensor<?x4x4x8xf32>, tensor<?x8xf32>) {
+  // CHECK: kiln.max_pool %[[X]] window [3, 3] stride [2, 2] pad [1, 1, 1, 1] : (tensor<?x9x9x8xf32>) -> tensor<?x5x5x8xf32>
+  %m = kiln.max_pool %x window [3, 3] stride [2, 2] pad [1, 1, 1, 1] : (tensor<?x9x9x8xf32>) -> tensor<?x5x5x8xf32>
+  // CHECK: kiln.avg_pool %[[X]] window [2, 2] stride [2, 2] pad [0, 0, 0, 0] layout nchw : (tensor<?x9x9x8xf32>) -> tensor<?x4x4x8xf32>
+  %a = kiln.avg_pool %x window [2, 2] stride [2, 2] pad [0, 0, 0, 0] layout nchw : (tensor<?x9x9x8xf32>) -> tensor<?x4x4x8xf32>
+  // CHECK: kiln.global_avg_pool %[[X]] : (tensor<?x9x9x8xf32>) -> tensor<?x8xf32>
+  %g = kiln.global_avg_pool %x : (tensor<?x9x9x8xf32>) -> tensor<?x8xf32>
+  return %m, %a, %g : tensor<?x5x5x8xf32>, tensor<?x4x4x8xf32>, tensor<?x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @dense_and_loss
+// CHECK-SAME: (%[[X:.*]]: tensor<?x1x1x8xf32>, %[[W:.*]]: tensor<8x4xf32>, %[[B:.*]]: tensor<4xf32>, %[[L:.*]]: tensor<?xi32>)
+func.func @dense_and_loss(%x: tensor<?x1x1x8xf32>, %w: tensor<8x4xf32>, %b: tensor<4xf32>, %labels: tensor<?xi32>) -> (tensor<f32>, tensor<f32>) {
+  // CHECK: %[[F:.*]] = kiln.reshape %[[X]] : tensor<?x1x1x8xf32> to tensor<?x8xf32>
+  %f = kiln.reshape %x : tensor<?x1x1x8xf32> to tensor<?x8xf32>
+  // CHECK: %[[Y:.*]] = kiln.dense %[[F]], %[[W]] bias %[[B]] : (tensor<?x8xf32>, tensor<8x4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
+  %y = kiln.dense %f, %w bias %b : (tensor<?x8xf32>, tensor<8x4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
+  // CHECK: %[[Z:.*]] = kiln.dense %[[F]], %[[W]] : (tensor<?x8xf32>, tensor<8x4xf32>) -> tensor<?x4xf32>
+  %z = kiln.dense %f, %w : (tensor<?x8xf32>, tensor<8x4xf32>) -> tensor<?x4xf32>
+  // CHECK: kiln.softmax_cross_entropy %[[Y]], %[[L]] : (tensor<?x4xf32>, tensor<?xi32>) -> tensor<f32>
+  %l0 = kiln.softmax_cross_entropy %y, %labels : (tensor<?x4xf32>, tensor<?xi32>) -> tensor<f32>
+  // CHECK: kiln.softmax_cross_entropy %[[Z]], %[[L]] label_smoothing 1.000000e-01 : (tensor<?x4xf32>, tensor<?xi32>) -> tensor<f32>
+  %l1 = kiln.softmax_cross_entropy %z, %labels label_smoothing 0.1 : (tensor<?x4xf32>, tensor<?xi32>) -> tensor<f32>
+  return %l0, %l1 : tensor<f32>, tensor<f32>
+}
