@@ -5,11 +5,13 @@
 #include "dialects/Kiln/IR/KilnDialect.h"
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Transforms/Passes.h"
 
 void kiln::registerAllKilnDialects(mlir::DialectRegistry &registry) {
-  registry.insert<KilnDialect, mlir::func::FuncDialect>();
+  registry.insert<KilnDialect, mlir::arith::ArithDialect,
+                  mlir::func::FuncDialect>();
 }
 
 void kiln::registerAllKilnPasses() {

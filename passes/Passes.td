@@ -12,6 +12,30 @@
 include "mlir/Pass/PassBase.td"
 
 //===----------------------------------------------------------------------===//
+// Training step
+//===----------------------------------------------------------------------===//
+
+def KilnAutodiff : Pass<"kiln-autodiff", "mlir::ModuleOp"> {
+  let summary = "Builds the training step: forward, loss and parameter gradients";
+  let description = [{
+    Differentiates the forward function (whose first result is the scalar
+    loss) in reverse mode and adds a training-step function that returns the
+    forward results followed by the gradient of every parameter, in
+    declaration order, each result marked `kiln.gradient_of = @parameter`.
+    The forward function's `kiln.assign`s (batch-norm running statistics)
+    stay in the step. Each op's gradient comes from its GradientOpInterface;
+    an op the loss depends on that has none is an error naming the op.
+  }];
+  let options = [
+    Option<"forwardFunction", "forward", "std::string", /*default=*/"\"forward\"",
+           "The function to differentiate">,
+    Option<"stepFunction", "step", "std::string", /*default=*/"\"train_step\"",
+           "The name of the training-step function to create">
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Analysis
 //===----------------------------------------------------------------------===//
 

@@ -51,7 +51,9 @@ def Kiln_Initializer : I32EnumAttr<"Initializer",
       // Variance scaling with scale 2 over fan-in (Kaiming/He), normal.
       I32EnumAttrCase<"HeNormal", 2, "he_normal">,
       // Normal(0, std).
-      I32EnumAttrCase<"Normal", 3, "normal">
+      I32EnumAttrCase<"Normal", 3, "normal">,
+      // The values given in the `value` attribute.
+      I32EnumAttrCase<"Constant", 4, "constant">
     ]> {
   let cppNamespace = "::kiln";
 }
@@ -66,6 +68,17 @@ def Kiln_Layout : I32EnumAttr<"Layout",
   let cppNamespace = "::kiln";
 }
 
+def Kiln_Schedule : I32EnumAttr<"Schedule",
+    "learning-rate schedule; the parameter slots of each are in the op docs", [
+      I32EnumAttrCase<"Constant", 0, "constant">,
+      I32EnumAttrCase<"LinearWarmupLinearDecay", 1, "linear_warmup_linear_decay">,
+      I32EnumAttrCase<"WarmupPolynomialDecay", 2, "warmup_polynomial_decay">,
+      I32EnumAttrCase<"StepDecay", 3, "step_decay">,
+      I32EnumAttrCase<"CosineDecay", 4, "cosine_decay">
+    ]> {
+  let cppNamespace = "::kiln";
+}
+
 //===----------------------------------------------------------------------===//
 // Type constraints.
 //===----------------------------------------------------------------------===//
@@ -76,7 +89,8 @@ def Kiln_ActivationTensor : 4DTensorOf<[F32, BF16]>;
 def Kiln_MatrixTensor : 2DTensorOf<[F32, BF16]>;
 def Kiln_VectorF32 : 1DTensorOf<[F32]>;
 def Kiln_LabelTensor : 1DTensorOf<[I32]>;
-def Kiln_ScalarF32 : 0DTensorOf<[F32]>;
+def Kiln_ScalarF32 : 0DTensorOf<[F32]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
 
 // Four non-negative paddings: top, bottom, left, right.
 def Kiln_Padding4 : ConfinedAttr<DenseI64ArrayAttr, [DenseArrayCount<4>,

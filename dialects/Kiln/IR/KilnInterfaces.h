@@ -5,6 +5,14 @@
 
 #include "mlir/IR/OpDefinition.h"
 
+#include "mlir/IR/Builders.h"
+
+namespace kiln::OpTrait {
+/// Marks the ops of the backward pass.
+template <typename ConcreteType>
+class BackwardOp : public mlir::OpTrait::TraitBase<ConcreteType, BackwardOp> {};
+} // namespace kiln::OpTrait
+
 #include "dialects/Kiln/IR/KilnInterfaces.h.inc"
 
 #endif // KILN_DIALECT_KILN_IR_KILNINTERFACES_H

@@ -28,4 +28,33 @@ def Kiln_CostOpInterface : OpInterface<"CostOpInterface"> {
   ];
 }
 
+def Kiln_GradientOpInterface : OpInterface<"GradientOpInterface"> {
+  let cppNamespace = "::kiln";
+  let description = [{
+    An op that reverse-mode autodiff can differentiate through (after
+    Enzyme-MLIR's AutoDiffOpInterface). Given the gradients of its results,
+    the op builds the ops computing the gradients of its operands at the
+    builder's insertion point. `--kiln-autodiff` is a generic walk over this
+    interface.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        `resultGradients` has one entry per result, null where the result has
+        no gradient. Fills `operandGradients` with one entry per operand,
+        null for operands that are not differentiable (labels, statistics).
+        Fails, with a diagnostic, if a gradient is asked for that the op
+        cannot provide.
+      }],
+      "::llvm::LogicalResult", "buildGradients",
+      (ins "::mlir::OpBuilder &":$builder,
+           "::mlir::ArrayRef<::mlir::Value>":$resultGradients,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGradients)>
+  ];
+}
+
+// Ops of the backward pass (kiln-model-stats counts their cost separately).
+def Kiln_BackwardOpTrait : NativeOpTrait<"BackwardOp"> {
+  let cppNamespace = "::kiln::OpTrait";
+}
+
 #endif // KILN_DIALECT_KILN_IR_KILNINTERFACES_TD

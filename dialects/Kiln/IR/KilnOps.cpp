@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "dialects/Kiln/IR/ShapeRules.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
@@ -15,93 +16,7 @@
 using namespace mlir;
 using namespace kiln;
 
-//===----------------------------------------------------------------------===//
-// Helpers
-//===----------------------------------------------------------------------===//
-
 static bool isDynamic(int64_t dim) { return ShapedType::isDynamic(dim); }
-
-/// Product of the dimensions of `type`, counting each dynamic one as
-/// `dynamicDimSize`.
-static int64_t numElements(ShapedType type, int64_t dynamicDimSize) {
-  int64_t n = 1;
-  for (int64_t d : type.getShape())
-    n *= isDynamic(d) ? dynamicDimSize : d;
-  return n;
-}
-
-/// Output extent of a sliding window; kDynamic for a dynamic input and a
-/// non-positive value when the window does not fit.
-static int64_t slidingOutputSize(int64_t in, int64_t padBefore,
-                                 int64_t padAfter, int64_t window,
-                                 int64_t stride, int64_t dilation) {
-  if (isDynamic(in))
-    return ShapedType::kDynamic;
-  int64_t effective = dilation * (window - 1) + 1;
-  int64_t padded = in + padBefore + padAfter;
-  if (padded < effective)
-    return 0;
-  return (padded - effective) / stride + 1;
-}
-
-/// Infers the spatial output size of a window op, or emits an error.
-static LogicalResult
-inferSpatial(std::optional<Location> loc, StringRef opName,
-             RankedTensorType input, ArrayRef<int64_t> window,
-             ArrayRef<int64_t> strides, ArrayRef<int64_t> padding,
-             ArrayRef<int64_t> dilations, SmallVectorImpl<int64_t> &out) {
-  if (window.size() != 2 || strides.size() != 2 || padding.size() != 4 ||
-      dilations.size() != 2)
-    return emitOptionalError(loc, opName,
-                             ": expects 2 window sizes, 2 strides, 4 paddings "
-                             "and 2 dilations");
-  static constexpr const char *dimNames[] = {"height", "width"};
-  for (int i = 0; i < 2; ++i) {
-    int64_t in = input.getDimSize(1 + i);
-    int64_t size = slidingOutputSize(in, padding[2 * i], padding[2 * i + 1],
-                                     window[i], strides[i], dilations[i]);
-    if (!isDynamic(size) && size <= 0)
-      return emitOptionalError(
-          loc, opName, ": window of ", dimNames[i], " ",
-          dilations[i] * (window[i] - 1) + 1, " does not fit the padded input ",
-          dimNames[i], " ", in + padding[2 * i] + padding[2 * i + 1]);
-    out.push_back(size);
-  }
-  return success();
-}
-
-/// Checks that a per-channel vector has `channels` elements.
-static LogicalResult checkChannelVector(std::optional<Location> loc,
-                                        StringRef opName, StringRef what,
-                                        Value vector, int64_t channels) {
-  auto type = cast<RankedTensorType>(vector.getType());
-  if (type.getDimSize(0) != channels)
-    return emitOptionalError(loc, opName, ": ", what, " has ",
-                             type.getDimSize(0), " elements but the input has ",
-                             channels, " channels");
-  return success();
-}
-
-/// Checks the operands shared by both forms of batch normalization and
-/// returns the channel count.
-static FailureOr<int64_t>
-checkBatchNormOperands(std::optional<Location> loc, StringRef opName,
-                       Value input, ArrayRef<std::pair<StringRef, Value>> vecs) {
-  auto inputType = cast<RankedTensorType>(input.getType());
-  if (inputType.getRank() != 2 && inputType.getRank() != 4)
-    return emitOptionalError(loc, opName,
-                             ": input must be NHWC (rank 4) or NC (rank 2), "
-                             "got rank ",
-                             inputType.getRank());
-  int64_t channels = inputType.getShape().back();
-  if (isDynamic(channels))
-    return emitOptionalError(loc, opName,
-                             ": the channel dimension must be static");
-  for (auto [what, value] : vecs)
-    if (failed(checkChannelVector(loc, opName, what, value, channels)))
-      return failure();
-  return channels;
-}
 
 //===----------------------------------------------------------------------===//
 // VariableOp
@@ -128,6 +43,17 @@ LogicalResult VariableOp::verify() {
              << getStd()->convertToFloat();
   } else if (getStd()) {
     return emitOpError("'std' is only meaningful with initializer 'normal'");
+  }
+  if (init == Initializer::Constant) {
+    ElementsAttr value = getValueAttr();
+    if (!value)
+      return emitOpError("initializer 'constant' needs a 'value'");
+    if (value.getShapedType() != type)
+      return emitOpError("'value' has type ")
+             << value.getShapedType() << " but the variable is " << type;
+  } else if (getValueAttr()) {
+    return emitOpError("'value' is only meaningful with initializer "
+                       "'constant'");
   }
   return success();
 }
@@ -187,7 +113,7 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *context,
                              " channels but the filter (HWIO) expects ",
                              filter.getDimSize(2));
   SmallVector<int64_t> spatial;
-  if (failed(inferSpatial(loc, name, input, filter.getShape().take_front(2),
+  if (failed(inferWindowSpatialSize(loc, name, input, filter.getShape().take_front(2),
                           adaptor.getStrides(), adaptor.getPadding(),
                           adaptor.getDilations(), spatial)))
     return failure();
@@ -200,7 +126,7 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *context,
 int64_t Conv2DOp::getMultiplyAdds(int64_t dynamicDimSize) {
   auto filter = getFilter().getType();
   // Each output element costs KH * KW * Cin multiply-adds.
-  return numElements(getOutput().getType(), dynamicDimSize) *
+  return numElementsWith(getOutput().getType(), dynamicDimSize) *
          filter.getDimSize(0) * filter.getDimSize(1) * filter.getDimSize(2);
 }
 
@@ -259,7 +185,7 @@ static LogicalResult inferPool(std::optional<Location> loc, StringRef name,
                                " must be smaller than the window ", window[i]);
   SmallVector<int64_t> spatial;
   SmallVector<int64_t> unitDilations = {1, 1};
-  if (failed(inferSpatial(loc, name, input, window, adaptor.getStrides(),
+  if (failed(inferWindowSpatialSize(loc, name, input, window, adaptor.getStrides(),
                           padding, unitDilations, spatial)))
     return failure();
   results.push_back(RankedTensorType::get({input.getDimSize(0), spatial[0],
@@ -328,7 +254,7 @@ LogicalResult DenseOp::inferReturnTypes(MLIRContext *context,
 }
 
 int64_t DenseOp::getMultiplyAdds(int64_t dynamicDimSize) {
-  return numElements(getOutput().getType(), dynamicDimSize) *
+  return numElementsWith(getOutput().getType(), dynamicDimSize) *
          getWeight().getType().getDimSize(0);
 }
 
@@ -351,10 +277,10 @@ LogicalResult ReshapeOp::verify() {
       isDynamic(in.getDimSize(0)) != isDynamic(out.getDimSize(0)))
     return emitOpError("only the leading (batch) dimension may be dynamic, "
                        "and in both types alike");
-  if (numElements(in, 1) != numElements(out, 1))
+  if (numElementsWith(in, 1) != numElementsWith(out, 1))
     return emitOpError("cannot reshape ")
-           << in << " (" << numElements(in, 1) << " elements) to " << out
-           << " (" << numElements(out, 1) << " elements)";
+           << in << " (" << numElementsWith(in, 1) << " elements) to " << out
+           << " (" << numElementsWith(out, 1) << " elements)";
   return success();
 }
 

@@ -18,4 +18,10 @@
 #define GET_OP_CLASSES
 #include "dialects/Kiln/IR/KilnOps.h.inc"
 
+namespace kiln {
+/// The fixed parameter slots of a learning-rate schedule (see
+/// kiln.learning_rate); step_decay has its boundaries after them.
+int64_t getScheduleParamCount(Schedule schedule);
+} // namespace kiln
+
 #endif // KILN_DIALECT_KILN_IR_KILNOPS_H

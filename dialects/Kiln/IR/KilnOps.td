@@ -35,6 +35,8 @@ def Kiln_VariableOp : Kiln_Op<"variable", [Symbol, HasParent<"mlir::ModuleOp">]>
     kiln.variable parameter @conv1.weight : tensor<7x7x3x64xf32> init he_normal
     kiln.variable parameter @fc.weight : tensor<2048x1000xf32> init normal std 1.000000e-02
     kiln.variable state @bn1.running_var : tensor<64xf32> init ones
+    kiln.variable state @kiln.lr_schedule : tensor<4xf32> init constant
+        value dense<[1.0e-01, 2.6e+02, 4.8, 4.68e+03]> : tensor<4xf32>
     ```
   }];
   let arguments = (ins
@@ -42,10 +44,11 @@ def Kiln_VariableOp : Kiln_Op<"variable", [Symbol, HasParent<"mlir::ModuleOp">]>
     SymbolNameAttr:$sym_name,
     TypeAttrOf<AnyStaticShapeTensor>:$type,
     Kiln_Initializer:$init,
-    OptionalAttr<F32Attr>:$std
+    OptionalAttr<F32Attr>:$std,
+    OptionalAttr<ElementsAttr>:$value
   );
   let assemblyFormat = [{
-    $kind $sym_name `:` $type `init` $init (`std` $std^)? attr-dict
+    $kind $sym_name `:` $type `init` $init (`std` $std^)? (`value` $value^)? attr-dict
   }];
   let extraClassDeclaration = [{
     ::mlir::RankedTensorType getTensorType() {
@@ -92,7 +95,7 @@ def Kiln_AssignOp : Kiln_Op<"assign", [
 // Layers
 //===----------------------------------------------------------------------===//
 
-def Kiln_Conv2DOp : Kiln_Op<"conv2d", [Pure,
+def Kiln_Conv2DOp : Kiln_Op<"conv2d", [Pure, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
     InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<Kiln_CostOpInterface>]> {
   let summary = "2-D convolution, NHWC input and HWIO filter";
@@ -125,7 +128,7 @@ def Kiln_Conv2DOp : Kiln_Op<"conv2d", [Pure,
   }];
 }
 
-def Kiln_BatchNormTrainOp : Kiln_Op<"batch_norm_train", [Pure,
+def Kiln_BatchNormTrainOp : Kiln_Op<"batch_norm_train", [Pure, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
     InferTypeOpAdaptor]> {
   let summary = "batch normalization over the batch, training form";
   let description = [{
@@ -201,7 +204,7 @@ def Kiln_BatchNormInferenceOp : Kiln_Op<"batch_norm_inference", [Pure,
   }];
 }
 
-def Kiln_ReluOp : Kiln_Op<"relu", [Pure, Elementwise, SameOperandsAndResultType]> {
+def Kiln_ReluOp : Kiln_Op<"relu", [Pure, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>, Elementwise, SameOperandsAndResultType]> {
   let summary = "rectified linear unit, max(x, 0)";
   let description = [{
     Example:
@@ -215,7 +218,7 @@ def Kiln_ReluOp : Kiln_Op<"relu", [Pure, Elementwise, SameOperandsAndResultType]
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Kiln_AddOp : Kiln_Op<"add", [Pure, Elementwise, Commutative,
+def Kiln_AddOp : Kiln_Op<"add", [Pure, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>, Elementwise, Commutative,
     SameOperandsAndResultType]> {
   let summary = "elementwise sum of two tensors of the same type";
   let description = [{
@@ -230,7 +233,7 @@ def Kiln_AddOp : Kiln_Op<"add", [Pure, Elementwise, Commutative,
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($output)";
 }
 
-class Kiln_PoolOp<string mnemonic, string what> : Kiln_Op<mnemonic, [Pure,
+class Kiln_PoolOp<string mnemonic, string what> : Kiln_Op<mnemonic, [Pure, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
     InferTypeOpAdaptor]> {
   let summary = what # " pooling over windows of an NHWC tensor";
   let arguments = (ins
@@ -269,7 +272,7 @@ def Kiln_AvgPoolOp : Kiln_PoolOp<"avg_pool", "average"> {
   }];
 }
 
-def Kiln_GlobalAvgPoolOp : Kiln_Op<"global_avg_pool", [Pure,
+def Kiln_GlobalAvgPoolOp : Kiln_Op<"global_avg_pool", [Pure, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
     InferTypeOpAdaptor]> {
   let summary = "mean over the spatial dimensions, NHWC to NC";
   let description = [{
@@ -284,7 +287,7 @@ def Kiln_GlobalAvgPoolOp : Kiln_Op<"global_avg_pool", [Pure,
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Kiln_DenseOp : Kiln_Op<"dense", [Pure,
+def Kiln_DenseOp : Kiln_Op<"dense", [Pure, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
     InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<Kiln_CostOpInterface>]> {
   let summary = "fully connected layer: input[N,K] x weight[K,M] (+ bias[M])";
@@ -307,7 +310,7 @@ def Kiln_DenseOp : Kiln_Op<"dense", [Pure,
   }];
 }
 
-def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure]> {
+def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>]> {
   let summary = "reinterprets a tensor with another shape of the same size";
   let description = [{
     Only the batch (leading) dimension may be dynamic, in both types alike.
@@ -322,7 +325,7 @@ def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Kiln_CastOp : Kiln_Op<"cast", [Pure, Elementwise, SameOperandsAndResultShape]> {
+def Kiln_CastOp : Kiln_Op<"cast", [Pure, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>, Elementwise, SameOperandsAndResultShape]> {
   let summary = "converts between f32 and bf16 (round to nearest even)";
   let description = [{
     ```mlir
@@ -334,7 +337,7 @@ def Kiln_CastOp : Kiln_Op<"cast", [Pure, Elementwise, SameOperandsAndResultShape
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($output)";
 }
 
-def Kiln_SoftmaxCrossEntropyOp : Kiln_Op<"softmax_cross_entropy", [Pure]> {
+def Kiln_SoftmaxCrossEntropyOp : Kiln_Op<"softmax_cross_entropy", [Pure, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>]> {
   let summary = "mean softmax cross-entropy over a batch, with label smoothing";
   let description = [{
     `loss = mean_n( -sum_k q[n,k] * log softmax(logits[n])[k] )` with
@@ -358,5 +361,8 @@ def Kiln_SoftmaxCrossEntropyOp : Kiln_Op<"softmax_cross_entropy", [Pure]> {
   }];
   let hasVerifier = 1;
 }
+
+include "dialects/Kiln/IR/KilnGradientOps.td"
+include "dialects/Kiln/IR/KilnTrainingOps.td"
 
 #endif // KILN_DIALECT_KILN_IR_KILNOPS_TD

@@ -1,0 +1,144 @@
+//===- KilnGradients.cpp - GradientOpInterface of the forward ops ---------===//
+//
+// The gradient table: for each differentiable forward op, the backward ops
+// that compute the gradients of its operands from those of its results.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+using namespace mlir;
+using namespace kiln;
+
+/// Sizes `operandGradients` to the op's operands, all without gradient, and
+/// returns the gradient of the op's first result (null if it has none).
+static Value prepare(Operation *op, ArrayRef<Value> resultGradients,
+                     SmallVectorImpl<Value> &operandGradients) {
+  operandGradients.assign(op->getNumOperands(), Value());
+  return resultGradients.empty() ? Value() : resultGradients.front();
+}
+
+LogicalResult Conv2DOp::buildGradients(OpBuilder &b,
+                                       ArrayRef<Value> resultGradients,
+                                       SmallVectorImpl<Value> &operandGradients) {
+  Value dy = prepare(*this, resultGradients, operandGradients);
+  if (!dy)
+    return success();
+  operandGradients[0] = Conv2DBackwardDataOp::create(
+      b, getLoc(), getInput().getType(), dy, getFilter(), getStridesAttr(),
+      getPaddingAttr(), getDilationsAttr());
+  operandGradients[1] = Conv2DBackwardFilterOp::create(
+      b, getLoc(), getFilter().getType(), getInput(), dy, getStridesAttr(),
+      getPaddingAttr(), getDilationsAttr());
+  return success();
+}
+
+LogicalResult
+BatchNormTrainOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGradients,
+                                 SmallVectorImpl<Value> &operandGradients) {
+  Value dy = prepare(*this, resultGradients, operandGradients);
+  if (llvm::any_of(resultGradients.drop_front(), [](Value v) { return v; }))
+    return emitOpError("cannot be differentiated through its batch or "
+                       "running statistics: only the normalized output may "
+                       "reach the loss");
+  if (!dy)
+    return success();
+  auto backward = BatchNormBackwardOp::create(b, getLoc(), dy, getInput(),
+                                              getScale(), getBatchMean(),
+                                              getBatchVar(), getEpsilonAttr());
+  operandGradients[0] = backward.getInputGrad();
+  operandGradients[1] = backward.getScaleGrad();
+  operandGradients[2] = backward.getOffsetGrad();
+  return success();
+}
+
+LogicalResult ReluOp::buildGradients(OpBuilder &b,
+                                     ArrayRef<Value> resultGradients,
+                                     SmallVectorImpl<Value> &operandGradients) {
+  if (Value dy = prepare(*this, resultGradients, operandGradients))
+    operandGradients[0] =
+        ReluBackwardOp::create(b, getLoc(), dy.getType(), dy, getOutput());
+  return success();
+}
+
+LogicalResult AddOp::buildGradients(OpBuilder &b,
+                                    ArrayRef<Value> resultGradients,
+                                    SmallVectorImpl<Value> &operandGradients) {
+  if (Value dy = prepare(*this, resultGradients, operandGradients))
+    operandGradients.assign({dy, dy});
+  return success();
+}
+
+LogicalResult MaxPoolOp::buildGradients(OpBuilder &b,
+                                        ArrayRef<Value> resultGradients,
+                                        SmallVectorImpl<Value> &operandGradients) {
+  if (Value dy = prepare(*this, resultGradients, operandGradients))
+    operandGradients[0] = MaxPoolBackwardOp::create(
+        b, getLoc(), getInput().getType(), dy, getInput(), getWindowAttr(),
+        getStridesAttr(), getPaddingAttr());
+  return success();
+}
+
+LogicalResult AvgPoolOp::buildGradients(OpBuilder &b,
+                                        ArrayRef<Value> resultGradients,
+                                        SmallVectorImpl<Value> &operandGradients) {
+  if (Value dy = prepare(*this, resultGradients, operandGradients))
+    operandGradients[0] = AvgPoolBackwardOp::create(
+        b, getLoc(), getInput().getType(), dy, getWindowAttr(),
+        getStridesAttr(), getPaddingAttr());
+  return success();
+}
+
+LogicalResult
+GlobalAvgPoolOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGradients,
+                                SmallVectorImpl<Value> &operandGradients) {
+  if (Value dy = prepare(*this, resultGradients, operandGradients))
+    operandGradients[0] = GlobalAvgPoolBackwardOp::create(
+        b, getLoc(), getInput().getType(), dy);
+  return success();
+}
+
+LogicalResult DenseOp::buildGradients(OpBuilder &b,
+                                      ArrayRef<Value> resultGradients,
+                                      SmallVectorImpl<Value> &operandGradients) {
+  Value dy = prepare(*this, resultGradients, operandGradients);
+  if (!dy)
+    return success();
+  // dx = dy * w^T, dw = x^T * dy, db = sum over the batch of dy.
+  operandGradients[0] = MatmulOp::create(b, getLoc(), dy, getWeight(),
+                                         /*transpose_lhs=*/UnitAttr(),
+                                         /*transpose_rhs=*/b.getUnitAttr());
+  operandGradients[1] = MatmulOp::create(b, getLoc(), getInput(), dy,
+                                         /*transpose_lhs=*/b.getUnitAttr(),
+                                         /*transpose_rhs=*/UnitAttr());
+  if (getBias())
+    operandGradients[2] = ReduceSumOp::create(b, getLoc(), dy);
+  return success();
+}
+
+LogicalResult ReshapeOp::buildGradients(OpBuilder &b,
+                                        ArrayRef<Value> resultGradients,
+                                        SmallVectorImpl<Value> &operandGradients) {
+  if (Value dy = prepare(*this, resultGradients, operandGradients))
+    operandGradients[0] =
+        ReshapeOp::create(b, getLoc(), getInput().getType(), dy);
+  return success();
+}
+
+LogicalResult CastOp::buildGradients(OpBuilder &b,
+                                     ArrayRef<Value> resultGradients,
+                                     SmallVectorImpl<Value> &operandGradients) {
+  if (Value dy = prepare(*this, resultGradients, operandGradients))
+    operandGradients[0] = CastOp::create(b, getLoc(), getInput().getType(), dy);
+  return success();
+}
+
+LogicalResult SoftmaxCrossEntropyOp::buildGradients(
+    OpBuilder &b, ArrayRef<Value> resultGradients,
+    SmallVectorImpl<Value> &operandGradients) {
+  if (Value dloss = prepare(*this, resultGradients, operandGradients))
+    operandGradients[0] = SoftmaxCrossEntropyBackwardOp::create(
+        b, getLoc(), getLogits().getType(), dloss, getLogits(), getLabels(),
+        getLabelSmoothingAttr());
+  return success();
+}

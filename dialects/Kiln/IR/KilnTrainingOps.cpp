@@ -1,0 +1,48 @@
+//===- KilnTrainingOps.cpp - Optimizer, schedule, allreduce ---------------===//
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+using namespace mlir;
+using namespace kiln;
+
+int64_t kiln::getScheduleParamCount(Schedule schedule) {
+  switch (schedule) {
+  case Schedule::Constant:
+    return 1;
+  case Schedule::LinearWarmupLinearDecay:
+    return 4;
+  case Schedule::WarmupPolynomialDecay:
+    return 5;
+  case Schedule::StepDecay:
+    return 4; // plus at least one boundary
+  case Schedule::CosineDecay:
+    return 5;
+  }
+  llvm_unreachable("unknown schedule");
+}
+
+LogicalResult LearningRateOp::verify() {
+  int64_t have = getParams().getType().getDimSize(0);
+  int64_t want = getScheduleParamCount(getSchedule());
+  if (getSchedule() == Schedule::StepDecay) {
+    if (ShapedType::isDynamic(have) || have < want + 1)
+      return emitOpError("schedule 'step_decay' needs ")
+             << want << " parameters and at least one boundary, got " << have;
+    return success();
+  }
+  if (have != want)
+    return emitOpError("schedule '")
+           << stringifySchedule(getSchedule()) << "' needs " << want
+           << " parameters, got " << have;
+  return success();
+}
+
+LogicalResult AllReduceOp::inferReturnTypes(MLIRContext *context,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  if (adaptor.getGradients().empty())
+    return emitOptionalError(loc, "kiln.allreduce: an empty bucket");
+  llvm::append_range(results, adaptor.getGradients().getTypes());
+  return success();
+}

@@ -1,0 +1,48 @@
+//===- ShapeRules.h - Shape rules shared by kiln ops ------------*- C++ -*-===//
+//
+// The forward shape rules, shared by forward ops (which infer their results)
+// and backward ops (which check their given results against the forward op
+// they invert). Errors go to `loc` when present, prefixed with the op name.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECT_KILN_IR_SHAPERULES_H
+#define KILN_DIALECT_KILN_IR_SHAPERULES_H
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Location.h"
+#include "mlir/IR/Value.h"
+
+#include <optional>
+#include <string>
+
+namespace kiln {
+
+/// Product of the dimensions, each dynamic one counted as `dynamicDimSize`.
+int64_t numElementsWith(mlir::ShapedType type, int64_t dynamicDimSize);
+
+/// True if the shapes have the same rank and agree wherever both are static.
+bool shapesCompatible(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
+
+/// "?, 4, 4, 8".
+std::string formatShape(llvm::ArrayRef<int64_t> shape);
+
+/// The output height and width of a sliding-window op (conv2d, pools) over
+/// an NHWC `input`; fails with a diagnostic when the window does not fit.
+llvm::LogicalResult inferWindowSpatialSize(
+    std::optional<mlir::Location> loc, llvm::StringRef opName,
+    mlir::RankedTensorType input, llvm::ArrayRef<int64_t> window,
+    llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> padding,
+    llvm::ArrayRef<int64_t> dilations, llvm::SmallVectorImpl<int64_t> &out);
+
+/// Checks a batch-norm input (NHWC or NC, static channels) and that each
+/// named per-channel vector has one element per channel; returns the channel
+/// count.
+llvm::FailureOr<int64_t> checkBatchNormOperands(
+    std::optional<mlir::Location> loc, llvm::StringRef opName,
+    mlir::Value input,
+    llvm::ArrayRef<std::pair<llvm::StringRef, mlir::Value>> vectors);
+
+} // namespace kiln
+
+#endif // KILN_DIALECT_KILN_IR_SHAPERULES_H
