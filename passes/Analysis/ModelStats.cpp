@@ -51,6 +51,8 @@ ModelStats computeModelStats(ModuleOp module) {
     func.walk([&](CostOpInterface op) {
       int64_t macs = op.getMultiplyAdds(/*dynamicDimSize=*/1);
       cost.multiplyAdds += macs;
+      if (op->hasTrait<OpTrait::BackwardOp>())
+        cost.backwardMultiplyAdds += macs;
       cost.multiplyAddsByOp[op->getName().getStringRef()] += macs;
     });
     stats.functions.push_back(std::move(cost));
@@ -72,6 +74,16 @@ void printModelStats(const ModelStats &stats, llvm::raw_ostream &os,
     os << "  multiply-adds per example: "
        << formatThousands(int64_t(perExample)) << " ("
        << llvm::format("%.2f", perExample / 1e9) << " G)\n";
+    if (cost.backwardMultiplyAdds > 0) {
+      double backward = double(cost.backwardMultiplyAdds) / double(cost.batch);
+      double forward = perExample - backward;
+      os << "    forward: " << formatThousands(int64_t(forward)) << " ("
+         << llvm::format("%.2f", forward / 1e9) << " G)\n";
+      os << "    backward: " << formatThousands(int64_t(backward)) << " ("
+         << llvm::format("%.2f", backward / 1e9) << " G, "
+         << llvm::format("%.2f", forward > 0 ? backward / forward : 0.0)
+         << "x forward)\n";
+    }
     if (perOp)
       for (auto [name, macs] : cost.multiplyAddsByOp)
         os << "    " << name << ": " << formatThousands(macs) << "\n";

@@ -20,6 +20,8 @@ struct FunctionCost {
   /// when static, 1 when dynamic.
   int64_t batch = 1;
   int64_t multiplyAdds = 0;
+  /// The part of multiplyAdds in ops of the backward pass.
+  int64_t backwardMultiplyAdds = 0;
   llvm::MapVector<llvm::StringRef, int64_t> multiplyAddsByOp;
 };
 

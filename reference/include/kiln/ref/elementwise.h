@@ -1,0 +1,31 @@
+//===- elementwise.h - ReLU, add, reshape ----------------------*- C++ -*-===//
+//
+// Part of Kiln.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_REF_ELEMENTWISE_H
+#define KILN_REF_ELEMENTWISE_H
+
+#include "kiln/ref/tensor.h"
+
+namespace kiln::ref {
+
+/// y = max(x, 0). NaN propagates.
+Tensor relu(const Tensor &x);
+/// dx = dy where x > 0, else 0 (the subgradient at 0 is 0, as in TF).
+Tensor reluBackward(const Tensor &dy, const Tensor &x);
+
+/// a + b, same shape (no broadcasting). The backward of add is the identity
+/// for both operands.
+Tensor add(const Tensor &a, const Tensor &b);
+
+/// Validates that `newShape` holds as many elements as `shape`.
+Status checkReshape(const Shape &shape, const Shape &newShape);
+/// Same data under a new shape (row-major order is unchanged). The backward
+/// is a reshape back.
+Tensor reshape(const Tensor &x, const Shape &newShape);
+
+} // namespace kiln::ref
+
+#endif // KILN_REF_ELEMENTWISE_H

@@ -1,0 +1,171 @@
+//===- schedule.cpp - Learning-rate schedules ------------------------------===//
+//
+// Part of Kiln. See schedule.h for the formulas and docs/reference-kernels.md
+// for their sources.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/ref/schedule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace kiln::ref {
+
+Schedule Schedule::constant(double lr) {
+  Schedule s;
+  s.kind = ScheduleKind::Constant;
+  s.constantLr = lr;
+  return s;
+}
+
+Schedule Schedule::linearWarmupLinearDecay(
+    const LinearWarmupLinearDecayParams &p) {
+  Schedule s;
+  s.kind = ScheduleKind::LinearWarmupLinearDecay;
+  s.linear = p;
+  return s;
+}
+
+Schedule Schedule::warmupPolynomialDecay(const PolynomialDecayParams &p) {
+  Schedule s;
+  s.kind = ScheduleKind::WarmupPolynomialDecay;
+  s.polynomial = p;
+  return s;
+}
+
+Schedule Schedule::stepDecay(const StepDecayParams &p) {
+  Schedule s;
+  s.kind = ScheduleKind::StepDecay;
+  s.step = p;
+  return s;
+}
+
+Schedule Schedule::cosineDecay(const CosineDecayParams &p) {
+  Schedule s;
+  s.kind = ScheduleKind::CosineDecay;
+  s.cosine = p;
+  return s;
+}
+
+Status checkSchedule(const Schedule &schedule) {
+  switch (schedule.kind) {
+  case ScheduleKind::Constant:
+    return Status::success();
+  case ScheduleKind::LinearWarmupLinearDecay: {
+    const auto &p = schedule.linear;
+    if (p.warmupSteps < 0 || p.totalSteps <= p.warmupSteps)
+      return Status::error("linear warmup/decay schedule: need 0 <= "
+                           "warmupSteps < totalSteps, got " +
+                           std::to_string(p.warmupSteps) + " and " +
+                           std::to_string(p.totalSteps));
+    return Status::success();
+  }
+  case ScheduleKind::WarmupPolynomialDecay: {
+    const auto &p = schedule.polynomial;
+    if (p.warmupSteps < 0 || p.trainSteps < p.warmupSteps)
+      return Status::error("polynomial schedule: need 0 <= warmupSteps <= "
+                           "trainSteps, got " +
+                           std::to_string(p.warmupSteps) + " and " +
+                           std::to_string(p.trainSteps));
+    if (p.power <= 0.0)
+      return Status::error("polynomial schedule: power must be positive");
+    return Status::success();
+  }
+  case ScheduleKind::StepDecay: {
+    const auto &p = schedule.step;
+    if (p.warmupSteps < 0)
+      return Status::error("step schedule: warmupSteps must be >= 0");
+    for (size_t i = 0; i < p.boundaries.size(); ++i)
+      if (p.boundaries[i] < 0 ||
+          (i > 0 && p.boundaries[i] <= p.boundaries[i - 1]))
+        return Status::error(
+            "step schedule: boundaries must be non-negative and increasing");
+    return Status::success();
+  }
+  case ScheduleKind::CosineDecay: {
+    const auto &p = schedule.cosine;
+    if (p.warmupSteps < 0 || p.totalSteps <= p.warmupSteps)
+      return Status::error("cosine schedule: need 0 <= warmupSteps < "
+                           "totalSteps, got " +
+                           std::to_string(p.warmupSteps) + " and " +
+                           std::to_string(p.totalSteps));
+    return Status::success();
+  }
+  }
+  return Status::error("unknown schedule kind");
+}
+
+namespace {
+
+/// Linear interpolation from `from` (step 0) to `to` (step `steps`).
+double linearWarmup(double from, double to, int64_t step, int64_t steps) {
+  return from + (to - from) * static_cast<double>(step) /
+                    static_cast<double>(steps);
+}
+
+double linearWarmupLinearDecay(const LinearWarmupLinearDecayParams &p,
+                               int64_t step) {
+  if (step < p.warmupSteps)
+    return linearWarmup(p.initLr, p.peakLr, step, p.warmupSteps);
+  // tf.train.polynomial_decay(peakLr, step - warmup, total - warmup,
+  //                           end_learning_rate=0, power=1, cycle=False)
+  double decaySteps = static_cast<double>(p.totalSteps - p.warmupSteps);
+  double s = std::min(static_cast<double>(step - p.warmupSteps), decaySteps);
+  return p.peakLr * (1.0 - s / decaySteps);
+}
+
+double warmupPolynomialDecay(const PolynomialDecayParams &p, int64_t step) {
+  if (p.warmupSteps > 0 && step <= p.warmupSteps)
+    return p.baseLr * static_cast<double>(step) /
+           static_cast<double>(p.warmupSteps);
+  // Keras PolynomialDecay(baseLr, trainSteps - warmupSteps + 1, endLr, power)
+  // evaluated at step - warmupSteps.
+  double decaySteps = static_cast<double>(p.trainSteps - p.warmupSteps + 1);
+  double s = std::min(static_cast<double>(step - p.warmupSteps), decaySteps);
+  return (p.baseLr - p.endLr) * std::pow(1.0 - s / decaySteps, p.power) +
+         p.endLr;
+}
+
+double stepDecay(const StepDecayParams &p, int64_t step) {
+  if (step < p.warmupSteps)
+    return linearWarmup(p.warmupInitLr, p.baseLr, step, p.warmupSteps);
+  double lr = p.baseLr;
+  for (int64_t b : p.boundaries)
+    if (step >= b)
+      lr *= p.factor;
+  return lr;
+}
+
+double cosineDecay(const CosineDecayParams &p, int64_t step) {
+  if (step < p.warmupSteps)
+    return linearWarmup(p.warmupInitLr, p.baseLr, step, p.warmupSteps);
+  const double pi = 3.14159265358979323846;
+  double decaySteps = static_cast<double>(p.totalSteps - p.warmupSteps);
+  double s = std::min(static_cast<double>(step - p.warmupSteps), decaySteps);
+  return p.endLr +
+         (p.baseLr - p.endLr) * 0.5 * (1.0 + std::cos(pi * s / decaySteps));
+}
+
+} // namespace
+
+double learningRate(const Schedule &schedule, int64_t step) {
+  KILN_REF_CHECK_OK(checkSchedule(schedule));
+  KILN_REF_CHECK(step >= 0, "learningRate: negative step");
+  switch (schedule.kind) {
+  case ScheduleKind::Constant:
+    return schedule.constantLr;
+  case ScheduleKind::LinearWarmupLinearDecay:
+    return linearWarmupLinearDecay(schedule.linear, step);
+  case ScheduleKind::WarmupPolynomialDecay:
+    return warmupPolynomialDecay(schedule.polynomial, step);
+  case ScheduleKind::StepDecay:
+    return stepDecay(schedule.step, step);
+  case ScheduleKind::CosineDecay:
+    return cosineDecay(schedule.cosine, step);
+  }
+  return 0.0;
+}
+
+} // namespace kiln::ref

@@ -1,0 +1,92 @@
+//===- ElementwiseTest.cpp - ReLU, add and reshape -------------------------===//
+//
+// Part of Kiln.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GradCheck.h"
+
+#include "kiln/ref/elementwise.h"
+
+#include "gtest/gtest-spi.h"
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <limits>
+
+namespace kiln::ref {
+namespace {
+
+using test::dot;
+using test::expectGradient;
+using test::randomTensor;
+using test::smooth;
+
+TEST(ReluTest, ForwardAndBackward) {
+  Tensor x({5}, {-2.0f, -0.0f, 0.0f, 0.5f, 3.0f});
+  EXPECT_EQ(relu(x).data, (std::vector<float>{0, 0, 0, 0.5f, 3}));
+  Tensor dx = reluBackward(Tensor::filled({5}, 7.0f), x);
+  EXPECT_EQ(dx.data, (std::vector<float>{0, 0, 0, 7, 7}));
+}
+
+TEST(ReluTest, NanPropagates) {
+  Tensor y = relu(Tensor({1}, {std::numeric_limits<float>::quiet_NaN()}));
+  EXPECT_TRUE(std::isnan(y[0]));
+}
+
+/// Values with |x| >= 0.2, away from the kink at 0.
+Tensor awayFromZero(const Shape &shape, std::mt19937 &rng) {
+  Tensor t = randomTensor(shape, rng, 0.2f, 2.0f);
+  std::bernoulli_distribution sign(0.5);
+  for (float &v : t.data)
+    if (sign(rng))
+      v = -v;
+  return t;
+}
+
+TEST(ReluGradTest, MatchesFiniteDifferences) {
+  std::mt19937 rng(21);
+  Tensor x = awayFromZero({2, 3, 3, 4}, rng);
+  Tensor r = randomTensor(x.shape, rng);
+  auto loss = smooth([&] { return dot(r, relu(x)); });
+  expectGradient("dx", x, reluBackward(r, x), loss, 1e-2);
+}
+
+TEST(AddTest, ForwardAndGradients) {
+  std::mt19937 rng(22);
+  Tensor a = randomTensor({2, 3, 3, 2}, rng);
+  Tensor b = randomTensor({2, 3, 3, 2}, rng);
+  Tensor y = add(a, b);
+  for (int64_t i = 0; i < y.size(); ++i)
+    EXPECT_EQ(y[i], a[i] + b[i]);
+  Tensor r = randomTensor(a.shape, rng);
+  auto loss = smooth([&] { return dot(r, add(a, b)); });
+  // The backward of add passes dy to both operands.
+  expectGradient("da", a, r, loss, 0.1);
+  expectGradient("db", b, r, loss, 0.1);
+}
+
+TEST(GradCheckTest, DetectsAWrongGradient) {
+  // The harness itself: a gradient off by 1% in one element must fail.
+  std::mt19937 rng(23);
+  Tensor a = randomTensor({3, 4}, rng);
+  Tensor b = randomTensor({3, 4}, rng);
+  Tensor r = randomTensor(a.shape, rng, 0.5f, 1.0f);
+  Tensor wrong = r;
+  wrong[5] *= 1.01f;
+  auto loss = smooth([&] { return dot(r, add(a, b)); });
+  EXPECT_NONFATAL_FAILURE(expectGradient("da", a, wrong, loss),
+                          "relative error");
+}
+
+TEST(ReshapeTest, KeepsData) {
+  Tensor x({2, 1, 1, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor y = reshape(x, {2, 3});
+  EXPECT_EQ(y.shape, (Shape{2, 3}));
+  EXPECT_EQ(y.data, x.data);
+  EXPECT_FALSE(checkReshape({2, 3}, {4, 2}).ok());
+  EXPECT_TRUE(checkReshape({2, 3}, {6}).ok());
+}
+
+} // namespace
+} // namespace kiln::ref
