@@ -3,6 +3,7 @@
 #include "compiler/InitAll.h"
 
 #include "dialects/Kiln/IR/KilnDialect.h"
+#include "compiler/Pipelines.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -16,6 +17,7 @@ void kiln::registerAllKilnDialects(mlir::DialectRegistry &registry) {
 
 void kiln::registerAllKilnPasses() {
   registerKilnPasses();
+  registerKilnPipelines();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();

@@ -35,6 +35,80 @@ def KilnAutodiff : Pass<"kiln-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
+def KilnInsertAllReduce : Pass<"kiln-insert-allreduce", "mlir::ModuleOp"> {
+  let summary = "Groups gradients into buckets, each averaged over ranks by one allreduce";
+  let description = [{
+    Takes the gradients a training step returns (`kiln.gradient_of`), in the
+    order the backward pass produces them, and groups them greedily into
+    buckets of at least `bucket-bytes` (the last may be smaller). Each bucket
+    gets one `kiln.allreduce`, placed right after its last gradient is
+    computed, so the runtime can reduce it while the rest of the backward
+    pass runs; the step then returns the averaged gradients.
+  }];
+  let options = [
+    Option<"stepFunction", "step", "std::string", /*default=*/"\"train_step\"",
+           "The training-step function">,
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"25 << 20",
+           "Smallest bucket size in bytes (25 MiB, as PyTorch DDP)">
+  ];
+}
+
+def KilnOptimizer : Pass<"kiln-optimizer", "mlir::ModuleOp"> {
+  let summary = "Adds the learning-rate schedule and the parameter updates to a training step";
+  let description = [{
+    Consumes the gradients a training step returns: for each parameter, adds
+    a momentum state variable `<name>.momentum` and an `sgd_update` or
+    `lars_update` whose results are assigned to the parameter and its
+    momentum. The step gains a last argument `%step: tensor<i64>` (the
+    optimizer steps already taken) and returns its forward results followed
+    by the learning rate it used. The schedule's parameters live in the state
+    variable `@kiln.lr_schedule` (f64), so the runtime can override them.
+    Rank-1 parameters (batch-norm scale and offset, biases) get no weight
+    decay and, with LARS, no trust ratio, unless `decay-1d` is set. Label
+    smoothing is set on the step's loss and its gradient.
+  }];
+  let options = [
+    Option<"stepFunction", "step", "std::string", /*default=*/"\"train_step\"",
+           "The training-step function">,
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
+           "sgd or lars">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.9", "Momentum">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
+           "Nesterov momentum (sgd)">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
+           "L2 weight decay added to the gradient">,
+    Option<"decay1d", "decay-1d", "bool", /*default=*/"false",
+           "Also decay rank-1 parameters (batch-norm and biases)">,
+    Option<"larsEta", "lars-eta", "double", /*default=*/"0.001",
+           "LARS trust coefficient">,
+    Option<"larsEpsilon", "lars-epsilon", "double", /*default=*/"0.0",
+           "LARS denominator epsilon">,
+    Option<"labelSmoothing", "label-smoothing", "double", /*default=*/"0.0",
+           "Label smoothing of the training loss">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"constant\"",
+           "constant, linear_warmup_linear_decay, warmup_polynomial_decay, "
+           "step_decay or cosine_decay">,
+    Option<"lr", "lr", "double", /*default=*/"0.1",
+           "Base learning rate (the initial one for linear_warmup_linear_decay)">,
+    Option<"peakLr", "peak-lr", "double", /*default=*/"0.0",
+           "Peak learning rate after warmup (linear_warmup_linear_decay)">,
+    Option<"warmupInitLr", "warmup-init-lr", "double", /*default=*/"0.0",
+           "Learning rate at step 0 of a warmup (step_decay, cosine_decay)">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"0",
+           "Steps of linear warmup">,
+    Option<"totalSteps", "total-steps", "int64_t", /*default=*/"0",
+           "Last step of a decaying schedule">,
+    Option<"endLr", "end-lr", "double", /*default=*/"0.0",
+           "Final learning rate (polynomial and cosine decay)">,
+    Option<"power", "power", "double", /*default=*/"2.0",
+           "Power of warmup_polynomial_decay">,
+    Option<"factor", "factor", "double", /*default=*/"0.1",
+           "Multiplier at each step_decay boundary">,
+    ListOption<"boundaries", "boundaries", "int64_t",
+               "Steps at which step_decay multiplies by factor">
+  ];
+}
+
 //===----------------------------------------------------------------------===//
 // Analysis
 //===----------------------------------------------------------------------===//
