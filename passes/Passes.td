@@ -110,6 +110,38 @@ def KilnOptimizer : Pass<"kiln-optimizer", "mlir::ModuleOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Transforms
+//===----------------------------------------------------------------------===//
+
+def KilnDeriveEval : Pass<"kiln-derive-eval", "mlir::ModuleOp"> {
+  let summary = "Derives the evaluation function from the forward function";
+  let description = [{
+    Clones the forward function into an evaluation function in which batch
+    normalization uses the running statistics (`batch_norm_inference`) and
+    no variable is assigned, so evaluating never changes the model.
+  }];
+  let options = [
+    Option<"forwardFunction", "forward", "std::string", /*default=*/"\"forward\"",
+           "The forward function">,
+    Option<"evalFunction", "eval", "std::string", /*default=*/"\"eval_step\"",
+           "The name of the evaluation function to create">
+  ];
+}
+
+def KilnSpecializeBatch : Pass<"kiln-specialize-batch", "mlir::ModuleOp"> {
+  let summary = "Fixes the dynamic batch dimension of every function";
+  let description = [{
+    Model files leave the batch dimension dynamic; a compiled training step
+    has a fixed batch. Every dynamic dimension (kiln only allows the batch to
+    be dynamic) of every function's arguments, results and values becomes
+    `batch`, and the result is verified again.
+  }];
+  let options = [
+    Option<"batch", "batch", "int64_t", /*default=*/"0", "The batch size">
+  ];
+}
+
+//===----------------------------------------------------------------------===//
 // Analysis
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,253 @@
+//===- EvalLayers.cpp - Forward ops: layers and the loss -------------------===//
+
+#include "compiler/Interpreter/Evaluators.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+#include "kiln/ref/ref.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+
+namespace kiln::interp::detail {
+
+namespace {
+
+ref::Conv2dAttrs convAttrs(ArrayRef<int64_t> strides, ArrayRef<int64_t> padding,
+                           ArrayRef<int64_t> dilations) {
+  ref::Conv2dAttrs attrs;
+  std::copy(strides.begin(), strides.end(), attrs.strides.begin());
+  std::copy(padding.begin(), padding.end(), attrs.padding.begin());
+  std::copy(dilations.begin(), dilations.end(), attrs.dilations.begin());
+  return attrs;
+}
+
+template <typename PoolOp> ref::Pool2dAttrs poolAttrs(PoolOp op) {
+  ref::Pool2dAttrs attrs;
+  std::copy(op.getWindow().begin(), op.getWindow().end(), attrs.window.begin());
+  std::copy(op.getStrides().begin(), op.getStrides().end(),
+            attrs.strides.begin());
+  std::copy(op.getPadding().begin(), op.getPadding().end(),
+            attrs.padding.begin());
+  return attrs;
+}
+
+/// Mixes one more value into a 64-bit FNV-1a style signature.
+uint64_t mix(uint64_t h, uint64_t v) {
+  return (h ^ v) * 0x100000001b3ULL;
+}
+
+/// The sign pattern of a ReLU input: which elements are positive.
+uint64_t reluSignature(const std::vector<float> &x) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (float v : x)
+    h = mix(h, v > 0.0f ? 1 : 0);
+  return h;
+}
+
+/// The winning position of every max-pool window, found as the kernel does
+/// (the first maximum in row-major scan order; padding never wins).
+uint64_t maxPoolSignature(const ref::Tensor &x, const ref::Pool2dAttrs &a,
+                          const ref::Shape &yShape) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (int64_t n = 0; n < yShape[0]; ++n)
+    for (int64_t oh = 0; oh < yShape[1]; ++oh)
+      for (int64_t ow = 0; ow < yShape[2]; ++ow)
+        for (int64_t c = 0; c < yShape[3]; ++c) {
+          int64_t best = -1;
+          float bestValue = 0.0f;
+          for (int64_t kh = 0; kh < a.window[0]; ++kh)
+            for (int64_t kw = 0; kw < a.window[1]; ++kw) {
+              int64_t ih = oh * a.strides[0] - a.padding[0] + kh;
+              int64_t iw = ow * a.strides[1] - a.padding[2] + kw;
+              if (ih < 0 || ih >= x.dim(1) || iw < 0 || iw >= x.dim(2))
+                continue;
+              float v = x.at(n, ih, iw, c);
+              if (best < 0 || v > bestValue) {
+                best = kh * a.window[1] + kw;
+                bestValue = v;
+              }
+            }
+          h = mix(h, static_cast<uint64_t>(best));
+        }
+  return h;
+}
+
+std::vector<int32_t> labelsOf(const HostTensor &t) {
+  return std::vector<int32_t>(t.ints.begin(), t.ints.end());
+}
+
+LogicalResult evalConv(Conv2DOp op, EvalContext &ctx) {
+  ref::Tensor x = ctx.get(op.getInput()).toRef();
+  ref::Tensor w = ctx.get(op.getFilter()).toRef();
+  ref::Conv2dAttrs attrs =
+      convAttrs(op.getStrides(), op.getPadding(), op.getDilations());
+  ref::Shape yShape;
+  if (failed(ctx.check(op, ref::inferConv2dShape(x.shape, w.shape, attrs,
+                                                 yShape))))
+    return failure();
+  ctx.setFloat(op.getOutput(), ref::conv2d(x, w, attrs));
+  return success();
+}
+
+LogicalResult evalBatchNormTrain(BatchNormTrainOp op, EvalContext &ctx) {
+  ref::Tensor x = ctx.get(op.getInput()).toRef();
+  ref::Tensor gamma = ctx.get(op.getScale()).toRef();
+  ref::Tensor beta = ctx.get(op.getOffset()).toRef();
+  ref::Tensor mean = ctx.get(op.getRunningMean()).toRef();
+  ref::Tensor var = ctx.get(op.getRunningVar()).toRef();
+  if (failed(ctx.check(op, ref::checkBatchNormShapes(
+                               x.shape, {&gamma, &beta, &mean, &var}))))
+    return failure();
+  ref::BatchNormTrainResult r = ref::batchNormTrain(
+      x, gamma, beta, mean, var, op.getEpsilon().convertToFloat(),
+      op.getMomentum().convertToFloat());
+  ctx.setFloat(op.getOutput(), std::move(r.y));
+  ctx.setFloat(op.getBatchMean(), std::move(r.batchMean));
+  ctx.setFloat(op.getBatchVar(), std::move(r.batchVar));
+  ctx.setFloat(op.getNewRunningMean(), std::move(r.newRunningMean));
+  ctx.setFloat(op.getNewRunningVar(), std::move(r.newRunningVar));
+  return success();
+}
+
+LogicalResult evalBatchNormInference(BatchNormInferenceOp op,
+                                     EvalContext &ctx) {
+  ref::Tensor x = ctx.get(op.getInput()).toRef();
+  ref::Tensor gamma = ctx.get(op.getScale()).toRef();
+  ref::Tensor beta = ctx.get(op.getOffset()).toRef();
+  ref::Tensor mean = ctx.get(op.getMean()).toRef();
+  ref::Tensor var = ctx.get(op.getVariance()).toRef();
+  if (failed(ctx.check(op, ref::checkBatchNormShapes(
+                               x.shape, {&gamma, &beta, &mean, &var}))))
+    return failure();
+  ctx.setFloat(op.getOutput(),
+               ref::batchNormInference(x, gamma, beta, mean, var,
+                                       op.getEpsilon().convertToFloat()));
+  return success();
+}
+
+LogicalResult evalRelu(ReluOp op, EvalContext &ctx) {
+  const HostTensor &x = ctx.get(op.getInput());
+  ctx.recordKink(reluSignature(x.floats));
+  ctx.setFloat(op.getOutput(), ref::relu(x.toRef()));
+  return success();
+}
+
+LogicalResult evalAdd(AddOp op, EvalContext &ctx) {
+  const HostTensor &a = ctx.get(op.getLhs());
+  const HostTensor &b = ctx.get(op.getRhs());
+  if (failed(ctx.checkSameShape(op, "the right operand", b.shape, a.shape)))
+    return failure();
+  ctx.setFloat(op.getOutput(), ref::add(a.toRef(), b.toRef()));
+  return success();
+}
+
+template <typename PoolOp> LogicalResult evalPool(PoolOp op, EvalContext &ctx) {
+  ref::Tensor x = ctx.get(op.getInput()).toRef();
+  ref::Pool2dAttrs attrs = poolAttrs(op);
+  ref::Shape yShape;
+  if (failed(ctx.check(op, ref::inferPool2dShape(x.shape, attrs, yShape))))
+    return failure();
+  if constexpr (std::is_same_v<PoolOp, MaxPoolOp>) {
+    ctx.recordKink(maxPoolSignature(x, attrs, yShape));
+    ctx.setFloat(op.getOutput(), ref::maxPool(x, attrs));
+  } else {
+    ctx.setFloat(op.getOutput(), ref::avgPool(x, attrs));
+  }
+  return success();
+}
+
+LogicalResult evalGlobalAvgPool(GlobalAvgPoolOp op, EvalContext &ctx) {
+  ref::Tensor x = ctx.get(op.getInput()).toRef();
+  if (x.dim(1) * x.dim(2) == 0)
+    return ctx.error(op) << "cannot average over an empty "
+                         << ref::shapeToString(x.shape) << " input";
+  ctx.setFloat(op.getOutput(), ref::globalAvgPool(x));
+  return success();
+}
+
+LogicalResult evalDense(DenseOp op, EvalContext &ctx) {
+  ref::Tensor x = ctx.get(op.getInput()).toRef();
+  ref::Tensor w = ctx.get(op.getWeight()).toRef();
+  ref::Tensor bias;
+  if (op.getBias())
+    bias = ctx.get(op.getBias()).toRef();
+  ref::Shape yShape;
+  if (failed(ctx.check(op, ref::inferDenseShape(x.shape, w.shape,
+                                                op.getBias() ? &bias.shape
+                                                             : nullptr,
+                                                yShape))))
+    return failure();
+  ctx.setFloat(op.getOutput(),
+               op.getBias() ? ref::dense(x, w, bias) : ref::dense(x, w));
+  return success();
+}
+
+LogicalResult evalReshape(ReshapeOp op, EvalContext &ctx) {
+  const HostTensor &x = ctx.get(op.getInput());
+  // The one dynamic dimension (the batch) takes whatever the static ones
+  // leave of the element count.
+  auto type = cast<RankedTensorType>(op.getOutput().getType());
+  int64_t staticProduct = 1;
+  for (int64_t d : type.getShape())
+    if (!ShapedType::isDynamic(d))
+      staticProduct *= d;
+  int64_t batch =
+      staticProduct == 0 ? 0 : x.numElements() / staticProduct;
+  ref::Shape shape = resolveShape(type, batch);
+  if (failed(ctx.check(op, ref::checkReshape(x.shape, shape))))
+    return failure();
+  HostTensor y = x;
+  y.shape = shape;
+  ctx.set(op.getOutput(), std::move(y));
+  return success();
+}
+
+LogicalResult evalCast(CastOp op, EvalContext &ctx) {
+  // The walker rounds the result if its type is bf16; widening is exact.
+  ctx.setFloat(op.getOutput(), ctx.get(op.getInput()).toRef());
+  return success();
+}
+
+LogicalResult evalSoftmaxCrossEntropy(SoftmaxCrossEntropyOp op,
+                                      EvalContext &ctx) {
+  ref::Tensor logits = ctx.get(op.getLogits()).toRef();
+  std::vector<int32_t> labels = labelsOf(ctx.get(op.getLabels()));
+  float smoothing = op.getLabelSmoothing().convertToFloat();
+  if (failed(ctx.check(op, ref::checkSoftmaxCrossEntropy(logits, labels,
+                                                         smoothing))))
+    return failure();
+  double loss = 0.0;
+  if (failed(ctx.check(op, ref::softmaxCrossEntropy(logits, labels, smoothing,
+                                                    loss))))
+    return failure();
+  HostTensor result = HostTensor::zeros(ElementType::F32, {});
+  result.floats[0] = static_cast<float>(loss);
+  result.wide = loss;
+  ctx.set(op.getLoss(), std::move(result));
+  return success();
+}
+
+} // namespace
+
+std::optional<LogicalResult> evaluateLayerOp(Operation *op, EvalContext &ctx) {
+  return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
+      .Case([&](Conv2DOp o) { return evalConv(o, ctx); })
+      .Case([&](BatchNormTrainOp o) { return evalBatchNormTrain(o, ctx); })
+      .Case([&](BatchNormInferenceOp o) {
+        return evalBatchNormInference(o, ctx);
+      })
+      .Case([&](ReluOp o) { return evalRelu(o, ctx); })
+      .Case([&](AddOp o) { return evalAdd(o, ctx); })
+      .Case([&](MaxPoolOp o) { return evalPool(o, ctx); })
+      .Case([&](AvgPoolOp o) { return evalPool(o, ctx); })
+      .Case([&](GlobalAvgPoolOp o) { return evalGlobalAvgPool(o, ctx); })
+      .Case([&](DenseOp o) { return evalDense(o, ctx); })
+      .Case([&](ReshapeOp o) { return evalReshape(o, ctx); })
+      .Case([&](CastOp o) { return evalCast(o, ctx); })
+      .Case([&](SoftmaxCrossEntropyOp o) {
+        return evalSoftmaxCrossEntropy(o, ctx);
+      })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+} // namespace kiln::interp::detail

@@ -1,0 +1,151 @@
+//===- HostTensor.cpp - The interpreter's runtime values ------------------===//
+
+#include "compiler/Interpreter/HostTensor.h"
+
+#include "kiln/ref/bf16.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+namespace kiln::interp {
+
+namespace st = rt::safetensors;
+
+const char *elementTypeName(ElementType type) {
+  switch (type) {
+  case ElementType::F32:
+    return "f32";
+  case ElementType::BF16:
+    return "bf16";
+  case ElementType::F64:
+    return "f64";
+  case ElementType::I32:
+    return "i32";
+  case ElementType::I64:
+    return "i64";
+  }
+  return "?";
+}
+
+HostTensor HostTensor::zeros(ElementType type, ref::Shape shape) {
+  HostTensor t;
+  t.type = type;
+  t.shape = std::move(shape);
+  auto n = static_cast<size_t>(t.numElements());
+  if (isFloat(type))
+    t.floats.assign(n, 0.0f);
+  else if (type == ElementType::F64)
+    t.doubles.assign(n, 0.0);
+  else
+    t.ints.assign(n, 0);
+  return t;
+}
+
+HostTensor HostTensor::fromRef(ref::Tensor tensor, ElementType type) {
+  HostTensor t;
+  t.type = type;
+  t.shape = std::move(tensor.shape);
+  t.floats = std::move(tensor.data);
+  return t;
+}
+
+ref::Tensor HostTensor::toRef() const { return ref::Tensor(shape, floats); }
+
+double HostTensor::elementAsDouble(int64_t index) const {
+  auto i = static_cast<size_t>(index);
+  if (isFloat(type))
+    return floats[i];
+  if (type == ElementType::F64)
+    return doubles[i];
+  return static_cast<double>(ints[i]);
+}
+
+std::string typeString(const HostTensor &tensor) {
+  std::string s;
+  for (int64_t d : tensor.shape)
+    s += std::to_string(d) + "x";
+  return s + elementTypeName(tensor.type);
+}
+
+std::string formatValues(const HostTensor &tensor, size_t limit) {
+  auto n = static_cast<size_t>(tensor.numElements());
+  std::string s;
+  char buffer[40];
+  for (size_t i = 0; i < n && i < limit; ++i) {
+    if (i)
+      s += ", ";
+    if (isInteger(tensor.type))
+      std::snprintf(buffer, sizeof(buffer), "%" PRId64, tensor.ints[i]);
+    else if (tensor.type == ElementType::F64)
+      std::snprintf(buffer, sizeof(buffer), "%.17g", tensor.doubles[i]);
+    else
+      std::snprintf(buffer, sizeof(buffer), "%.9g",
+                    static_cast<double>(tensor.floats[i]));
+    s += buffer;
+  }
+  if (n > limit)
+    s += ", ... (" + std::to_string(n - limit) + " more)";
+  return s;
+}
+
+st::Tensor toSafetensors(const HostTensor &tensor, std::string name) {
+  switch (tensor.type) {
+  case ElementType::F32:
+    return st::fromF32(std::move(name), tensor.shape, tensor.floats);
+  case ElementType::BF16: {
+    std::vector<uint16_t> bits(tensor.floats.size());
+    for (size_t i = 0; i < bits.size(); ++i)
+      bits[i] = ref::floatToBf16Bits(tensor.floats[i]);
+    return st::fromBf16Bits(std::move(name), tensor.shape, bits);
+  }
+  case ElementType::F64:
+    return st::fromF64(std::move(name), tensor.shape, tensor.doubles);
+  case ElementType::I32: {
+    std::vector<int32_t> values(tensor.ints.begin(), tensor.ints.end());
+    return st::fromI32(std::move(name), tensor.shape, values);
+  }
+  case ElementType::I64:
+    return st::fromI64(std::move(name), tensor.shape, tensor.ints);
+  }
+  return {};
+}
+
+bool fromSafetensors(const st::Tensor &entry, HostTensor &tensor,
+                     std::string &error) {
+  tensor = HostTensor();
+  tensor.shape = entry.shape;
+  switch (entry.dtype) {
+  case st::DType::F32:
+    tensor.type = ElementType::F32;
+    tensor.floats = st::toF32(entry);
+    return true;
+  case st::DType::BF16: {
+    tensor.type = ElementType::BF16;
+    std::vector<uint16_t> bits = st::toBf16Bits(entry);
+    tensor.floats.resize(bits.size());
+    for (size_t i = 0; i < bits.size(); ++i)
+      tensor.floats[i] = ref::bf16BitsToFloat(bits[i]);
+    return true;
+  }
+  case st::DType::F64:
+    tensor.type = ElementType::F64;
+    tensor.doubles = st::toF64(entry);
+    return true;
+  case st::DType::I32: {
+    tensor.type = ElementType::I32;
+    std::vector<int32_t> values = st::toI32(entry);
+    tensor.ints.assign(values.begin(), values.end());
+    return true;
+  }
+  case st::DType::I64:
+    tensor.type = ElementType::I64;
+    tensor.ints = st::toI64(entry);
+    return true;
+  default:
+    error = std::string("dtype ") + st::dtypeName(entry.dtype) +
+            " is not one kiln-run handles (F32, BF16, F64, I32, I64)";
+    return false;
+  }
+}
+
+} // namespace kiln::interp

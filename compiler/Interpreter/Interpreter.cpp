@@ -1,0 +1,305 @@
+//===- Interpreter.cpp - The walker and the value store --------------------===//
+//
+// Executes a function's single block in order. Values live in a frame keyed
+// by SSA value and are dropped after their last use, so a ResNet-50 step
+// holds no more activations than its backward pass needs. After each op the
+// walker checks every result against its static type (element type, rank,
+// static dimensions) and rounds bf16-typed results to bf16.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Interpreter/Interpreter.h"
+
+#include "compiler/Interpreter/Evaluators.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+#include "kiln/ref/bf16.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+
+namespace kiln::interp {
+
+FailureOr<ElementType> getElementType(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return failure();
+  Type e = tensor.getElementType();
+  if (e.isF32())
+    return ElementType::F32;
+  if (e.isBF16())
+    return ElementType::BF16;
+  if (e.isF64())
+    return ElementType::F64;
+  if (e.isSignlessInteger(32))
+    return ElementType::I32;
+  if (e.isSignlessInteger(64))
+    return ElementType::I64;
+  return failure();
+}
+
+std::string describeMismatch(const HostTensor &value, RankedTensorType type) {
+  auto describe = [&] {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    os << "has runtime type tensor<" << typeString(value) << ">, but its type is "
+       << type;
+    return s;
+  };
+  FailureOr<ElementType> element = getElementType(type);
+  if (failed(element) || *element != value.type ||
+      type.getRank() != static_cast<int64_t>(value.shape.size()))
+    return describe();
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    if (!type.isDynamicDim(i) &&
+        type.getDimSize(i) != value.shape[static_cast<size_t>(i)])
+      return describe();
+  return "";
+}
+
+/// An APFloat of any semantics as a double (exact for f32, bf16, f64).
+static double toDouble(APFloat value) {
+  bool losesInfo = false;
+  value.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven,
+                &losesInfo);
+  return value.convertToDouble();
+}
+
+FailureOr<HostTensor> tensorFromAttr(ElementsAttr attr) {
+  auto dense = dyn_cast<DenseElementsAttr>(attr);
+  if (!dense)
+    return failure();
+  auto type = cast<ShapedType>(dense.getType());
+  FailureOr<ElementType> element = getElementType(type);
+  if (failed(element) || !type.hasStaticShape())
+    return failure();
+  HostTensor t = HostTensor::zeros(*element, ref::Shape(type.getShape().begin(),
+                                                         type.getShape().end()));
+  if (isInteger(*element)) {
+    size_t i = 0;
+    for (const APInt &v : dense.getValues<APInt>())
+      t.ints[i++] = v.getSExtValue();
+  } else {
+    size_t i = 0;
+    for (const APFloat &v : dense.getValues<APFloat>()) {
+      double d = toDouble(v);
+      if (*element == ElementType::F64)
+        t.doubles[i++] = d;
+      else
+        t.floats[i++] = static_cast<float>(d);
+    }
+  }
+  return t;
+}
+
+void applyAssignments(VariableStore &store,
+                      std::vector<Assignment> assignments) {
+  for (Assignment &a : assignments)
+    if (HostTensor *variable = store.lookup(a.variable))
+      *variable = std::move(a.value);
+}
+
+namespace detail {
+
+const HostTensor &EvalContext::get(Value v) const {
+  auto it = frame.find(v);
+  // The walker binds every operand before its user runs (SSA dominance in a
+  // single block); a miss is a bug in the interpreter, not in the input.
+  if (it == frame.end())
+    ref::fatalError(__FILE__, __LINE__, "kiln-run: use of an unbound value");
+  return it->second;
+}
+
+HostTensor &EvalContext::getMutable(Value v) {
+  return const_cast<HostTensor &>(static_cast<const EvalContext *>(this)->get(v));
+}
+
+void EvalContext::set(Value v, HostTensor tensor) {
+  frame[v] = std::move(tensor);
+}
+
+void EvalContext::setFloat(Value v, ref::Tensor tensor) {
+  FailureOr<ElementType> type = getElementType(v.getType());
+  set(v, HostTensor::fromRef(std::move(tensor),
+                             succeeded(type) ? *type : ElementType::F32));
+}
+
+InFlightDiagnostic EvalContext::error(Operation *op) {
+  InFlightDiagnostic diag = op->emitOpError();
+  if (!options.context.empty())
+    diag << "(" << options.context << ") ";
+  return diag;
+}
+
+LogicalResult EvalContext::check(Operation *op, const ref::Status &status) {
+  if (status.ok())
+    return success();
+  return error(op) << status.message();
+}
+
+static std::string shapeText(const ref::Shape &shape) {
+  return ref::shapeToString(shape);
+}
+
+LogicalResult EvalContext::checkSameShape(Operation *op, const char *what,
+                                          const ref::Shape &actual,
+                                          const ref::Shape &expected) {
+  if (actual == expected)
+    return success();
+  return error(op) << what << " has shape " << shapeText(actual)
+                   << ", expected " << shapeText(expected);
+}
+
+ref::Shape resolveShape(Type type, int64_t batch) {
+  auto tensor = cast<RankedTensorType>(type);
+  ref::Shape shape(tensor.getShape().begin(), tensor.getShape().end());
+  for (int64_t &d : shape)
+    if (ShapedType::isDynamic(d))
+      d = batch;
+  return shape;
+}
+
+} // namespace detail
+
+namespace {
+
+using detail::EvalContext;
+
+/// kiln.read, kiln.assign, arith.constant: the ops that are not kernels.
+std::optional<LogicalResult> evaluateCoreOp(Operation *op, EvalContext &ctx) {
+  return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
+      .Case([&](ReadOp read) -> LogicalResult {
+        const HostTensor *value = ctx.store.lookup(read.getVariable());
+        if (!value)
+          return ctx.error(op) << "@" << read.getVariable()
+                               << " is not a declared variable";
+        ctx.set(read.getValue(), *value);
+        return success();
+      })
+      .Case([&](AssignOp assign) -> LogicalResult {
+        ctx.assignments.push_back(
+            {assign.getVariable().str(), ctx.get(assign.getValue())});
+        return success();
+      })
+      .Case([&](arith::ConstantOp constant) -> LogicalResult {
+        auto elements = dyn_cast<ElementsAttr>(constant.getValue());
+        FailureOr<HostTensor> value =
+            elements ? tensorFromAttr(elements) : FailureOr<HostTensor>();
+        if (failed(value))
+          return ctx.error(op)
+                 << "kiln-run supports only dense tensor constants of f32, "
+                    "bf16, f64, i32 or i64";
+        ctx.set(constant.getResult(), std::move(*value));
+        return success();
+      })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+LogicalResult evaluate(Operation *op, EvalContext &ctx) {
+  for (auto family : {evaluateCoreOp, detail::evaluateLayerOp,
+                      detail::evaluateGradientOp,
+                      detail::evaluateTrainingOp})
+    if (std::optional<LogicalResult> result = family(op, ctx))
+      return *result;
+  return ctx.error(op) << "is not supported by kiln-run (it executes the kiln "
+                          "dialect, arith.constant and func.return)";
+}
+
+/// For each op of `block`, the values whose last use it is (values without
+/// uses die at their definition).
+DenseMap<Operation *, SmallVector<Value, 4>> computeLastUses(Block &block) {
+  DenseMap<Operation *, unsigned> position;
+  SmallVector<Operation *> ops;
+  for (Operation &op : block) {
+    position[&op] = ops.size();
+    ops.push_back(&op);
+  }
+  DenseMap<Operation *, SmallVector<Value, 4>> lastUses;
+  auto note = [&](Value v, Operation *definer) {
+    Operation *last = definer;
+    for (Operation *user : v.getUsers()) {
+      Operation *inBlock = block.findAncestorOpInBlock(*user);
+      if (inBlock && (!last || position[inBlock] > position[last]))
+        last = inBlock;
+    }
+    if (last)
+      lastUses[last].push_back(v);
+  };
+  for (BlockArgument arg : block.getArguments())
+    note(arg, nullptr);
+  for (Operation &op : block)
+    for (Value result : op.getResults())
+      note(result, &op);
+  return lastUses;
+}
+
+} // namespace
+
+FailureOr<CallResult> call(func::FuncOp function, ArrayRef<HostTensor> arguments,
+                           const VariableStore &store,
+                           const CallOptions &options) {
+  auto fail = [&]() {
+    InFlightDiagnostic diag = function.emitError();
+    if (!options.context.empty())
+      diag << "(" << options.context << ") ";
+    return diag;
+  };
+  if (function.isExternal() || !function.getBody().hasOneBlock())
+    return fail() << "kiln-run needs @" << function.getSymName()
+                  << " to have a body of one block";
+  Block &block = function.front();
+  if (arguments.size() != block.getNumArguments())
+    return fail() << "@" << function.getSymName() << " takes "
+                  << block.getNumArguments() << " arguments, got "
+                  << arguments.size();
+
+  EvalContext ctx(store, options);
+  for (auto [i, arg] : llvm::enumerate(block.getArguments())) {
+    std::string mismatch =
+        describeMismatch(arguments[i], cast<RankedTensorType>(arg.getType()));
+    if (!mismatch.empty())
+      return fail() << "argument " << i << " of @" << function.getSymName()
+                    << " " << mismatch;
+    ctx.set(arg, arguments[i]);
+  }
+
+  DenseMap<Operation *, SmallVector<Value, 4>> lastUses = computeLastUses(block);
+  auto die = [&](Operation *op) {
+    auto it = lastUses.find(op);
+    if (it != lastUses.end())
+      for (Value v : it->second)
+        ctx.erase(v);
+  };
+  die(nullptr);
+
+  CallResult result;
+  for (Operation &op : block) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (Value v : ret.getOperands())
+        result.results.push_back(ctx.get(v));
+      result.assignments = std::move(ctx.assignments);
+      return result;
+    }
+    if (failed(evaluate(&op, ctx)))
+      return failure();
+    for (OpResult r : op.getResults()) {
+      auto type = dyn_cast<RankedTensorType>(r.getType());
+      if (!type)
+        return ctx.error(&op) << "result " << r.getResultNumber()
+                              << " is not a ranked tensor";
+      HostTensor &value = ctx.getMutable(r);
+      if (type.getElementType().isBF16() && options.roundBf16)
+        for (float &x : value.floats)
+          x = ref::roundToBf16(x);
+      std::string mismatch = describeMismatch(value, type);
+      if (!mismatch.empty())
+        return ctx.error(&op) << "result " << r.getResultNumber() << " "
+                              << mismatch;
+    }
+    die(&op);
+  }
+  return fail() << "@" << function.getSymName() << " has no func.return";
+}
+
+} // namespace kiln::interp
