@@ -1,0 +1,161 @@
+/*===- data.h - C ABI of the input pipeline -----------------------*- C -*-===*
+ *
+ * Reads sharded TFRecord files of tf.train.Example (as kiln-data and
+ * imagenet_to_gcs.py write them) and returns batches already in the dtype and
+ * layout the compiled model's first layer consumes. Included by abi.h.
+ *
+ * Usage:
+ *   kiln_rt_dataset_config_t cfg;
+ *   kiln_rt_dataset_config_init(&cfg);          // defaults, sets abi_version
+ *   cfg.path = "/data/imagenet"; cfg.split = "train"; cfg.batch_size = 64;
+ *   kiln_rt_dataset_t *ds;
+ *   kiln_rt_status_t st = kiln_rt_dataset_open(&cfg, &ds);
+ *   kiln_rt_batch_t batch;
+ *   while (!(st = kiln_rt_dataset_next_batch(ds, &batch)) && batch.size) ...
+ *   kiln_rt_dataset_close(ds);
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef KILN_RT_DATA_H
+#define KILN_RT_DATA_H
+
+#include "kiln/rt/abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kiln_rt_dtype_e {
+  KILN_RT_DTYPE_F32 = 0,
+  KILN_RT_DTYPE_BF16 = 1, /* round to nearest even */
+} kiln_rt_dtype_t;
+
+typedef enum kiln_rt_layout_e {
+  KILN_RT_LAYOUT_NHWC = 0,
+  KILN_RT_LAYOUT_NCHW = 1,
+  /* [N][ceil(C/16)][H][W][16], channels past C zero (oneDNN nChw16c). */
+  KILN_RT_LAYOUT_NCHW16C = 2,
+} kiln_rt_layout_t;
+
+typedef enum kiln_rt_augment_e {
+  /* Random-resized crop (decoding only the crop), flip, resize. */
+  KILN_RT_AUGMENT_RANDOM_RESIZED_CROP = 0,
+  /* Center crop of center_crop_fraction of the short side, resize. */
+  KILN_RT_AUGMENT_CENTER_CROP = 1,
+  /* CIFAR-style: pad by `pad` zero pixels, random crop back, random flip. */
+  KILN_RT_AUGMENT_PAD_CROP_FLIP = 2,
+  /* Whole image, resized only if its size differs from the output. */
+  KILN_RT_AUGMENT_NONE = 3,
+} kiln_rt_augment_t;
+
+#define KILN_RT_MAX_CHANNELS 4
+
+typedef struct kiln_rt_dataset_config_s {
+  uint32_t abi_version; /* KILN_RT_ABI_VERSION (set by config_init) */
+
+  /* Files: every `<split>-NNNNN-of-NNNNN` in `path`, sorted by name. Rank r of
+   * world_size reads files i with i % world_size == r. */
+  const char *path;
+  const char *split; /* "train", "validation", ... */
+  uint32_t rank;
+  uint32_t world_size;
+
+  /* Output batch: batch_size x height x width x channels (1 or 3). */
+  uint32_t batch_size;
+  uint32_t height;
+  uint32_t width;
+  uint32_t channels;
+  kiln_rt_dtype_t dtype;
+  kiln_rt_layout_t layout;
+
+  /* Per-channel normalization: out = (pixel - mean[c]) / std[c], pixels in
+   * 0..255. config_init sets the ImageNet values for 3 channels. */
+  float mean[KILN_RT_MAX_CHANNELS];
+  float std[KILN_RT_MAX_CHANNELS];
+
+  kiln_rt_augment_t augment;
+  uint32_t flip;                /* random horizontal flip (augment 0 and 2) */
+  float min_area, max_area;     /* crop area fraction, default 0.08..1 */
+  float min_aspect, max_aspect; /* crop width/height, default 3/4..4/3 */
+  uint32_t crop_attempts;       /* default 10, then center crop */
+  float center_crop_fraction;   /* default 224/256 = 0.875 */
+  uint32_t pad;                 /* PAD_CROP_FLIP padding, default 4 */
+  /* Decode the whole JPEG and crop afterwards (slower; for comparison). */
+  uint32_t full_decode;
+
+  /* Order: deterministic for (seed, epoch), whatever num_workers is. */
+  uint64_t seed;
+  uint32_t first_epoch;
+  uint32_t num_epochs;     /* 0: repeat forever */
+  uint32_t shuffle;        /* shuffle file order and records (default 1) */
+  uint32_t shuffle_buffer; /* records, default 1024 (~110 MB of ImageNet) */
+  uint32_t interleave;     /* files read round-robin, default 16 */
+  uint32_t drop_remainder; /* drop a final partial batch (default 1) */
+
+  /* Labels: int32 (stored image/class/label) - label_offset. Default 1,
+   * because imagenet_to_gcs.py and kiln-data store 1-based labels. */
+  int32_t label_offset;
+
+  /* Threads decoding images (default 2) and batches prepared ahead of the
+   * consumer (default 4). */
+  uint32_t num_workers;
+  uint32_t prefetch_batches;
+
+  /* Skip corrupt records (counted in the stats) instead of failing. */
+  uint32_t skip_bad_records;
+  /* Print the first few skipped-record messages to stderr. */
+  uint32_t log_skipped;
+} kiln_rt_dataset_config_t;
+
+/* One batch, owned by the dataset and valid until the next next_batch or
+ * close. images: batch_size examples in the configured dtype and layout;
+ * labels: batch_size int32. Examples past `size` (only in a final partial
+ * batch) are zero with label -1. size == 0 means the data is exhausted. */
+typedef struct kiln_rt_batch_s {
+  void *images;
+  int32_t *labels;
+  uint64_t image_bytes;
+  uint32_t size;
+  uint32_t epoch;
+  uint64_t index; /* batch index within the epoch */
+} kiln_rt_batch_t;
+
+typedef struct kiln_rt_dataset_stats_s {
+  uint64_t records_read;
+  uint64_t records_skipped; /* bad records dropped (skip_bad_records) */
+  uint64_t batches_returned;
+  uint64_t bytes_read;
+  uint64_t files;   /* files this rank reads */
+  uint64_t wait_ns; /* time next_batch blocked waiting for data */
+  uint64_t next_batch_calls;
+} kiln_rt_dataset_stats_t;
+
+typedef struct kiln_rt_dataset_s kiln_rt_dataset_t;
+
+/* Fills defaults (see the field comments) and abi_version. */
+KILN_RT_API void kiln_rt_dataset_config_init(kiln_rt_dataset_config_t *config);
+
+/* Validates the config, lists the files and starts the threads. */
+KILN_RT_API KILN_RT_MUST_USE kiln_rt_status_t kiln_rt_dataset_open(
+    const kiln_rt_dataset_config_t *config, kiln_rt_dataset_t **out_dataset);
+
+/* Blocks until the next batch is ready. An error names the file, the record
+ * index and the byte offset; once an error is returned, the dataset returns
+ * it again on every later call. */
+KILN_RT_API KILN_RT_MUST_USE kiln_rt_status_t kiln_rt_dataset_next_batch(
+    kiln_rt_dataset_t *dataset, kiln_rt_batch_t *out_batch);
+
+/* Bytes of one batch's images in the configured dtype and layout. */
+KILN_RT_API uint64_t
+kiln_rt_dataset_batch_bytes(const kiln_rt_dataset_t *dataset);
+
+KILN_RT_API void kiln_rt_dataset_get_stats(const kiln_rt_dataset_t *dataset,
+                                           kiln_rt_dataset_stats_t *out_stats);
+
+/* Stops the threads and frees everything. NULL is allowed. */
+KILN_RT_API void kiln_rt_dataset_close(kiln_rt_dataset_t *dataset);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KILN_RT_DATA_H */

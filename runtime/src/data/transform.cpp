@@ -1,0 +1,163 @@
+//===- transform.cpp - Record -> augmented image --------------------------===//
+#include "kiln/rt/transform.h"
+
+#include <climits>
+#include <cstring>
+
+namespace kiln::rt {
+
+TransformOptions
+TransformOptions::fromConfig(const kiln_rt_dataset_config_t &c) {
+  TransformOptions o;
+  o.augment = c.augment;
+  o.height = static_cast<int>(c.height);
+  o.width = static_cast<int>(c.width);
+  o.channels = static_cast<int>(c.channels);
+  o.flip = c.flip != 0;
+  o.crop.minArea = c.min_area;
+  o.crop.maxArea = c.max_area;
+  o.crop.minAspect = c.min_aspect;
+  o.crop.maxAspect = c.max_aspect;
+  o.crop.attempts = static_cast<int>(c.crop_attempts);
+  o.crop.centerFraction = c.center_crop_fraction;
+  o.pad = static_cast<int>(c.pad);
+  o.decodeMode =
+      c.full_decode ? JpegDecodeMode::kFull : JpegDecodeMode::kCropOnly;
+  o.labelOffset = c.label_offset;
+  return o;
+}
+
+namespace {
+/// A record lacking a required key is corrupt data (kDataLoss, skippable),
+/// not a missing file.
+template <typename T> StatusOr<T> required(StatusOr<T> value) {
+  if (value.status().code() == StatusCode::kNotFound)
+    return Status(StatusCode::kDataLoss, value.status().message());
+  return value;
+}
+} // namespace
+
+Status inspectRecord(std::string_view record, const TransformOptions &options,
+                     Example &example, RecordImage &image) {
+  KILN_RETURN_IF_ERROR(example.parse(record));
+  KILN_ASSIGN_OR_RETURN(image.encoded,
+                        required(example.getBytes(keys::kEncoded)));
+  KILN_ASSIGN_OR_RETURN(int64_t stored,
+                        required(example.getInt64(keys::kLabel)));
+  int64_t label = stored - options.labelOffset;
+  if (label < INT32_MIN || label > INT32_MAX)
+    return KILN_STATUS(kDataLoss, "label " + std::to_string(stored) +
+                                      " does not fit int32");
+  image.label = static_cast<int32_t>(label);
+
+  std::string_view format;
+  if (example.find(keys::kFormat)) {
+    KILN_ASSIGN_OR_RETURN(format, example.getBytes(keys::kFormat));
+  }
+  image.raw = format == kRawFormat;
+  if (!image.raw) {
+    KILN_ASSIGN_OR_RETURN(JpegInfo info, readJpegInfo(image.encoded));
+    image.width = info.width;
+    image.height = info.height;
+    image.channels = info.components;
+    return Status::ok();
+  }
+  int64_t dims[3];
+  const std::string_view dimKeys[3] = {keys::kHeight, keys::kWidth,
+                                       keys::kChannels};
+  for (int i = 0; i < 3; ++i) {
+    KILN_ASSIGN_OR_RETURN(dims[i], required(example.getInt64(dimKeys[i])));
+    if (dims[i] < 1 || dims[i] > (1 << 16))
+      return KILN_STATUS(kDataLoss, "raw image has " + std::string(dimKeys[i]) +
+                                        " = " + std::to_string(dims[i]));
+  }
+  if (dims[2] != 1 && dims[2] != 3)
+    return KILN_STATUS(kDataLoss, "raw image has " + std::to_string(dims[2]) +
+                                      " channels; 1 or 3 are supported");
+  uint64_t want = uint64_t(dims[0]) * dims[1] * dims[2];
+  if (image.encoded.size() != want)
+    return KILN_STATUS(kDataLoss, "raw image of " + std::to_string(dims[0]) +
+                                      "x" + std::to_string(dims[1]) + "x" +
+                                      std::to_string(dims[2]) + " needs " +
+                                      std::to_string(want) +
+                                      " bytes but image/encoded "
+                                      "holds " +
+                                      std::to_string(image.encoded.size()));
+  image.height = static_cast<int>(dims[0]);
+  image.width = static_cast<int>(dims[1]);
+  image.channels = static_cast<int>(dims[2]);
+  return Status::ok();
+}
+
+Status ExampleTransform::apply(std::string_view record, uint64_t seed,
+                               float *out, int32_t &label) {
+  RecordImage info;
+  KILN_RETURN_IF_ERROR(inspectRecord(record, options_, example_, info));
+  label = info.label;
+  Rng rng(seed);
+  const TransformOptions &o = options_;
+
+  // Which source region feeds the output, and whether to mirror it.
+  CropBox box{0, 0, info.width, info.height};
+  bool needsRegion = false;
+  if (o.augment == KILN_RT_AUGMENT_RANDOM_RESIZED_CROP) {
+    box = sampleRandomResizedCrop(info.width, info.height, o.crop, rng);
+    needsRegion = true;
+  } else if (o.augment == KILN_RT_AUGMENT_CENTER_CROP) {
+    box = centerCropBox(info.width, info.height, o.crop.centerFraction);
+    needsRegion = true;
+  }
+
+  if (info.raw) {
+    ImageU8 &src = needsRegion ? scratch_ : decoded_;
+    src.width = info.width;
+    src.height = info.height;
+    src.channels = info.channels;
+    src.pixels.assign(info.encoded.begin(), info.encoded.end());
+    if (needsRegion)
+      cropImage(scratch_, box, decoded_);
+    KILN_RETURN_IF_ERROR(convertChannels(decoded_, o.channels));
+  } else {
+    KILN_RETURN_IF_ERROR(decodeJpeg(info.encoded, needsRegion ? &box : nullptr,
+                                    o.channels, o.decodeMode, decoded_));
+  }
+
+  switch (o.augment) {
+  case KILN_RT_AUGMENT_RANDOM_RESIZED_CROP: {
+    bool flip = o.flip && rng.coin();
+    resizeBilinear(decoded_, o.width, o.height, flip, out);
+    break;
+  }
+  case KILN_RT_AUGMENT_CENTER_CROP:
+    resizeBilinear(decoded_, o.width, o.height, false, out);
+    break;
+  case KILN_RT_AUGMENT_PAD_CROP_FLIP: {
+    int rangeX = decoded_.width + 2 * o.pad - o.width;
+    int rangeY = decoded_.height + 2 * o.pad - o.height;
+    if (rangeX < 0 || rangeY < 0)
+      return KILN_STATUS(kInvalidArgument,
+                         "pad-crop: a " + std::to_string(decoded_.width) + "x" +
+                             std::to_string(decoded_.height) +
+                             " image padded by " + std::to_string(o.pad) +
+                             " is smaller than the " + std::to_string(o.width) +
+                             "x" + std::to_string(o.height) + " output");
+    int ox = static_cast<int>(rng.below(uint64_t(rangeX) + 1));
+    int oy = static_cast<int>(rng.below(uint64_t(rangeY) + 1));
+    bool flip = o.flip && rng.coin();
+    padCrop(decoded_, o.pad, ox, oy, o.width, o.height, flip, out);
+    break;
+  }
+  case KILN_RT_AUGMENT_NONE:
+    if (decoded_.width == o.width && decoded_.height == o.height) {
+      // Exact (lossless) path: IDX pixels reach the batch bit for bit.
+      for (size_t i = 0; i < decoded_.pixels.size(); ++i)
+        out[i] = decoded_.pixels[i];
+    } else {
+      resizeBilinear(decoded_, o.width, o.height, false, out);
+    }
+    break;
+  }
+  return Status::ok();
+}
+
+} // namespace kiln::rt
