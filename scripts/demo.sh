@@ -12,7 +12,5 @@ echo "== ResNet-50 v1.5 (models/resnet50.mlir): size and cost"
 if [[ -x "$bin/kiln-data" ]]; then
   out=${KILN_DEMO_DIR:-/tmp/kiln-demo}/fashion-mnist
   echo "== Fashion-MNIST IDX -> sharded TFRecord ($out)"
-  "$bin/kiln-data" idx --images /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz \
-    --labels /usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz \
-    --output "$out" --split train --shards 8
+  "$bin/kiln-data" idx --input /usr/share/datasets/fashion-mnist --output "$out"
 fi
