@@ -142,6 +142,30 @@ def KilnSpecializeBatch : Pass<"kiln-specialize-batch", "mlir::ModuleOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Conversion
+//===----------------------------------------------------------------------===//
+
+def KilnLowerToLinalg : Pass<"kiln-lower-to-linalg", "mlir::ModuleOp"> {
+  let summary = "Lowers training and evaluation steps to loops and runtime calls over one arena";
+  let description = [{
+    The x86 lowering. Plans the memory of `@train_step` and `@eval_step`
+    statically (variables in a persistent region, every other value at a
+    fixed scratch offset reused once dead) and rewrites them into
+    `@kiln_model_train_step(ctx, arena)` and `@kiln_model_eval_step(ctx,
+    arena)`: convolutions and matrix products become calls of runtime
+    kernels (oneDNN), everything else linalg and scf loops over views of the
+    arena, allreduce buckets start/wait calls. The manifest the runtime
+    needs (docs/model-abi.md) is attached to the module as `kiln.manifest`.
+    Shapes must be static (`--kiln-specialize-batch`).
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
+    "mlir::LLVM::LLVMDialect", "mlir::math::MathDialect",
+    "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect"
+  ];
+}
+
+//===----------------------------------------------------------------------===//
 // Analysis
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,39 @@
+//===- Driver.h - kilnc: model file to training executable ------*- C++ -*-===//
+//
+// The compiler's policy: which pipelines run in which order for a target,
+// what each --emit stage prints, and how the executable is linked. The
+// kilnc tool only parses flags into CompileOptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_COMPILER_DRIVER_DRIVER_H
+#define KILN_COMPILER_DRIVER_DRIVER_H
+
+#include "compiler/Pipelines.h"
+
+#include <string>
+
+namespace kiln {
+
+enum class EmitStage { Kiln, Train, Linalg, LLVM, Object, Executable };
+
+struct CompileOptions {
+  std::string input;
+  std::string output;
+  std::string target = "x86";
+  std::string precision = "fp32";
+  int64_t batch = 32;
+  EmitStage emit = EmitStage::Executable;
+  std::string cpu = "native";
+  bool printStats = false;
+  /// Options of the training step (optimizer, schedule, buckets).
+  const TrainStepPipelineOptions *trainStep = nullptr;
+};
+
+/// Compiles as `options` say; diagnostics name the file, line and op.
+/// Returns 0 on success.
+int compile(const CompileOptions &options);
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_DRIVER_DRIVER_H

@@ -1,0 +1,165 @@
+//===- X86Target.cpp - From lowered steps to an x86 object file -----------===//
+
+#include "compiler/Target/X86/X86Target.h"
+
+#include "passes/Conversion/KilnToLinalg/KilnToLinalg.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+void registerX86TargetDialects(DialectRegistry &registry) {
+  registry.insert<affine::AffineDialect, cf::ControlFlowDialect,
+                  ub::UBDialect>();
+  registerConvertFuncToLLVMInterface(registry);
+  arith::registerConvertArithToLLVMInterface(registry);
+  cf::registerConvertControlFlowToLLVMInterface(registry);
+  registerConvertMathToLLVMInterface(registry);
+  registerConvertMemRefToLLVMInterface(registry);
+  index::registerConvertIndexToLLVMInterface(registry);
+  ub::registerConvertUBToLLVMInterface(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+}
+
+void buildLowerToLLVMPipeline(OpPassManager &pm) {
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  // expand-strided-metadata introduces affine.apply: lower it again.
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void registerX86Pipelines() {
+  PassPipelineRegistration<>(
+      "kiln-lower-to-llvm",
+      "Lowers the output of --kiln-lower-to-linalg to the LLVM dialect",
+      buildLowerToLLVMPipeline);
+}
+
+std::unique_ptr<llvm::Module> translateToLLVMIR(ModuleOp module,
+                                                llvm::LLVMContext &context) {
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, context, "kiln_model");
+  if (!llvmModule)
+    return nullptr;
+  // The manifest, as a NUL-terminated string behind an accessor.
+  std::string manifest;
+  if (auto attr = module->getAttrOfType<StringAttr>(kManifestAttr))
+    manifest = attr.getValue().str();
+  auto *data = llvm::ConstantDataArray::getString(context, manifest, true);
+  auto *global = new llvm::GlobalVariable(
+      *llvmModule, data->getType(), /*isConstant=*/true,
+      llvm::GlobalValue::PrivateLinkage, data, "kiln_model_manifest_data");
+  auto *fnType = llvm::FunctionType::get(llvm::PointerType::get(context, 0),
+                                         /*isVarArg=*/false);
+  auto *fn = llvm::Function::Create(fnType, llvm::GlobalValue::ExternalLinkage,
+                                    "kiln_model_manifest", *llvmModule);
+  llvm::IRBuilder<> builder(llvm::BasicBlock::Create(context, "entry", fn));
+  builder.CreateRet(global);
+  return llvmModule;
+}
+
+bool emitObjectFile(llvm::Module &module, llvm::StringRef cpu,
+                    llvm::StringRef path, std::string &error) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return false;
+  std::string cpuName =
+      cpu == "native" ? llvm::sys::getHostCPUName().str() : cpu.str();
+  std::string features;
+  if (cpu == "native") {
+    llvm::SubtargetFeatures list;
+    for (const auto &[name, enabled] : llvm::sys::getHostCPUFeatures())
+      list.AddFeature(name, enabled);
+    features = list.getString();
+  }
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, cpuName, features, options, llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+  if (!machine) {
+    error = "cannot create a target machine for CPU '" + cpuName + "'";
+    return false;
+  }
+  module.setTargetTriple(triple);
+  module.setDataLayout(machine->createDataLayout());
+  for (llvm::Function &fn : module)
+    if (!fn.isDeclaration()) {
+      fn.addFnAttr("target-cpu", cpuName);
+      if (!features.empty())
+        fn.addFnAttr("target-features", features);
+    }
+
+  // -O3 with the target's cost model: this is where the loops vectorize.
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder builder(machine.get());
+  builder.registerModuleAnalyses(mam);
+  builder.registerCGSCCAnalyses(cgam);
+  builder.registerFunctionAnalyses(fam);
+  builder.registerLoopAnalyses(lam);
+  builder.crossRegisterProxies(lam, fam, cgam, mam);
+  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3)
+      .run(module, mam);
+
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    error = "cannot write '" + path.str() + "': " + ec.message();
+    return false;
+  }
+  llvm::legacy::PassManager codegen;
+  if (machine->addPassesToEmitFile(codegen, out, nullptr,
+                                   llvm::CodeGenFileType::ObjectFile)) {
+    error = "the target cannot emit object files";
+    return false;
+  }
+  codegen.run(module);
+  return true;
+}
+
+} // namespace kiln

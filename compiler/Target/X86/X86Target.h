@@ -1,0 +1,37 @@
+//===- X86Target.h - From lowered steps to an x86 object file ---*- C++ -*-===//
+
+#ifndef KILN_COMPILER_TARGET_X86_X86TARGET_H
+#define KILN_COMPILER_TARGET_X86_X86TARGET_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/IR/Module.h"
+
+#include <memory>
+#include <string>
+
+namespace kiln {
+
+/// Adds the dialects and interfaces the x86 lowering needs to `registry`.
+void registerX86TargetDialects(mlir::DialectRegistry &registry);
+
+/// Lowers the output of --kiln-lower-to-linalg to the LLVM dialect: loops,
+/// strided metadata, then every dialect to LLVM.
+void buildLowerToLLVMPipeline(mlir::OpPassManager &pm);
+
+/// Registers the pipeline above as `kiln-lower-to-llvm`.
+void registerX86Pipelines();
+
+/// Translates an LLVM-dialect module to LLVM IR and adds the manifest
+/// accessor `kiln_model_manifest()` from the module's kiln.manifest.
+std::unique_ptr<llvm::Module> translateToLLVMIR(mlir::ModuleOp module,
+                                                llvm::LLVMContext &context);
+
+/// Optimizes `module` at -O3 for `cpu` ("native" = this host) and writes an
+/// object file to `path`. Fills `error` on failure.
+bool emitObjectFile(llvm::Module &module, llvm::StringRef cpu,
+                    llvm::StringRef path, std::string &error);
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_TARGET_X86_X86TARGET_H

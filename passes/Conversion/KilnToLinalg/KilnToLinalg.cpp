@@ -1,0 +1,309 @@
+//===- KilnToLinalg.cpp - Lower planned training steps for x86 ------------===//
+
+#include "passes/Conversion/KilnToLinalg/KilnToLinalg.h"
+
+#include "passes/Conversion/KilnToLinalg/Lowering.h"
+#include "passes/Conversion/KilnToLinalg/MemoryPlan.h"
+#include "passes/Optimizer/Optimizer.h"
+#include "passes/Passes.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/SymbolTable.h"
+
+using namespace mlir;
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNLOWERTOLINALG
+#include "passes/Passes.h.inc"
+
+static StringRef initializerName(Initializer init) {
+  return stringifyInitializer(init);
+}
+
+static llvm::json::Array shapeJson(ArrayRef<int64_t> shape) {
+  llvm::json::Array array;
+  for (int64_t d : shape)
+    array.push_back(d);
+  return array;
+}
+
+static llvm::json::Array describeVariables(ModuleOp module,
+                                           const VariableLayout &layout) {
+  llvm::json::Array variables;
+  for (auto variable : module.getOps<VariableOp>()) {
+    RankedTensorType type = variable.getTensorType();
+    llvm::json::Object object{
+        {"name", variable.getSymName()},
+        {"kind", stringifyVariableKind(variable.getKind())},
+        {"offset", layout.offsets.lookup(variable.getSymName())},
+        {"shape", shapeJson(type.getShape())},
+        {"dtype", type.getElementType().isF64() ? "f64" : "f32"},
+        {"init", initializerName(variable.getInit())}};
+    if (auto std = variable.getStd())
+      object["std"] = std->convertToDouble();
+    if (ElementsAttr value = variable.getValueAttr()) {
+      llvm::json::Array values;
+      for (APFloat v : value.getValues<APFloat>())
+        values.push_back(v.convertToDouble());
+      object["value"] = std::move(values);
+    }
+    variables.push_back(std::move(object));
+  }
+  return variables;
+}
+
+/// The names of the schedule's parameter slots (kiln.learning_rate).
+static llvm::json::Array scheduleSlots(Schedule kind, int64_t count) {
+  SmallVector<std::string> names;
+  switch (kind) {
+  case Schedule::Constant:
+    names = {"lr"};
+    break;
+  case Schedule::LinearWarmupLinearDecay:
+    names = {"lr", "warmup_steps", "peak_lr", "total_steps"};
+    break;
+  case Schedule::WarmupPolynomialDecay:
+    names = {"lr", "warmup_steps", "total_steps", "end_lr", "power"};
+    break;
+  case Schedule::StepDecay:
+    names = {"lr", "warmup_init_lr", "warmup_steps", "factor"};
+    for (int64_t i = 4; i < count; ++i)
+      names.push_back("boundary" + std::to_string(i - 4));
+    break;
+  case Schedule::CosineDecay:
+    names = {"lr", "warmup_init_lr", "warmup_steps", "total_steps", "end_lr"};
+    break;
+  }
+  llvm::json::Array array;
+  for (const std::string &name : names)
+    array.push_back(name);
+  return array;
+}
+
+namespace {
+/// Lowers one kiln function into `@kiln_model_<role>_step`.
+class FunctionLowering {
+public:
+  FunctionLowering(ModuleOp module, func::FuncOp func, StringRef role,
+                   const FunctionPlan &plan, const VariableLayout &variables,
+                   llvm::json::Array &calls, llvm::json::Array &buckets)
+      : module(module), func(func), role(role), plan(plan),
+        variables(variables), calls(calls), buckets(buckets) {}
+
+  FailureOr<llvm::json::Object> run();
+
+private:
+  LogicalResult describeInterface(Lowering &l, llvm::json::Object &inputs,
+                                  llvm::json::Object &outputs);
+
+  ModuleOp module;
+  func::FuncOp func;
+  StringRef role;
+  const FunctionPlan &plan;
+  const VariableLayout &variables;
+  llvm::json::Array &calls;
+  llvm::json::Array &buckets;
+};
+} // namespace
+
+LogicalResult FunctionLowering::describeInterface(Lowering &l,
+                                                  llvm::json::Object &inputs,
+                                                  llvm::json::Object &outputs) {
+  Block &block = func.front();
+  for (BlockArgument arg : block.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    StringRef name = func.getArgAttr(i, "kiln.step") ? "step"
+                     : i == 0                        ? "images"
+                     : i == 1                        ? "labels"
+                                                     : "";
+    if (name.empty())
+      return func.emitOpError("argument ")
+             << i << " is not one the runtime provides (images, labels, step)";
+    inputs[name] = l.describe(arg);
+  }
+  auto ret = cast<func::ReturnOp>(block.getTerminator());
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    StringRef name = func.getResultAttr(i, "kiln.learning_rate") ? "learning_rate"
+                     : i == 0                                    ? "loss"
+                     : i == 1                                    ? "logits"
+                                                                 : "";
+    if (name.empty())
+      return func.emitOpError("result ")
+             << i << " is not one the runtime reads (loss, logits, learning rate)";
+    outputs[name] = l.describe(value);
+  }
+  return success();
+}
+
+FailureOr<llvm::json::Object> FunctionLowering::run() {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder builder(ctx);
+  builder.setInsertionPoint(func);
+  auto ptrType = LLVM::LLVMPointerType::get(ctx);
+  auto arenaType = MemRefType::get({ShapedType::kDynamic}, builder.getI8Type());
+  std::string symbol = ("kiln_model_" + role + "_step").str();
+  auto lowered = func::FuncOp::create(
+      builder, func.getLoc(), symbol,
+      builder.getFunctionType({ptrType, arenaType}, {}));
+  lowered->setAttr("llvm.emit_c_interface", builder.getUnitAttr());
+  Block *entry = lowered.addEntryBlock();
+  builder.setInsertionPointToStart(entry);
+
+  Lowering l(builder, plan, entry->getArgument(0), entry->getArgument(1), role,
+             calls);
+  llvm::json::Object inputs, outputs;
+  if (failed(describeInterface(l, inputs, outputs)))
+    return failure();
+
+  // Allreduce results not yet waited for, by value.
+  DenseMap<Value, int64_t> pendingBucket;
+  llvm::SetVector<int64_t> pending;
+  auto waitFor = [&](int64_t bucket, Location loc) {
+    if (!pending.remove(bucket))
+      return;
+    l.emitRuntimeCall(loc, kAllReduceWait, bucket);
+  };
+  SmallVector<AssignOp> copies;
+
+  for (Operation &op : func.front()) {
+    for (Value operand : op.getOperands())
+      if (auto it = pendingBucket.find(operand); it != pendingBucket.end())
+        waitFor(it->second, op.getLoc());
+    if (isa<ReadOp, ReshapeOp>(op))
+      continue;
+    if (auto assign = dyn_cast<AssignOp>(op)) {
+      if (!plan.inPlaceAssigns.contains(assign))
+        copies.push_back(assign);
+      continue;
+    }
+    if (auto allreduce = dyn_cast<AllReduceOp>(op)) {
+      int64_t id = buckets.size();
+      llvm::json::Array tensors;
+      for (Value gradient : allreduce.getGradients())
+        tensors.push_back(l.describe(gradient));
+      buckets.push_back(llvm::json::Object{{"id", id},
+                                           {"function", role.str()},
+                                           {"tensors", std::move(tensors)}});
+      l.emitRuntimeCall(op.getLoc(), kAllReduceStart, id);
+      for (Value result : allreduce.getResults())
+        pendingBucket[result] = id;
+      pending.insert(id);
+      continue;
+    }
+    if (isa<func::ReturnOp>(op))
+      continue;
+    if (failed(lowerOp(l, &op)))
+      return failure();
+  }
+  Location end = func.front().getTerminator()->getLoc();
+  for (int64_t bucket : SmallVector<int64_t>(pending.begin(), pending.end()))
+    waitFor(bucket, end);
+  // State updates not computed in place land after every read of the old
+  // values.
+  for (AssignOp assign : copies) {
+    auto type = cast<RankedTensorType>(assign.getValue().getType());
+    Value target = l.viewAt(assign.getLoc(),
+                            variables.offsets.lookup(assign.getVariable()),
+                            MemRefType::get(type.getShape(), type.getElementType()));
+    memref::CopyOp::create(builder, assign.getLoc(), l.view(assign.getValue()),
+                           target);
+  }
+  func::ReturnOp::create(builder, end);
+
+  return llvm::json::Object{{"symbol", symbol},
+                            {"inputs", std::move(inputs)},
+                            {"outputs", std::move(outputs)},
+                            {"scratch", llvm::json::Array{plan.scratchBegin,
+                                                          plan.scratchEnd}},
+                            {"scratch_unplanned_bytes", plan.unplannedBytes}};
+}
+
+static void declareRuntime(ModuleOp module) {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder builder(ctx);
+  builder.setInsertionPointToStart(module.getBody());
+  auto type = builder.getFunctionType(
+      {LLVM::LLVMPointerType::get(ctx), builder.getI32Type()}, {});
+  for (StringRef name : {kKernelCall, kAllReduceStart, kAllReduceWait}) {
+    auto decl = func::FuncOp::create(builder, module.getLoc(), name, type);
+    decl.setPrivate();
+  }
+}
+
+LogicalResult lowerKilnToLinalg(ModuleOp module) {
+  VariableLayout variables = layOutVariables(module);
+  int64_t scratchBegin = alignSlot(variables.bytes);
+  llvm::json::Array calls, buckets;
+  llvm::json::Object functions;
+  int64_t arenaBytes = scratchBegin;
+  int64_t batch = 0;
+  SmallVector<func::FuncOp> lowered;
+  for (auto [symbol, role] : {std::pair<StringRef, StringRef>{"train_step", "train"},
+                              {"eval_step", "eval"}}) {
+    auto func = module.lookupSymbol<func::FuncOp>(symbol);
+    if (!func)
+      continue;
+    FailureOr<FunctionPlan> plan = planFunction(func, variables, scratchBegin);
+    if (failed(plan))
+      return failure();
+    FunctionLowering lowering(module, func, role, *plan, variables, calls,
+                              buckets);
+    FailureOr<llvm::json::Object> description = lowering.run();
+    if (failed(description))
+      return failure();
+    functions[role] = std::move(*description);
+    arenaBytes = std::max(arenaBytes, plan->scratchEnd);
+    if (auto images = dyn_cast<RankedTensorType>(func.getArgumentTypes()[0]))
+      batch = images.getDimSize(0);
+  }
+  if (functions.empty())
+    return module.emitError("nothing to lower: the module has neither "
+                            "@train_step nor @eval_step");
+
+  llvm::json::Object manifest{
+      {"abi", 1},
+      {"model", module.getSymName() ? *module.getSymName() : "model"},
+      {"batch", batch},
+      {"arena_bytes", arenaBytes},
+      {"persistent_bytes", variables.bytes},
+      {"variables", describeVariables(module, variables)},
+      {"functions", std::move(functions)},
+      {"calls", std::move(calls)},
+      {"buckets", std::move(buckets)}};
+  module.walk([&](LearningRateOp op) {
+    manifest["schedule"] = llvm::json::Object{
+        {"kind", stringifySchedule(op.getSchedule())},
+        {"variable", kScheduleVariable},
+        {"slots", scheduleSlots(op.getSchedule(),
+                                op.getParams().getType().getDimSize(0))}};
+  });
+
+  // The kiln program is now fully represented by the lowered functions.
+  for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
+    if (isa<VariableOp>(op) ||
+        (isa<func::FuncOp>(op) &&
+         !cast<func::FuncOp>(op).getSymName().starts_with("kiln_model_")))
+      op.erase();
+  declareRuntime(module);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(std::move(manifest));
+  module->setAttr(kManifestAttr, StringAttr::get(module.getContext(), text));
+  return success();
+}
+
+namespace {
+struct LowerToLinalgPass : impl::KilnLowerToLinalgBase<LowerToLinalgPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    if (failed(lowerKilnToLinalg(getOperation())))
+      signalPassFailure();
+  }
+};
+} // namespace
+} // namespace kiln

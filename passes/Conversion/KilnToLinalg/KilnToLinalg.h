@@ -1,0 +1,22 @@
+//===- KilnToLinalg.h - Lower planned training steps for x86 ----*- C++ -*-===//
+
+#ifndef KILN_PASSES_CONVERSION_KILNTOLINALG_KILNTOLINALG_H
+#define KILN_PASSES_CONVERSION_KILNTOLINALG_KILNTOLINALG_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace kiln {
+
+/// The module attribute holding the manifest (JSON, docs/model-abi.md).
+inline constexpr llvm::StringLiteral kManifestAttr = "kiln.manifest";
+
+/// Lowers `@train_step` and `@eval_step` (static shapes) into
+/// `@kiln_model_train_step(ctx, arena)` / `@kiln_model_eval_step(ctx, arena)`
+/// over linalg, scf, memref and runtime calls, with every tensor at the
+/// arena offset of a static memory plan; removes the kiln functions and
+/// variables and records the manifest on the module.
+llvm::LogicalResult lowerKilnToLinalg(mlir::ModuleOp module);
+
+} // namespace kiln
+
+#endif // KILN_PASSES_CONVERSION_KILNTOLINALG_KILNTOLINALG_H

@@ -1,0 +1,212 @@
+//===- LowerBatchNorm.cpp - Batch normalization, forward and backward -----===//
+//
+// The input is viewed as [M, C] (M = elements per channel) with the channel
+// loop innermost, so every loop runs over contiguous memory. Statistics are
+// two-pass (mean, then squared deviations) for accuracy; per-channel
+// coefficients go to stack temporaries so the big loops do one fma each.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Conversion/KilnToLinalg/Lowering.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+/// The [M, C] view of a batch-norm operand and the maps of its loops.
+struct ChannelLoops {
+  int64_t m, c;
+  AffineMap full, channel;
+  SmallVector<utils::IteratorType> reduce, parallel;
+
+  ChannelLoops(MLIRContext *ctx, RankedTensorType type) {
+    c = type.getShape().back();
+    m = type.getNumElements() / c;
+    AffineExpr i, j;
+    bindDims(ctx, i, j);
+    full = AffineMap::get(2, 0, {i, j}, ctx);
+    channel = AffineMap::get(2, 0, {j}, ctx);
+    reduce = {utils::IteratorType::reduction, utils::IteratorType::parallel};
+    parallel = {utils::IteratorType::parallel, utils::IteratorType::parallel};
+  }
+};
+} // namespace
+
+static Value widen(OpBuilder &b, Location loc, Value v) {
+  return v.getType().isBF16() ? arith::ExtFOp::create(b, loc, b.getF32Type(), v)
+                              : v;
+}
+static Value narrowTo(OpBuilder &b, Location loc, Value v, Value memref) {
+  Type t = cast<MemRefType>(memref.getType()).getElementType();
+  return t != v.getType() ? arith::TruncFOp::create(b, loc, t, v) : v;
+}
+static void yield(OpBuilder &b, Location loc, ValueRange values) {
+  linalg::YieldOp::create(b, loc, values);
+}
+
+/// mean[c] = sum_m x[m, c] / M and var[c] = sum_m (x - mean)^2 / M.
+static void emitStatistics(Lowering &l, Location loc, const ChannelLoops &cl,
+                           Value x, Value mean, Value var) {
+  OpBuilder &b = l.b;
+  Value inverseM = l.f32(loc, 1.0 / double(cl.m));
+  l.fill(loc, mean, 0.0);
+  l.generic(loc, x, mean, {cl.full, cl.channel}, cl.reduce,
+            [&](OpBuilder &nb, Location loc, ValueRange a) {
+              yield(nb, loc, arith::AddFOp::create(nb, loc, widen(nb, loc, a[0]), a[1]).getResult());
+            });
+  l.elementwise(loc, mean, mean, [&](OpBuilder &nb, Location loc, ValueRange a) {
+    yield(nb, loc, arith::MulFOp::create(nb, loc, a[0], inverseM).getResult());
+  });
+  l.fill(loc, var, 0.0);
+  l.generic(loc, ValueRange{x, mean}, var, {cl.full, cl.channel, cl.channel},
+            cl.reduce, [&](OpBuilder &nb, Location loc, ValueRange a) {
+              Value d = arith::SubFOp::create(nb, loc, widen(nb, loc, a[0]), a[1]);
+              Value sq = arith::MulFOp::create(nb, loc, d, d);
+              yield(nb, loc, arith::AddFOp::create(nb, loc, sq, a[2]).getResult());
+            });
+  l.elementwise(loc, var, var, [&](OpBuilder &nb, Location loc, ValueRange a) {
+    yield(nb, loc, arith::MulFOp::create(nb, loc, a[0], inverseM).getResult());
+  });
+  (void)b;
+}
+
+/// scale = gamma / sqrt(var + eps), shift = beta - mean * scale; then
+/// y = x * scale + shift.
+static void emitNormalize(Lowering &l, Location loc, const ChannelLoops &cl,
+                          Value x, Value gamma, Value beta, Value mean,
+                          Value var, float epsilon, Value y) {
+  OpBuilder &b = l.b;
+  Value scale = l.temporary(loc, {cl.c}, b.getF32Type());
+  Value shift = l.temporary(loc, {cl.c}, b.getF32Type());
+  Value eps = l.f32(loc, epsilon);
+  l.elementwise(loc, ValueRange{gamma, beta, mean, var}, ValueRange{scale, shift},
+                [&](OpBuilder &nb, Location loc, ValueRange a) {
+                  Value rstd = math::RsqrtOp::create(
+                      nb, loc, arith::AddFOp::create(nb, loc, a[3], eps));
+                  Value s = arith::MulFOp::create(nb, loc, a[0], rstd);
+                  Value t = arith::SubFOp::create(
+                      nb, loc, a[1], arith::MulFOp::create(nb, loc, a[2], s));
+                  yield(nb, loc, ValueRange{s, t});
+                });
+  l.generic(loc, ValueRange{x, scale, shift}, y,
+            {cl.full, cl.channel, cl.channel, cl.full}, cl.parallel,
+            [&](OpBuilder &nb, Location loc, ValueRange a) {
+              Value v = math::FmaOp::create(nb, loc, widen(nb, loc, a[0]), a[1], a[2]);
+              yield(nb, loc, narrowTo(nb, loc, v, y));
+            });
+}
+
+LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
+  Location loc = op->getLoc();
+  OpBuilder &b = l.b;
+  MLIRContext *ctx = b.getContext();
+
+  if (auto bn = dyn_cast<BatchNormTrainOp>(op)) {
+    auto type = bn.getInput().getType();
+    ChannelLoops cl(ctx, type);
+    Value x = l.viewAs(bn.getInput(), {cl.m, cl.c});
+    Value mean = l.view(bn.getBatchMean()), var = l.view(bn.getBatchVar());
+    emitStatistics(l, loc, cl, x, mean, var);
+    emitNormalize(l, loc, cl, x, l.view(bn.getScale()), l.view(bn.getOffset()),
+                  mean, var, bn.getEpsilon().convertToFloat(),
+                  l.viewAs(bn.getOutput(), {cl.m, cl.c}));
+    // Running statistics with the unbiased variance (Bessel's correction;
+    // none for a single element per channel, as TF does).
+    double momentum = bn.getMomentum().convertToFloat();
+    double bessel = cl.m > 1 ? double(cl.m) / double(cl.m - 1) : 1.0;
+    Value keep = l.f32(loc, momentum), take = l.f32(loc, 1.0 - momentum);
+    Value takeVar = l.f32(loc, (1.0 - momentum) * bessel);
+    l.elementwise(loc,
+                  ValueRange{l.view(bn.getRunningMean()), l.view(bn.getRunningVar()),
+                             mean, var},
+                  ValueRange{l.view(bn.getNewRunningMean()),
+                             l.view(bn.getNewRunningVar())},
+                  [&](OpBuilder &nb, Location loc, ValueRange a) {
+                    Value rm = math::FmaOp::create(
+                        nb, loc, a[0], keep, arith::MulFOp::create(nb, loc, a[2], take));
+                    Value rv = math::FmaOp::create(
+                        nb, loc, a[1], keep,
+                        arith::MulFOp::create(nb, loc, a[3], takeVar));
+                    yield(nb, loc, ValueRange{rm, rv});
+                  });
+    return success();
+  }
+
+  if (auto bn = dyn_cast<BatchNormInferenceOp>(op)) {
+    ChannelLoops cl(ctx, bn.getInput().getType());
+    emitNormalize(l, loc, cl, l.viewAs(bn.getInput(), {cl.m, cl.c}),
+                  l.view(bn.getScale()), l.view(bn.getOffset()),
+                  l.view(bn.getMean()), l.view(bn.getVariance()),
+                  bn.getEpsilon().convertToFloat(),
+                  l.viewAs(bn.getOutput(), {cl.m, cl.c}));
+    return success();
+  }
+
+  auto bn = cast<BatchNormBackwardOp>(op);
+  ChannelLoops cl(ctx, bn.getInput().getType());
+  Value dy = l.viewAs(bn.getOutputGrad(), {cl.m, cl.c});
+  Value x = l.viewAs(bn.getInput(), {cl.m, cl.c});
+  Value mean = l.view(bn.getBatchMean());
+  Value dgamma = l.view(bn.getScaleGrad()), dbeta = l.view(bn.getOffsetGrad());
+  Value eps = l.f32(loc, bn.getEpsilon().convertToFloat());
+  Value rstd = l.temporary(loc, {cl.c}, b.getF32Type());
+  l.elementwise(loc, l.view(bn.getBatchVar()), rstd,
+                [&](OpBuilder &nb, Location loc, ValueRange a) {
+                  yield(nb, loc, math::RsqrtOp::create(
+                                     nb, loc, arith::AddFOp::create(nb, loc, a[0], eps))
+                                     .getResult());
+                });
+  // dbeta = sum dy, dgamma = sum dy * xhat.
+  l.fill(loc, dgamma, 0.0);
+  l.fill(loc, dbeta, 0.0);
+  l.generic(loc, ValueRange{dy, x, mean, rstd}, ValueRange{dgamma, dbeta},
+            {cl.full, cl.full, cl.channel, cl.channel, cl.channel, cl.channel},
+            cl.reduce, [&](OpBuilder &nb, Location loc, ValueRange a) {
+              Value g = widen(nb, loc, a[0]);
+              Value xhat = arith::MulFOp::create(
+                  nb, loc, arith::SubFOp::create(nb, loc, widen(nb, loc, a[1]), a[2]),
+                  a[3]);
+              yield(nb, loc,
+                    ValueRange{math::FmaOp::create(nb, loc, g, xhat, a[4]),
+                               arith::AddFOp::create(nb, loc, g, a[5])});
+            });
+  // dx = gamma * rstd * (dy - dbeta / M - xhat * dgamma / M)
+  //    = k * dy + k2 * (x - mean) + k3, per channel:
+  //   k = gamma * rstd, k2 = -k * rstd * dgamma / M, k3 = -k * dbeta / M.
+  Value k = l.temporary(loc, {cl.c}, b.getF32Type());
+  Value k2 = l.temporary(loc, {cl.c}, b.getF32Type());
+  Value k3 = l.temporary(loc, {cl.c}, b.getF32Type());
+  Value inverseM = l.f32(loc, 1.0 / double(cl.m));
+  l.elementwise(loc, ValueRange{l.view(bn.getScale()), rstd, dgamma, dbeta},
+                ValueRange{k, k2, k3},
+                [&](OpBuilder &nb, Location loc, ValueRange a) {
+                  Value kk = arith::MulFOp::create(nb, loc, a[0], a[1]);
+                  Value kOverM = arith::MulFOp::create(nb, loc, kk, inverseM);
+                  Value kk2 = arith::NegFOp::create(
+                      nb, loc,
+                      arith::MulFOp::create(
+                          nb, loc, kOverM, arith::MulFOp::create(nb, loc, a[1], a[2])));
+                  Value kk3 = arith::NegFOp::create(
+                      nb, loc, arith::MulFOp::create(nb, loc, kOverM, a[3]));
+                  yield(nb, loc, ValueRange{kk, kk2, kk3});
+                });
+  Value dx = l.viewAs(bn.getInputGrad(), {cl.m, cl.c});
+  l.generic(loc, ValueRange{dy, x, mean, k, k2, k3}, dx,
+            {cl.full, cl.full, cl.channel, cl.channel, cl.channel, cl.channel,
+             cl.full},
+            cl.parallel, [&](OpBuilder &nb, Location loc, ValueRange a) {
+              Value centered =
+                  arith::SubFOp::create(nb, loc, widen(nb, loc, a[1]), a[2]);
+              Value v = math::FmaOp::create(nb, loc, a[3], widen(nb, loc, a[0]), a[5]);
+              v = math::FmaOp::create(nb, loc, a[4], centered, v);
+              yield(nb, loc, narrowTo(nb, loc, v, dx));
+            });
+  return success();
+}
+
+} // namespace kiln

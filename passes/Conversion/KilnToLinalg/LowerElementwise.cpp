@@ -1,0 +1,186 @@
+//===- LowerElementwise.cpp - Elementwise ops and simple reductions -------===//
+//
+// Arithmetic is done in f32; bf16 values are widened on load and rounded on
+// store, as the x86 bf16 instructions do.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Conversion/KilnToLinalg/Lowering.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+static Value widen(OpBuilder &b, Location loc, Value v) {
+  if (v.getType().isBF16())
+    return arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+  return v;
+}
+
+static Value narrow(OpBuilder &b, Location loc, Value v, Type type) {
+  if (type != v.getType())
+    return arith::TruncFOp::create(b, loc, type, v);
+  return v;
+}
+
+static Type elementTypeOf(Value memref) {
+  return cast<MemRefType>(memref.getType()).getElementType();
+}
+
+LogicalResult lowerElementwise(Lowering &l, Operation *op) {
+  Location loc = op->getLoc();
+  OpBuilder &b = l.b;
+  if (auto relu = dyn_cast<ReluOp>(op)) {
+    Value out = l.view(relu.getOutput());
+    Type element = elementTypeOf(out);
+    l.elementwise(loc, l.view(relu.getInput()), out,
+                  [&](OpBuilder &nb, Location loc, ValueRange args) {
+                    Value zero = arith::ConstantOp::create(
+                        nb, loc, nb.getFloatAttr(element, 0.0));
+                    // maximumf propagates NaN, as the reference does.
+                    linalg::YieldOp::create(
+                        nb, loc, ValueRange{arith::MaximumFOp::create(
+                                     nb, loc, args[0], zero)});
+                  });
+    return success();
+  }
+  if (auto add = dyn_cast<AddOp>(op)) {
+    Value out = l.view(add.getOutput());
+    Type element = elementTypeOf(out);
+    l.elementwise(loc, ValueRange{l.view(add.getLhs()), l.view(add.getRhs())},
+                  out, [&](OpBuilder &nb, Location loc, ValueRange args) {
+                    Value sum = arith::AddFOp::create(
+                        nb, loc, widen(nb, loc, args[0]),
+                        widen(nb, loc, args[1]));
+                    linalg::YieldOp::create(
+                        nb, loc, ValueRange{narrow(nb, loc, sum, element)});
+                  });
+    return success();
+  }
+  if (auto backward = dyn_cast<ReluBackwardOp>(op)) {
+    Value out = l.view(backward.getInputGrad());
+    Type element = elementTypeOf(out);
+    l.elementwise(
+        loc,
+        ValueRange{l.view(backward.getOutputGrad()),
+                   l.view(backward.getOutput())},
+        out, [&](OpBuilder &nb, Location loc, ValueRange args) {
+          Value zero =
+              arith::ConstantOp::create(nb, loc, nb.getFloatAttr(element, 0.0));
+          Value positive = arith::CmpFOp::create(
+              nb, loc, arith::CmpFPredicate::OGT, args[1], zero);
+          linalg::YieldOp::create(
+              nb, loc,
+              ValueRange{arith::SelectOp::create(nb, loc, positive, args[0],
+                                                 zero)});
+        });
+    return success();
+  }
+  if (auto cast = dyn_cast<CastOp>(op)) {
+    Value out = l.view(cast.getOutput());
+    Type element = elementTypeOf(out);
+    l.elementwise(loc, l.view(cast.getInput()), out,
+                  [&](OpBuilder &nb, Location loc, ValueRange args) {
+                    Value wide = widen(nb, loc, args[0]);
+                    linalg::YieldOp::create(
+                        nb, loc, ValueRange{narrow(nb, loc, wide, element)});
+                  });
+    return success();
+  }
+  if (auto pool = dyn_cast<GlobalAvgPoolOp>(op)) {
+    // Sum over (h, w) with the channel loop innermost (contiguous in NHWC),
+    // then scale.
+    auto inputType = pool.getInput().getType();
+    int64_t spatial = inputType.getDimSize(1) * inputType.getDimSize(2);
+    Value out = l.view(pool.getOutput());
+    Type element = elementTypeOf(out);
+    Value sum = l.temporary(loc, cast<MemRefType>(out.getType()).getShape(),
+                            b.getF32Type());
+    l.fill(loc, sum, 0.0);
+    MLIRContext *ctx = b.getContext();
+    AffineExpr n, h, w, c;
+    bindDims(ctx, n, h, w, c);
+    l.generic(loc, l.view(pool.getInput()), sum,
+              {AffineMap::get(4, 0, {n, h, w, c}, ctx),
+               AffineMap::get(4, 0, {n, c}, ctx)},
+              {utils::IteratorType::parallel, utils::IteratorType::reduction,
+               utils::IteratorType::reduction, utils::IteratorType::parallel},
+              [&](OpBuilder &nb, Location loc, ValueRange args) {
+                linalg::YieldOp::create(
+                    nb, loc,
+                    ValueRange{arith::AddFOp::create(
+                        nb, loc, widen(nb, loc, args[0]), args[1])});
+              });
+    Value scale = l.f32(loc, 1.0 / double(spatial));
+    l.elementwise(loc, sum, out,
+                  [&](OpBuilder &nb, Location loc, ValueRange args) {
+                    Value mean = arith::MulFOp::create(nb, loc, args[0], scale);
+                    linalg::YieldOp::create(
+                        nb, loc, ValueRange{narrow(nb, loc, mean, element)});
+                  });
+    return success();
+  }
+  if (auto backward = dyn_cast<GlobalAvgPoolBackwardOp>(op)) {
+    auto type = backward.getInputGrad().getType();
+    int64_t spatial = type.getDimSize(1) * type.getDimSize(2);
+    Value out = l.view(backward.getInputGrad());
+    Type element = elementTypeOf(out);
+    Value scale = l.f32(loc, 1.0 / double(spatial));
+    MLIRContext *ctx = b.getContext();
+    AffineExpr n, h, w, c;
+    bindDims(ctx, n, h, w, c);
+    l.generic(loc, l.view(backward.getOutputGrad()), out,
+              {AffineMap::get(4, 0, {n, c}, ctx),
+               AffineMap::get(4, 0, {n, h, w, c}, ctx)},
+              SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
+              [&](OpBuilder &nb, Location loc, ValueRange args) {
+                Value v = arith::MulFOp::create(nb, loc, widen(nb, loc, args[0]),
+                                                scale);
+                linalg::YieldOp::create(nb, loc,
+                                        ValueRange{narrow(nb, loc, v, element)});
+              });
+    return success();
+  }
+  if (auto reduce = dyn_cast<ReduceSumOp>(op)) {
+    auto inputType = reduce.getInput().getType();
+    // View the input as [N, rest] and sum over N, rest innermost.
+    int64_t rows = inputType.getDimSize(0);
+    int64_t rest = inputType.getNumElements() / rows;
+    Value out = l.viewAs(reduce.getOutput(), {rest});
+    Type element = elementTypeOf(out);
+    Value sum = l.temporary(loc, {rest}, b.getF32Type());
+    l.fill(loc, sum, 0.0);
+    MLIRContext *ctx = b.getContext();
+    AffineExpr n, m;
+    bindDims(ctx, n, m);
+    l.generic(loc, l.viewAs(reduce.getInput(), {rows, rest}), sum,
+              {AffineMap::get(2, 0, {n, m}, ctx), AffineMap::get(2, 0, {m}, ctx)},
+              {utils::IteratorType::reduction, utils::IteratorType::parallel},
+              [&](OpBuilder &nb, Location loc, ValueRange args) {
+                linalg::YieldOp::create(
+                    nb, loc,
+                    ValueRange{arith::AddFOp::create(
+                        nb, loc, widen(nb, loc, args[0]), args[1])});
+              });
+    l.elementwise(loc, sum, out,
+                  [&](OpBuilder &nb, Location loc, ValueRange args) {
+                    linalg::YieldOp::create(
+                        nb, loc, ValueRange{narrow(nb, loc, args[0], element)});
+                  });
+    return success();
+  }
+  if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+    auto dense = dyn_cast<SplatElementsAttr>(constant.getValue());
+    if (!dense || !isa<FloatType>(dense.getElementType()))
+      return op->emitOpError("only float splat constants are lowered");
+    l.fill(loc, l.view(constant.getResult()),
+           dense.getSplatValue<APFloat>().convertToDouble());
+    return success();
+  }
+  return op->emitOpError("is not an elementwise op");
+}
+
+} // namespace kiln

@@ -1,0 +1,81 @@
+//===- LowerLibraryCalls.cpp - Convolutions and matmuls as runtime calls --===//
+//
+// The runtime runs these with oneDNN primitives created once at start-up
+// (docs/model-abi.md); the generated code only names the call.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Conversion/KilnToLinalg/Lowering.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+static llvm::json::Array toJson(ArrayRef<int64_t> values) {
+  llvm::json::Array array;
+  for (int64_t v : values)
+    array.push_back(v);
+  return array;
+}
+
+template <typename ConvOp>
+static llvm::json::Object convCall(ConvOp op, StringRef kind,
+                                   llvm::json::Object operands) {
+  return llvm::json::Object{{"kind", kind},
+                            {"operands", std::move(operands)},
+                            {"strides", toJson(op.getStrides())},
+                            {"padding", toJson(op.getPadding())},
+                            {"dilations", toJson(op.getDilations())}};
+}
+
+LogicalResult lowerLibraryCall(Lowering &l, Operation *op) {
+  Location loc = op->getLoc();
+  if (auto conv = dyn_cast<Conv2DOp>(op)) {
+    l.emitLibraryCall(loc, convCall(conv, "conv2d_forward",
+                                    llvm::json::Object{{"input", l.describe(conv.getInput())},
+                                     {"filter", l.describe(conv.getFilter())},
+                                     {"output", l.describe(conv.getOutput())}}));
+    return success();
+  }
+  if (auto conv = dyn_cast<Conv2DBackwardDataOp>(op)) {
+    l.emitLibraryCall(
+        loc, convCall(conv, "conv2d_backward_data",
+                      llvm::json::Object{{"output_grad", l.describe(conv.getOutputGrad())},
+                       {"filter", l.describe(conv.getFilter())},
+                       {"input_grad", l.describe(conv.getInputGrad())}}));
+    return success();
+  }
+  if (auto conv = dyn_cast<Conv2DBackwardFilterOp>(op)) {
+    l.emitLibraryCall(
+        loc, convCall(conv, "conv2d_backward_filter",
+                      llvm::json::Object{{"input", l.describe(conv.getInput())},
+                       {"output_grad", l.describe(conv.getOutputGrad())},
+                       {"filter_grad", l.describe(conv.getFilterGrad())}}));
+    return success();
+  }
+  if (auto dense = dyn_cast<DenseOp>(op)) {
+    llvm::json::Object operands{{"input", l.describe(dense.getInput())},
+                                {"weight", l.describe(dense.getWeight())},
+                                {"output", l.describe(dense.getOutput())}};
+    if (Value bias = dense.getBias())
+      operands["bias"] = l.describe(bias);
+    l.emitLibraryCall(loc, llvm::json::Object{{"kind", "dense"},
+                                              {"operands", std::move(operands)}});
+    return success();
+  }
+  auto matmul = cast<MatmulOp>(op);
+  l.emitLibraryCall(
+      loc, llvm::json::Object{{"kind", "matmul"},
+                              {"operands",
+                               llvm::json::Object{
+                                   {"lhs", l.describe(matmul.getLhs())},
+                                   {"rhs", l.describe(matmul.getRhs())},
+                                   {"output", l.describe(matmul.getOutput())}}},
+                              {"transpose_lhs", matmul.getTransposeLhs()},
+                              {"transpose_rhs", matmul.getTransposeRhs()}});
+  return success();
+}
+
+} // namespace kiln

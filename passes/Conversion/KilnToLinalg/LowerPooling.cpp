@@ -1,0 +1,245 @@
+//===- LowerPooling.cpp - Max and average pooling, forward and backward ---===//
+//
+// Windowed ops are scf loop nests: (n, oh, ow, kh, kw) outside with the
+// bounds check of the padded window, and the channel loop innermost where it
+// is contiguous (NHWC), for LLVM to vectorize.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Conversion/KilnToLinalg/Lowering.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <limits>
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+/// The geometry of a pooling window and index arithmetic on it.
+struct Window {
+  int64_t kh, kw, sh, sw, pt, pl;
+  int64_t height, width, channels;
+
+  /// The input coordinate of window offset `k` for output coordinate `o`.
+  static Value input(OpBuilder &b, Location loc, Value o, Value k,
+                     int64_t stride, int64_t pad) {
+    Value scaled = arith::MulIOp::create(
+        b, loc, o, arith::ConstantIndexOp::create(b, loc, stride));
+    Value shifted = arith::SubIOp::create(
+        b, loc, scaled, arith::ConstantIndexOp::create(b, loc, pad));
+    return arith::AddIOp::create(b, loc, shifted, k);
+  }
+
+  /// 0 <= v < bound.
+  static Value inRange(OpBuilder &b, Location loc, Value v, int64_t bound) {
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value upper = arith::ConstantIndexOp::create(b, loc, bound);
+    Value ge = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, v, zero);
+    Value lt = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, v, upper);
+    return arith::AndIOp::create(b, loc, ge, lt);
+  }
+};
+
+template <typename PoolOp>
+Window windowOf(PoolOp op, RankedTensorType input) {
+  ArrayRef<int64_t> window = op.getWindow(), strides = op.getStrides(),
+                    padding = op.getPadding();
+  return {window[0], window[1], strides[0], strides[1], padding[0], padding[2],
+          input.getDimSize(1), input.getDimSize(2), input.getDimSize(3)};
+}
+} // namespace
+
+/// Emits, for every valid window position of output (n, oh, ow), `body(ih,
+/// iw)`. Returns nothing; the caller's body typically loops over channels.
+static void forEachValidTap(Lowering &l, Location loc, const Window &w,
+                            ArrayRef<int64_t> outShape,
+                            std::function<void(ValueRange nhw, Value ih,
+                                               Value iw)>
+                                body) {
+  l.loops(loc, {outShape[0], outShape[1], outShape[2], w.kh, w.kw},
+          [&](ValueRange ivs) {
+            OpBuilder &b = l.b;
+            Value ih = Window::input(b, loc, ivs[1], ivs[3], w.sh, w.pt);
+            Value iw = Window::input(b, loc, ivs[2], ivs[4], w.sw, w.pl);
+            Value valid =
+                arith::AndIOp::create(b, loc, Window::inRange(b, loc, ih, w.height),
+                                      Window::inRange(b, loc, iw, w.width));
+            auto ifOp = scf::IfOp::create(b, loc, valid, /*withElse=*/false);
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+            body(ivs.take_front(3), ih, iw);
+          });
+}
+
+/// The number of valid taps of output row/column `o` along one axis.
+static Value validCount(OpBuilder &b, Location loc, Value o, int64_t k,
+                        int64_t stride, int64_t pad, int64_t size) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value first = Window::input(b, loc, o, zero, stride, pad);
+  Value last = arith::AddIOp::create(b, loc, first,
+                                     arith::ConstantIndexOp::create(b, loc, k));
+  Value lo = arith::MaxSIOp::create(b, loc, first, zero);
+  Value hi = arith::MinSIOp::create(b, loc, last,
+                                    arith::ConstantIndexOp::create(b, loc, size));
+  return arith::SubIOp::create(b, loc, hi, lo);
+}
+
+/// 1 / (valid taps of output (oh, ow)) as f32.
+static Value inverseCount(OpBuilder &b, Location loc, const Window &w, Value oh,
+                          Value ow) {
+  Value ch = validCount(b, loc, oh, w.kh, w.sh, w.pt, w.height);
+  Value cw = validCount(b, loc, ow, w.kw, w.sw, w.pl, w.width);
+  Value count = arith::MulIOp::create(b, loc, ch, cw);
+  Value asInt = arith::IndexCastOp::create(b, loc, b.getI64Type(), count);
+  Value asFloat = arith::SIToFPOp::create(b, loc, b.getF32Type(), asInt);
+  Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
+  return arith::DivFOp::create(b, loc, one, asFloat);
+}
+
+/// Loops over channels: body(c).
+static void channelLoop(Lowering &l, Location loc, int64_t channels,
+                        std::function<void(Value)> body) {
+  l.loops(loc, {channels}, [&](ValueRange ivs) { body(ivs[0]); });
+}
+
+static Value load(OpBuilder &b, Location loc, Value memref, ValueRange idx) {
+  Value v = memref::LoadOp::create(b, loc, memref, idx);
+  return v.getType().isBF16() ? arith::ExtFOp::create(b, loc, b.getF32Type(), v)
+                              : v;
+}
+static void store(OpBuilder &b, Location loc, Value v, Value memref,
+                  ValueRange idx) {
+  Type t = cast<MemRefType>(memref.getType()).getElementType();
+  if (t != v.getType())
+    v = arith::TruncFOp::create(b, loc, t, v);
+  memref::StoreOp::create(b, loc, v, memref, idx);
+}
+
+LogicalResult lowerPooling(Lowering &l, Operation *op) {
+  Location loc = op->getLoc();
+  OpBuilder &b = l.b;
+
+  if (auto pool = dyn_cast<MaxPoolOp>(op)) {
+    Window w = windowOf(pool, pool.getInput().getType());
+    Value x = l.view(pool.getInput()), y = l.view(pool.getOutput());
+    l.fill(loc, y, -std::numeric_limits<double>::infinity());
+    forEachValidTap(l, loc, w, pool.getOutput().getType().getShape(),
+                    [&](ValueRange nhw, Value ih, Value iw) {
+                      channelLoop(l, loc, w.channels, [&](Value c) {
+                        SmallVector<Value> out = {nhw[0], nhw[1], nhw[2], c};
+                        Value cur = load(b, loc, y, out);
+                        Value v = load(b, loc, x, {nhw[0], ih, iw, c});
+                        store(b, loc, arith::MaximumFOp::create(b, loc, cur, v),
+                              y, out);
+                      });
+                    });
+    return success();
+  }
+
+  if (auto pool = dyn_cast<AvgPoolOp>(op)) {
+    Window w = windowOf(pool, pool.getInput().getType());
+    Value x = l.view(pool.getInput()), y = l.view(pool.getOutput());
+    auto outShape = pool.getOutput().getType().getShape();
+    l.fill(loc, y, 0.0);
+    forEachValidTap(l, loc, w, outShape, [&](ValueRange nhw, Value ih, Value iw) {
+      Value scale = inverseCount(b, loc, w, nhw[1], nhw[2]);
+      channelLoop(l, loc, w.channels, [&](Value c) {
+        SmallVector<Value> out = {nhw[0], nhw[1], nhw[2], c};
+        Value v = load(b, loc, x, {nhw[0], ih, iw, c});
+        Value acc = math::FmaOp::create(b, loc, v, scale, load(b, loc, y, out));
+        store(b, loc, acc, y, out);
+      });
+    });
+    return success();
+  }
+
+  if (auto backward = dyn_cast<AvgPoolBackwardOp>(op)) {
+    Window w = windowOf(backward, backward.getInputGrad().getType());
+    Value dy = l.view(backward.getOutputGrad());
+    Value dx = l.view(backward.getInputGrad());
+    l.fill(loc, dx, 0.0);
+    forEachValidTap(l, loc, w, backward.getOutputGrad().getType().getShape(),
+                    [&](ValueRange nhw, Value ih, Value iw) {
+                      Value scale = inverseCount(b, loc, w, nhw[1], nhw[2]);
+                      channelLoop(l, loc, w.channels, [&](Value c) {
+                        SmallVector<Value> in = {nhw[0], ih, iw, c};
+                        Value g = load(b, loc, dy, {nhw[0], nhw[1], nhw[2], c});
+                        Value acc = math::FmaOp::create(b, loc, g, scale,
+                                                        load(b, loc, dx, in));
+                        store(b, loc, acc, dx, in);
+                      });
+                    });
+    return success();
+  }
+
+  auto backward = cast<MaxPoolBackwardOp>(op);
+  Window w = windowOf(backward, backward.getInput().getType());
+  Value dy = l.view(backward.getOutputGrad()), x = l.view(backward.getInput());
+  Value dx = l.view(backward.getInputGrad());
+  l.fill(loc, dx, 0.0);
+  auto outShape = backward.getOutputGrad().getType().getShape();
+  // Per output element: the first maximum of the window in scan order gets
+  // the gradient (strict '>' keeps the first of equal values).
+  l.loops(loc, {outShape[0], outShape[1], outShape[2], w.channels},
+          [&](ValueRange ivs) {
+            Value n = ivs[0], oh = ivs[1], ow = ivs[2], c = ivs[3];
+            Value lowest = arith::ConstantOp::create(
+                b, loc,
+                b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+            Value noIndex = arith::ConstantIndexOp::create(b, loc, -1);
+            Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+            Value one = arith::ConstantIndexOp::create(b, loc, 1);
+            auto outer = scf::ForOp::create(
+                b, loc, zero, arith::ConstantIndexOp::create(b, loc, w.kh), one,
+                ValueRange{lowest, noIndex, noIndex},
+                [&](OpBuilder &ob, Location loc, Value kh, ValueRange acc) {
+                  Value ih = Window::input(ob, loc, oh, kh, w.sh, w.pt);
+                  Value validH = Window::inRange(ob, loc, ih, w.height);
+                  auto inner = scf::ForOp::create(
+                      ob, loc, zero, arith::ConstantIndexOp::create(ob, loc, w.kw),
+                      one, acc,
+                      [&](OpBuilder &ib, Location loc, Value kw, ValueRange best) {
+                        Value iw = Window::input(ib, loc, ow, kw, w.sw, w.pl);
+                        Value valid = arith::AndIOp::create(
+                            ib, loc, validH, Window::inRange(ib, loc, iw, w.width));
+                        auto ifValid = scf::IfOp::create(
+                            ib, loc, valid,
+                            [&](OpBuilder &tb, Location loc) {
+                              // Clamp is not needed: the load only runs when valid.
+                              Value v = load(tb, loc, x, {n, ih, iw, c});
+                              Value better = arith::CmpFOp::create(
+                                  tb, loc, arith::CmpFPredicate::OGT, v, best[0]);
+                              Value nv = arith::SelectOp::create(tb, loc, better, v, best[0]);
+                              Value nh = arith::SelectOp::create(tb, loc, better, ih, best[1]);
+                              Value nw = arith::SelectOp::create(tb, loc, better, iw, best[2]);
+                              scf::YieldOp::create(tb, loc, ValueRange{nv, nh, nw});
+                            },
+                            [&](OpBuilder &eb, Location loc) {
+                              scf::YieldOp::create(eb, loc, best);
+                            });
+                        scf::YieldOp::create(ib, loc, ifValid.getResults());
+                      });
+                  scf::YieldOp::create(ob, loc, inner.getResults());
+                });
+            Value bh = outer.getResult(1), bw = outer.getResult(2);
+            // A window always holds a real element (padding < window), but
+            // an all-NaN window has no maximum: then nothing is routed.
+            Value found = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
+                                                bh, zero);
+            auto ifFound = scf::IfOp::create(b, loc, found, /*withElse=*/false);
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPointToStart(&ifFound.getThenRegion().front());
+            SmallVector<Value> in = {n, bh, bw, c};
+            Value g = load(b, loc, dy, {n, oh, ow, c});
+            store(b, loc, arith::AddFOp::create(b, loc, load(b, loc, dx, in), g),
+                  dx, in);
+          });
+  return success();
+}
+
+} // namespace kiln

@@ -1,0 +1,158 @@
+//===- Lowering.cpp - Shared state of the kiln-to-linalg lowering ---------===//
+
+#include "passes/Conversion/KilnToLinalg/Lowering.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+static MemRefType memrefTypeOf(Type tensorType) {
+  auto tensor = cast<RankedTensorType>(tensorType);
+  return MemRefType::get(tensor.getShape(), tensor.getElementType());
+}
+
+Value Lowering::viewAt(Location loc, int64_t offset, MemRefType type) {
+  return memref::ViewOp::create(b, loc, type, arena, index(loc, offset),
+                                ValueRange{});
+}
+
+Value Lowering::view(Value value) {
+  if (Value cached = views.lookup(value))
+    return cached;
+  Value result =
+      viewAt(value.getLoc(), plan.offsetOf(value), memrefTypeOf(value.getType()));
+  views[value] = result;
+  return result;
+}
+
+Value Lowering::viewAs(Value value, ArrayRef<int64_t> shape) {
+  auto tensor = cast<RankedTensorType>(value.getType());
+  return viewAt(value.getLoc(), plan.offsetOf(value),
+                MemRefType::get(shape, tensor.getElementType()));
+}
+
+static StringRef dtypeName(Type type) {
+  if (type.isF32())
+    return "f32";
+  if (type.isBF16())
+    return "bf16";
+  if (type.isF64())
+    return "f64";
+  if (type.isInteger(32))
+    return "i32";
+  if (type.isInteger(64))
+    return "i64";
+  return "unknown";
+}
+
+llvm::json::Object Lowering::describe(Value value) const {
+  auto tensor = cast<RankedTensorType>(value.getType());
+  llvm::json::Array shape;
+  for (int64_t d : tensor.getShape())
+    shape.push_back(d);
+  llvm::json::Object object{{"offset", plan.offsetOf(value)},
+                            {"shape", std::move(shape)},
+                            {"dtype", dtypeName(tensor.getElementType())}};
+  if (tensor.getRank() == 4)
+    object["layout"] = "nhwc";
+  return object;
+}
+
+void Lowering::emitRuntimeCall(Location loc, StringRef name, int32_t id) {
+  Value idValue = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(id));
+  func::CallOp::create(b, loc, name, TypeRange{}, ValueRange{context, idValue});
+}
+
+void Lowering::emitLibraryCall(Location loc, llvm::json::Object call) {
+  call["function"] = role.str();
+  int32_t id = calls.size();
+  calls.push_back(std::move(call));
+  emitRuntimeCall(loc, kKernelCall, id);
+}
+
+Value Lowering::index(Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+Value Lowering::f32(Location loc, double value) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+}
+
+Value Lowering::loadScalar(Location loc, Value value) {
+  return memref::LoadOp::create(b, loc, view(value), ValueRange{});
+}
+
+void Lowering::generic(
+    Location loc, ValueRange inputs, ValueRange outputs,
+    ArrayRef<AffineMap> maps, ArrayRef<utils::IteratorType> iterators,
+    std::function<void(OpBuilder &, Location, ValueRange)> body) {
+  linalg::GenericOp::create(b, loc, TypeRange{}, inputs, outputs, maps,
+                            iterators, body);
+}
+
+void Lowering::elementwise(
+    Location loc, ValueRange inputs, ValueRange outputs,
+    std::function<void(OpBuilder &, Location, ValueRange)> body) {
+  auto rank = cast<MemRefType>(outputs.front().getType()).getRank();
+  SmallVector<AffineMap> maps(inputs.size() + outputs.size(),
+                              b.getMultiDimIdentityMap(rank));
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  generic(loc, inputs, outputs, maps, iterators, body);
+}
+
+void Lowering::fill(Location loc, Value memref, double value) {
+  Type element = cast<MemRefType>(memref.getType()).getElementType();
+  Value constant =
+      arith::ConstantOp::create(b, loc, b.getFloatAttr(element, value));
+  linalg::FillOp::create(b, loc, ValueRange{constant}, ValueRange{memref});
+}
+
+Value Lowering::temporary(Location loc, ArrayRef<int64_t> shape,
+                          Type elementType) {
+  return memref::AllocaOp::create(b, loc, MemRefType::get(shape, elementType));
+}
+
+void Lowering::loops(Location loc, ArrayRef<int64_t> bounds,
+                     std::function<void(ValueRange)> body) {
+  SmallVector<Value> lower(bounds.size(), index(loc, 0));
+  SmallVector<Value> upper, steps(bounds.size(), index(loc, 1));
+  for (int64_t bound : bounds)
+    upper.push_back(index(loc, bound));
+  scf::buildLoopNest(b, loc, lower, upper, steps,
+                     [&](OpBuilder &nested, Location, ValueRange ivs) {
+                       OpBuilder::InsertionGuard guard(b);
+                       b.setInsertionPoint(nested.getInsertionBlock(),
+                                           nested.getInsertionPoint());
+                       body(ivs);
+                     });
+}
+
+LogicalResult lowerOp(Lowering &l, Operation *op) {
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<ReluOp, AddOp, ReluBackwardOp, CastOp, GlobalAvgPoolOp,
+            GlobalAvgPoolBackwardOp, ReduceSumOp, arith::ConstantOp>(
+          [&](Operation *op) { return lowerElementwise(l, op); })
+      .Case<BatchNormTrainOp, BatchNormInferenceOp, BatchNormBackwardOp>(
+          [&](Operation *op) { return lowerBatchNorm(l, op); })
+      .Case<MaxPoolOp, MaxPoolBackwardOp, AvgPoolOp, AvgPoolBackwardOp>(
+          [&](Operation *op) { return lowerPooling(l, op); })
+      .Case<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyBackwardOp>(
+          [&](Operation *op) { return lowerLoss(l, op); })
+      .Case<SgdUpdateOp, LarsUpdateOp, LearningRateOp>(
+          [&](Operation *op) { return lowerOptimizer(l, op); })
+      .Case<Conv2DOp, Conv2DBackwardDataOp, Conv2DBackwardFilterOp, DenseOp,
+            MatmulOp>([&](Operation *op) { return lowerLibraryCall(l, op); })
+      .Default([](Operation *op) {
+        return op->emitOpError("has no x86 lowering");
+      });
+}
+
+} // namespace kiln

@@ -1,0 +1,115 @@
+//===- Lowering.h - Shared state of the kiln-to-linalg lowering -*- C++ -*-===//
+//
+// The lowering walks a planned kiln function once, in order, and emits for
+// each op loops (linalg on memref views of the arena, or scf for windowed
+// ops) or a call of a runtime library kernel. Values are arena views at the
+// offsets the memory plan chose; nothing is allocated at run time but
+// scalar-sized stack temporaries.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_PASSES_CONVERSION_KILNTOLINALG_LOWERING_H
+#define KILN_PASSES_CONVERSION_KILNTOLINALG_LOWERING_H
+
+#include "passes/Conversion/KilnToLinalg/MemoryPlan.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/JSON.h"
+
+#include <functional>
+
+namespace kiln {
+
+/// Names of the runtime entry points the generated code calls
+/// (docs/model-abi.md).
+inline constexpr llvm::StringLiteral kKernelCall = "kiln_rt_kernel_call";
+inline constexpr llvm::StringLiteral kAllReduceStart = "kiln_rt_allreduce_start";
+inline constexpr llvm::StringLiteral kAllReduceWait = "kiln_rt_allreduce_wait";
+
+class Lowering {
+public:
+  Lowering(mlir::OpBuilder &builder, const FunctionPlan &plan,
+           mlir::Value context, mlir::Value arena, llvm::StringRef role,
+           llvm::json::Array &calls)
+      : b(builder), plan(plan), context(context), arena(arena), role(role),
+        calls(calls) {}
+
+  mlir::OpBuilder &b;
+
+  /// The memref view of the arena holding `value` (a static tensor).
+  mlir::Value view(mlir::Value value);
+  /// A view of `value`'s storage with another shape of the same size.
+  mlir::Value viewAs(mlir::Value value, llvm::ArrayRef<int64_t> shape);
+  /// A view at an arbitrary arena offset.
+  mlir::Value viewAt(mlir::Location loc, int64_t offset, mlir::MemRefType type);
+
+  /// `{"offset", "shape", "dtype"}` of `value` for the manifest.
+  llvm::json::Object describe(mlir::Value value) const;
+
+  /// Records a library call in the manifest and emits the call to the
+  /// runtime that runs it.
+  void emitLibraryCall(mlir::Location loc, llvm::json::Object call);
+
+  /// Calls a runtime entry point taking (context, i32).
+  void emitRuntimeCall(mlir::Location loc, llvm::StringRef name, int32_t id);
+
+  /// Index and float constants.
+  mlir::Value index(mlir::Location loc, int64_t value);
+  mlir::Value f32(mlir::Location loc, double value);
+
+  /// Loads the single element of a rank-0 value.
+  mlir::Value loadScalar(mlir::Location loc, mlir::Value value);
+
+  /// A linalg.generic over memrefs; every map given explicitly.
+  void generic(mlir::Location loc, mlir::ValueRange inputs,
+               mlir::ValueRange outputs, llvm::ArrayRef<mlir::AffineMap> maps,
+               llvm::ArrayRef<mlir::utils::IteratorType> iterators,
+               std::function<void(mlir::OpBuilder &, mlir::Location,
+                                  mlir::ValueRange)>
+                   body);
+  /// A linalg.generic whose operands all have the same shape (identity maps).
+  void elementwise(mlir::Location loc, mlir::ValueRange inputs,
+                   mlir::ValueRange outputs,
+                   std::function<void(mlir::OpBuilder &, mlir::Location,
+                                      mlir::ValueRange)>
+                       body);
+  /// Fills a memref with a float.
+  void fill(mlir::Location loc, mlir::Value memref, double value);
+
+  /// A stack temporary (small: per-channel vectors, scalars).
+  mlir::Value temporary(mlir::Location loc, llvm::ArrayRef<int64_t> shape,
+                        mlir::Type elementType);
+
+  /// Emits nested scf.for loops over [0, bounds[i]) and calls `body` with
+  /// the induction variables at the innermost level.
+  void loops(mlir::Location loc, llvm::ArrayRef<int64_t> bounds,
+             std::function<void(mlir::ValueRange)> body);
+
+  llvm::StringRef getRole() const { return role; }
+
+private:
+  const FunctionPlan &plan;
+  mlir::Value context;
+  mlir::Value arena;
+  llvm::StringRef role;
+  llvm::json::Array &calls;
+  llvm::DenseMap<mlir::Value, mlir::Value> views;
+};
+
+/// Emits the loops or calls computing `op`. Fails with a diagnostic for an
+/// op the x86 lowering does not handle.
+llvm::LogicalResult lowerOp(Lowering &lowering, mlir::Operation *op);
+
+// Per-family emitters (each in its own file).
+llvm::LogicalResult lowerElementwise(Lowering &l, mlir::Operation *op);
+llvm::LogicalResult lowerBatchNorm(Lowering &l, mlir::Operation *op);
+llvm::LogicalResult lowerPooling(Lowering &l, mlir::Operation *op);
+llvm::LogicalResult lowerLoss(Lowering &l, mlir::Operation *op);
+llvm::LogicalResult lowerOptimizer(Lowering &l, mlir::Operation *op);
+llvm::LogicalResult lowerLibraryCall(Lowering &l, mlir::Operation *op);
+
+} // namespace kiln
+
+#endif // KILN_PASSES_CONVERSION_KILNTOLINALG_LOWERING_H

@@ -1,0 +1,198 @@
+//===- MemoryPlan.cpp - Static arena layout of a training step ------------===//
+
+#include "passes/Conversion/KilnToLinalg/MemoryPlan.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+int64_t alignSlot(int64_t bytes) {
+  return (bytes + kSlotAlignment - 1) / kSlotAlignment * kSlotAlignment;
+}
+
+int64_t tensorBytes(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  int64_t bits = tensor.getElementTypeBitWidth();
+  return tensor.getNumElements() * std::max<int64_t>(bits / 8, 1);
+}
+
+VariableLayout layOutVariables(ModuleOp module) {
+  VariableLayout layout;
+  for (auto variable : module.getOps<VariableOp>()) {
+    layout.offsets[variable.getSymName()] = layout.bytes;
+    layout.bytes += alignSlot(tensorBytes(variable.getTensorType()));
+  }
+  return layout;
+}
+
+/// For ops that may write a result into the storage of one of their
+/// operands: the (result, operand) pairs for which that is safe because the
+/// op reads each element of the operand before writing the same element of
+/// the result.
+static SmallVector<std::pair<unsigned, unsigned>> inPlacePairs(Operation *op) {
+  if (isa<SgdUpdateOp, LarsUpdateOp>(op))
+    return {{0, 0}, {1, 2}};
+  if (isa<BatchNormTrainOp>(op))
+    return {{3, 3}, {4, 4}};
+  return {};
+}
+
+/// If `result` may be computed directly into the storage of the variable it
+/// is assigned to, returns that assignment.
+static AssignOp inPlaceAssign(Operation *op, unsigned resultIndex,
+                              unsigned operandIndex) {
+  Value result = op->getResult(resultIndex);
+  if (!result.hasOneUse())
+    return {};
+  auto assign = dyn_cast<AssignOp>(*result.getUsers().begin());
+  auto read = op->getOperand(operandIndex).getDefiningOp<ReadOp>();
+  if (!assign || !read || assign.getVariable() != read.getVariable())
+    return {};
+  // Every other reader of the old value must run before the op overwrites it.
+  for (Operation *user : read->getUsers())
+    if (user != op && !user->isBeforeInBlock(op))
+      return {};
+  return assign;
+}
+
+namespace {
+struct Interval {
+  Value root;
+  int64_t bytes;
+  unsigned begin, end;
+  int64_t offset = -1;
+};
+} // namespace
+
+FailureOr<FunctionPlan> planFunction(func::FuncOp func,
+                                     const VariableLayout &variables,
+                                     int64_t scratchBegin) {
+  FunctionPlan plan;
+  plan.scratchBegin = scratchBegin;
+  Block &block = func.front();
+
+  // Op positions, with block arguments defined at position 0.
+  DenseMap<Operation *, unsigned> position;
+  unsigned index = 1;
+  for (Operation &op : block)
+    position[&op] = index++;
+  unsigned endOfFunction = index;
+
+  // Resolve aliases: each value maps to the root value owning its storage, or
+  // to a variable.
+  DenseMap<Value, Value> rootOf;
+  DenseMap<Value, StringRef> variableOf;
+  auto root = [&](Value v) {
+    auto it = rootOf.find(v);
+    return it == rootOf.end() ? v : it->second;
+  };
+  auto alias = [&](Value v, Value target) {
+    if (auto it = variableOf.find(target); it != variableOf.end())
+      variableOf[v] = it->second;
+    else
+      rootOf[v] = root(target);
+  };
+
+  for (Operation &op : block) {
+    for (Value result : op.getResults())
+      if (auto tensor = dyn_cast<RankedTensorType>(result.getType());
+          tensor && !tensor.hasStaticShape())
+        return op.emitOpError("has a dynamic result shape ")
+               << tensor << "; run --kiln-specialize-batch first";
+    if (auto read = dyn_cast<ReadOp>(op)) {
+      variableOf[read.getValue()] = read.getVariable();
+      continue;
+    }
+    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      alias(reshape.getOutput(), reshape.getInput());
+      continue;
+    }
+    if (auto allreduce = dyn_cast<AllReduceOp>(op)) {
+      for (auto [result, operand] :
+           llvm::zip(allreduce.getResults(), allreduce.getOperands()))
+        alias(result, operand);
+      continue;
+    }
+    for (auto [resultIndex, operandIndex] : inPlacePairs(&op))
+      if (AssignOp assign = inPlaceAssign(&op, resultIndex, operandIndex)) {
+        variableOf[op.getResult(resultIndex)] = assign.getVariable();
+        plan.inPlaceAssigns.insert(assign);
+      }
+  }
+
+  // Live intervals of the roots.
+  DenseMap<Value, unsigned> intervalOf;
+  SmallVector<Interval> intervals;
+  auto define = [&](Value v, unsigned at) {
+    if (variableOf.count(v) || rootOf.count(v))
+      return;
+    intervalOf[v] = intervals.size();
+    intervals.push_back({v, alignSlot(tensorBytes(v.getType())), at, at});
+  };
+  for (BlockArgument arg : block.getArguments())
+    define(arg, 0);
+  for (Operation &op : block)
+    for (Value result : op.getResults())
+      define(result, position[&op]);
+  auto extend = [&](Value v, unsigned at) {
+    if (variableOf.count(v))
+      return;
+    auto it = intervalOf.find(root(v));
+    if (it != intervalOf.end())
+      intervals[it->second].end = std::max(intervals[it->second].end, at);
+  };
+  for (Operation &op : block) {
+    // Returned values (outputs) and inputs stay until the runtime reads them.
+    unsigned at = isa<func::ReturnOp>(op) ? endOfFunction : position[&op];
+    for (Value operand : op.getOperands())
+      extend(operand, at);
+  }
+  for (BlockArgument arg : block.getArguments())
+    extend(arg, endOfFunction);
+
+  // Best fit by decreasing size: each interval takes the lowest offset that
+  // does not overlap an already placed interval alive at the same time.
+  SmallVector<unsigned> order(intervals.size());
+  for (unsigned i = 0; i < order.size(); ++i)
+    order[i] = i;
+  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+    return intervals[a].bytes > intervals[b].bytes;
+  });
+  SmallVector<unsigned> placed;
+  int64_t end = 0;
+  for (unsigned i : order) {
+    Interval &cur = intervals[i];
+    SmallVector<std::pair<int64_t, int64_t>> busy;
+    for (unsigned j : placed) {
+      const Interval &other = intervals[j];
+      if (other.begin <= cur.end && cur.begin <= other.end)
+        busy.push_back({other.offset, other.offset + other.bytes});
+    }
+    llvm::sort(busy);
+    int64_t offset = 0;
+    for (auto [b, e] : busy) {
+      if (offset + cur.bytes <= b)
+        break;
+      offset = std::max(offset, e);
+    }
+    cur.offset = offset;
+    end = std::max(end, offset + cur.bytes);
+    plan.unplannedBytes += cur.bytes;
+    placed.push_back(i);
+  }
+
+  for (const Interval &interval : intervals)
+    plan.offsets[interval.root] = scratchBegin + interval.offset;
+  for (auto [value, target] : rootOf)
+    plan.offsets[value] = plan.offsets.lookup(target);
+  for (auto [value, name] : variableOf)
+    plan.offsets[value] = variables.offsets.lookup(name);
+  plan.scratchEnd = scratchBegin + end;
+  return plan;
+}
+
+} // namespace kiln

@@ -1,0 +1,100 @@
+//===- kilnc.cpp - The Kiln compiler --------------------------------------===//
+//
+// kilnc MODEL.mlir -o EXE [--batch=N] [--optimizer=sgd|lars …] [--emit=…]
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Driver/Driver.h"
+#include "compiler/InitAll.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("kilnc options");
+static cl::opt<std::string> input(cl::Positional, cl::desc("<model.mlir>"),
+                                  cl::Required, cl::cat(category));
+static cl::opt<std::string> output("o", cl::desc("Output file"),
+                                   cl::value_desc("file"), cl::cat(category));
+static cl::opt<std::string> target("target", cl::desc("x86 or systolic"),
+                                   cl::init("x86"), cl::cat(category));
+static cl::opt<std::string> precision("precision", cl::desc("fp32 or bf16"),
+                                      cl::init("fp32"), cl::cat(category));
+static cl::opt<int64_t> batch("batch", cl::desc("Batch size per rank"),
+                              cl::init(32), cl::cat(category));
+static cl::opt<std::string> cpu("cpu", cl::desc("LLVM CPU name, or native"),
+                                cl::init("native"), cl::cat(category));
+static cl::opt<bool> stats("print-stats",
+                           cl::desc("Print model cost, memory plan and times"),
+                           cl::cat(category));
+static cl::opt<kiln::EmitStage> emit(
+    "emit", cl::desc("The stage to write"), cl::init(kiln::EmitStage::Executable),
+    cl::values(clEnumValN(kiln::EmitStage::Kiln, "kiln", "the parsed model"),
+               clEnumValN(kiln::EmitStage::Train, "train", "the training step"),
+               clEnumValN(kiln::EmitStage::Linalg, "linalg",
+                          "loops and runtime calls over the arena"),
+               clEnumValN(kiln::EmitStage::LLVM, "llvm", "LLVM IR"),
+               clEnumValN(kiln::EmitStage::Object, "obj", "an object file"),
+               clEnumValN(kiln::EmitStage::Executable, "exe",
+                          "the training executable")),
+    cl::cat(category));
+
+// Options of the training step, passed to the kiln-build-train-step
+// pipeline under the same names.
+static cl::list<std::string> trainOptions(
+    "train-option", cl::desc("key=value for the training-step pipeline"),
+    cl::cat(category));
+static cl::opt<std::string> optimizerFlag("optimizer", cl::desc("sgd or lars"),
+                                          cl::cat(category));
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  // Step options spelled like kiln-opt's pipeline options.
+  static const char *const stepOptions[] = {
+      "optimizer", "momentum", "nesterov", "weight-decay", "decay-1d",
+      "lars-eta", "lars-epsilon", "label-smoothing", "schedule", "lr",
+      "peak-lr", "warmup-init-lr", "warmup-steps", "total-steps", "end-lr",
+      "power", "factor", "boundaries", "bucket-bytes"};
+  std::vector<std::unique_ptr<cl::opt<std::string>>> flags;
+  for (const char *name : stepOptions)
+    if (std::string(name) != "optimizer")
+      flags.push_back(std::make_unique<cl::opt<std::string>>(
+          llvm::StringRef(name), cl::desc("Training step: see kiln-build-train-step"),
+          cl::cat(category)));
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv, "Kiln training compiler\n");
+
+  std::string pipelineOptions;
+  auto add = [&](llvm::StringRef key, llvm::StringRef value) {
+    pipelineOptions += (key + "=" + value + " ").str();
+  };
+  if (optimizerFlag.getNumOccurrences())
+    add("optimizer", optimizerFlag);
+  for (auto &flag : flags)
+    if (flag->getNumOccurrences())
+      add(flag->ArgStr, *flag);
+  for (const std::string &option : trainOptions)
+    pipelineOptions += option + " ";
+  auto trainStep = kiln::TrainStepPipelineOptions::createFromString(pipelineOptions);
+  if (!trainStep) {
+    llvm::errs() << "kilnc: invalid training-step options: " << pipelineOptions
+                 << "\n";
+    return 1;
+  }
+
+  kiln::CompileOptions options;
+  options.input = input;
+  options.output = output.empty()
+                       ? (emit == kiln::EmitStage::Executable ? "a.out" : "-")
+                       : output.getValue();
+  options.target = target;
+  options.precision = precision;
+  options.batch = batch;
+  options.emit = emit;
+  options.cpu = cpu;
+  options.printStats = stats;
+  options.trainStep = trainStep.get();
+  return kiln::compile(options);
+}
