@@ -1,0 +1,61 @@
+// RUN: kiln-opt %s -split-input-file --kiln-lower-to-linalg -verify-diagnostics | FileCheck %s
+
+// A dense layer trained with SGD: library call for the matmuls, loops for
+// the rest, gradients averaged in place, the weight updated in place.
+// Variables come first in the arena: @w at 0 (64 B), @w.momentum at 64,
+// @kiln.lr_schedule at 128; scratch starts at 192.
+module @tiny {
+  kiln.variable parameter @w : tensor<4x4xf32> init he_normal
+  kiln.variable state @w.momentum : tensor<4x4xf32> init zeros
+  kiln.variable state @kiln.lr_schedule : tensor<1xf64> init constant value dense<1.0e-01> : tensor<1xf64>
+  // CHECK-DAG: func.func private @kiln_rt_kernel_call(!llvm.ptr, i32)
+  // CHECK-DAG: func.func private @kiln_rt_allreduce_start(!llvm.ptr, i32)
+  // CHECK-DAG: func.func private @kiln_rt_allreduce_wait(!llvm.ptr, i32)
+  // CHECK-LABEL: func.func @kiln_model_train_step
+  // CHECK-SAME: (%[[CTX:.*]]: !llvm.ptr, %[[ARENA:.*]]: memref<?xi8>) attributes {llvm.emit_c_interface}
+  func.func @train_step(%x: tensor<2x4xf32>, %labels: tensor<2xi32>, %step: tensor<i64> {kiln.step}) -> (tensor<f32>, tensor<2x4xf32>, tensor<f32> {kiln.learning_rate}) {
+    %w = kiln.read @w : tensor<4x4xf32>
+    // The forward matmul is library call 0.
+    // CHECK: %[[ID0:.*]] = arith.constant 0 : i32
+    // CHECK: call @kiln_rt_kernel_call(%[[CTX]], %[[ID0]])
+    %y = kiln.dense %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+    // CHECK: scf.for
+    // CHECK: math.log
+    %loss = kiln.softmax_cross_entropy %y, %labels : (tensor<2x4xf32>, tensor<2xi32>) -> tensor<f32>
+    // CHECK: linalg.fill
+    %one = arith.constant dense<1.0> : tensor<f32>
+    %dy = kiln.softmax_cross_entropy_backward %one, %y, %labels : (tensor<f32>, tensor<2x4xf32>, tensor<2xi32>) -> tensor<2x4xf32>
+    // CHECK: call @kiln_rt_kernel_call
+    %dw = kiln.matmul %x, %dy transpose_lhs : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<4x4xf32>
+    // CHECK: call @kiln_rt_allreduce_start(%[[CTX]], %{{.*}})
+    %r = kiln.allreduce %dw bucket 0 : tensor<4x4xf32>
+    %p = kiln.read @kiln.lr_schedule : tensor<1xf64>
+    // CHECK: memref.view %[[ARENA]][%{{.*}}][] : memref<?xi8> to memref<1xf64>
+    %lr = kiln.learning_rate %step, %p schedule constant : (tensor<i64>, tensor<1xf64>) -> tensor<f32>
+    %v = kiln.read @w.momentum : tensor<4x4xf32>
+    // The optimizer waits for the bucket only when it needs it.
+    // CHECK: call @kiln_rt_allreduce_wait(%[[CTX]], %{{.*}})
+    // The new weight is written over the old one, at offset 0.
+    // CHECK: %[[C0A:.*]] = arith.constant 0 : index
+    // CHECK-NEXT: %[[WIN:.*]] = memref.view %[[ARENA]][%[[C0A]]][] : memref<?xi8> to memref<4x4xf32>
+    // CHECK: %[[C0B:.*]] = arith.constant 0 : index
+    // CHECK-NEXT: %[[WOUT:.*]] = memref.view %[[ARENA]][%[[C0B]]][] : memref<?xi8> to memref<4x4xf32>
+    // CHECK: linalg.generic {{.*}} ins(%[[WIN]], %{{.*}}, %{{.*}} : {{.*}}) outs(%[[WOUT]], %{{.*}} : {{.*}})
+    %nw, %nv = kiln.sgd_update %w, %r, %v, %lr momentum 0.9 weight_decay 0.0 : tensor<4x4xf32>
+    kiln.assign @w, %nw : tensor<4x4xf32>
+    kiln.assign @w.momentum, %nv : tensor<4x4xf32>
+    // Updates were in place: nothing is copied back.
+    // CHECK-NOT: memref.copy
+    // CHECK: return
+    return %loss, %y, %lr : tensor<f32>, tensor<2x4xf32>, tensor<f32>
+  }
+}
+
+// -----
+
+// Negative case: shapes must be static.
+func.func @train_step(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{has a dynamic result shape 'tensor<?x4xf32>'; run --kiln-specialize-batch first}}
+  %y = kiln.relu %x : tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}
