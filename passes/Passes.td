@@ -110,6 +110,34 @@ def KilnOptimizer : Pass<"kiln-optimizer", "mlir::ModuleOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Precision
+//===----------------------------------------------------------------------===//
+
+def KilnBf16 : Pass<"kiln-bf16", "mlir::ModuleOp"> {
+  let summary = "Mixed precision: bf16 convolutions and dense layers, f32 elsewhere";
+  let description = [{
+    Applies each op's bf16 policy (PrecisionOpInterface) to every function:
+    convolutions and dense layers read bf16 activations and weights (the
+    library accumulates in f32), ops that follow their input run in bf16
+    when it arrives in bf16, the loss and softmax run in f32. Weights,
+    batch-norm parameters and statistics stay f32 variables (the master
+    weights the optimizer updates); each compute op reads a bf16 cast of
+    them. An input used only in bf16 becomes a bf16 input, so the input
+    pipeline delivers bf16 directly. Run it before `--kiln-autodiff`: the
+    gradients then flow through the casts.
+  }];
+}
+
+def KilnFoldCasts : Pass<"kiln-fold-casts", "mlir::func::FuncOp"> {
+  let summary = "Folds precision casts into the ops that produce them";
+  let description = [{
+    A bf16 filter gradient cast to f32 becomes a filter gradient produced in
+    f32 directly (the library accumulates in f32), keeping the gradient's
+    precision and saving a pass over memory.
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Transforms
 //===----------------------------------------------------------------------===//
 

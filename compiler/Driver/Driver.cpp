@@ -8,6 +8,7 @@
 #include "passes/Conversion/KilnToLinalg/KilnToLinalg.h"
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
@@ -134,9 +135,9 @@ int compile(const CompileOptions &options) {
                  << "' is not available yet (x86 is)\n";
     return 1;
   }
-  if (options.precision != "fp32") {
-    llvm::errs() << "kilnc: precision '" << options.precision
-                 << "' is not available yet (fp32 is)\n";
+  if (options.precision != "fp32" && options.precision != "bf16") {
+    llvm::errs() << "kilnc: unknown precision '" << options.precision
+                 << "' (expected fp32 or bf16)\n";
     return 1;
   }
   if (options.batch <= 0) {
@@ -154,7 +155,10 @@ int compile(const CompileOptions &options) {
 
   if (failed(runPasses(*module, [&](PassManager &pm) {
         pm.addPass(createKilnDeriveEval());
+        if (options.precision == "bf16")
+          pm.addPass(createKilnBf16());
         buildTrainStepPipeline(pm, *options.trainStep);
+        pm.addNestedPass<func::FuncOp>(createKilnFoldCasts());
       })))
     return 1;
   timer.done("autodiff and optimizer");

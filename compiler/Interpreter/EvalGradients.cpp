@@ -18,29 +18,6 @@ namespace kiln::interp::detail {
 
 namespace {
 
-ref::Conv2dAttrs convAttrs(ArrayRef<int64_t> strides, ArrayRef<int64_t> padding,
-                           ArrayRef<int64_t> dilations) {
-  ref::Conv2dAttrs attrs;
-  std::copy(strides.begin(), strides.end(), attrs.strides.begin());
-  std::copy(padding.begin(), padding.end(), attrs.padding.begin());
-  std::copy(dilations.begin(), dilations.end(), attrs.dilations.begin());
-  return attrs;
-}
-
-template <typename PoolOp> ref::Pool2dAttrs poolAttrs(PoolOp op) {
-  ref::Pool2dAttrs attrs;
-  std::copy(op.getWindow().begin(), op.getWindow().end(), attrs.window.begin());
-  std::copy(op.getStrides().begin(), op.getStrides().end(),
-            attrs.strides.begin());
-  std::copy(op.getPadding().begin(), op.getPadding().end(),
-            attrs.padding.begin());
-  return attrs;
-}
-
-std::vector<int32_t> labelsOf(const HostTensor &t) {
-  return std::vector<int32_t>(t.ints.begin(), t.ints.end());
-}
-
 LogicalResult evalConvBackwardData(Conv2DBackwardDataOp op, EvalContext &ctx) {
   ref::Tensor dy = ctx.get(op.getOutputGrad()).toRef();
   ref::Tensor w = ctx.get(op.getFilter()).toRef();

@@ -12,68 +12,32 @@ namespace kiln::interp::detail {
 
 namespace {
 
-ref::Conv2dAttrs convAttrs(ArrayRef<int64_t> strides, ArrayRef<int64_t> padding,
-                           ArrayRef<int64_t> dilations) {
-  ref::Conv2dAttrs attrs;
-  std::copy(strides.begin(), strides.end(), attrs.strides.begin());
-  std::copy(padding.begin(), padding.end(), attrs.padding.begin());
-  std::copy(dilations.begin(), dilations.end(), attrs.dilations.begin());
-  return attrs;
-}
-
-template <typename PoolOp> ref::Pool2dAttrs poolAttrs(PoolOp op) {
-  ref::Pool2dAttrs attrs;
-  std::copy(op.getWindow().begin(), op.getWindow().end(), attrs.window.begin());
-  std::copy(op.getStrides().begin(), op.getStrides().end(),
-            attrs.strides.begin());
-  std::copy(op.getPadding().begin(), op.getPadding().end(),
-            attrs.padding.begin());
-  return attrs;
-}
-
-/// Mixes one more value into a 64-bit FNV-1a style signature.
-uint64_t mix(uint64_t h, uint64_t v) {
-  return (h ^ v) * 0x100000001b3ULL;
-}
-
-/// The sign pattern of a ReLU input: which elements are positive.
-uint64_t reluSignature(const std::vector<float> &x) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (float v : x)
-    h = mix(h, v > 0.0f ? 1 : 0);
-  return h;
-}
-
-/// The winning position of every max-pool window, found as the kernel does
-/// (the first maximum in row-major scan order; padding never wins).
-uint64_t maxPoolSignature(const ref::Tensor &x, const ref::Pool2dAttrs &a,
-                          const ref::Shape &yShape) {
-  uint64_t h = 0xcbf29ce484222325ULL;
+/// The input element (flat index) that wins each max-pool window, found as
+/// the kernel does: the first maximum in row-major scan order; padding
+/// never wins.
+std::vector<int64_t> maxPoolWinners(const ref::Tensor &x,
+                                    const ref::Pool2dAttrs &a,
+                                    const ref::Shape &yShape) {
+  std::vector<int64_t> winners;
+  winners.reserve(static_cast<size_t>(ref::numElements(yShape)));
   for (int64_t n = 0; n < yShape[0]; ++n)
     for (int64_t oh = 0; oh < yShape[1]; ++oh)
       for (int64_t ow = 0; ow < yShape[2]; ++ow)
         for (int64_t c = 0; c < yShape[3]; ++c) {
           int64_t best = -1;
-          float bestValue = 0.0f;
           for (int64_t kh = 0; kh < a.window[0]; ++kh)
             for (int64_t kw = 0; kw < a.window[1]; ++kw) {
               int64_t ih = oh * a.strides[0] - a.padding[0] + kh;
               int64_t iw = ow * a.strides[1] - a.padding[2] + kw;
               if (ih < 0 || ih >= x.dim(1) || iw < 0 || iw >= x.dim(2))
                 continue;
-              float v = x.at(n, ih, iw, c);
-              if (best < 0 || v > bestValue) {
-                best = kh * a.window[1] + kw;
-                bestValue = v;
-              }
+              int64_t at = ((n * x.dim(1) + ih) * x.dim(2) + iw) * x.dim(3) + c;
+              if (best < 0 || x[at] > x[best])
+                best = at;
             }
-          h = mix(h, static_cast<uint64_t>(best));
+          winners.push_back(best);
         }
-  return h;
-}
-
-std::vector<int32_t> labelsOf(const HostTensor &t) {
-  return std::vector<int32_t>(t.ints.begin(), t.ints.end());
+  return winners;
 }
 
 LogicalResult evalConv(Conv2DOp op, EvalContext &ctx) {
@@ -127,8 +91,17 @@ LogicalResult evalBatchNormInference(BatchNormInferenceOp op,
 
 LogicalResult evalRelu(ReluOp op, EvalContext &ctx) {
   const HostTensor &x = ctx.get(op.getInput());
-  ctx.recordKink(reluSignature(x.floats));
-  ctx.setFloat(op.getOutput(), ref::relu(x.toRef()));
+  if (!ctx.options.frozenKinks && !ctx.options.recordKinks) {
+    ctx.setFloat(op.getOutput(), ref::relu(x.toRef()));
+    return success();
+  }
+  FailureOr<std::vector<uint8_t>> mask = ctx.nextReluMask(op, x.floats);
+  if (failed(mask))
+    return failure();
+  ref::Tensor y(x.shape);
+  for (size_t i = 0; i < y.data.size(); ++i)
+    y.data[i] = (*mask)[i] ? x.floats[i] : 0.0f;
+  ctx.setFloat(op.getOutput(), std::move(y));
   return success();
 }
 
@@ -148,8 +121,18 @@ template <typename PoolOp> LogicalResult evalPool(PoolOp op, EvalContext &ctx) {
   if (failed(ctx.check(op, ref::inferPool2dShape(x.shape, attrs, yShape))))
     return failure();
   if constexpr (std::is_same_v<PoolOp, MaxPoolOp>) {
-    ctx.recordKink(maxPoolSignature(x, attrs, yShape));
-    ctx.setFloat(op.getOutput(), ref::maxPool(x, attrs));
+    if (!ctx.options.frozenKinks && !ctx.options.recordKinks) {
+      ctx.setFloat(op.getOutput(), ref::maxPool(x, attrs));
+      return success();
+    }
+    FailureOr<std::vector<int64_t>> winners =
+        ctx.nextPoolWinners(op, maxPoolWinners(x, attrs, yShape));
+    if (failed(winners))
+      return failure();
+    ref::Tensor y(yShape);
+    for (size_t i = 0; i < y.data.size(); ++i)
+      y.data[i] = x.data[static_cast<size_t>((*winners)[i])];
+    ctx.setFloat(op.getOutput(), std::move(y));
   } else {
     ctx.setFloat(op.getOutput(), ref::avgPool(x, attrs));
   }

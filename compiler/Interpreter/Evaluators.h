@@ -15,11 +15,14 @@
 
 #include "compiler/Interpreter/Interpreter.h"
 
+#include "kiln/ref/conv.h"
+#include "kiln/ref/pool.h"
 #include "kiln/ref/status.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <algorithm>
 #include <optional>
 
 namespace kiln::interp::detail {
@@ -47,11 +50,15 @@ public:
                                      const ref::Shape &actual,
                                      const ref::Shape &expected);
 
-  /// Adds a kink signature when the call is being traced.
-  void recordKink(uint64_t signature) {
-    if (options.kinks)
-      options.kinks->signatures.push_back(signature);
-  }
+  /// The mask of the next ReLU of the call: replayed from the frozen
+  /// pattern, or `x > 0`; recorded if the call records. Fails if a frozen
+  /// pattern does not fit (a different function or shape).
+  mlir::FailureOr<std::vector<uint8_t>>
+  nextReluMask(mlir::Operation *op, const std::vector<float> &x);
+  /// Likewise for the winners of the next max-pool (`computed` holds the
+  /// ones found in the data).
+  mlir::FailureOr<std::vector<int64_t>>
+  nextPoolWinners(mlir::Operation *op, std::vector<int64_t> computed);
 
   const VariableStore &store;
   const CallOptions &options;
@@ -59,11 +66,29 @@ public:
 
 private:
   llvm::DenseMap<mlir::Value, HostTensor> frame;
+  size_t relus = 0, pools = 0;
 };
 
 /// The concrete shape of `type`, its dynamic dimensions (only the batch may
 /// be dynamic) taken to be `batch`.
 ref::Shape resolveShape(mlir::Type type, int64_t batch);
+
+/// The reference kernels' attribute structs from an op's attributes.
+ref::Conv2dAttrs convAttrs(llvm::ArrayRef<int64_t> strides,
+                           llvm::ArrayRef<int64_t> padding,
+                           llvm::ArrayRef<int64_t> dilations);
+template <typename PoolOp> ref::Pool2dAttrs poolAttrs(PoolOp op) {
+  ref::Pool2dAttrs attrs;
+  std::copy(op.getWindow().begin(), op.getWindow().end(), attrs.window.begin());
+  std::copy(op.getStrides().begin(), op.getStrides().end(),
+            attrs.strides.begin());
+  std::copy(op.getPadding().begin(), op.getPadding().end(),
+            attrs.padding.begin());
+  return attrs;
+}
+
+/// Class labels (an i32 tensor) as the loss kernels take them.
+std::vector<int32_t> labelsOf(const HostTensor &labels);
 
 /// The op families. Each returns std::nullopt for an op it does not know.
 std::optional<mlir::LogicalResult> evaluateLayerOp(mlir::Operation *op,

@@ -138,6 +138,39 @@ LogicalResult EvalContext::check(Operation *op, const ref::Status &status) {
   return error(op) << status.message();
 }
 
+FailureOr<std::vector<uint8_t>>
+EvalContext::nextReluMask(Operation *op, const std::vector<float> &x) {
+  std::vector<uint8_t> mask;
+  size_t index = relus++;
+  if (const KinkPattern *frozen = options.frozenKinks) {
+    if (index >= frozen->reluMasks.size() ||
+        frozen->reluMasks[index].size() != x.size())
+      return error(op) << "does not fit the frozen kink pattern";
+    mask = frozen->reluMasks[index];
+  } else {
+    mask.resize(x.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      mask[i] = x[i] > 0.0f ? 1 : 0;
+  }
+  if (options.recordKinks)
+    options.recordKinks->reluMasks.push_back(mask);
+  return mask;
+}
+
+FailureOr<std::vector<int64_t>>
+EvalContext::nextPoolWinners(Operation *op, std::vector<int64_t> computed) {
+  size_t index = pools++;
+  if (const KinkPattern *frozen = options.frozenKinks) {
+    if (index >= frozen->poolWinners.size() ||
+        frozen->poolWinners[index].size() != computed.size())
+      return error(op) << "does not fit the frozen kink pattern";
+    computed = frozen->poolWinners[index];
+  }
+  if (options.recordKinks)
+    options.recordKinks->poolWinners.push_back(computed);
+  return computed;
+}
+
 static std::string shapeText(const ref::Shape &shape) {
   return ref::shapeToString(shape);
 }
@@ -158,6 +191,19 @@ ref::Shape resolveShape(Type type, int64_t batch) {
     if (ShapedType::isDynamic(d))
       d = batch;
   return shape;
+}
+
+ref::Conv2dAttrs convAttrs(ArrayRef<int64_t> strides, ArrayRef<int64_t> padding,
+                           ArrayRef<int64_t> dilations) {
+  ref::Conv2dAttrs attrs;
+  std::copy(strides.begin(), strides.end(), attrs.strides.begin());
+  std::copy(padding.begin(), padding.end(), attrs.padding.begin());
+  std::copy(dilations.begin(), dilations.end(), attrs.dilations.begin());
+  return attrs;
+}
+
+std::vector<int32_t> labelsOf(const HostTensor &labels) {
+  return std::vector<int32_t>(labels.ints.begin(), labels.ints.end());
 }
 
 } // namespace detail

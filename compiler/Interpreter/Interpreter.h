@@ -35,15 +35,19 @@ mlir::FailureOr<HostTensor> tensorFromAttr(mlir::ElementsAttr attr);
 std::string describeMismatch(const HostTensor &value,
                              mlir::RankedTensorType type);
 
-/// Records, in evaluation order, a signature of every point where the
-/// program is not differentiable: the sign pattern of each ReLU input and the
-/// winning position of each max-pool window. Two evaluations with the same
-/// trace lie on the same smooth piece of the function, which is what
-/// finite differences need.
-struct KinkTrace {
-  std::vector<uint64_t> signatures;
-  bool operator==(const KinkTrace &other) const {
-    return signatures == other.signatures;
+/// The non-differentiable choices of one evaluation, in evaluation order:
+/// which elements of each ReLU input are positive, and which input element
+/// wins each max-pool window. Replayed in another evaluation, it makes every
+/// ReLU multiply by the recorded mask and every max-pool select the recorded
+/// winners: the program becomes the smooth piece of itself that the recorded
+/// point lies on, whose derivative there is exactly what the backward ops
+/// compute (their masks come from the same point). Gradient checks use this
+/// to difference across kinks.
+struct KinkPattern {
+  std::vector<std::vector<uint8_t>> reluMasks;
+  std::vector<std::vector<int64_t>> poolWinners;
+  bool operator==(const KinkPattern &other) const {
+    return reluMasks == other.reluMasks && poolWinners == other.poolWinners;
   }
 };
 
@@ -54,8 +58,10 @@ struct CallOptions {
   bool roundBf16 = true;
   /// Where the call happens ("step 3"), for error messages.
   std::string context;
-  /// If set, filled with the call's kink signatures.
-  KinkTrace *kinks = nullptr;
+  /// If set, filled with the call's kink pattern.
+  KinkPattern *recordKinks = nullptr;
+  /// If set, the kink pattern to replay instead of deciding from the data.
+  const KinkPattern *frozenKinks = nullptr;
 };
 
 /// The model variables, in declaration order.

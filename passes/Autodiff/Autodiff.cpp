@@ -108,9 +108,15 @@ FailureOr<func::FuncOp> buildTrainStep(func::FuncOp forward,
                                              operandGradients)))
       return failure();
     for (auto [operand, gradient] :
-         llvm::zip(op->getOperands(), operandGradients))
-      if (gradient)
-        gradients.accumulate(operand, gradient);
+         llvm::zip(op->getOperands(), operandGradients)) {
+      if (!gradient)
+        continue;
+      // A gradient has its value's type (e.g. an f32 bias of a bf16 layer).
+      if (gradient.getType() != operand.getType())
+        gradient = CastOp::create(builder, gradient.getLoc(), operand.getType(),
+                                  gradient);
+      gradients.accumulate(operand, gradient);
+    }
   }
 
   // Results: the forward results, then one gradient per parameter in

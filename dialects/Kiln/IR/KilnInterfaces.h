@@ -7,6 +7,11 @@
 
 #include "mlir/IR/Builders.h"
 
+namespace kiln {
+/// How an op takes part in mixed precision (PrecisionOpInterface).
+enum class Bf16Policy { Compute, Follow, F32 };
+} // namespace kiln
+
 namespace kiln::OpTrait {
 /// Marks the ops of the backward pass.
 template <typename ConcreteType>

@@ -52,6 +52,28 @@ def Kiln_GradientOpInterface : OpInterface<"GradientOpInterface"> {
   ];
 }
 
+def Kiln_PrecisionOpInterface : OpInterface<"PrecisionOpInterface"> {
+  let cppNamespace = "::kiln";
+  let description = [{
+    How an op takes part in mixed precision (`--kiln-bf16`): `compute` ops
+    (convolutions, dense layers) run on bf16 operands with f32 accumulation;
+    `follow` ops work in whatever precision their activations arrive in;
+    `f32` ops (the loss) need f32 activations. The operands the policy is
+    about are the activations and weights; per-channel parameters and
+    statistics stay f32 (master weights).
+  }];
+  let methods = [
+    InterfaceMethod<"The op's bf16 policy.", "::kiln::Bf16Policy",
+                    "getBf16Policy">,
+    InterfaceMethod<[{
+        Indices of the operands (activations, weights) whose precision the
+        policy sets; by default the first.
+      }],
+      "::llvm::SmallVector<unsigned>", "getPrecisionOperands", (ins), [{}],
+      [{ return {0}; }]>
+  ];
+}
+
 // Ops of the backward pass (kiln-model-stats counts their cost separately).
 def Kiln_BackwardOpTrait : NativeOpTrait<"BackwardOp"> {
   let cppNamespace = "::kiln::OpTrait";

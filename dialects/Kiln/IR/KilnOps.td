@@ -95,7 +95,7 @@ def Kiln_AssignOp : Kiln_Op<"assign", [
 // Layers
 //===----------------------------------------------------------------------===//
 
-def Kiln_Conv2DOp : Kiln_Op<"conv2d", [Pure, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
+def Kiln_Conv2DOp : Kiln_Op<"conv2d", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface, ["getPrecisionOperands"]>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
     InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<Kiln_CostOpInterface>]> {
   let summary = "2-D convolution, NHWC input and HWIO filter";
@@ -128,7 +128,7 @@ def Kiln_Conv2DOp : Kiln_Op<"conv2d", [Pure, DeclareOpInterfaceMethods<Kiln_Grad
   }];
 }
 
-def Kiln_BatchNormTrainOp : Kiln_Op<"batch_norm_train", [Pure, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
+def Kiln_BatchNormTrainOp : Kiln_Op<"batch_norm_train", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
     InferTypeOpAdaptor]> {
   let summary = "batch normalization over the batch, training form";
   let description = [{
@@ -173,7 +173,7 @@ def Kiln_BatchNormTrainOp : Kiln_Op<"batch_norm_train", [Pure, DeclareOpInterfac
   }];
 }
 
-def Kiln_BatchNormInferenceOp : Kiln_Op<"batch_norm_inference", [Pure,
+def Kiln_BatchNormInferenceOp : Kiln_Op<"batch_norm_inference", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>,
     InferTypeOpAdaptor]> {
   let summary = "batch normalization with fixed statistics, inference form";
   let description = [{
@@ -204,7 +204,7 @@ def Kiln_BatchNormInferenceOp : Kiln_Op<"batch_norm_inference", [Pure,
   }];
 }
 
-def Kiln_ReluOp : Kiln_Op<"relu", [Pure, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>, Elementwise, SameOperandsAndResultType]> {
+def Kiln_ReluOp : Kiln_Op<"relu", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>, Elementwise, SameOperandsAndResultType]> {
   let summary = "rectified linear unit, max(x, 0)";
   let description = [{
     Example:
@@ -218,7 +218,7 @@ def Kiln_ReluOp : Kiln_Op<"relu", [Pure, DeclareOpInterfaceMethods<Kiln_Gradient
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Kiln_AddOp : Kiln_Op<"add", [Pure, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>, Elementwise, Commutative,
+def Kiln_AddOp : Kiln_Op<"add", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface, ["getPrecisionOperands"]>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>, Elementwise, Commutative,
     SameOperandsAndResultType]> {
   let summary = "elementwise sum of two tensors of the same type";
   let description = [{
@@ -233,7 +233,7 @@ def Kiln_AddOp : Kiln_Op<"add", [Pure, DeclareOpInterfaceMethods<Kiln_GradientOp
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($output)";
 }
 
-class Kiln_PoolOp<string mnemonic, string what> : Kiln_Op<mnemonic, [Pure, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
+class Kiln_PoolOp<string mnemonic, string what> : Kiln_Op<mnemonic, [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
     InferTypeOpAdaptor]> {
   let summary = what # " pooling over windows of an NHWC tensor";
   let arguments = (ins
@@ -272,7 +272,7 @@ def Kiln_AvgPoolOp : Kiln_PoolOp<"avg_pool", "average"> {
   }];
 }
 
-def Kiln_GlobalAvgPoolOp : Kiln_Op<"global_avg_pool", [Pure, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
+def Kiln_GlobalAvgPoolOp : Kiln_Op<"global_avg_pool", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
     InferTypeOpAdaptor]> {
   let summary = "mean over the spatial dimensions, NHWC to NC";
   let description = [{
@@ -287,7 +287,7 @@ def Kiln_GlobalAvgPoolOp : Kiln_Op<"global_avg_pool", [Pure, DeclareOpInterfaceM
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Kiln_DenseOp : Kiln_Op<"dense", [Pure, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
+def Kiln_DenseOp : Kiln_Op<"dense", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface, ["getPrecisionOperands"]>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
     InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<Kiln_CostOpInterface>]> {
   let summary = "fully connected layer: input[N,K] x weight[K,M] (+ bias[M])";
@@ -310,7 +310,7 @@ def Kiln_DenseOp : Kiln_Op<"dense", [Pure, DeclareOpInterfaceMethods<Kiln_Gradie
   }];
 }
 
-def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>]> {
+def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>]> {
   let summary = "reinterprets a tensor with another shape of the same size";
   let description = [{
     Only the batch (leading) dimension may be dynamic, in both types alike.
@@ -337,7 +337,7 @@ def Kiln_CastOp : Kiln_Op<"cast", [Pure, DeclareOpInterfaceMethods<Kiln_Gradient
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($output)";
 }
 
-def Kiln_SoftmaxCrossEntropyOp : Kiln_Op<"softmax_cross_entropy", [Pure, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>]> {
+def Kiln_SoftmaxCrossEntropyOp : Kiln_Op<"softmax_cross_entropy", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>]> {
   let summary = "mean softmax cross-entropy over a batch, with label smoothing";
   let description = [{
     `loss = mean_n( -sum_k q[n,k] * log softmax(logits[n])[k] )` with

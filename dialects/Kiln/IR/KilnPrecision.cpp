@@ -1,0 +1,29 @@
+//===- KilnPrecision.cpp - PrecisionOpInterface of the forward ops --------===//
+//
+// The bf16 table: convolutions and dense layers compute in bf16, the loss
+// needs f32, everything else follows its input.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+using namespace mlir;
+using namespace kiln;
+
+Bf16Policy Conv2DOp::getBf16Policy() { return Bf16Policy::Compute; }
+SmallVector<unsigned> Conv2DOp::getPrecisionOperands() { return {0, 1}; }
+
+Bf16Policy DenseOp::getBf16Policy() { return Bf16Policy::Compute; }
+SmallVector<unsigned> DenseOp::getPrecisionOperands() { return {0, 1}; }
+
+Bf16Policy AddOp::getBf16Policy() { return Bf16Policy::Follow; }
+SmallVector<unsigned> AddOp::getPrecisionOperands() { return {0, 1}; }
+
+Bf16Policy BatchNormTrainOp::getBf16Policy() { return Bf16Policy::Follow; }
+Bf16Policy BatchNormInferenceOp::getBf16Policy() { return Bf16Policy::Follow; }
+Bf16Policy ReluOp::getBf16Policy() { return Bf16Policy::Follow; }
+Bf16Policy MaxPoolOp::getBf16Policy() { return Bf16Policy::Follow; }
+Bf16Policy AvgPoolOp::getBf16Policy() { return Bf16Policy::Follow; }
+Bf16Policy GlobalAvgPoolOp::getBf16Policy() { return Bf16Policy::Follow; }
+Bf16Policy ReshapeOp::getBf16Policy() { return Bf16Policy::Follow; }
+Bf16Policy SoftmaxCrossEntropyOp::getBf16Policy() { return Bf16Policy::F32; }

@@ -1,0 +1,121 @@
+//===- Graph.h - The training step as the systolic planner sees it -*- C++ -*-===//
+//
+// Part of Kiln. A plain-C++ image of a `kiln` training-step function with
+// static shapes: tensors (inputs, variables, constants, temporaries) and
+// nodes in program order. The kiln-to-sa conversion builds it from the IR;
+// unit tests build it directly and check the planner's programs against the
+// reference kernels. No MLIR here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_PASSES_CONVERSION_KILNTOSA_GRAPH_H
+#define KILN_PASSES_CONVERSION_KILNTOSA_GRAPH_H
+
+#include "program_generated.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln::sa {
+
+namespace fb = kiln::sim::fb;
+
+enum class TensorKind { Input, Variable, Constant, Temp };
+
+struct Tensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  fb::DType dtype = fb::DType::F32;
+  TensorKind kind = TensorKind::Temp;
+  /// Variables: Parameter or State; their initializer.
+  fb::Role variableRole = fb::Role::Parameter;
+  fb::Init init = fb::Init::None;
+  float initStd = 0;
+  /// Constants and value-initialized variables.
+  std::vector<float> data;
+  /// Inputs: argument index; outputs: result index (-1: not a result).
+  int argument = -1, result = -1;
+  /// Same storage as another tensor (reshape, in-place variable update).
+  int aliasOf = -1;
+  /// Inputs only: the host relays it (space-to-depth stem).
+  fb::HostLayout hostLayout = fb::HostLayout::Identity;
+
+  int64_t numElements() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+  /// The last dimension (1 for scalars).
+  int64_t channels() const { return shape.empty() ? 1 : shape.back(); }
+};
+
+enum class NodeKind {
+  Conv2d,               // in: x, w            out: y
+  Conv2dBackwardData,   // in: dy, w           out: dx
+  Conv2dBackwardFilter, // in: x, dy           out: dw
+  Matmul,               // in: a, b [, bias]   out: c   (flags: transpose a, b)
+  BatchNormTrain,       // in: x g b rm rv     out: y mean var nrm nrv
+  BatchNormBackward,    // in: dy x g mean var out: dx dg db
+  Relu,                 // in: x               out: y
+  ReluBackward,         // in: dy y            out: dx
+  Add,                  // in: a b             out: c
+  Copy,                 // in: x               out: y  (casts, assignments)
+  MaxPool,              // in: x               out: y
+  MaxPoolBackward,      // in: dy x            out: dx
+  AvgPool,              // in: x               out: y
+  AvgPoolBackward,      // in: dy              out: dx
+  GlobalAvgPool,        // in: x               out: y
+  GlobalAvgPoolBackward,// in: dy              out: dx
+  ReduceSum,            // in: x               out: y (sum over leading dims)
+  SoftmaxXent,          // in: logits labels   out: loss
+  SoftmaxXentBackward,  // in: dloss logits labels out: dlogits
+  SgdUpdate,            // in: w g v lr        out: w' v'
+  LarsUpdate,           // in: w g v lr        out: w' v'
+  LearningRate,         // in: step params     out: lr
+  AllReduce,            // in: g...            out: same tensors (in place)
+};
+
+struct Node {
+  NodeKind kind;
+  std::vector<int> inputs, outputs;
+  /// Conv/pool: strides, padding {t,b,l,r}, dilations, window.
+  std::array<int64_t, 2> strides{1, 1}, dilations{1, 1}, window{1, 1};
+  std::array<int64_t, 4> padding{0, 0, 0, 0};
+  /// BN: epsilon, momentum; loss: label smoothing; optimizers: momentum,
+  /// weight decay, eta, epsilon.
+  double epsilon = 0, momentum = 0, labelSmoothing = 0, weightDecay = 0,
+         eta = 0;
+  bool transposeA = false, transposeB = false, nesterov = false, skip = false;
+  /// Fold a following ReLU into BatchNormTrain's output.
+  bool fuseRelu = false;
+  /// Conv2d: lower as a space-to-depth stem (see docs/systolic.md).
+  bool spaceToDepth = false;
+  int64_t schedule = 0;
+  /// For reports: the kiln op and the layer it belongs to.
+  std::string opName, layer;
+};
+
+struct Graph {
+  std::string name;
+  int64_t batch = 1;
+  std::vector<Tensor> tensors;
+  std::vector<Node> nodes;
+
+  int addTensor(Tensor t) {
+    tensors.push_back(std::move(t));
+    return int(tensors.size()) - 1;
+  }
+  /// Follows aliases to the tensor that owns the storage.
+  int root(int t) const {
+    while (tensors[size_t(t)].aliasOf >= 0)
+      t = tensors[size_t(t)].aliasOf;
+    return t;
+  }
+};
+
+} // namespace kiln::sa
+
+#endif // KILN_PASSES_CONVERSION_KILNTOSA_GRAPH_H

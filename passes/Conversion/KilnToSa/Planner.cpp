@@ -1,0 +1,281 @@
+//===- Planner.cpp - Memory homes, staging and the lowering driver --------===//
+
+#include "PlannerImpl.h"
+
+#include <algorithm>
+
+namespace kiln::sa {
+
+namespace {
+
+constexpr int64_t kAlign = 64;
+
+int64_t alignUp(int64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+const char *nodeName(NodeKind k) {
+  switch (k) {
+  case NodeKind::Conv2d: return "conv2d";
+  case NodeKind::Conv2dBackwardData: return "conv2d_backward_data";
+  case NodeKind::Conv2dBackwardFilter: return "conv2d_backward_filter";
+  case NodeKind::Matmul: return "matmul";
+  case NodeKind::BatchNormTrain: return "batch_norm_train";
+  case NodeKind::BatchNormBackward: return "batch_norm_backward";
+  case NodeKind::Relu: return "relu";
+  case NodeKind::ReluBackward: return "relu_backward";
+  case NodeKind::Add: return "add";
+  case NodeKind::Copy: return "copy";
+  case NodeKind::MaxPool: return "max_pool";
+  case NodeKind::MaxPoolBackward: return "max_pool_backward";
+  case NodeKind::AvgPool: return "avg_pool";
+  case NodeKind::AvgPoolBackward: return "avg_pool_backward";
+  case NodeKind::GlobalAvgPool: return "global_avg_pool";
+  case NodeKind::GlobalAvgPoolBackward: return "global_avg_pool_backward";
+  case NodeKind::ReduceSum: return "reduce_sum";
+  case NodeKind::SoftmaxXent: return "softmax_cross_entropy";
+  case NodeKind::SoftmaxXentBackward: return "softmax_cross_entropy_backward";
+  case NodeKind::SgdUpdate: return "sgd_update";
+  case NodeKind::LarsUpdate: return "lars_update";
+  case NodeKind::LearningRate: return "learning_rate";
+  case NodeKind::AllReduce: return "allreduce";
+  }
+  return "?";
+}
+
+} // namespace
+
+Status Planner::assignHomes() {
+  size_t n = g.tensors.size();
+  homes.assign(n, {});
+  // Live ranges (in nodes) of every storage root.
+  std::vector<int64_t> first(n, INT64_MAX), last(n, -1);
+  std::vector<bool> strided(n, false);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node &node = g.nodes[i];
+    for (int id : node.inputs) {
+      int r = g.root(id);
+      first[size_t(r)] = std::min<int64_t>(first[size_t(r)], int64_t(i));
+      last[size_t(r)] = std::max<int64_t>(last[size_t(r)], int64_t(i));
+    }
+    for (int id : node.outputs) {
+      int r = g.root(id);
+      first[size_t(r)] = std::min<int64_t>(first[size_t(r)], int64_t(i));
+      last[size_t(r)] = std::max<int64_t>(last[size_t(r)], int64_t(i));
+      // Strided backward-data writes need a DMA's strided view.
+      if (node.kind == NodeKind::Conv2dBackwardData &&
+          (node.strides[0] > 1 || node.strides[1] > 1))
+        strided[size_t(r)] = true;
+    }
+  }
+  struct Placed {
+    int64_t lo, hi, first, last;
+  };
+  std::vector<Placed> placed;
+  for (size_t id = 0; id < n; ++id) {
+    const Tensor &ten = g.tensors[id];
+    if (ten.aliasOf >= 0)
+      continue;
+    sim::BufferSpec s;
+    s.name = ten.name;
+    s.dtype = ten.dtype;
+    s.shape = ten.shape.empty() ? std::vector<int64_t>{1} : ten.shape;
+    int64_t size = ten.numElements() * bytes(ten.dtype);
+    switch (ten.kind) {
+    case TensorKind::Input:
+      s.role = fb::Role::Input;
+      s.binding = "arg" + std::to_string(ten.argument);
+      s.hostLayout = ten.hostLayout;
+      break;
+    case TensorKind::Variable:
+      s.role = ten.variableRole;
+      s.binding = ten.name;
+      s.init = ten.init;
+      s.initStd = ten.initStd;
+      s.data = ten.data;
+      break;
+    case TensorKind::Constant:
+      s.role = fb::Role::Constant;
+      s.data = ten.data;
+      break;
+    case TensorKind::Temp:
+      if (ten.result >= 0) {
+        s.role = fb::Role::Output;
+        s.binding = "result" + std::to_string(ten.result);
+        break;
+      }
+      if (opt.allowResident && last[id] >= 0 &&
+          ten.channels() <= int64_t(t.arrayCols) && !strided[id] &&
+          size <= residentBytes) {
+        // First fit among the tensors whose live ranges meet this one's.
+        std::vector<Placed> live;
+        for (const Placed &p : placed)
+          if (p.first <= last[id] && first[id] <= p.last)
+            live.push_back(p);
+        std::sort(live.begin(), live.end(),
+                  [](const Placed &a, const Placed &b) { return a.lo < b.lo; });
+        int64_t at = 0;
+        for (const Placed &p : live) {
+          if (at + size <= p.lo)
+            break;
+          at = std::max(at, alignUp(p.hi));
+        }
+        if (at + size <= residentBytes) {
+          placed.push_back({at, at + size, first[id], last[id]});
+          s.space = fb::Space::OnChip;
+          s.offset = at;
+          homes[id].onChip = true;
+        }
+      }
+      break;
+    }
+    homes[id].buffer = b.addBuffer(s);
+  }
+  return Status::success();
+}
+
+void Planner::beginNode(const Node &n, size_t index) {
+  nodeIndex = index;
+  halfBase = residentBytes + int64_t(index % 2) * halfBytes;
+  bump = 0;
+  slotCount = 0;
+  b.beginSourceOp(n.opName.empty() ? nodeName(n.kind) : n.opName, n.layer);
+}
+
+Status Planner::slot(const std::string &what, fb::DType dtype, int64_t elems,
+                     uint32_t &id) {
+  int64_t size = alignUp(std::max<int64_t>(elems, 1) * bytes(dtype));
+  if (bump + size > halfBytes)
+    return Status::error("op " + std::to_string(nodeIndex) + " (" +
+                         g.nodes[nodeIndex].layer + ") needs more than the " +
+                         std::to_string(halfBytes) + " bytes of staging memory");
+  sim::BufferSpec s;
+  s.name = "s" + std::to_string(nodeIndex) + "." + what + "." +
+           std::to_string(slotCount++);
+  s.dtype = dtype;
+  s.space = fb::Space::OnChip;
+  s.shape = {std::max<int64_t>(elems, 1)};
+  s.offset = halfBase + bump;
+  bump += size;
+  id = b.addBuffer(s);
+  return Status::success();
+}
+
+Loc Planner::load(int id, int64_t begin, int64_t count, uint32_t staging) {
+  if (onChip(id))
+    return {home(id), begin};
+  b.dma(range(home(id), begin, count), range(staging, 0, count));
+  return {staging, 0};
+}
+
+Loc Planner::outLoc(int id, int64_t begin, uint32_t staging) {
+  if (onChip(id))
+    return {home(id), begin};
+  return {staging, 0};
+}
+
+void Planner::store(int id, int64_t begin, int64_t count, Loc from) {
+  if (onChip(id))
+    return;
+  b.dma(range(from.buffer, from.offset, count), range(home(id), begin, count));
+}
+
+void Planner::storeBlock(int id, uint32_t acc, int64_t row0, int64_t rows,
+                         int64_t col0, int64_t cols, uint32_t cvt) {
+  int64_t c = tensor(id).channels();
+  if (onChip(id)) {
+    // Resident tensors have at most one column block (see assignHomes).
+    b.vector(fb::VectorOp::Copy, {fb::Region(acc, 0)},
+             {fb::Region(home(id), row0 * c)}, rows, cols);
+    return;
+  }
+  uint32_t src = acc;
+  if (dtype(id) != fb::DType::F32) {
+    b.vector(fb::VectorOp::Copy, {fb::Region(acc, 0)}, {fb::Region(cvt, 0)},
+             rows, cols);
+    src = cvt;
+  }
+  b.dma(OperandSpec::matrix(src, 0, rows, cols, cols),
+        OperandSpec::matrix(home(id), row0 * c + col0, rows, cols, c));
+}
+
+Status Planner::run() {
+  residentBytes =
+      opt.allowResident
+          ? alignUp(int64_t(double(t.onChipBytes) * opt.residentFraction))
+          : 0;
+  halfBytes = (t.onChipBytes - residentBytes) / 2 / kAlign * kAlign;
+  if (halfBytes <= 0)
+    return Status::error("no on-chip memory left for staging");
+  Status s = assignHomes();
+  if (!s.ok())
+    return s;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node &n = g.nodes[i];
+    beginNode(n, i);
+    switch (n.kind) {
+    case NodeKind::Conv2d:
+      s = lowerConv(n);
+      break;
+    case NodeKind::Conv2dBackwardData:
+      s = lowerConvBackwardData(n);
+      break;
+    case NodeKind::Conv2dBackwardFilter:
+      s = lowerConvBackwardFilter(n);
+      break;
+    case NodeKind::Matmul:
+      s = lowerMatmul(n);
+      break;
+    case NodeKind::BatchNormTrain:
+      s = lowerBatchNorm(n);
+      break;
+    case NodeKind::BatchNormBackward:
+      s = lowerBatchNormBackward(n);
+      break;
+    case NodeKind::Relu:
+    case NodeKind::ReluBackward:
+    case NodeKind::Add:
+    case NodeKind::Copy:
+      s = lowerElementwise(n);
+      break;
+    case NodeKind::MaxPool:
+    case NodeKind::MaxPoolBackward:
+    case NodeKind::AvgPool:
+    case NodeKind::AvgPoolBackward:
+      s = lowerPool(n);
+      break;
+    case NodeKind::GlobalAvgPool:
+    case NodeKind::GlobalAvgPoolBackward:
+      s = lowerGlobalPool(n);
+      break;
+    case NodeKind::ReduceSum:
+      s = lowerReduceSum(n);
+      break;
+    case NodeKind::SoftmaxXent:
+    case NodeKind::SoftmaxXentBackward:
+      s = lowerLoss(n);
+      break;
+    case NodeKind::SgdUpdate:
+    case NodeKind::LarsUpdate:
+      s = lowerOptimizer(n);
+      break;
+    case NodeKind::LearningRate:
+      s = lowerLearningRate(n);
+      break;
+    case NodeKind::AllReduce:
+      s = lowerAllReduce(n);
+      break;
+    }
+    if (!s.ok())
+      return Status::error(std::string(nodeName(n.kind)) + " (" + n.layer +
+                           "): " + s.message());
+  }
+  b.finish();
+  return Status::success();
+}
+
+Status planProgram(const Graph &graph, const sim::TargetConfig &target,
+                   const PlanOptions &options, sim::ProgramSink &sink) {
+  Planner p(graph, target, options, sink);
+  return p.run();
+}
+
+} // namespace kiln::sa

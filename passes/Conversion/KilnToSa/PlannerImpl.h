@@ -1,0 +1,99 @@
+//===- PlannerImpl.h - The planner's internals ------------------*- C++ -*-===//
+
+#ifndef KILN_PASSES_CONVERSION_KILNTOSA_PLANNERIMPL_H
+#define KILN_PASSES_CONVERSION_KILNTOSA_PLANNERIMPL_H
+
+#include "Planner.h"
+
+#include <string>
+#include <vector>
+
+namespace kiln::sa {
+
+using sim::OperandSpec;
+using sim::Status;
+
+/// A place on chip: a buffer and an element offset.
+struct Loc {
+  uint32_t buffer = 0;
+  int64_t offset = 0;
+  fb::Region region() const { return fb::Region(buffer, offset); }
+};
+
+class Planner {
+public:
+  Planner(const Graph &g, const sim::TargetConfig &t, const PlanOptions &o,
+          sim::ProgramSink &sink)
+      : g(g), t(t), opt(o), b(sink) {}
+  Status run();
+
+  // --- Shared by the lowerings -------------------------------------------
+  const Graph &g;
+  const sim::TargetConfig &t;
+  const PlanOptions &opt;
+  sim::ProgramBuilder b;
+
+  const Tensor &tensor(int id) const { return g.tensors[size_t(id)]; }
+  uint32_t home(int id) const { return homes[size_t(g.root(id))].buffer; }
+  bool onChip(int id) const { return homes[size_t(g.root(id))].onChip; }
+  fb::DType dtype(int id) const { return tensor(g.root(id)).dtype; }
+
+  /// Staging bytes an op may use.
+  int64_t budget() const { return halfBytes; }
+  /// A staging slot of the current op (in its half of staging memory).
+  Status slot(const std::string &what, fb::DType dtype, int64_t elems,
+              uint32_t &id);
+
+  /// Makes elements [begin, begin + count) of a tensor available on chip:
+  /// its home if resident, else `staging` after a DMA.
+  Loc load(int tensor, int64_t begin, int64_t count, uint32_t staging);
+  /// Where to write elements [begin, ...) of a tensor: its home if
+  /// resident, else `staging` (then call store()).
+  Loc outLoc(int tensor, int64_t begin, uint32_t staging);
+  /// Writes back a staged range of a tensor homed in HBM.
+  void store(int tensor, int64_t begin, int64_t count, Loc from);
+  /// Copies an f32 accumulator block (rows x cols, contiguous) into
+  /// tensor rows [row0, ...) and columns [col0, ...), treating the tensor as
+  /// [rows, channels]; `cvt` is a staging slot of the tensor's type, needed
+  /// when the tensor is not f32 and lives in HBM.
+  void storeBlock(int tensor, uint32_t acc, int64_t row0, int64_t rows,
+                  int64_t col0, int64_t cols, uint32_t cvt);
+  /// A contiguous element range as a 1 x count view.
+  static OperandSpec range(uint32_t buffer, int64_t begin, int64_t count) {
+    return OperandSpec::matrix(buffer, begin, 1, count, count);
+  }
+  static int64_t bytes(fb::DType d) { return d == fb::DType::BF16 ? 2 : 4; }
+
+  // --- Lowerings (PlanOps.cpp, PlanConv.cpp) -------------------------------
+  Status lowerElementwise(const Node &n);
+  Status lowerBatchNorm(const Node &n);
+  Status lowerBatchNormBackward(const Node &n);
+  Status lowerPool(const Node &n);
+  Status lowerGlobalPool(const Node &n);
+  Status lowerReduceSum(const Node &n);
+  Status lowerLoss(const Node &n);
+  Status lowerOptimizer(const Node &n);
+  Status lowerLearningRate(const Node &n);
+  Status lowerAllReduce(const Node &n);
+  Status lowerMatmul(const Node &n);
+  Status lowerConv(const Node &n);
+  Status lowerConvBackwardData(const Node &n);
+  Status lowerConvBackwardFilter(const Node &n);
+
+private:
+  struct Home {
+    uint32_t buffer = 0;
+    bool onChip = false;
+  };
+  Status assignHomes();
+  void beginNode(const Node &n, size_t index);
+
+  std::vector<Home> homes;
+  int64_t residentBytes = 0, halfBytes = 0, halfBase = 0, bump = 0;
+  size_t nodeIndex = 0;
+  int slotCount = 0;
+};
+
+} // namespace kiln::sa
+
+#endif // KILN_PASSES_CONVERSION_KILNTOSA_PLANNERIMPL_H

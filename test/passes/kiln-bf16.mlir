@@ -1,0 +1,46 @@
+// RUN: kiln-opt %s -split-input-file --kiln-bf16 | FileCheck %s
+
+// Convolutions and dense layers compute in bf16 from f32 master weights;
+// batch norm and relu follow; the loss is f32; the images arrive in bf16.
+kiln.variable parameter @w : tensor<3x3x3x4xf32> init he_normal
+kiln.variable parameter @g : tensor<4xf32> init ones
+kiln.variable parameter @fc : tensor<4x2xf32> init he_normal
+kiln.variable parameter @fcb : tensor<2xf32> init zeros
+// CHECK-LABEL: func.func @forward
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4x4x3xbf16>, %[[Y:.*]]: tensor<2xi32>) -> (tensor<f32>, tensor<2x2xf32>)
+func.func @forward(%x: tensor<2x4x4x3xf32>, %labels: tensor<2xi32>) -> (tensor<f32>, tensor<2x2xf32>) {
+  // CHECK: %[[W:.*]] = kiln.read @w : tensor<3x3x3x4xf32>
+  // CHECK: %[[WB:.*]] = kiln.cast %[[W]] : tensor<3x3x3x4xf32> to tensor<3x3x3x4xbf16>
+  // CHECK: %[[C:.*]] = kiln.conv2d %[[X]], %[[WB]] {{.*}} -> tensor<2x4x4x4xbf16>
+  %w = kiln.read @w : tensor<3x3x3x4xf32>
+  %c = kiln.conv2d %x, %w stride [1, 1] pad [1, 1, 1, 1] : (tensor<2x4x4x3xf32>, tensor<3x3x3x4xf32>) -> tensor<2x4x4x4xf32>
+  // Batch-norm parameters and statistics stay f32.
+  // CHECK: kiln.batch_norm_train %[[C]], {{.*}} -> (tensor<2x4x4x4xbf16>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  %g = kiln.read @g : tensor<4xf32>
+  %y, %bm, %bv, %nm, %nv = kiln.batch_norm_train %c, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 : (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  // CHECK: kiln.relu %{{.*}} : tensor<2x4x4x4xbf16>
+  %r = kiln.relu %y : tensor<2x4x4x4xf32>
+  // CHECK: kiln.global_avg_pool %{{.*}} -> tensor<2x4xbf16>
+  %p = kiln.global_avg_pool %r : (tensor<2x4x4x4xf32>) -> tensor<2x4xf32>
+  %fc = kiln.read @fc : tensor<4x2xf32>
+  %fcb = kiln.read @fcb : tensor<2xf32>
+  // CHECK: %[[L:.*]] = kiln.dense %{{.*}}, %{{.*}} bias %{{.*}} : (tensor<2x4xbf16>, tensor<4x2xbf16>, tensor<2xf32>) -> tensor<2x2xbf16>
+  %l = kiln.dense %p, %fc bias %fcb : (tensor<2x4xf32>, tensor<4x2xf32>, tensor<2xf32>) -> tensor<2x2xf32>
+  // CHECK: %[[LF:.*]] = kiln.cast %[[L]] : tensor<2x2xbf16> to tensor<2x2xf32>
+  // CHECK: %[[LOSS:.*]] = kiln.softmax_cross_entropy %[[LF]], %[[Y]]
+  %loss = kiln.softmax_cross_entropy %l, %labels : (tensor<2x2xf32>, tensor<2xi32>) -> tensor<f32>
+  // CHECK: return %[[LOSS]], %[[LF]]
+  return %loss, %l : tensor<f32>, tensor<2x2xf32>
+}
+
+// -----
+
+// Negative case: nothing computes in bf16, so nothing changes.
+// CHECK-LABEL: func.func @no_compute
+// CHECK-SAME: (%[[X:.*]]: tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT: %[[R:.*]] = kiln.relu %[[X]] : tensor<4xf32>
+// CHECK-NEXT: return %[[R]]
+func.func @no_compute(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %r = kiln.relu %x : tensor<4xf32>
+  return %r : tensor<4xf32>
+}

@@ -1,0 +1,23 @@
+// RUN: kiln-opt %s -split-input-file --kiln-fold-casts | FileCheck %s
+
+// CHECK-LABEL: func.func @filter_gradient
+func.func @filter_gradient(%x: tensor<2x4x4x3xbf16>, %dy: tensor<2x4x4x4xbf16>) -> tensor<3x3x3x4xf32> {
+  // CHECK: %[[DW:.*]] = kiln.conv2d_backward_filter {{.*}} -> tensor<3x3x3x4xf32>
+  // CHECK-NOT: kiln.cast
+  // CHECK: return %[[DW]]
+  %dw = kiln.conv2d_backward_filter %x, %dy stride [1, 1] pad [1, 1, 1, 1] : (tensor<2x4x4x3xbf16>, tensor<2x4x4x4xbf16>) -> tensor<3x3x3x4xbf16>
+  %f = kiln.cast %dw : tensor<3x3x3x4xbf16> to tensor<3x3x3x4xf32>
+  return %f : tensor<3x3x3x4xf32>
+}
+
+// -----
+
+// Negative case: the bf16 gradient has another user, so it must exist.
+// CHECK-LABEL: func.func @shared
+// CHECK: kiln.conv2d_backward_filter {{.*}} -> tensor<3x3x3x4xbf16>
+// CHECK: kiln.cast
+func.func @shared(%x: tensor<2x4x4x3xbf16>, %dy: tensor<2x4x4x4xbf16>) -> (tensor<3x3x3x4xf32>, tensor<3x3x3x4xbf16>) {
+  %dw = kiln.conv2d_backward_filter %x, %dy stride [1, 1] pad [1, 1, 1, 1] : (tensor<2x4x4x3xbf16>, tensor<2x4x4x4xbf16>) -> tensor<3x3x3x4xbf16>
+  %f = kiln.cast %dw : tensor<3x3x3x4xbf16> to tensor<3x3x3x4xf32>
+  return %f, %dw : tensor<3x3x3x4xf32>, tensor<3x3x3x4xbf16>
+}
