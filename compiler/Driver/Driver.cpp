@@ -24,6 +24,10 @@
 
 #include <chrono>
 
+#ifdef KILN_HAVE_RUNTIME
+#include "link_config.h"
+#endif
+
 using namespace mlir;
 
 namespace kiln {
@@ -105,14 +109,18 @@ static int link(const std::string &object, const std::string &output) {
     llvm::errs() << "kilnc: cannot find clang++-22 to link with\n";
     return 1;
   }
-  SmallVector<std::string> args = {*clang, "-fuse-ld=lld", object, "-o", output};
-  SmallVector<llvm::StringRef> items;
-  llvm::StringRef(KILN_RUNTIME_LINK_ITEMS).split(items, ';', -1, false);
-  for (llvm::StringRef item : items)
-    args.push_back(item.str());
-  SmallVector<llvm::StringRef> refs(args.begin(), args.end());
+#ifdef KILN_HAVE_RUNTIME
+  SmallVector<llvm::StringRef> args = {*clang, "-fuse-ld=lld", object, "-o",
+                                       output, KILN_RT_LINK_ARGS};
+#else
+  (void)object;
+  (void)output;
+  llvm::errs() << "kilnc: this build has no runtime (KILN_BUILD_RUNTIME=OFF); "
+                  "use --emit=obj\n";
+  return 1;
+#endif
   std::string error;
-  int status = llvm::sys::ExecuteAndWait(*clang, refs, std::nullopt, {}, 0, 0,
+  int status = llvm::sys::ExecuteAndWait(*clang, args, std::nullopt, {}, 0, 0,
                                          &error);
   if (status != 0) {
     llvm::errs() << "kilnc: linking " << output << " failed"

@@ -35,7 +35,7 @@ LogicalResult lowerLibraryCall(Lowering &l, Operation *op) {
   if (auto conv = dyn_cast<Conv2DOp>(op)) {
     l.emitLibraryCall(loc, convCall(conv, "conv2d_forward",
                                     llvm::json::Object{{"input", l.describe(conv.getInput())},
-                                     {"filter", l.describe(conv.getFilter())},
+                                     {"filter", l.describe(conv.getFilter(), /*activation=*/false)},
                                      {"output", l.describe(conv.getOutput())}}));
     return success();
   }
@@ -43,7 +43,7 @@ LogicalResult lowerLibraryCall(Lowering &l, Operation *op) {
     l.emitLibraryCall(
         loc, convCall(conv, "conv2d_backward_data",
                       llvm::json::Object{{"output_grad", l.describe(conv.getOutputGrad())},
-                       {"filter", l.describe(conv.getFilter())},
+                       {"filter", l.describe(conv.getFilter(), /*activation=*/false)},
                        {"input_grad", l.describe(conv.getInputGrad())}}));
     return success();
   }
@@ -52,7 +52,7 @@ LogicalResult lowerLibraryCall(Lowering &l, Operation *op) {
         loc, convCall(conv, "conv2d_backward_filter",
                       llvm::json::Object{{"input", l.describe(conv.getInput())},
                        {"output_grad", l.describe(conv.getOutputGrad())},
-                       {"filter_grad", l.describe(conv.getFilterGrad())}}));
+                       {"filter_grad", l.describe(conv.getFilterGrad(), /*activation=*/false)}}));
     return success();
   }
   if (auto dense = dyn_cast<DenseOp>(op)) {

@@ -52,7 +52,7 @@ static StringRef dtypeName(Type type) {
   return "unknown";
 }
 
-llvm::json::Object Lowering::describe(Value value) const {
+llvm::json::Object Lowering::describe(Value value, bool activation) const {
   auto tensor = cast<RankedTensorType>(value.getType());
   llvm::json::Array shape;
   for (int64_t d : tensor.getShape())
@@ -60,7 +60,7 @@ llvm::json::Object Lowering::describe(Value value) const {
   llvm::json::Object object{{"offset", plan.offsetOf(value)},
                             {"shape", std::move(shape)},
                             {"dtype", dtypeName(tensor.getElementType())}};
-  if (tensor.getRank() == 4)
+  if (activation && tensor.getRank() == 4)
     object["layout"] = "nhwc";
   return object;
 }

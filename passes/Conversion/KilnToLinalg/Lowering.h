@@ -45,8 +45,9 @@ public:
   /// A view at an arbitrary arena offset.
   mlir::Value viewAt(mlir::Location loc, int64_t offset, mlir::MemRefType type);
 
-  /// `{"offset", "shape", "dtype"}` of `value` for the manifest.
-  llvm::json::Object describe(mlir::Value value) const;
+  /// `{"offset", "shape", "dtype"}` of `value` for the manifest, with the
+  /// `layout` of 4-D activations (filters are HWIO, not activations).
+  llvm::json::Object describe(mlir::Value value, bool activation = true) const;
 
   /// Records a library call in the manifest and emits the call to the
   /// runtime that runs it.

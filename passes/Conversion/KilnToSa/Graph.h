@@ -79,6 +79,7 @@ enum class NodeKind {
 };
 
 struct Node {
+  explicit Node(NodeKind kind) : kind(kind) {}
   NodeKind kind;
   std::vector<int> inputs, outputs;
   /// Conv/pool: strides, padding {t,b,l,r}, dilations, window.

@@ -1,0 +1,497 @@
+//===- BuildGraph.cpp - The planner's graph of a kiln training step -------===//
+
+#include "KilnToSa.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+
+namespace kiln::sa {
+
+namespace {
+
+class GraphBuilder {
+public:
+  GraphBuilder(ModuleOp module, func::FuncOp step, const GraphOptions &options,
+               Graph &g)
+      : module(module), step(step), options(options), g(g) {}
+
+  LogicalResult run();
+
+private:
+  FailureOr<int> tensorOf(Value v) {
+    auto it = values.find(v);
+    if (it == values.end())
+      return emitError(v.getLoc(), "kiln-convert-to-sa: value has no tensor");
+    return it->second;
+  }
+  FailureOr<Tensor> newTensor(Value v, TensorKind kind, bool activation);
+  LogicalResult addNode(Operation *op, Node node, bool activationResults);
+  LogicalResult lower(Operation *op);
+  std::string layerFromRead(Value v) {
+    if (auto read = v.getDefiningOp<ReadOp>()) {
+      std::string name = read.getVariable().str();
+      size_t dot = name.rfind('.');
+      return dot == std::string::npos ? name : name.substr(0, dot);
+    }
+    return "";
+  }
+  std::string layerOf(Value v) {
+    std::string l = layerFromRead(v);
+    if (!l.empty())
+      return l;
+    auto it = values.find(v);
+    if (it != values.end() && size_t(it->second) < layers.size())
+      return layers[size_t(it->second)];
+    return "";
+  }
+
+  ModuleOp module;
+  func::FuncOp step;
+  const GraphOptions &options;
+  Graph &g;
+  llvm::DenseMap<Value, int> values;
+  llvm::StringMap<int> variables;
+  /// The layer of the node that produced each tensor.
+  std::vector<std::string> layers;
+  llvm::DenseMap<Operation *, int64_t> position;
+  /// Forward convolutions by (input, filter): their layer, for the filter
+  /// gradient.
+  llvm::DenseMap<Value, std::string> convLayerByInput;
+  Value stemInput;
+};
+
+fb::DType dtypeOf(Type t) {
+  if (t.isBF16())
+    return fb::DType::BF16;
+  if (t.isInteger())
+    return fb::DType::I32;
+  return fb::DType::F32;
+}
+
+FailureOr<Tensor> GraphBuilder::newTensor(Value v, TensorKind kind,
+                                          bool activation) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!type || !type.hasStaticShape())
+    return emitError(v.getLoc(), "kiln-convert-to-sa: needs static tensor "
+                                 "shapes (run --kiln-specialize-batch)");
+  Tensor t;
+  t.shape.assign(type.getShape().begin(), type.getShape().end());
+  t.dtype = dtypeOf(type.getElementType());
+  t.kind = kind;
+  if (activation && type.getRank() == 4 && t.dtype == fb::DType::F32)
+    t.dtype = options.activationType;
+  return t;
+}
+
+LogicalResult GraphBuilder::addNode(Operation *op, Node node,
+                                    bool activationResults) {
+  node.opName = op->getName().stripDialect().str();
+  for (Value r : op->getResults()) {
+    FailureOr<Tensor> t = newTensor(r, TensorKind::Temp, activationResults);
+    if (failed(t))
+      return failure();
+    t->name = "t" + std::to_string(g.tensors.size());
+    int id = g.addTensor(*t);
+    values[r] = id;
+    node.outputs.push_back(id);
+  }
+  if (node.layer.empty() && op->getNumOperands() > 0)
+    node.layer = layerOf(op->getOperand(0));
+  if (node.layer.empty())
+    node.layer = "step";
+  layers.resize(g.tensors.size());
+  for (int id : node.outputs)
+    layers[size_t(id)] = node.layer;
+  g.nodes.push_back(std::move(node));
+  return success();
+}
+
+template <typename T> std::array<int64_t, 2> pair(T values) {
+  return {values[0], values[1]};
+}
+template <typename T> std::array<int64_t, 4> quad(T values) {
+  return {values[0], values[1], values[2], values[3]};
+}
+
+LogicalResult GraphBuilder::lower(Operation *op) {
+  auto inputs = [&](Node &n, ValueRange operands) -> LogicalResult {
+    for (Value v : operands) {
+      FailureOr<int> id = tensorOf(v);
+      if (failed(id))
+        return failure();
+      n.inputs.push_back(*id);
+    }
+    return success();
+  };
+  auto simple = [&](NodeKind kind, bool activation) -> LogicalResult {
+    Node n{kind};
+    if (failed(inputs(n, op->getOperands())))
+      return failure();
+    return addNode(op, n, activation);
+  };
+  auto convAttrs = [](Node &n, auto conv) {
+    n.strides = pair(conv.getStrides());
+    n.padding = quad(conv.getPadding());
+    n.dilations = pair(conv.getDilations());
+  };
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](ReadOp read) -> LogicalResult {
+        auto it = variables.find(read.getVariable());
+        if (it == variables.end())
+          return read.emitError("kiln-convert-to-sa: unknown variable");
+        values[read.getResult()] = it->second;
+        return success();
+      })
+      .Case([&](AssignOp) -> LogicalResult { return success(); }) // handled after the walk
+      .Case([&](arith::ConstantOp c) -> LogicalResult {
+        auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+        if (!dense)
+          return c.emitError("kiln-convert-to-sa: unsupported constant");
+        FailureOr<Tensor> t = newTensor(c.getResult(), TensorKind::Constant, false);
+        if (failed(t))
+          return failure();
+        t->name = "const" + std::to_string(g.tensors.size());
+        for (APFloat v : dense.getValues<APFloat>())
+          t->data.push_back(float(v.convertToDouble()));
+        values[c.getResult()] = g.addTensor(*t);
+        return success();
+      })
+      .Case([&](Conv2DOp conv) -> LogicalResult {
+        Node n{NodeKind::Conv2d};
+        convAttrs(n, conv);
+        n.layer = layerFromRead(conv.getFilter());
+        n.spaceToDepth = stemInput && conv.getInput() == stemInput;
+        convLayerByInput[conv.getInput()] = n.layer;
+        if (failed(inputs(n, conv->getOperands())))
+          return failure();
+        return addNode(op, n, true);
+      })
+      .Case([&](Conv2DBackwardDataOp conv) -> LogicalResult {
+        Node n{NodeKind::Conv2dBackwardData};
+        convAttrs(n, conv);
+        n.layer = layerFromRead(conv.getFilter());
+        if (failed(inputs(n, conv->getOperands())))
+          return failure();
+        return addNode(op, n, true);
+      })
+      .Case([&](Conv2DBackwardFilterOp conv) -> LogicalResult {
+        Node n{NodeKind::Conv2dBackwardFilter};
+        convAttrs(n, conv);
+        n.layer = convLayerByInput.lookup(conv.getInput());
+        n.spaceToDepth = stemInput && conv.getInput() == stemInput;
+        if (failed(inputs(n, conv->getOperands())))
+          return failure();
+        return addNode(op, n, false);
+      })
+      .Case([&](BatchNormTrainOp bn) -> LogicalResult {
+        Node n{NodeKind::BatchNormTrain};
+        n.epsilon = bn.getEpsilonAttr().getValueAsDouble();
+        n.momentum = bn.getMomentumAttr().getValueAsDouble();
+        n.layer = layerFromRead(bn.getScale());
+        if (failed(inputs(n, bn->getOperands())))
+          return failure();
+        return addNode(op, n, true);
+      })
+      .Case([&](BatchNormBackwardOp bn) -> LogicalResult {
+        Node n{NodeKind::BatchNormBackward};
+        n.epsilon = bn.getEpsilonAttr().getValueAsDouble();
+        n.layer = layerFromRead(bn.getScale());
+        if (failed(inputs(n, bn->getOperands())))
+          return failure();
+        return addNode(op, n, true);
+      })
+      .Case([&](ReluOp) { return simple(NodeKind::Relu, true); })
+      .Case([&](ReluBackwardOp) { return simple(NodeKind::ReluBackward, true); })
+      .Case([&](AddOp) { return simple(NodeKind::Add, true); })
+      .Case([&](CastOp) { return simple(NodeKind::Copy, false); })
+      .Case([&](ReshapeOp r) -> LogicalResult {
+        FailureOr<int> in = tensorOf(r.getInput());
+        if (failed(in))
+          return failure();
+        FailureOr<Tensor> t = newTensor(r.getResult(), TensorKind::Temp, false);
+        if (failed(t))
+          return failure();
+        t->name = "t" + std::to_string(g.tensors.size());
+        t->dtype = g.tensors[size_t(*in)].dtype;
+        t->aliasOf = *in;
+        values[r.getResult()] = g.addTensor(*t);
+        layers.resize(g.tensors.size());
+        return success();
+      })
+      .Case([&](MaxPoolOp p) -> LogicalResult {
+        Node n{NodeKind::MaxPool};
+        n.window = pair(p.getWindow());
+        n.strides = pair(p.getStrides());
+        n.padding = quad(p.getPadding());
+        if (failed(inputs(n, p->getOperands())))
+          return failure();
+        return addNode(op, n, true);
+      })
+      .Case([&](AvgPoolOp p) -> LogicalResult {
+        Node n{NodeKind::AvgPool};
+        n.window = pair(p.getWindow());
+        n.strides = pair(p.getStrides());
+        n.padding = quad(p.getPadding());
+        if (failed(inputs(n, p->getOperands())))
+          return failure();
+        return addNode(op, n, true);
+      })
+      .Case([&](MaxPoolBackwardOp p) -> LogicalResult {
+        Node n{NodeKind::MaxPoolBackward};
+        n.window = pair(p.getWindow());
+        n.strides = pair(p.getStrides());
+        n.padding = quad(p.getPadding());
+        if (failed(inputs(n, p->getOperands())))
+          return failure();
+        return addNode(op, n, true);
+      })
+      .Case([&](AvgPoolBackwardOp p) -> LogicalResult {
+        Node n{NodeKind::AvgPoolBackward};
+        n.window = pair(p.getWindow());
+        n.strides = pair(p.getStrides());
+        n.padding = quad(p.getPadding());
+        if (failed(inputs(n, p->getOperands())))
+          return failure();
+        return addNode(op, n, true);
+      })
+      .Case([&](GlobalAvgPoolOp) { return simple(NodeKind::GlobalAvgPool, true); })
+      .Case([&](GlobalAvgPoolBackwardOp) {
+        return simple(NodeKind::GlobalAvgPoolBackward, true);
+      })
+      .Case([&](DenseOp d) -> LogicalResult {
+        Node n{NodeKind::Matmul};
+        n.layer = layerFromRead(d.getWeight());
+        if (failed(inputs(n, d->getOperands())))
+          return failure();
+        return addNode(op, n, false);
+      })
+      .Case([&](MatmulOp m) -> LogicalResult {
+        Node n{NodeKind::Matmul};
+        n.transposeA = m.getTransposeLhs();
+        n.transposeB = m.getTransposeRhs();
+        n.layer = layerFromRead(m.getRhs());
+        if (failed(inputs(n, m->getOperands())))
+          return failure();
+        return addNode(op, n, false);
+      })
+      .Case([&](ReduceSumOp) { return simple(NodeKind::ReduceSum, false); })
+      .Case([&](SoftmaxCrossEntropyOp l) -> LogicalResult {
+        Node n{NodeKind::SoftmaxXent};
+        n.labelSmoothing = l.getLabelSmoothingAttr().getValueAsDouble();
+        n.layer = "loss";
+        if (failed(inputs(n, l->getOperands())))
+          return failure();
+        return addNode(op, n, false);
+      })
+      .Case([&](SoftmaxCrossEntropyBackwardOp l) -> LogicalResult {
+        Node n{NodeKind::SoftmaxXentBackward};
+        n.labelSmoothing = l.getLabelSmoothingAttr().getValueAsDouble();
+        n.layer = "loss";
+        if (failed(inputs(n, l->getOperands())))
+          return failure();
+        return addNode(op, n, false);
+      })
+      .Case([&](SgdUpdateOp u) -> LogicalResult {
+        Node n{NodeKind::SgdUpdate};
+        n.momentum = u.getMomentumAttr().getValueAsDouble();
+        n.weightDecay = u.getWeightDecayAttr().getValueAsDouble();
+        n.nesterov = u.getNesterov();
+        n.layer = "optimizer";
+        if (failed(inputs(n, u->getOperands())))
+          return failure();
+        return addNode(op, n, false);
+      })
+      .Case([&](LarsUpdateOp u) -> LogicalResult {
+        Node n{NodeKind::LarsUpdate};
+        n.momentum = u.getMomentumAttr().getValueAsDouble();
+        n.weightDecay = u.getWeightDecayAttr().getValueAsDouble();
+        n.eta = u.getEtaAttr().getValueAsDouble();
+        n.epsilon = u.getEpsilonAttr().getValueAsDouble();
+        n.skip = u.getSkipAdaptation();
+        n.layer = "optimizer";
+        if (failed(inputs(n, u->getOperands())))
+          return failure();
+        return addNode(op, n, false);
+      })
+      .Case([&](LearningRateOp lr) -> LogicalResult {
+        Node n{NodeKind::LearningRate};
+        n.schedule = int64_t(lr.getSchedule());
+        n.layer = "optimizer";
+        if (failed(inputs(n, lr->getOperands())))
+          return failure();
+        return addNode(op, n, false);
+      })
+      .Case([&](AllReduceOp ar) -> LogicalResult {
+        Node n{NodeKind::AllReduce};
+        n.layer = "allreduce";
+        if (failed(inputs(n, ar.getGradients())))
+          return failure();
+        // In place: each result is its operand's storage.
+        for (auto [in, out] : llvm::zip(ar.getGradients(), ar.getResults()))
+          values[out] = values[in];
+        g.nodes.push_back(n);
+        g.nodes.back().opName = "allreduce";
+        return success();
+      })
+      .Case([&](func::ReturnOp) -> LogicalResult { return success(); })
+      .Default([&](Operation *other) -> LogicalResult {
+        return other->emitError("kiln-convert-to-sa: '")
+               << other->getName() << "' is not supported on the systolic target";
+      });
+}
+
+LogicalResult GraphBuilder::run() {
+  g.name = module.getSymName() ? module.getSymName()->str() : "program";
+  // Variables.
+  for (auto var : module.getOps<VariableOp>()) {
+    Tensor t;
+    RankedTensorType type = var.getTensorType();
+    t.shape.assign(type.getShape().begin(), type.getShape().end());
+    t.dtype = dtypeOf(type.getElementType());
+    if (type.getElementType().isF64())
+      t.dtype = fb::DType::F32;
+    t.kind = TensorKind::Variable;
+    t.name = var.getSymName().str();
+    t.variableRole = var.isParameter() ? fb::Role::Parameter : fb::Role::State;
+    switch (var.getInit()) {
+    case Initializer::Zeros:
+      t.init = fb::Init::Zeros;
+      break;
+    case Initializer::Ones:
+      t.init = fb::Init::Ones;
+      break;
+    case Initializer::HeNormal:
+      t.init = fb::Init::HeNormal;
+      break;
+    case Initializer::Normal:
+      t.init = fb::Init::Normal;
+      t.initStd = var.getStdAttr() ? float(var.getStdAttr().getValueAsDouble()) : 0;
+      break;
+    case Initializer::Constant: {
+      t.init = fb::Init::Value;
+      auto dense = dyn_cast_or_null<DenseElementsAttr>(var.getValueAttr());
+      if (!dense)
+        return var.emitError("kiln-convert-to-sa: constant variable needs "
+                             "dense values");
+      for (APFloat v : dense.getValues<APFloat>())
+        t.data.push_back(float(v.convertToDouble()));
+      if (dense.isSplat())
+        t.data.assign(size_t(t.numElements()), t.data.front());
+      break;
+    }
+    }
+    variables[t.name] = g.addTensor(t);
+  }
+  // The stem the space-to-depth rewrite applies to: a 7x7/2 convolution of
+  // an image argument with at most 4 channels and even sides.
+  if (options.spaceToDepthStem) {
+    for (BlockArgument arg : step.getArguments()) {
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      if (!type || type.getRank() != 4 || type.getDimSize(3) > 4 ||
+          type.getDimSize(1) % 2 || type.getDimSize(2) % 2)
+        continue;
+      bool ok = !arg.use_empty();
+      for (Operation *user : arg.getUsers()) {
+        auto conv = dyn_cast<Conv2DOp>(user);
+        auto bwd = dyn_cast<Conv2DBackwardFilterOp>(user);
+        ArrayRef<int64_t> strides = conv ? conv.getStrides()
+                                         : bwd ? bwd.getStrides()
+                                               : ArrayRef<int64_t>();
+        ok &= (conv || bwd) && strides.size() == 2 && strides[0] == 2 &&
+              strides[1] == 2;
+      }
+      if (ok)
+        stemInput = arg;
+    }
+    if (!stemInput)
+      return step.emitError("kiln-convert-to-sa: space-to-depth-stem found no "
+                            "stride-2 stem convolution of an image argument");
+  }
+  // Arguments.
+  for (BlockArgument arg : step.getArguments()) {
+    FailureOr<Tensor> t = newTensor(arg, TensorKind::Input, false);
+    if (failed(t))
+      return failure();
+    t->name = "input" + std::to_string(arg.getArgNumber());
+    t->argument = int(arg.getArgNumber());
+    if (arg == stemInput) {
+      t->shape = {t->shape[0], t->shape[1] / 2, t->shape[2] / 2, 4 * t->shape[3]};
+      t->hostLayout = fb::HostLayout::SpaceToDepth2;
+    }
+    values[arg] = g.addTensor(*t);
+  }
+  layers.resize(g.tensors.size());
+  Block &body = step.getBody().front();
+  int64_t index = 0;
+  for (Operation &op : body)
+    position[&op] = index++;
+  for (Operation &op : body)
+    if (failed(lower(&op)))
+      return failure();
+  // Results.
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    FailureOr<int> id = tensorOf(v);
+    if (failed(id))
+      return failure();
+    Tensor &t = g.tensors[size_t(g.root(*id))];
+    if (t.kind != TensorKind::Temp || t.result >= 0) {
+      return ret.emitError("kiln-convert-to-sa: result ")
+             << i << " must be a value computed by the step";
+    }
+    t.result = int(i);
+  }
+  // Assignments: in place when no read of the variable comes after the
+  // producer, otherwise a copy at the end of the step.
+  for (auto assign : body.getOps<AssignOp>()) {
+    int var = variables.lookup(assign.getVariable());
+    FailureOr<int> val = tensorOf(assign.getValue());
+    if (failed(val))
+      return failure();
+    if (g.root(*val) == var)
+      continue;
+    Operation *producer = assign.getValue().getDefiningOp();
+    bool inPlace = producer && isa<SgdUpdateOp, LarsUpdateOp, BatchNormTrainOp>(producer) &&
+                   g.tensors[size_t(*val)].aliasOf < 0 &&
+                   g.tensors[size_t(*val)].result < 0;
+    if (inPlace) {
+      for (auto read : body.getOps<ReadOp>()) {
+        if (read.getVariable() != assign.getVariable())
+          continue;
+        for (Operation *user : read->getUsers())
+          if (position.lookup(user) > position.lookup(producer))
+            inPlace = false;
+      }
+    }
+    if (inPlace) {
+      g.tensors[size_t(*val)].aliasOf = var;
+      continue;
+    }
+    Node copy{NodeKind::Copy};
+    copy.inputs = {*val};
+    copy.outputs = {var};
+    copy.opName = "assign";
+    copy.layer = assign.getVariable().str();
+    g.nodes.push_back(copy);
+  }
+  // The batch: the leading dimension of the first image-like argument.
+  for (const Tensor &t : g.tensors)
+    if (t.kind == TensorKind::Input && t.shape.size() == 4) {
+      g.batch = t.shape[0];
+      break;
+    }
+  return success();
+}
+
+} // namespace
+
+LogicalResult buildGraph(ModuleOp module, func::FuncOp step,
+                         const GraphOptions &options, Graph &graph) {
+  return GraphBuilder(module, step, options, graph).run();
+}
+
+} // namespace kiln::sa

@@ -1,0 +1,661 @@
+//===- PlanConv.cpp - Matrix-unit lowerings: convolutions and matmuls -----===//
+//
+// Convolutions are implicit GEMMs: no im2col buffer is built; each matmul's
+// views address the staged input directly, one filter tap (or a group of
+// taps packed into the contraction when channels are few) per weight tile.
+//
+// - Forward and backward-data share one engine over an output "lattice":
+//   forward computes every output position; backward-data with stride s
+//   is split into s x s classes of output positions by parity, each a
+//   stride-1 gather over the output gradient with the taps of matching
+//   parity (classes without taps are zero).
+// - Backward-filter keeps the output-gradient chunk stationary (k = pixels,
+//   n = output channels) and streams the transposed input, one row per
+//   (tap, input channel), accumulating dW over the whole batch.
+// - The space-to-depth stem (REFERENCE.md): the input arrives as
+//   [N, H/2, W/2, 4C] and the 7x7/2 filter is read as a zero-padded 8x8
+//   filter folded into a 4x4 stride-1 filter over 4C channels:
+//   W'[a, b, (p, q, c)] = W[2a + p - 1, 2b + q - 1, c] (out of range: 0).
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlannerImpl.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace kiln::sa {
+
+namespace {
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Filter taps along one axis: tap i has filter index k0 + i * kStep and
+/// input offset c0 + i * cStep (input coordinate = lattice coordinate *
+/// a + offset).
+struct TapAxis {
+  int64_t count = 0, k0 = 0, kStep = 1, c0 = 0, cStep = 1;
+  int64_t cMin() const { return std::min(c0, c0 + (count - 1) * cStep); }
+  int64_t cMax() const { return std::max(c0, c0 + (count - 1) * cStep); }
+};
+
+/// One gather convolution: y[lattice] = sum over taps of x * w.
+struct ConvInstance {
+  int x = -1, w = -1, y = -1;
+  int64_t N = 0, IH = 0, IW = 0, IC = 0; // streamed input
+  int64_t OH = 0, OW = 0, OC = 0;        // output tensor
+  int64_t KH = 0, KW = 0;                // stored filter
+  /// Filter stored [KH, KW, OC, IC] (backward data) instead of [.., IC, OC].
+  bool wTransposed = false;
+  /// Input channels are (p, q, c) of a space-to-depth stem; c < s2dC.
+  int64_t s2dC = 0;
+  /// Output lattice: oh = oh2 * sy + py for oh2 < OH2, likewise ow.
+  int64_t sy = 1, sx = 1, py = 0, px = 0, OH2 = 0, OW2 = 0;
+  /// Input coordinate = lattice coordinate * a + tap offset.
+  int64_t ay = 1, ax = 1;
+  TapAxis th, tw;
+};
+
+/// Weight tiles: a rectangle of taps and a chunk of input channels.
+struct KTile {
+  int64_t i0, gh, j0, gw, ic0, cc;
+};
+
+std::vector<KTile> kTiles(const ConvInstance &c, int64_t R) {
+  std::vector<KTile> tiles;
+  if (c.s2dC) { // all 4C channels of a tap together
+    int64_t gw = std::max<int64_t>(1, std::min(c.tw.count, R / c.IC));
+    int64_t gh = gw == c.tw.count
+                     ? std::max<int64_t>(1, std::min(c.th.count, R / (gw * c.IC)))
+                     : 1;
+    for (int64_t i = 0; i < c.th.count; i += gh)
+      for (int64_t j = 0; j < c.tw.count; j += gw)
+        tiles.push_back({i, std::min(gh, c.th.count - i), j,
+                         std::min(gw, c.tw.count - j), 0, c.IC});
+    return tiles;
+  }
+  if (c.IC >= R) {
+    for (int64_t i = 0; i < c.th.count; ++i)
+      for (int64_t j = 0; j < c.tw.count; ++j)
+        for (int64_t ic = 0; ic < c.IC; ic += R)
+          tiles.push_back({i, 1, j, 1, ic, std::min(R, c.IC - ic)});
+    return tiles;
+  }
+  int64_t gw = std::max<int64_t>(1, std::min(c.tw.count, R / c.IC));
+  int64_t gh = gw == c.tw.count
+                   ? std::max<int64_t>(1, std::min(c.th.count, R / (gw * c.IC)))
+                   : 1;
+  for (int64_t i = 0; i < c.th.count; i += gh)
+    for (int64_t j = 0; j < c.tw.count; j += gw)
+      tiles.push_back({i, std::min(gh, c.th.count - i), j,
+                       std::min(gw, c.tw.count - j), 0, c.IC});
+  return tiles;
+}
+
+/// The staged filter of output channels [oc0, oc0 + ocg): [KH, KW, IC, ocg]
+/// (or [KH, KW, ocg, IC] when transposed).
+void stageWeights(Planner &p, const ConvInstance &c, int64_t oc0, int64_t ocg,
+                  uint32_t slot) {
+  int64_t wIC = c.s2dC ? c.s2dC : c.IC;
+  if (!c.wTransposed) {
+    int64_t rows = c.KH * c.KW * wIC;
+    p.b.dma(OperandSpec::matrix(p.home(c.w), oc0, rows, ocg, c.OC),
+            OperandSpec::matrix(slot, 0, rows, ocg, ocg));
+    return;
+  }
+  OperandSpec src;
+  src.buffer = p.home(c.w);
+  src.rows = {c.KH * c.KW, ocg};
+  src.cols = {c.IC};
+  src.coords = {{c.OC * c.IC, 0, c.KH * c.KW, {1, 0}, {0}},
+                {c.IC, oc0, c.OC, {0, 1}, {0}},
+                {1, 0, c.IC, {0, 0}, {1}}};
+  p.b.dma(src, OperandSpec::matrix(slot, 0, c.KH * c.KW * ocg, c.IC, c.IC));
+}
+
+OperandSpec weightView(const ConvInstance &c, const KTile &k, uint32_t slot,
+                       int64_t ocg, int64_t ob0, int64_t obw) {
+  OperandSpec v;
+  v.buffer = slot;
+  v.cols = {obw};
+  int64_t khStride, kwStride, icStride, ocStride;
+  int64_t wIC = c.s2dC ? c.s2dC : c.IC;
+  if (c.wTransposed) {
+    khStride = c.KW * ocg * wIC;
+    kwStride = ocg * wIC;
+    icStride = 1;
+    ocStride = wIC;
+  } else {
+    khStride = c.KW * wIC * ocg;
+    kwStride = wIC * ocg;
+    icStride = ocg;
+    ocStride = 1;
+  }
+  int64_t kh0 = c.th.k0 + k.i0 * c.th.kStep, kw0 = c.tw.k0 + k.j0 * c.tw.kStep;
+  if (c.s2dC) {
+    v.rows = {k.gh, k.gw, 2, 2, c.s2dC};
+    v.coords = {{khStride, kh0, c.KH, {c.th.kStep, 0, 1, 0, 0}, {0}},
+                {kwStride, kw0, c.KW, {0, c.tw.kStep, 0, 1, 0}, {0}},
+                {icStride, 0, c.s2dC, {0, 0, 0, 0, 1}, {0}},
+                {ocStride, ob0, ocg, {0, 0, 0, 0, 0}, {1}}};
+    return v;
+  }
+  v.rows = {k.gh, k.gw, k.cc};
+  v.coords = {{khStride, kh0, c.KH, {c.th.kStep, 0, 0}, {0}},
+              {kwStride, kw0, c.KW, {0, c.tw.kStep, 0}, {0}},
+              {icStride, k.ic0, c.IC, {0, 0, 1}, {0}},
+              {ocStride, ob0, ocg, {0, 0, 0}, {1}}};
+  return v;
+}
+
+/// A tile of the lattice: images [n0, n0 + nb), lattice rows [r0, r0 + cnt),
+/// and the input rows [ih0, ih0 + slabRows) it reads.
+struct Tile {
+  int64_t n0, nb, r0, cnt, ih0, slabRows;
+};
+
+Tile makeTile(const ConvInstance &c, int64_t n0, int64_t nb, int64_t r0,
+              int64_t cnt) {
+  int64_t lo = std::max<int64_t>(0, r0 * c.ay + c.th.cMin());
+  int64_t hi = std::min(c.IH, (r0 + cnt - 1) * c.ay + c.th.cMax() + 1);
+  return {n0, nb, r0, cnt, lo, std::max<int64_t>(0, hi - lo)};
+}
+
+OperandSpec inputView(const ConvInstance &c, const Tile &t, const KTile &k,
+                      uint32_t slab) {
+  OperandSpec v;
+  v.buffer = slab;
+  v.rows = {t.nb, t.cnt, c.OW2};
+  v.cols = {k.gh, k.gw, k.cc};
+  int64_t rowOff = t.r0 * c.ay + c.th.c0 + k.i0 * c.th.cStep - t.ih0;
+  v.coords = {
+      {std::max<int64_t>(1, t.slabRows) * c.IW * c.IC, 0, t.nb, {1, 0, 0}, {0, 0, 0}},
+      {c.IW * c.IC, rowOff, t.slabRows, {0, c.ay, 0}, {c.th.cStep, 0, 0}},
+      {c.IC, c.tw.c0 + k.j0 * c.tw.cStep, c.IW, {0, 0, c.ax}, {0, c.tw.cStep, 0}},
+      {1, k.ic0, c.IC, {0, 0, 0}, {0, 0, 1}}};
+  return v;
+}
+
+/// The output positions of a tile's lattice rows, columns [oc0, oc0 + w).
+OperandSpec outputView(const ConvInstance &c, const Tile &t, uint32_t buffer,
+                       int64_t oc0, int64_t w) {
+  OperandSpec v;
+  v.buffer = buffer;
+  v.rows = {t.nb, t.cnt, c.OW2};
+  v.cols = {w};
+  v.coords = {{c.OH * c.OW * c.OC, t.n0, c.N, {1, 0, 0}, {0}},
+              {c.OW * c.OC, t.r0 * c.sy + c.py, c.OH, {0, c.sy, 0}, {0}},
+              {c.OC, c.px, c.OW, {0, 0, c.sx}, {0}},
+              {1, oc0, c.OC, {0, 0, 0}, {1}}};
+  return v;
+}
+
+/// Lowers a set of instances sharing a filter and an output (the parity
+/// classes of one backward-data op, or the single forward instance).
+Status lowerInstances(Planner &p, const std::vector<ConvInstance> &all) {
+  const ConvInstance &c0 = all.front();
+  const int64_t R = p.t.arrayRows, C = p.t.arrayCols;
+  int64_t wIC = c0.s2dC ? c0.s2dC : c0.IC;
+  // Output-channel groups whose filter slice fits a third of staging.
+  int64_t perOc = c0.KH * c0.KW * wIC * p.bytes(p.dtype(c0.w));
+  int64_t ocg = std::min(c0.OC, std::max<int64_t>(1, p.budget() / 3 / perOc));
+  if (ocg < c0.OC)
+    ocg = std::max<int64_t>(std::min(C, c0.OC), ocg / C * C);
+  if (ocg * perOc > p.budget() / 2)
+    return Status::error("the filter slice of one output block does not fit "
+                         "in staging memory");
+  int64_t obw = std::min(C, c0.OC);
+  bool yOnChip = p.onChip(c0.y);
+  bool needCvt = !yOnChip && p.dtype(c0.y) != fb::DType::F32;
+  int64_t left = p.budget() - ocg * perOc - 4096;
+  int64_t xb = p.bytes(p.dtype(c0.x));
+  // Bytes of a tile: two slabs, two accumulators (and conversions).
+  auto tileBytes = [&](const ConvInstance &c, int64_t nb, int64_t cnt) {
+    Tile t = makeTile(c, 0, nb, 0, cnt);
+    int64_t rows = nb * cnt * c.OW2;
+    int64_t slab = nb * std::max<int64_t>(t.slabRows, 1) * c.IW * c.IC * xb;
+    return 2 * slab + 2 * rows * obw * (4 + (needCvt ? 2 : 0));
+  };
+  uint32_t wslot;
+  KILN_SIM_RETURN_IF_ERROR(
+      p.slot("w", p.dtype(c0.w), ocg * c0.KH * c0.KW * wIC, wslot));
+  // Tile shapes per instance, and the largest slot sizes among them.
+  struct Plan {
+    int64_t nb, cnt;
+  };
+  std::vector<Plan> plans;
+  int64_t maxSlab = 1, maxRows = 1;
+  for (const ConvInstance &c : all) {
+    if (c.OH2 <= 0 || c.OW2 <= 0) {
+      plans.push_back({0, 0});
+      continue;
+    }
+    int64_t nb = 0, cnt = c.OH2;
+    for (int64_t n = c.N; n >= 1; n = n / 2)
+      if (tileBytes(c, n, c.OH2) <= left) {
+        nb = n;
+        break;
+      }
+    if (nb == 0) {
+      nb = 1;
+      while (cnt > 1 && tileBytes(c, 1, cnt) > left)
+        cnt = cnt / 2;
+      if (tileBytes(c, 1, cnt) > left)
+        return Status::error("one output row does not fit in staging memory");
+    }
+    plans.push_back({nb, cnt});
+    Tile t = makeTile(c, 0, nb, 0, cnt);
+    maxSlab = std::max(maxSlab, nb * std::max<int64_t>(t.slabRows, 1) * c.IW * c.IC);
+    maxRows = std::max(maxRows, nb * cnt * c.OW2);
+  }
+  uint32_t slab[2], acc[2], cvt[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    KILN_SIM_RETURN_IF_ERROR(p.slot("x", p.dtype(c0.x), maxSlab, slab[k]));
+    KILN_SIM_RETURN_IF_ERROR(p.slot("acc", fb::DType::F32, maxRows * obw, acc[k]));
+    if (needCvt)
+      KILN_SIM_RETURN_IF_ERROR(p.slot("cvt", p.dtype(c0.y), maxRows * obw, cvt[k]));
+  }
+  int64_t blockCounter = 0, tileCounter = 0;
+  for (int64_t oc0 = 0; oc0 < c0.OC; oc0 += ocg) {
+    int64_t g = std::min(ocg, c0.OC - oc0);
+    stageWeights(p, c0, oc0, g, wslot);
+    for (size_t ci = 0; ci < all.size(); ++ci) {
+      const ConvInstance &c = all[ci];
+      if (plans[ci].nb == 0)
+        continue;
+      std::vector<KTile> ktiles = kTiles(c, R);
+      for (int64_t n0 = 0; n0 < c.N; n0 += plans[ci].nb)
+        for (int64_t r0 = 0; r0 < c.OH2; r0 += plans[ci].cnt) {
+          Tile t = makeTile(c, n0, std::min(plans[ci].nb, c.N - n0), r0,
+                            std::min(plans[ci].cnt, c.OH2 - r0));
+          int64_t rows = t.nb * t.cnt * c.OW2;
+          uint32_t s = slab[tileCounter++ % 2];
+          if (!ktiles.empty() && t.slabRows > 0) {
+            // The input rows of the tile, for every image of it.
+            OperandSpec src;
+            src.buffer = p.home(c.x);
+            src.rows = {t.nb};
+            src.cols = {t.slabRows * c.IW * c.IC};
+            src.coords = {{c.IH * c.IW * c.IC, t.n0, c.N, {1}, {0}},
+                          {1, t.ih0 * c.IW * c.IC, c.IH * c.IW * c.IC, {0}, {1}}};
+            p.b.dma(src, OperandSpec::matrix(s, 0, t.nb, t.slabRows * c.IW * c.IC,
+                                             t.slabRows * c.IW * c.IC));
+          }
+          for (int64_t ob0 = 0; ob0 < g; ob0 += obw, ++blockCounter) {
+            int64_t w = std::min(obw, g - ob0);
+            uint32_t a = acc[blockCounter % 2];
+            uint32_t mxu = uint32_t(blockCounter % p.t.mxuCount);
+            if (ktiles.empty() || t.slabRows == 0)
+              p.b.vector(fb::VectorOp::Fill, {}, {fb::Region(a, 0)}, rows, w, {0.0});
+            for (size_t kt = 0; kt < ktiles.size() && t.slabRows > 0; ++kt)
+              p.b.matmul(mxu, inputView(c, t, ktiles[kt], s),
+                         weightView(c, ktiles[kt], wslot, g, ob0, w),
+                         OperandSpec::matrix(a, 0, rows, w, w), kt > 0);
+            bool dense = c.sy == 1 && c.sx == 1 && c.OW2 == c.OW;
+            if (yOnChip && dense) {
+              p.storeBlock(c.y, a, (t.n0 * c.OH + t.r0) * c.OW, rows, oc0 + ob0,
+                           w, 0);
+              continue;
+            }
+            uint32_t src = a;
+            if (needCvt) {
+              src = cvt[blockCounter % 2];
+              p.b.vector(fb::VectorOp::Copy, {fb::Region(a, 0)},
+                         {fb::Region(src, 0)}, rows, w);
+            }
+            p.b.dma(OperandSpec::matrix(src, 0, rows, w, w),
+                    outputView(c, t, p.home(c.y), oc0 + ob0, w));
+          }
+        }
+    }
+  }
+  return Status::success();
+}
+
+} // namespace
+
+Status Planner::lowerConv(const Node &n) {
+  const Tensor &x = tensor(n.inputs[0]), &w = tensor(n.inputs[1]),
+               &y = tensor(n.outputs[0]);
+  ConvInstance c;
+  c.x = n.inputs[0];
+  c.w = n.inputs[1];
+  c.y = n.outputs[0];
+  c.N = x.shape[0];
+  c.IH = x.shape[1];
+  c.IW = x.shape[2];
+  c.IC = x.shape[3];
+  c.OH = c.OH2 = y.shape[1];
+  c.OW = c.OW2 = y.shape[2];
+  c.OC = y.shape[3];
+  c.KH = w.shape[0];
+  c.KW = w.shape[1];
+  if (n.spaceToDepth) {
+    // 7x7/2 on [N, 2H, 2W, C] as 4x4/1 on [N, H, W, 4C]; see the file
+    // comment. Tap a reads input rows oh + a - 2 and filter rows 2a + p - 1.
+    if (n.strides[0] != 2 || n.strides[1] != 2 || c.IC % 4 != 0 ||
+        n.dilations[0] != 1 || n.dilations[1] != 1)
+      return Status::error("space-to-depth needs a stride-2 undilated stem");
+    c.s2dC = c.IC / 4;
+    int64_t taps = (c.KH + 2) / 2;
+    int64_t pad = (n.padding[0] + 1) / 2;
+    c.th = {taps, -1 + 2 * 0 + (n.padding[0] % 2 == 1 ? 0 : 1), 2, -pad, 1};
+    int64_t padW = (n.padding[2] + 1) / 2;
+    c.tw = {(c.KW + 2) / 2, -1 + (n.padding[2] % 2 == 1 ? 0 : 1), 2, -padW, 1};
+  } else {
+    c.ay = n.strides[0];
+    c.ax = n.strides[1];
+    c.th = {c.KH, 0, 1, -n.padding[0], n.dilations[0]};
+    c.tw = {c.KW, 0, 1, -n.padding[2], n.dilations[1]};
+  }
+  return lowerInstances(*this, {c});
+}
+
+Status Planner::lowerConvBackwardData(const Node &n) {
+  const Tensor &dy = tensor(n.inputs[0]), &w = tensor(n.inputs[1]),
+               &dx = tensor(n.outputs[0]);
+  int64_t sh = n.strides[0], sw = n.strides[1], dh = n.dilations[0],
+          dw = n.dilations[1];
+  std::vector<ConvInstance> classes;
+  auto axis = [](int64_t phase, int64_t pad, int64_t k, int64_t s, int64_t d,
+                 TapAxis &a) {
+    int64_t step = s / std::gcd(s, d);
+    a = TapAxis();
+    for (int64_t kk = 0; kk < std::min(k, step); ++kk) {
+      int64_t v = phase + pad - kk * d;
+      if (((v % s) + s) % s == 0) {
+        a.k0 = kk;
+        a.kStep = step;
+        a.count = (k - kk + step - 1) / step;
+        a.c0 = v / s;
+        a.cStep = -step * d / s;
+        return;
+      }
+    }
+  };
+  for (int64_t ph = 0; ph < sh; ++ph)
+    for (int64_t pw = 0; pw < sw; ++pw) {
+      ConvInstance c;
+      c.x = n.inputs[0];
+      c.w = n.inputs[1];
+      c.y = n.outputs[0];
+      c.N = dy.shape[0];
+      c.IH = dy.shape[1];
+      c.IW = dy.shape[2];
+      c.IC = dy.shape[3];
+      c.OH = dx.shape[1];
+      c.OW = dx.shape[2];
+      c.OC = dx.shape[3];
+      c.KH = w.shape[0];
+      c.KW = w.shape[1];
+      c.wTransposed = true;
+      c.sy = sh;
+      c.sx = sw;
+      c.py = ph;
+      c.px = pw;
+      c.OH2 = ph < c.OH ? ceilDiv(c.OH - ph, sh) : 0;
+      c.OW2 = pw < c.OW ? ceilDiv(c.OW - pw, sw) : 0;
+      axis(ph, n.padding[0], c.KH, sh, dh, c.th);
+      axis(pw, n.padding[2], c.KW, sw, dw, c.tw);
+      if (c.th.count == 0 || c.tw.count == 0)
+        c.th.count = c.tw.count = 0; // no taps: the class is zero
+      classes.push_back(c);
+    }
+  return lowerInstances(*this, classes);
+}
+
+Status Planner::lowerConvBackwardFilter(const Node &n) {
+  const Tensor &x = tensor(n.inputs[0]), &dy = tensor(n.inputs[1]),
+               &dwT = tensor(n.outputs[0]);
+  int xid = n.inputs[0], dyid = n.inputs[1], dwid = n.outputs[0];
+  const int64_t R = t.arrayRows, C = t.arrayCols;
+  int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], Cx = x.shape[3];
+  int64_t OH = dy.shape[1], OW = dy.shape[2], Co = dy.shape[3];
+  int64_t KH = dwT.shape[0], KW = dwT.shape[1], Ci = dwT.shape[2];
+  if (OW > R)
+    return Status::error("output rows wider than the array are not supported");
+  bool s2d = n.spaceToDepth;
+  // Rows of dW^T streamed per pass: (tap, channel).
+  int64_t th = KH, tw = KW, sh = n.strides[0], sw = n.strides[1],
+          dh = n.dilations[0], dw = n.dilations[1];
+  int64_t padT = n.padding[0], padL = n.padding[2];
+  if (s2d) {
+    th = (KH + 2) / 2;
+    tw = (KW + 2) / 2;
+    sh = sw = dh = dw = 1;
+    padT = (n.padding[0] + 1) / 2;
+    padL = (n.padding[2] + 1) / 2;
+  }
+  int64_t m = th * tw * Cx;
+  int64_t obw = std::min(C, Co);
+  int64_t blocks = ceilDiv(Co, obw);
+  int64_t group = std::min<int64_t>(blocks, t.mxuCount);
+  while (group > 1 && group * m * obw * 4 > budget() / 2)
+    --group;
+  if (m * obw * 4 > budget() / 2)
+    return Status::error("the filter gradient of one output block does not "
+                         "fit in staging memory");
+  int64_t left = budget() - group * m * obw * 4 - 4096;
+  int64_t xb = bytes(dtype(xid)), yb = bytes(dtype(dyid));
+  auto slabRows = [&](int64_t r0, int64_t cnt, int64_t &ih0) {
+    int64_t lo = std::max<int64_t>(0, r0 * sh - padT);
+    int64_t hi = std::min(H, (r0 + cnt - 1) * sh - padT + (th - 1) * dh + 1);
+    ih0 = lo;
+    return std::max<int64_t>(0, hi - lo);
+  };
+  auto tileBytes = [&](int64_t nb, int64_t cnt) {
+    int64_t ih0;
+    int64_t rows = slabRows(0, cnt, ih0);
+    return 2 * (nb * rows * W * Cx * xb + nb * cnt * OW * Co * yb);
+  };
+  int64_t nb = 0, cnt = OH;
+  for (int64_t k = N; k >= 1; k /= 2)
+    if (tileBytes(k, OH) <= left) {
+      nb = k;
+      break;
+    }
+  if (nb == 0) {
+    nb = 1;
+    while (cnt > 1 && tileBytes(1, cnt) > left)
+      cnt /= 2;
+    if (tileBytes(1, cnt) > left)
+      return Status::error("one output row does not fit in staging memory");
+  }
+  int64_t ihTmp;
+  int64_t maxSlab = nb * std::max<int64_t>(1, slabRows(0, cnt, ihTmp)) * W * Cx;
+  uint32_t xs[2], ys[2];
+  for (int k = 0; k < 2; ++k) {
+    KILN_SIM_RETURN_IF_ERROR(slot("x", dtype(xid), maxSlab, xs[k]));
+    KILN_SIM_RETURN_IF_ERROR(slot("dy", dtype(dyid), nb * cnt * OW * Co, ys[k]));
+  }
+  std::vector<uint32_t> acc(static_cast<size_t>(group));
+  for (auto &a : acc)
+    KILN_SIM_RETURN_IF_ERROR(slot("acc", fb::DType::F32, m * obw, a));
+  uint32_t cvt = 0;
+  if (!s2d && !onChip(dwid) && dtype(dwid) != fb::DType::F32)
+    KILN_SIM_RETURN_IF_ERROR(slot("cvt", dtype(dwid), m * obw, cvt));
+  int64_t tileCounter = 0;
+  for (int64_t b0 = 0; b0 < blocks; b0 += group) {
+    int64_t gb = std::min(group, blocks - b0);
+    bool first = true;
+    for (int64_t n0 = 0; n0 < N; n0 += nb)
+      for (int64_t r0 = 0; r0 < OH; r0 += cnt) {
+        int64_t tn = std::min(nb, N - n0), tc = std::min(cnt, OH - r0), ih0;
+        int64_t rows = slabRows(r0, tc, ih0);
+        uint32_t xsl = xs[tileCounter % 2], ysl = ys[tileCounter % 2];
+        ++tileCounter;
+        OperandSpec src;
+        src.buffer = home(xid);
+        src.rows = {tn};
+        src.cols = {std::max<int64_t>(rows, 1) * W * Cx};
+        src.coords = {{H * W * Cx, n0, N, {1}, {0}},
+                      {1, ih0 * W * Cx, H * W * Cx, {0}, {1}}};
+        if (rows > 0)
+          b.dma(src, OperandSpec::matrix(xsl, 0, tn, rows * W * Cx, rows * W * Cx));
+        OperandSpec dsrc;
+        dsrc.buffer = home(dyid);
+        dsrc.rows = {tn};
+        dsrc.cols = {tc * OW * Co};
+        dsrc.coords = {{OH * OW * Co, n0, N, {1}, {0}},
+                       {1, r0 * OW * Co, OH * OW * Co, {0}, {1}}};
+        b.dma(dsrc, OperandSpec::matrix(ysl, 0, tn, tc * OW * Co, tc * OW * Co));
+        // Pixel chunks of at most R: whole images, or rows of one image.
+        int64_t cn = 1, ch = std::min(tc, R / OW);
+        if (tc == OH && OH * OW <= R)
+          cn = std::min(tn, R / (OH * OW)), ch = OH;
+        for (int64_t nc = 0; nc < tn; nc += cn)
+          for (int64_t q = 0; q < tc; q += ch) {
+            int64_t ccn = std::min(cn, tn - nc), cch = std::min(ch, tc - q);
+            OperandSpec lhs;
+            lhs.buffer = xsl;
+            lhs.cols = {ccn, cch, OW};
+            int64_t rowOff = (r0 + q) * sh - padT - ih0;
+            int64_t slabStride = std::max<int64_t>(rows, 1) * W * Cx;
+            if (s2d) {
+              int64_t c4 = Cx / 4;
+              lhs.rows = {th, tw, 2, 2, c4};
+              lhs.coords = {
+                  {slabStride, nc, tn, {0, 0, 0, 0, 0}, {1, 0, 0}},
+                  {W * Cx, rowOff, rows, {1, 0, 0, 0, 0}, {0, 1, 0}},
+                  {Cx, -padL, W, {0, 1, 0, 0, 0}, {0, 0, 1}},
+                  {1, 0, Cx, {0, 0, 2 * c4, c4, 1}, {0, 0, 0}}};
+            } else {
+              lhs.rows = {th, tw, Cx};
+              lhs.coords = {{slabStride, nc, tn, {0, 0, 0}, {1, 0, 0}},
+                            {W * Cx, rowOff, rows, {dh, 0, 0}, {0, sh, 0}},
+                            {Cx, -padL, W, {0, dw, 0}, {0, 0, sw}},
+                            {1, 0, Cx, {0, 0, 1}, {0, 0, 0}}};
+            }
+            for (int64_t bi = 0; bi < gb; ++bi) {
+              int64_t oc0 = (b0 + bi) * obw, w = std::min(obw, Co - oc0);
+              OperandSpec rhs;
+              rhs.buffer = ysl;
+              rhs.rows = {ccn, cch, OW};
+              rhs.cols = {w};
+              rhs.coords = {{tc * OW * Co, nc, tn, {1, 0, 0}, {0}},
+                            {OW * Co, q, tc, {0, 1, 0}, {0}},
+                            {Co, 0, OW, {0, 0, 1}, {0}},
+                            {1, oc0, Co, {0, 0, 0}, {1}}};
+              b.matmul(uint32_t(bi % t.mxuCount), lhs, rhs,
+                       OperandSpec::matrix(acc[size_t(bi)], 0, m, w, w), !first);
+            }
+            first = false;
+          }
+      }
+    for (int64_t bi = 0; bi < gb; ++bi) {
+      int64_t oc0 = (b0 + bi) * obw, w = std::min(obw, Co - oc0);
+      if (!s2d) {
+        storeBlock(dwid, acc[size_t(bi)], 0, m, oc0, w, cvt);
+        continue;
+      }
+      // Unfold (a, b, p, q, c) back onto the 7x7 filter, dropping the
+      // padding tap.
+      OperandSpec dst;
+      dst.buffer = home(dwid);
+      int64_t c4 = Cx / 4;
+      dst.rows = {th, tw, 2, 2, c4};
+      dst.cols = {w};
+      int64_t k0h = (n.padding[0] % 2 == 1) ? 0 : 1,
+              k0w = (n.padding[2] % 2 == 1) ? 0 : 1;
+      dst.coords = {{KW * Ci * Co, -1 + k0h, KH, {2, 0, 1, 0, 0}, {0}},
+                    {Ci * Co, -1 + k0w, KW, {0, 2, 0, 1, 0}, {0}},
+                    {Co, 0, Ci, {0, 0, 0, 0, 1}, {0}},
+                    {1, oc0, Co, {0, 0, 0, 0, 0}, {1}}};
+      b.dma(OperandSpec::matrix(acc[size_t(bi)], 0, m, w, w), dst);
+    }
+  }
+  return Status::success();
+}
+
+Status Planner::lowerMatmul(const Node &n) {
+  int a = n.inputs[0], bt = n.inputs[1], c = n.outputs[0];
+  int bias = n.inputs.size() > 2 ? n.inputs[2] : -1;
+  const Tensor &A = tensor(a), &B = tensor(bt);
+  int64_t M = n.transposeA ? A.shape[1] : A.shape[0];
+  int64_t K = n.transposeA ? A.shape[0] : A.shape[1];
+  int64_t N = n.transposeB ? B.shape[0] : B.shape[1];
+  const int64_t R = t.arrayRows, Cc = t.arrayCols;
+  int64_t nbw = std::min(Cc, N);
+  bool needCvt = !onChip(c) && dtype(c) != fb::DType::F32;
+  int64_t ab = bytes(dtype(a)), bb = bytes(dtype(bt));
+  int64_t fixed = K * nbw * bb + (bias >= 0 ? N * 4 : 0) + 4096;
+  int64_t perRow = 2 * (K * ab + nbw * (4 + (needCvt ? 2 : 0)));
+  if (fixed + perRow > budget())
+    return Status::error("a matmul row does not fit in staging memory");
+  int64_t mt = std::min(M, (budget() - fixed) / perRow);
+  uint32_t bs, as[2], acc[2], cvt[2] = {0, 0};
+  KILN_SIM_RETURN_IF_ERROR(slot("b", dtype(bt), K * nbw, bs));
+  for (int k = 0; k < 2; ++k) {
+    KILN_SIM_RETURN_IF_ERROR(slot("a", dtype(a), mt * K, as[k]));
+    KILN_SIM_RETURN_IF_ERROR(slot("acc", fb::DType::F32, mt * nbw, acc[k]));
+    if (needCvt)
+      KILN_SIM_RETURN_IF_ERROR(slot("cvt", dtype(c), mt * nbw, cvt[k]));
+  }
+  Loc biasLoc;
+  if (bias >= 0) {
+    uint32_t s = 0;
+    if (!onChip(bias))
+      KILN_SIM_RETURN_IF_ERROR(slot("bias", dtype(bias), N, s));
+    biasLoc = load(bias, 0, N, s);
+  }
+  int64_t counter = 0;
+  for (int64_t n0 = 0; n0 < N; n0 += nbw) {
+    int64_t w = std::min(nbw, N - n0);
+    // B[:, n0:n0+w] as a K x w block.
+    OperandSpec bsrc = n.transposeB
+                           ? OperandSpec::transposed(home(bt), n0 * K, w, K, K)
+                           : OperandSpec::matrix(home(bt), n0, K, w, N);
+    if (onChip(bt)) {
+      // Resident operands are read in place.
+    } else {
+      b.dma(bsrc, OperandSpec::matrix(bs, 0, K, w, w));
+    }
+    for (int64_t m0 = 0; m0 < M; m0 += mt, ++counter) {
+      int64_t rows = std::min(mt, M - m0);
+      uint32_t asl = as[counter % 2], accb = acc[counter % 2];
+      OperandSpec asrc = n.transposeA
+                             ? OperandSpec::transposed(home(a), m0, K, rows, M)
+                             : OperandSpec::matrix(home(a), m0 * K, rows, K, K);
+      OperandSpec lhsBase;
+      if (onChip(a)) {
+        lhsBase = asrc;
+      } else {
+        b.dma(asrc, OperandSpec::matrix(asl, 0, rows, K, K));
+        lhsBase = OperandSpec::matrix(asl, 0, rows, K, K);
+      }
+      uint32_t mxu = uint32_t(counter % t.mxuCount);
+      for (int64_t k0 = 0; k0 < K; k0 += R) {
+        int64_t kb = std::min(R, K - k0);
+        // Narrow the lhs view to columns [k0, k0 + kb).
+        OperandSpec lhs = lhsBase;
+        lhs.cols = {kb};
+        for (auto &q : lhs.coords)
+          if (!q.col.empty() && q.col[0] != 0) {
+            q.offset += k0;
+            q.bound = std::max(q.bound, k0 + kb);
+          }
+        OperandSpec rhs;
+        if (onChip(bt)) {
+          rhs = bsrc;
+          rhs.rows = {kb};
+          for (auto &q : rhs.coords)
+            if (!q.row.empty() && q.row[0] != 0)
+              q.offset += k0;
+        } else {
+          rhs = OperandSpec::matrix(bs, k0 * w, kb, w, w);
+        }
+        b.matmul(mxu, lhs, rhs, OperandSpec::matrix(accb, 0, rows, w, w), k0 > 0);
+      }
+      if (bias >= 0) {
+        // The bias block [n0, n0 + w) is added per row.
+        b.vector(fb::VectorOp::ChannelAdd,
+                 {fb::Region(accb, 0), fb::Region(biasLoc.buffer, biasLoc.offset + n0)},
+                 {fb::Region(accb, 0)}, rows, w);
+      }
+      storeBlock(c, accb, m0, rows, n0, w, cvt[counter % 2]);
+    }
+  }
+  return Status::success();
+}
+
+} // namespace kiln::sa

@@ -1,0 +1,467 @@
+//===- PlanOps.cpp - Vector-unit lowerings --------------------------------===//
+//
+// Ops that run on the vector unit stream row tiles of [rows, channels] views
+// through double-buffered staging slots. Batch norm makes two passes (the
+// statistics, then the normalization), as the statistics of the whole batch
+// are needed before any output.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlannerImpl.h"
+
+#include <algorithm>
+
+namespace kiln::sa {
+
+using Op = fb::VectorOp;
+
+namespace {
+
+/// Rows per tile so that `copies` tiles of `bytesPerRow` fit in `budget`.
+int64_t tileRows(int64_t rows, int64_t bytesPerRow, int copies,
+                 int64_t budget) {
+  int64_t fit = budget / std::max<int64_t>(1, bytesPerRow * copies);
+  return std::max<int64_t>(1, std::min(rows, fit));
+}
+
+} // namespace
+
+/// Double-buffered staging slots for a set of tensors, made on first use.
+class Slots {
+public:
+  Slots(Planner &p, std::vector<int> tensors, int64_t elems)
+      : p(p), tensors(std::move(tensors)), elems(elems) {}
+  /// Slot for tensor number i of the set, in buffer k (0 or 1).
+  Status get(size_t i, int k, uint32_t &id) {
+    auto key = std::make_pair(i, k);
+    for (auto &e : made)
+      if (e.first == key) {
+        id = e.second;
+        return Status::success();
+      }
+    int t = tensors[i];
+    Status s = p.slot(p.tensor(t).name.empty() ? "x" : "t" + std::to_string(t),
+                      p.dtype(t), elems, id);
+    if (s.ok())
+      made.push_back({key, id});
+    return s;
+  }
+
+private:
+  Planner &p;
+  std::vector<int> tensors;
+  int64_t elems;
+  std::vector<std::pair<std::pair<size_t, int>, uint32_t>> made;
+};
+
+Status Planner::lowerElementwise(const Node &n) {
+  int out = n.outputs[0];
+  int64_t c = tensor(out).channels(), rows = tensor(out).numElements() / c;
+  std::vector<int> all = n.inputs;
+  all.push_back(out);
+  int64_t bpr = 0;
+  for (int id : all)
+    bpr += c * bytes(dtype(id));
+  int64_t tr = tileRows(rows, bpr, 2, budget());
+  Slots slots(*this, all, tr * c);
+  Op op = n.kind == NodeKind::Relu           ? Op::Relu
+          : n.kind == NodeKind::ReluBackward ? Op::ReluGrad
+          : n.kind == NodeKind::Add          ? Op::Add
+                                             : Op::Copy;
+  for (int64_t r0 = 0, tile = 0; r0 < rows; r0 += tr, ++tile) {
+    int k = int(tile % 2);
+    int64_t cnt = std::min(tr, rows - r0);
+    std::vector<fb::Region> srcs;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      uint32_t s = 0;
+      if (!onChip(n.inputs[i]))
+        KILN_SIM_RETURN_IF_ERROR(slots.get(i, k, s));
+      srcs.push_back(load(n.inputs[i], r0 * c, cnt * c, s).region());
+    }
+    uint32_t d = 0;
+    if (!onChip(out))
+      KILN_SIM_RETURN_IF_ERROR(slots.get(n.inputs.size(), k, d));
+    Loc dst = outLoc(out, r0 * c, d);
+    b.vector(op, srcs, {dst.region()}, cnt, c);
+    store(out, r0 * c, cnt * c, dst);
+  }
+  return Status::success();
+}
+
+/// Per-channel operands ([C]) on chip for the whole op.
+static Status loadVectors(Planner &p, const std::vector<int> &ids,
+                          std::vector<Loc> &locs) {
+  for (int id : ids) {
+    uint32_t s = 0;
+    if (!p.onChip(id))
+      KILN_SIM_RETURN_IF_ERROR(
+          p.slot("c", p.dtype(id), p.tensor(id).numElements(), s));
+    locs.push_back(p.load(id, 0, p.tensor(id).numElements(), s));
+  }
+  return Status::success();
+}
+
+static Status outVectors(Planner &p, const std::vector<int> &ids,
+                         std::vector<Loc> &locs) {
+  for (int id : ids) {
+    uint32_t s = 0;
+    if (!p.onChip(id))
+      KILN_SIM_RETURN_IF_ERROR(
+          p.slot("c", p.dtype(id), p.tensor(id).numElements(), s));
+    locs.push_back(p.outLoc(id, 0, s));
+  }
+  return Status::success();
+}
+
+Status Planner::lowerBatchNorm(const Node &n) {
+  int x = n.inputs[0], y = n.outputs[0];
+  int64_t c = tensor(x).channels(), rows = tensor(x).numElements() / c;
+  std::vector<Loc> in, out;
+  KILN_SIM_RETURN_IF_ERROR(loadVectors(
+      *this, {n.inputs[1], n.inputs[2], n.inputs[3], n.inputs[4]}, in));
+  KILN_SIM_RETURN_IF_ERROR(outVectors(
+      *this, {n.outputs[1], n.outputs[2], n.outputs[3], n.outputs[4]}, out));
+  uint32_t sum, sq, scale, shift;
+  KILN_SIM_RETURN_IF_ERROR(slot("sum", fb::DType::F32, c, sum));
+  KILN_SIM_RETURN_IF_ERROR(slot("sumsq", fb::DType::F32, c, sq));
+  KILN_SIM_RETURN_IF_ERROR(slot("scale", fb::DType::F32, c, scale));
+  KILN_SIM_RETURN_IF_ERROR(slot("shift", fb::DType::F32, c, shift));
+  int64_t bpr = c * (bytes(dtype(x)) + bytes(dtype(y)));
+  int64_t tr = tileRows(rows, bpr, 2, budget() - 12 * c * 4);
+  Slots slots(*this, {x, y}, tr * c);
+  b.vector(Op::Fill, {}, {fb::Region(sum, 0)}, 1, c, {0.0});
+  b.vector(Op::Fill, {}, {fb::Region(sq, 0)}, 1, c, {0.0});
+  for (int64_t r0 = 0, tile = 0; r0 < rows; r0 += tr, ++tile) {
+    int64_t cnt = std::min(tr, rows - r0);
+    uint32_t s = 0;
+    if (!onChip(x))
+      KILN_SIM_RETURN_IF_ERROR(slots.get(0, int(tile % 2), s));
+    Loc l = load(x, r0 * c, cnt * c, s);
+    b.vector(Op::ChannelMoments, {l.region()},
+             {fb::Region(sum, 0), fb::Region(sq, 0)}, cnt, c);
+  }
+  b.vector(Op::BnStats,
+           {fb::Region(sum, 0), fb::Region(sq, 0), in[0].region(),
+            in[1].region(), in[2].region(), in[3].region()},
+           {out[0].region(), out[1].region(), fb::Region(scale, 0),
+            fb::Region(shift, 0), out[2].region(), out[3].region()},
+           1, c, {double(rows), n.epsilon, n.momentum});
+  for (size_t i = 0; i < 4; ++i)
+    store(n.outputs[i + 1], 0, c, out[i]);
+  // The second pass walks the tiles backwards: the last tile of the first
+  // pass may still be on chip.
+  int64_t numTiles = (rows + tr - 1) / tr;
+  for (int64_t tile = numTiles - 1; tile >= 0; --tile) {
+    int64_t r0 = tile * tr, cnt = std::min(tr, rows - r0);
+    int k = int((numTiles - 1 - tile) % 2);
+    uint32_t s = 0, d = 0;
+    if (!onChip(x))
+      KILN_SIM_RETURN_IF_ERROR(slots.get(0, k, s));
+    if (!onChip(y))
+      KILN_SIM_RETURN_IF_ERROR(slots.get(1, k, d));
+    Loc l = load(x, r0 * c, cnt * c, s);
+    Loc o = outLoc(y, r0 * c, d);
+    b.vector(Op::ChannelAffine,
+             {l.region(), fb::Region(scale, 0), fb::Region(shift, 0)},
+             {o.region()}, cnt, c, {}, {n.fuseRelu ? 1 : 0});
+    store(y, r0 * c, cnt * c, o);
+  }
+  return Status::success();
+}
+
+Status Planner::lowerBatchNormBackward(const Node &n) {
+  int dy = n.inputs[0], x = n.inputs[1], dx = n.outputs[0];
+  int64_t c = tensor(x).channels(), rows = tensor(x).numElements() / c;
+  std::vector<Loc> in, out;
+  KILN_SIM_RETURN_IF_ERROR(
+      loadVectors(*this, {n.inputs[2], n.inputs[3], n.inputs[4]}, in));
+  KILN_SIM_RETURN_IF_ERROR(outVectors(*this, {n.outputs[1], n.outputs[2]}, out));
+  uint32_t s0, s1, A, B, K;
+  for (auto [name, id] : {std::pair{"sdy", &s0}, {"sdyx", &s1}, {"a", &A},
+                          {"b", &B}, {"k", &K}})
+    KILN_SIM_RETURN_IF_ERROR(slot(name, fb::DType::F32, c, *id));
+  int64_t bpr = c * (bytes(dtype(dy)) + bytes(dtype(x)) + bytes(dtype(dx)));
+  int64_t tr = tileRows(rows, bpr, 2, budget() - 16 * c * 4);
+  Slots slots(*this, {dy, x, dx}, tr * c);
+  b.vector(Op::Fill, {}, {fb::Region(s0, 0)}, 1, c, {0.0});
+  b.vector(Op::Fill, {}, {fb::Region(s1, 0)}, 1, c, {0.0});
+  int64_t numTiles = (rows + tr - 1) / tr;
+  for (int64_t tile = 0; tile < numTiles; ++tile) {
+    int64_t r0 = tile * tr, cnt = std::min(tr, rows - r0);
+    uint32_t a = 0, bb = 0;
+    if (!onChip(dy))
+      KILN_SIM_RETURN_IF_ERROR(slots.get(0, int(tile % 2), a));
+    if (!onChip(x))
+      KILN_SIM_RETURN_IF_ERROR(slots.get(1, int(tile % 2), bb));
+    Loc ldy = load(dy, r0 * c, cnt * c, a), lx = load(x, r0 * c, cnt * c, bb);
+    b.vector(Op::ChannelCenteredDot, {ldy.region(), lx.region(), in[1].region()},
+             {fb::Region(s0, 0), fb::Region(s1, 0)}, cnt, c);
+  }
+  b.vector(Op::BnGradCoeffs,
+           {fb::Region(s0, 0), fb::Region(s1, 0), in[0].region(),
+            in[1].region(), in[2].region()},
+           {out[0].region(), out[1].region(), fb::Region(A, 0),
+            fb::Region(B, 0), fb::Region(K, 0)},
+           1, c, {double(rows), n.epsilon});
+  store(n.outputs[1], 0, c, out[0]);
+  store(n.outputs[2], 0, c, out[1]);
+  for (int64_t tile = numTiles - 1; tile >= 0; --tile) {
+    int64_t r0 = tile * tr, cnt = std::min(tr, rows - r0);
+    int k = int((numTiles - 1 - tile) % 2);
+    uint32_t a = 0, bb = 0, d = 0;
+    if (!onChip(dy))
+      KILN_SIM_RETURN_IF_ERROR(slots.get(0, k, a));
+    if (!onChip(x))
+      KILN_SIM_RETURN_IF_ERROR(slots.get(1, k, bb));
+    if (!onChip(dx))
+      KILN_SIM_RETURN_IF_ERROR(slots.get(2, k, d));
+    Loc ldy = load(dy, r0 * c, cnt * c, a), lx = load(x, r0 * c, cnt * c, bb);
+    Loc o = outLoc(dx, r0 * c, d);
+    b.vector(Op::ChannelAffine2,
+             {ldy.region(), lx.region(), fb::Region(A, 0), fb::Region(B, 0),
+              fb::Region(K, 0)},
+             {o.region()}, cnt, c);
+    store(dx, r0 * c, cnt * c, o);
+  }
+  return Status::success();
+}
+
+Status Planner::lowerPool(const Node &n) {
+  bool grad = n.kind == NodeKind::MaxPoolBackward ||
+              n.kind == NodeKind::AvgPoolBackward;
+  // The full-resolution tensor: the forward input (or the gradient's result).
+  int big = grad ? n.outputs[0] : n.inputs[0];
+  int small = grad ? n.inputs[0] : n.outputs[0];
+  const Tensor &bt = tensor(big), &st = tensor(small);
+  int64_t N = bt.shape[0], perBig = bt.numElements() / N,
+          perSmall = st.numElements() / N;
+  std::vector<int> all = n.inputs;
+  all.push_back(n.outputs[0]);
+  int64_t perImage = 0;
+  for (int id : all)
+    perImage += (id == big || (n.kind == NodeKind::MaxPoolBackward &&
+                               id == n.inputs[1])
+                     ? perBig
+                     : perSmall) *
+                bytes(dtype(id));
+  int copies = 2 * perImage <= budget() ? 2 : 1;
+  int64_t nb = std::max<int64_t>(1, std::min(N, budget() / (copies * perImage)));
+  if (nb * perImage > budget())
+    return Status::error("one image does not fit in staging memory");
+  auto perOf = [&](int id) {
+    return id == big || (n.kind == NodeKind::MaxPoolBackward && id == n.inputs[1])
+               ? perBig
+               : perSmall;
+  };
+  std::vector<uint32_t> slotIds;
+  for (int k = 0; k < copies; ++k)
+    for (int id : all) {
+      uint32_t s = 0;
+      if (!onChip(id))
+        KILN_SIM_RETURN_IF_ERROR(slot("img", dtype(id), nb * perOf(id), s));
+      slotIds.push_back(s);
+    }
+  Op op = n.kind == NodeKind::MaxPool           ? Op::MaxPool
+          : n.kind == NodeKind::MaxPoolBackward ? Op::MaxPoolGrad
+          : n.kind == NodeKind::AvgPool         ? Op::AvgPool
+                                                : Op::AvgPoolGrad;
+  for (int64_t n0 = 0, tile = 0; n0 < N; n0 += nb, ++tile) {
+    int64_t cnt = std::min(nb, N - n0);
+    size_t base = size_t(tile % copies) * all.size();
+    std::vector<fb::Region> srcs;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      int id = n.inputs[i];
+      srcs.push_back(
+          load(id, n0 * perOf(id), cnt * perOf(id), slotIds[base + i]).region());
+    }
+    int out = n.outputs[0];
+    Loc o = outLoc(out, n0 * perOf(out), slotIds[base + n.inputs.size()]);
+    b.vector(op, srcs, {o.region()}, 0, 0, {},
+             {cnt, bt.shape[1], bt.shape[2], bt.shape[3], n.window[0],
+              n.window[1], n.strides[0], n.strides[1], n.padding[0],
+              n.padding[1], n.padding[2], n.padding[3]});
+    store(out, n0 * perOf(out), cnt * perOf(out), o);
+  }
+  return Status::success();
+}
+
+Status Planner::lowerGlobalPool(const Node &n) {
+  bool grad = n.kind == NodeKind::GlobalAvgPoolBackward;
+  int big = grad ? n.outputs[0] : n.inputs[0];
+  int small = grad ? n.inputs[0] : n.outputs[0];
+  const Tensor &bt = tensor(big);
+  int64_t N = bt.shape[0], hw = bt.shape[1] * bt.shape[2], c = bt.shape[3];
+  int64_t perImage = hw * c * bytes(dtype(big)) + c * bytes(dtype(small));
+  int64_t nb = std::max<int64_t>(1, std::min(N, budget() / (2 * perImage)));
+  Slots slots(*this, {big, small}, 0);
+  std::vector<uint32_t> sl(4, 0);
+  for (int k = 0; k < 2; ++k) {
+    if (!onChip(big))
+      KILN_SIM_RETURN_IF_ERROR(slot("img", dtype(big), nb * hw * c, sl[size_t(2 * k)]));
+    if (!onChip(small))
+      KILN_SIM_RETURN_IF_ERROR(slot("vec", dtype(small), nb * c, sl[size_t(2 * k + 1)]));
+    if (nb >= N)
+      break;
+  }
+  for (int64_t n0 = 0, tile = 0; n0 < N; n0 += nb, ++tile) {
+    int64_t cnt = std::min(nb, N - n0);
+    size_t k = size_t(tile % 2);
+    int in = n.inputs[0], out = n.outputs[0];
+    int64_t inPer = grad ? c : hw * c, outPer = grad ? hw * c : c;
+    Loc l = load(in, n0 * inPer, cnt * inPer, sl[2 * k + (grad ? 1 : 0)]);
+    Loc o = outLoc(out, n0 * outPer, sl[2 * k + (grad ? 0 : 1)]);
+    b.vector(grad ? Op::GlobalAvgPoolGrad : Op::GlobalAvgPool, {l.region()},
+             {o.region()}, 0, 0, {}, {cnt, hw, c});
+    store(out, n0 * outPer, cnt * outPer, o);
+  }
+  return Status::success();
+}
+
+Status Planner::lowerReduceSum(const Node &n) {
+  int x = n.inputs[0], y = n.outputs[0];
+  int64_t c = tensor(y).numElements(), rows = tensor(x).numElements() / c;
+  uint32_t acc, ys = 0;
+  KILN_SIM_RETURN_IF_ERROR(slot("sum", fb::DType::F32, c, acc));
+  int64_t tr = tileRows(rows, c * bytes(dtype(x)), 2, budget() - 8 * c);
+  Slots slots(*this, {x}, tr * c);
+  b.vector(Op::Fill, {}, {fb::Region(acc, 0)}, 1, c, {0.0});
+  for (int64_t r0 = 0, tile = 0; r0 < rows; r0 += tr, ++tile) {
+    int64_t cnt = std::min(tr, rows - r0);
+    uint32_t s = 0;
+    if (!onChip(x))
+      KILN_SIM_RETURN_IF_ERROR(slots.get(0, int(tile % 2), s));
+    Loc l = load(x, r0 * c, cnt * c, s);
+    b.vector(Op::ChannelSum, {l.region()}, {fb::Region(acc, 0)}, cnt, c);
+  }
+  if (!onChip(y))
+    KILN_SIM_RETURN_IF_ERROR(slot("out", dtype(y), c, ys));
+  Loc o = outLoc(y, 0, ys);
+  b.vector(Op::Copy, {fb::Region(acc, 0)}, {o.region()}, 1, c);
+  store(y, 0, c, o);
+  return Status::success();
+}
+
+Status Planner::lowerLoss(const Node &n) {
+  bool grad = n.kind == NodeKind::SoftmaxXentBackward;
+  int logits = n.inputs[grad ? 1 : 0], labels = n.inputs[grad ? 2 : 1];
+  int out = n.outputs[0];
+  int64_t rows = tensor(logits).shape[0], k = tensor(logits).shape[1];
+  int64_t bpr = k * 4 * (grad ? 2 : 1) + 4;
+  int64_t tr = tileRows(rows, bpr, 2, budget() - 1024);
+  std::vector<Loc> scalars;
+  uint32_t lossSlot = 0;
+  if (grad)
+    KILN_SIM_RETURN_IF_ERROR(loadVectors(*this, {n.inputs[0]}, scalars));
+  else if (!onChip(out))
+    KILN_SIM_RETURN_IF_ERROR(slot("loss", dtype(out), 1, lossSlot));
+  Loc loss = grad ? Loc() : outLoc(out, 0, lossSlot);
+  if (!grad)
+    b.vector(Op::Fill, {}, {loss.region()}, 1, 1, {0.0});
+  Slots slots(*this, {logits, labels, out}, tr * k);
+  std::vector<double> attrs = {n.labelSmoothing, 1.0 / double(rows)};
+  for (int64_t r0 = 0, tile = 0; r0 < rows; r0 += tr, ++tile) {
+    int64_t cnt = std::min(tr, rows - r0);
+    int kk = int(tile % 2);
+    uint32_t a = 0, c = 0, d = 0;
+    if (!onChip(logits))
+      KILN_SIM_RETURN_IF_ERROR(slots.get(0, kk, a));
+    if (!onChip(labels))
+      KILN_SIM_RETURN_IF_ERROR(slots.get(1, kk, c));
+    Loc l = load(logits, r0 * k, cnt * k, a), lab = load(labels, r0, cnt, c);
+    if (grad) {
+      if (!onChip(out))
+        KILN_SIM_RETURN_IF_ERROR(slots.get(2, kk, d));
+      Loc o = outLoc(out, r0 * k, d);
+      b.vector(Op::XentGrad, {l.region(), lab.region(), scalars[0].region()},
+               {o.region()}, cnt, k, attrs);
+      store(out, r0 * k, cnt * k, o);
+    } else {
+      b.vector(Op::XentLoss, {l.region(), lab.region()}, {loss.region()}, cnt,
+               k, attrs);
+    }
+  }
+  if (!grad)
+    store(out, 0, 1, loss);
+  return Status::success();
+}
+
+Status Planner::lowerOptimizer(const Node &n) {
+  bool lars = n.kind == NodeKind::LarsUpdate;
+  int w = n.inputs[0], gr = n.inputs[1], v = n.inputs[2];
+  int w2 = n.outputs[0], v2 = n.outputs[1];
+  int64_t e = tensor(w).numElements(), c = std::min<int64_t>(e, 1024);
+  int64_t rows = (e + c - 1) / c;
+  std::vector<Loc> lr;
+  KILN_SIM_RETURN_IF_ERROR(loadVectors(*this, {n.inputs[3]}, lr));
+  int64_t bpr = 5 * c * 4;
+  int64_t tr = tileRows(rows, bpr, 2, budget() - 4096);
+  Slots slots(*this, {w, gr, v, w2, v2}, tr * c);
+  // Tiles are rows of c elements; the last may be partial.
+  auto tiles = [&](auto &&body) -> Status {
+    for (int64_t r0 = 0, tile = 0; r0 < rows; r0 += tr, ++tile) {
+      int64_t begin = r0 * c, count = std::min(tr * c, e - begin);
+      KILN_SIM_RETURN_IF_ERROR(body(begin, count, int(tile % 2)));
+    }
+    return Status::success();
+  };
+  uint32_t wsq = 0, gsq = 0;
+  if (lars) {
+    KILN_SIM_RETURN_IF_ERROR(slot("wsq", fb::DType::F32, 1, wsq));
+    KILN_SIM_RETURN_IF_ERROR(slot("gsq", fb::DType::F32, 1, gsq));
+    b.vector(Op::Fill, {}, {fb::Region(wsq, 0)}, 1, 1, {0.0});
+    b.vector(Op::Fill, {}, {fb::Region(gsq, 0)}, 1, 1, {0.0});
+    KILN_SIM_RETURN_IF_ERROR(tiles([&](int64_t begin, int64_t count, int k) {
+      uint32_t a = 0, bb = 0;
+      KILN_SIM_RETURN_IF_ERROR(slots.get(0, k, a));
+      KILN_SIM_RETURN_IF_ERROR(slots.get(1, k, bb));
+      Loc lw = load(w, begin, count, a), lg = load(gr, begin, count, bb);
+      b.vector(Op::SumSquares, {lw.region()}, {fb::Region(wsq, 0)}, 1, count);
+      b.vector(Op::SumSquares, {lg.region()}, {fb::Region(gsq, 0)}, 1, count);
+      return Status::success();
+    }));
+  }
+  return tiles([&](int64_t begin, int64_t count, int k) {
+    uint32_t s[5] = {0, 0, 0, 0, 0};
+    for (int i = 0; i < 5; ++i)
+      KILN_SIM_RETURN_IF_ERROR(slots.get(size_t(i), k, s[i]));
+    Loc lw = load(w, begin, count, s[0]), lg = load(gr, begin, count, s[1]),
+        lv = load(v, begin, count, s[2]);
+    Loc ow = outLoc(w2, begin, s[3]), ov = outLoc(v2, begin, s[4]);
+    if (lars)
+      b.vector(Op::LarsUpdate,
+               {lw.region(), lg.region(), lv.region(), lr[0].region(),
+                fb::Region(wsq, 0), fb::Region(gsq, 0)},
+               {ow.region(), ov.region()}, 1, count,
+               {n.momentum, n.eta, n.weightDecay, n.epsilon, n.skip ? 1.0 : 0.0,
+                n.nesterov ? 1.0 : 0.0});
+    else
+      b.vector(Op::SgdUpdate,
+               {lw.region(), lg.region(), lv.region(), lr[0].region()},
+               {ow.region(), ov.region()}, 1, count,
+               {n.momentum, n.weightDecay, n.nesterov ? 1.0 : 0.0});
+    store(w2, begin, count, ow);
+    store(v2, begin, count, ov);
+    return Status::success();
+  });
+}
+
+Status Planner::lowerLearningRate(const Node &n) {
+  std::vector<Loc> in, out;
+  KILN_SIM_RETURN_IF_ERROR(loadVectors(*this, n.inputs, in));
+  KILN_SIM_RETURN_IF_ERROR(outVectors(*this, n.outputs, out));
+  b.vector(Op::LearningRate, {in[0].region(), in[1].region()},
+           {out[0].region()}, 1, tensor(n.inputs[1]).numElements(), {},
+           {n.schedule});
+  store(n.outputs[0], 0, 1, out[0]);
+  return Status::success();
+}
+
+Status Planner::lowerAllReduce(const Node &n) {
+  std::vector<uint32_t> buffers;
+  for (int id : n.inputs)
+    buffers.push_back(home(id));
+  b.allReduce(buffers);
+  return Status::success();
+}
+
+} // namespace kiln::sa
