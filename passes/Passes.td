@@ -193,6 +193,76 @@ def KilnLowerToLinalg : Pass<"kiln-lower-to-linalg", "mlir::ModuleOp"> {
   ];
 }
 
+def KilnConvertToSa : Pass<"kiln-convert-to-sa", "mlir::ModuleOp"> {
+  let summary = "Lowers a training step to the systolic-array target (sa dialect)";
+  let description = [{
+    Replaces the module's contents with one `sa.program`: the training step
+    `step` (static shapes: run `--kiln-specialize-batch` first) tiled onto
+    the target's matrix units, vector unit and DMA engines, with the model
+    variables as HBM buffers bound by name. Convolutions (forward, backward
+    data, backward filter) and matrix products run on the matrix units with
+    operands rounded to bf16 and fp32 accumulation; everything else on the
+    vector unit in fp32. Temporaries stay on chip when they fit, else they
+    are spilled to HBM. docs/systolic.md describes the tiling.
+
+    The f32 training step is accepted as is and the bf16 policy is applied
+    by the matrix unit; once `--kiln-bf16` exists this pass should take its
+    output (bf16 activations then come from the IR, not from
+    `activation-type`).
+  }];
+  let options = [
+    Option<"step", "step", "std::string", /*default=*/"\"train_step\"",
+           "The training-step function">,
+    Option<"profile", "profile", "std::string", /*default=*/"\"tpuv3\"",
+           "Target profile: tpuv3, tpuv2 or tpuv1">,
+    Option<"activationType", "activation-type", "std::string",
+           /*default=*/"\"f32\"",
+           "Storage type of activations and their gradients: f32, or bf16 "
+           "(as the MLPerf TPU runs store them)">,
+    Option<"spaceToDepthStem", "space-to-depth-stem", "bool",
+           /*default=*/"false",
+           "Lower a 7x7/2 stem convolution on 3 channels as a 4x4/1 "
+           "convolution on a space-to-depth input (the host relays images)">,
+    Option<"residentFraction", "resident-fraction", "double",
+           /*default=*/"0.25",
+           "Fraction of on-chip memory for temporaries kept on chip">
+  ];
+  let dependentDialects = ["::kiln::sa::SaDialect"];
+}
+
+def KilnExportSaProgram : Pass<"kiln-export-sa-program", "mlir::ModuleOp"> {
+  let summary = "Writes the module's sa.program as a FlatBuffers program for kiln-sim";
+  let description = [{
+    Serializes the single `sa.program` of the module, one instruction per
+    `sa` instruction op, into the versioned format of
+    runtime/sim/schema/program.fbs, verifies it as kiln-sim will load it,
+    and writes it to `output`. The IR is unchanged.
+  }];
+  let options = [
+    Option<"output", "output", "std::string", /*default=*/"\"\"",
+           "The file to write (.ksap)">
+  ];
+}
+
+def KilnOutlineParallelLoops : Pass<"kiln-outline-parallel-loops", "mlir::ModuleOp"> {
+  let summary = "Runs the parallel loops of compiled steps on the runtime's thread pool";
+  let description = [{
+    Each top-level `scf.parallel` of a `kiln_model_*` function with constant
+    bounds becomes a private kernel `(arena, begin, end)` that runs the loop
+    over `[begin, end)` of its first dimension, and the step calls
+    `kiln_rt_parallel_for(ctx, kernel, arena, begin, end)`, which splits the
+    range over the threads (docs/model-abi.md). What the loop uses from the
+    step is recomputed in the kernel from the arena; a loop that needs
+    anything else, or has fewer than `min-elements` iterations in all, stays
+    in the step.
+  }];
+  let options = [
+    Option<"minElements", "min-elements", "int64_t", /*default=*/"4096",
+           "Smallest iteration count worth running in parallel">
+  ];
+  let dependentDialects = ["mlir::func::FuncDialect", "mlir::LLVM::LLVMDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Analysis
 //===----------------------------------------------------------------------===//

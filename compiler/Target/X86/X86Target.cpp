@@ -3,6 +3,7 @@
 #include "compiler/Target/X86/X86Target.h"
 
 #include "passes/Conversion/KilnToLinalg/KilnToLinalg.h"
+#include "passes/Passes.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -55,7 +56,9 @@ void registerX86TargetDialects(DialectRegistry &registry) {
 }
 
 void buildLowerToLLVMPipeline(OpPassManager &pm) {
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // Parallel dimensions become scf.parallel, which runs on the thread pool.
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  pm.addPass(createKilnOutlineParallelLoops());
   pm.addPass(createLowerAffinePass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   // expand-strided-metadata introduces affine.apply: lower it again.

@@ -96,6 +96,8 @@ public:
         variables(variables), calls(calls), buckets(buckets) {}
 
   FailureOr<llvm::json::Object> run();
+  /// The end of the function's scratch, temporaries included (after run).
+  int64_t getScratchEnd() const { return scratchEnd; }
 
 private:
   LogicalResult describeInterface(Lowering &l, llvm::json::Object &inputs,
@@ -108,6 +110,7 @@ private:
   const VariableLayout &variables;
   llvm::json::Array &calls;
   llvm::json::Array &buckets;
+  int64_t scratchEnd = 0;
 };
 } // namespace
 
@@ -197,6 +200,7 @@ FailureOr<llvm::json::Object> FunctionLowering::run() {
     }
     if (isa<func::ReturnOp>(op))
       continue;
+    l.beginOp();
     if (failed(lowerOp(l, &op)))
       return failure();
   }
@@ -215,11 +219,12 @@ FailureOr<llvm::json::Object> FunctionLowering::run() {
   }
   func::ReturnOp::create(builder, end);
 
+  scratchEnd = plan.scratchEnd + l.getTemporaryRegionBytes();
   return llvm::json::Object{{"symbol", symbol},
                             {"inputs", std::move(inputs)},
                             {"outputs", std::move(outputs)},
                             {"scratch", llvm::json::Array{plan.scratchBegin,
-                                                          plan.scratchEnd}},
+                                                          scratchEnd}},
                             {"scratch_unplanned_bytes", plan.unplannedBytes}};
 }
 
@@ -257,7 +262,7 @@ LogicalResult lowerKilnToLinalg(ModuleOp module) {
     if (failed(description))
       return failure();
     functions[role] = std::move(*description);
-    arenaBytes = std::max(arenaBytes, plan->scratchEnd);
+    arenaBytes = std::max(arenaBytes, lowering.getScratchEnd());
     if (auto images = dyn_cast<RankedTensorType>(func.getArgumentTypes()[0]))
       batch = images.getDimSize(0);
   }

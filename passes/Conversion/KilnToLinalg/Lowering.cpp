@@ -117,7 +117,13 @@ void Lowering::fill(Location loc, Value memref, double value) {
 
 Value Lowering::temporary(Location loc, ArrayRef<int64_t> shape,
                           Type elementType) {
-  return memref::AllocaOp::create(b, loc, MemRefType::get(shape, elementType));
+  auto type = MemRefType::get(shape, elementType);
+  int64_t bytes = type.getNumElements() *
+                  std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
+  Value view = viewAt(loc, plan.scratchEnd + temporaryBytes, type);
+  temporaryBytes += alignSlot(bytes);
+  temporaryRegionBytes = std::max(temporaryRegionBytes, temporaryBytes);
+  return view;
 }
 
 void Lowering::loops(Location loc, ArrayRef<int64_t> bounds,

@@ -79,9 +79,15 @@ public:
   /// Fills a memref with a float.
   void fill(mlir::Location loc, mlir::Value memref, double value);
 
-  /// A stack temporary (small: per-channel vectors, scalars).
+  /// A temporary of one op (per-channel coefficients, partial sums), in the
+  /// arena's temporary region after the plan's scratch: it lives until the
+  /// next op starts, so every op reuses the region from its start.
   mlir::Value temporary(mlir::Location loc, llvm::ArrayRef<int64_t> shape,
                         mlir::Type elementType);
+  /// Starts a new op: its temporaries reuse the region.
+  void beginOp() { temporaryBytes = 0; }
+  /// The size of the temporary region (the most any op used).
+  int64_t getTemporaryRegionBytes() const { return temporaryRegionBytes; }
 
   /// Emits nested scf.for loops over [0, bounds[i]) and calls `body` with
   /// the induction variables at the innermost level.
@@ -97,6 +103,8 @@ private:
   llvm::StringRef role;
   llvm::json::Array &calls;
   llvm::DenseMap<mlir::Value, mlir::Value> views;
+  int64_t temporaryBytes = 0;
+  int64_t temporaryRegionBytes = 0;
 };
 
 /// Emits the loops or calls computing `op`. Fails with a diagnostic for an

@@ -90,9 +90,10 @@ public:
     case sim::fb::Kind::MatMul: {
       auto *m = in->kind.AsMatMul();
       token = MatmulOp::create(
-          instrBuilder, loc, tokenType, int64_t(m->mxu), symbols[m->lhs->buffer],
-          toView(ctx, *m->lhs), symbols[m->rhs->buffer], toView(ctx, *m->rhs),
-          symbols[m->out->buffer], toView(ctx, *m->out), m->accumulate, deps);
+          instrBuilder, loc, tokenType, instrBuilder.getI64IntegerAttr(m->mxu),
+          symbols[m->lhs->buffer], toView(ctx, *m->lhs), symbols[m->rhs->buffer],
+          toView(ctx, *m->rhs), symbols[m->out->buffer], toView(ctx, *m->out),
+          m->accumulate ? instrBuilder.getUnitAttr() : UnitAttr(), deps);
       break;
     }
     case sim::fb::Kind::Vector: {

@@ -161,15 +161,18 @@ Tile makeTile(const ConvInstance &c, int64_t n0, int64_t nb, int64_t r0,
   return {n0, nb, r0, cnt, lo, std::max<int64_t>(0, hi - lo)};
 }
 
+/// The input of a tile for weight tile `k`: rows (n, lattice row, lattice
+/// column) x columns (taps, channels) of the slab (images [n0, n0 + nb) of
+/// the buffer, input rows [ih0, ih0 + slabRows)).
 OperandSpec inputView(const ConvInstance &c, const Tile &t, const KTile &k,
-                      uint32_t slab) {
+                      uint32_t slab, int64_t n0, int64_t nBound) {
   OperandSpec v;
   v.buffer = slab;
   v.rows = {t.nb, t.cnt, c.OW2};
   v.cols = {k.gh, k.gw, k.cc};
   int64_t rowOff = t.r0 * c.ay + c.th.c0 + k.i0 * c.th.cStep - t.ih0;
   v.coords = {
-      {std::max<int64_t>(1, t.slabRows) * c.IW * c.IC, 0, t.nb, {1, 0, 0}, {0, 0, 0}},
+      {std::max<int64_t>(1, t.slabRows) * c.IW * c.IC, n0, nBound, {1, 0, 0}, {0, 0, 0}},
       {c.IW * c.IC, rowOff, t.slabRows, {0, c.ay, 0}, {c.th.cStep, 0, 0}},
       {c.IC, c.tw.c0 + k.j0 * c.tw.cStep, c.IW, {0, 0, c.ax}, {0, c.tw.cStep, 0}},
       {1, k.ic0, c.IC, {0, 0, 0}, {0, 0, 1}}};
@@ -210,10 +213,15 @@ Status lowerInstances(Planner &p, const std::vector<ConvInstance> &all) {
   int64_t left = p.budget() - ocg * perOc - 4096;
   int64_t xb = p.bytes(p.dtype(c0.x));
   // Bytes of a tile: two slabs, two accumulators (and conversions).
+  // The most input rows a tile of `cnt` lattice rows reads (tiles at the
+  // edges read fewer: their halo is padding).
+  auto maxSlabRows = [](const ConvInstance &c, int64_t cnt) {
+    return std::max<int64_t>(
+        1, std::min(c.IH, (cnt - 1) * c.ay + c.th.cMax() - c.th.cMin() + 1));
+  };
   auto tileBytes = [&](const ConvInstance &c, int64_t nb, int64_t cnt) {
-    Tile t = makeTile(c, 0, nb, 0, cnt);
     int64_t rows = nb * cnt * c.OW2;
-    int64_t slab = nb * std::max<int64_t>(t.slabRows, 1) * c.IW * c.IC * xb;
+    int64_t slab = nb * maxSlabRows(c, cnt) * c.IW * c.IC * xb;
     return 2 * slab + 2 * rows * obw * (4 + (needCvt ? 2 : 0));
   };
   uint32_t wslot;
@@ -244,8 +252,7 @@ Status lowerInstances(Planner &p, const std::vector<ConvInstance> &all) {
         return Status::error("one output row does not fit in staging memory");
     }
     plans.push_back({nb, cnt});
-    Tile t = makeTile(c, 0, nb, 0, cnt);
-    maxSlab = std::max(maxSlab, nb * std::max<int64_t>(t.slabRows, 1) * c.IW * c.IC);
+    maxSlab = std::max(maxSlab, nb * maxSlabRows(c, cnt) * c.IW * c.IC);
     maxRows = std::max(maxRows, nb * cnt * c.OW2);
   }
   uint32_t slab[2], acc[2], cvt[2] = {0, 0};
@@ -270,7 +277,18 @@ Status lowerInstances(Planner &p, const std::vector<ConvInstance> &all) {
                             std::min(plans[ci].cnt, c.OH2 - r0));
           int64_t rows = t.nb * t.cnt * c.OW2;
           uint32_t s = slab[tileCounter++ % 2];
-          if (!ktiles.empty() && t.slabRows > 0) {
+          // A resident input is read in place: the whole tensor is the slab.
+          bool xOnChip = p.onChip(c.x);
+          Tile view = t;
+          int64_t nOff = 0, nBound = t.nb;
+          if (xOnChip) {
+            s = p.home(c.x);
+            view.ih0 = 0;
+            view.slabRows = c.IH;
+            nOff = t.n0;
+            nBound = c.N;
+          }
+          if (!xOnChip && !ktiles.empty() && t.slabRows > 0) {
             // The input rows of the tile, for every image of it.
             OperandSpec src;
             src.buffer = p.home(c.x);
@@ -288,7 +306,7 @@ Status lowerInstances(Planner &p, const std::vector<ConvInstance> &all) {
             if (ktiles.empty() || t.slabRows == 0)
               p.b.vector(fb::VectorOp::Fill, {}, {fb::Region(a, 0)}, rows, w, {0.0});
             for (size_t kt = 0; kt < ktiles.size() && t.slabRows > 0; ++kt)
-              p.b.matmul(mxu, inputView(c, t, ktiles[kt], s),
+              p.b.matmul(mxu, inputView(c, view, ktiles[kt], s, nOff, nBound),
                          weightView(c, ktiles[kt], wslot, g, ob0, w),
                          OperandSpec::matrix(a, 0, rows, w, w), kt > 0);
             bool dense = c.sy == 1 && c.sx == 1 && c.OW2 == c.OW;
@@ -443,9 +461,11 @@ Status Planner::lowerConvBackwardFilter(const Node &n) {
     ih0 = lo;
     return std::max<int64_t>(0, hi - lo);
   };
+  auto maxSlabRows = [&](int64_t cnt) {
+    return std::max<int64_t>(1, std::min(H, (cnt - 1) * sh + (th - 1) * dh + 1));
+  };
   auto tileBytes = [&](int64_t nb, int64_t cnt) {
-    int64_t ih0;
-    int64_t rows = slabRows(0, cnt, ih0);
+    int64_t rows = maxSlabRows(cnt);
     return 2 * (nb * rows * W * Cx * xb + nb * cnt * OW * Co * yb);
   };
   int64_t nb = 0, cnt = OH;
@@ -461,8 +481,7 @@ Status Planner::lowerConvBackwardFilter(const Node &n) {
     if (tileBytes(1, cnt) > left)
       return Status::error("one output row does not fit in staging memory");
   }
-  int64_t ihTmp;
-  int64_t maxSlab = nb * std::max<int64_t>(1, slabRows(0, cnt, ihTmp)) * W * Cx;
+  int64_t maxSlab = nb * maxSlabRows(cnt) * W * Cx;
   uint32_t xs[2], ys[2];
   for (int k = 0; k < 2; ++k) {
     KILN_SIM_RETURN_IF_ERROR(slot("x", dtype(xid), maxSlab, xs[k]));
@@ -484,13 +503,30 @@ Status Planner::lowerConvBackwardFilter(const Node &n) {
         int64_t rows = slabRows(r0, tc, ih0);
         uint32_t xsl = xs[tileCounter % 2], ysl = ys[tileCounter % 2];
         ++tileCounter;
+        // Resident operands are read in place (the whole tensor as the slab).
+        bool xIn = onChip(xid), dyIn = onChip(dyid);
+        int64_t xn0 = 0, xnb = tn, dyn0 = 0, dynb = tn, dyr0 = 0, dyRows = tc;
+        if (xIn) {
+          xsl = home(xid);
+          ih0 = 0;
+          rows = H;
+          xn0 = n0;
+          xnb = N;
+        }
+        if (dyIn) {
+          ysl = home(dyid);
+          dyn0 = n0;
+          dynb = N;
+          dyr0 = r0;
+          dyRows = OH;
+        }
         OperandSpec src;
         src.buffer = home(xid);
         src.rows = {tn};
         src.cols = {std::max<int64_t>(rows, 1) * W * Cx};
         src.coords = {{H * W * Cx, n0, N, {1}, {0}},
                       {1, ih0 * W * Cx, H * W * Cx, {0}, {1}}};
-        if (rows > 0)
+        if (rows > 0 && !xIn)
           b.dma(src, OperandSpec::matrix(xsl, 0, tn, rows * W * Cx, rows * W * Cx));
         OperandSpec dsrc;
         dsrc.buffer = home(dyid);
@@ -498,7 +534,8 @@ Status Planner::lowerConvBackwardFilter(const Node &n) {
         dsrc.cols = {tc * OW * Co};
         dsrc.coords = {{OH * OW * Co, n0, N, {1}, {0}},
                        {1, r0 * OW * Co, OH * OW * Co, {0}, {1}}};
-        b.dma(dsrc, OperandSpec::matrix(ysl, 0, tn, tc * OW * Co, tc * OW * Co));
+        if (!dyIn)
+          b.dma(dsrc, OperandSpec::matrix(ysl, 0, tn, tc * OW * Co, tc * OW * Co));
         // Pixel chunks of at most R: whole images, or rows of one image.
         int64_t cn = 1, ch = std::min(tc, R / OW);
         if (tc == OH && OH * OW <= R)
@@ -515,13 +552,13 @@ Status Planner::lowerConvBackwardFilter(const Node &n) {
               int64_t c4 = Cx / 4;
               lhs.rows = {th, tw, 2, 2, c4};
               lhs.coords = {
-                  {slabStride, nc, tn, {0, 0, 0, 0, 0}, {1, 0, 0}},
+                  {slabStride, xn0 + nc, xnb, {0, 0, 0, 0, 0}, {1, 0, 0}},
                   {W * Cx, rowOff, rows, {1, 0, 0, 0, 0}, {0, 1, 0}},
                   {Cx, -padL, W, {0, 1, 0, 0, 0}, {0, 0, 1}},
                   {1, 0, Cx, {0, 0, 2 * c4, c4, 1}, {0, 0, 0}}};
             } else {
               lhs.rows = {th, tw, Cx};
-              lhs.coords = {{slabStride, nc, tn, {0, 0, 0}, {1, 0, 0}},
+              lhs.coords = {{slabStride, xn0 + nc, xnb, {0, 0, 0}, {1, 0, 0}},
                             {W * Cx, rowOff, rows, {dh, 0, 0}, {0, sh, 0}},
                             {Cx, -padL, W, {0, dw, 0}, {0, 0, sw}},
                             {1, 0, Cx, {0, 0, 1}, {0, 0, 0}}};
@@ -532,8 +569,8 @@ Status Planner::lowerConvBackwardFilter(const Node &n) {
               rhs.buffer = ysl;
               rhs.rows = {ccn, cch, OW};
               rhs.cols = {w};
-              rhs.coords = {{tc * OW * Co, nc, tn, {1, 0, 0}, {0}},
-                            {OW * Co, q, tc, {0, 1, 0}, {0}},
+              rhs.coords = {{dyRows * OW * Co, dyn0 + nc, dynb, {1, 0, 0}, {0}},
+                            {OW * Co, dyr0 + q, dyRows, {0, 1, 0}, {0}},
                             {Co, 0, OW, {0, 0, 1}, {0}},
                             {1, oc0, Co, {0, 0, 0}, {1}}};
               b.matmul(uint32_t(bi % t.mxuCount), lhs, rhs,

@@ -1,0 +1,194 @@
+//===- checkpoint.cpp - Checkpoints as safetensors files ------------------===//
+
+#include "kiln/rt/exec/checkpoint.h"
+
+#include "kiln/rt/safetensors.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace kiln::rt::exec {
+
+namespace st = safetensors;
+
+namespace {
+
+constexpr const char *kPrefix = "ckpt-";
+constexpr const char *kSuffix = ".safetensors";
+
+st::DType toSafetensors(DType dtype) {
+  switch (dtype) {
+  case DType::F32: return st::DType::F32;
+  case DType::BF16: return st::DType::BF16;
+  case DType::F64: return st::DType::F64;
+  case DType::I32: return st::DType::I32;
+  case DType::I64: return st::DType::I64;
+  }
+  return st::DType::F32;
+}
+
+bool parseCheckpointName(const std::string &name, int64_t &step) {
+  size_t p = std::strlen(kPrefix), s = std::strlen(kSuffix);
+  if (name.size() <= p + s || name.compare(0, p, kPrefix) != 0 ||
+      name.compare(name.size() - s, s, kSuffix) != 0)
+    return false;
+  std::string digits = name.substr(p, name.size() - p - s);
+  if (digits.empty() || digits.size() > 18 ||
+      digits.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  step = std::stoll(digits);
+  return true;
+}
+
+bool parseInt(const std::map<std::string, std::string> &m, const char *key,
+              int64_t &out) {
+  auto it = m.find(key);
+  if (it == m.end() || it->second.empty() ||
+      it->second.find_first_not_of("0123456789") != std::string::npos ||
+      it->second.size() > 18)
+    return false;
+  out = std::stoll(it->second);
+  return true;
+}
+
+} // namespace
+
+std::string checkpointPath(const std::string &dir, int64_t step) {
+  return fmt::format("{}/{}{:010}{}", dir, kPrefix, step, kSuffix);
+}
+
+StatusOr<std::vector<std::pair<int64_t, std::string>>>
+listCheckpoints(const std::string &dir) {
+  DIR *d = ::opendir(dir.c_str());
+  if (!d && errno == ENOENT)
+    return std::vector<std::pair<int64_t, std::string>>{};
+  KILN_CHECK_LIBC_PTR(d, "open model directory " + dir);
+  std::vector<std::pair<int64_t, std::string>> out;
+  while (dirent *e = ::readdir(d)) {
+    int64_t step;
+    if (parseCheckpointName(e->d_name, step))
+      out.emplace_back(step, dir + "/" + e->d_name);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Status saveCheckpoint(const std::string &dir, const Manifest &manifest,
+                      const uint8_t *arena, const CheckpointInfo &info,
+                      int64_t keep) {
+  st::File file;
+  for (const Variable &v : manifest.variables) {
+    st::Tensor t;
+    t.name = v.name;
+    t.dtype = toSafetensors(v.tensor.dtype);
+    t.shape = v.tensor.shape;
+    const uint8_t *p = arena + v.tensor.offset;
+    t.bytes.assign(p, p + v.tensor.byteSize());
+    file.tensors.push_back(std::move(t));
+  }
+  int64_t spe = info.stepsPerEpoch;
+  file.metadata = {
+      {"format", "kiln-checkpoint"},
+      {"model", manifest.model},
+      {"abi", std::to_string(manifest.abi)},
+      {"step", std::to_string(info.step)},
+      {"epoch", spe ? fmt::format("{:.6f}", double(info.step) / double(spe))
+                    : "0"},
+      {"batch_in_epoch", std::to_string(spe ? info.step % spe : info.step)},
+      {"steps_per_epoch", std::to_string(spe)},
+      {"seed", std::to_string(info.seed)},
+      {"world_size", std::to_string(info.worldSize)},
+      {"batch", std::to_string(manifest.batch)},
+      {"data", info.data},
+      {"rng", "counter-based: data order and augmentation from (seed, epoch, "
+              "rank, record position), synthetic batches from (seed, rank, "
+              "step)"},
+  };
+  std::string path = checkpointPath(dir, info.step);
+  std::string error;
+  if (!st::write(path, file, error))
+    return KILN_STATUS(kIoError, "writing checkpoint: " + error);
+
+  KILN_ASSIGN_OR_RETURN(auto existing, listCheckpoints(dir));
+  for (size_t i = 0; i + static_cast<size_t>(keep) < existing.size(); ++i)
+    KILN_CHECK_LIBC(::unlink(existing[i].second.c_str()),
+                    "delete old checkpoint " + existing[i].second);
+  return Status::ok();
+}
+
+StatusOr<std::optional<LoadedCheckpoint>>
+loadNewestCheckpoint(const std::string &dir, const Manifest &manifest,
+                     uint8_t *arena, std::vector<std::string> &warnings) {
+  KILN_ASSIGN_OR_RETURN(auto existing, listCheckpoints(dir));
+  for (auto it = existing.rbegin(); it != existing.rend(); ++it) {
+    const std::string &path = it->second;
+    st::File file;
+    std::string error;
+    if (!st::read(path, file, error)) {
+      warnings.push_back(fmt::format("skipping damaged checkpoint {}: {}",
+                                     path, error));
+      continue;
+    }
+    LoadedCheckpoint loaded;
+    loaded.path = path;
+    loaded.metadata = file.metadata;
+    int64_t seed = 0, spe = 0, world = 1;
+    if (file.metadata["format"] != "kiln-checkpoint" ||
+        !parseInt(file.metadata, "step", loaded.info.step) ||
+        !parseInt(file.metadata, "seed", seed) ||
+        !parseInt(file.metadata, "steps_per_epoch", spe) ||
+        !parseInt(file.metadata, "world_size", world)) {
+      warnings.push_back(fmt::format(
+          "skipping checkpoint {}: its metadata lacks format=kiln-checkpoint "
+          "or a valid step, seed, steps_per_epoch or world_size",
+          path));
+      continue;
+    }
+    loaded.info.seed = static_cast<uint64_t>(seed);
+    loaded.info.stepsPerEpoch = spe;
+    loaded.info.worldSize = world;
+    loaded.info.data = file.metadata["data"];
+
+    // All-or-nothing: check every variable before writing any.
+    for (const Variable &v : manifest.variables) {
+      const st::Tensor *t = file.find(v.name);
+      if (!t)
+        return KILN_STATUS(kInvalidArgument,
+                           fmt::format("checkpoint {} has no variable '{}': "
+                                       "it belongs to another model ({})",
+                                       path, v.name, file.metadata["model"]));
+      if (t->dtype != toSafetensors(v.tensor.dtype) ||
+          t->shape != v.tensor.shape)
+        return KILN_STATUS(
+            kInvalidArgument,
+            fmt::format("checkpoint {}: variable '{}' is {}{} there but {}{} "
+                        "in the model",
+                        path, v.name, st::dtypeName(t->dtype),
+                        fmt::format("[{}]", fmt::join(t->shape, ",")),
+                        dtypeName(v.tensor.dtype),
+                        fmt::format("[{}]", fmt::join(v.tensor.shape, ","))));
+    }
+    if (file.tensors.size() != manifest.variables.size())
+      return KILN_STATUS(kInvalidArgument,
+                         fmt::format("checkpoint {} holds {} tensors, the "
+                                     "model {} variables",
+                                     path, file.tensors.size(),
+                                     manifest.variables.size()));
+    for (const Variable &v : manifest.variables) {
+      const st::Tensor *t = file.find(v.name);
+      std::memcpy(arena + v.tensor.offset, t->bytes.data(), t->bytes.size());
+    }
+    return std::optional<LoadedCheckpoint>(std::move(loaded));
+  }
+  return std::optional<LoadedCheckpoint>();
+}
+
+} // namespace kiln::rt::exec

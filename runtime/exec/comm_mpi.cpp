@@ -1,0 +1,266 @@
+//===- comm_mpi.cpp - The Open MPI backend of the communicator ------------===//
+
+#include "kiln/rt/exec/comm.h"
+
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <sched.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+
+namespace kiln::rt::exec {
+namespace {
+
+std::string mpiErrorText(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    return fmt::format("MPI error {}", code);
+  return std::string(text, static_cast<size_t>(length));
+}
+
+/// Returns an kInternal status naming the MPI call and its error text.
+#define KILN_MPI_CHECK(call)                                                   \
+  do {                                                                         \
+    int kilnMpiRc_ = (call);                                                   \
+    if (kilnMpiRc_ != MPI_SUCCESS)                                             \
+      return ::kiln::rt::makeStatus(::kiln::rt::StatusCode::kInternal,         \
+                                    __FILE__, __LINE__,                        \
+                                    std::string(#call) + " failed: " +         \
+                                        mpiErrorText(kilnMpiRc_));             \
+  } while (0)
+
+class MpiComm final : public Comm {
+public:
+  MpiComm(MPI_Comm comm, int rank, int size, const MpiOptions &options)
+      : comm(comm), rank_(rank), size_(size), options(options) {}
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const char *backend() const override { return "mpi"; }
+
+  Status setBuckets(const std::vector<Bucket> &buckets,
+                    uint8_t *arenaBase) override {
+    arena = arenaBase;
+    plans = planBuckets(buckets);
+    staging.resize(plans.size());
+    requests.assign(plans.size(), MPI_REQUEST_NULL);
+    state.assign(plans.size(), State::Idle);
+    startedAt.resize(plans.size());
+    for (size_t i = 0; i < plans.size(); ++i) {
+      if (plans[i].count > std::numeric_limits<int>::max())
+        return KILN_STATUS(kUnimplemented,
+                           fmt::format("bucket {} has {} elements; MPI counts "
+                                       "stop at 2^31 - 1 (use smaller buckets)",
+                                       i, plans[i].count));
+      if (!plans[i].contiguous)
+        staging[i].resize(static_cast<size_t>(plans[i].count) *
+                          dtypeSize(plans[i].reduceType));
+    }
+    return Status::ok();
+  }
+
+  void allreduceStart(int32_t bucket) override {
+    BucketPlan &plan = planOf(bucket, "start");
+    auto b = static_cast<size_t>(bucket);
+    if (state[b] != State::Idle)
+      fatal(fmt::format("allreduce of bucket {} started twice without a wait",
+                        bucket),
+            __FILE__, __LINE__);
+    void *buffer = arena + plan.offset;
+    if (!plan.contiguous) {
+      packBucket(plan, arena, staging[b].data());
+      buffer = staging[b].data();
+    }
+    MPI_Datatype type = plan.reduceType == DType::F64 ? MPI_DOUBLE : MPI_FLOAT;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, buffer, static_cast<int>(plan.count),
+                            type, MPI_SUM, comm, &requests[b]);
+    if (rc != MPI_SUCCESS)
+      fatal(fmt::format("MPI_Iallreduce of bucket {} failed: {}", bucket,
+                        mpiErrorText(rc)),
+            __FILE__, __LINE__);
+    startedAt[b] = std::chrono::steady_clock::now();
+    state[b] = State::Running;
+  }
+
+  void allreduceWait(int32_t bucket) override {
+    BucketPlan &plan = planOf(bucket, "wait");
+    auto b = static_cast<size_t>(bucket);
+    if (state[b] == State::Idle)
+      fatal(fmt::format("wait for bucket {}, which was not started", bucket),
+            __FILE__, __LINE__);
+    // MPI_Wait could block forever if a peer hangs (or dies in a way mpirun
+    // does not notice); polling with a deadline turns that into an error.
+    auto deadline = startedAt[b] + std::chrono::duration_cast<
+                                       std::chrono::steady_clock::duration>(
+                                       std::chrono::duration<double>(
+                                           options.timeoutSeconds));
+    for (unsigned spins = 0; state[b] == State::Running; ++spins) {
+      int done = 0;
+      int rc = MPI_Test(&requests[b], &done, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS)
+        fatal(fmt::format("MPI_Test of bucket {} failed: {}", bucket,
+                          mpiErrorText(rc)),
+              __FILE__, __LINE__);
+      if (done)
+        break;
+      if (std::chrono::steady_clock::now() > deadline)
+        fatal(fmt::format("allreduce of bucket {} did not finish within {} s "
+                          "(--comm-timeout); another rank has died or hangs",
+                          bucket, options.timeoutSeconds),
+              __FILE__, __LINE__);
+      // Give the core back now and then: ranks may outnumber cores.
+      if (spins % 64 == 63)
+        sched_yield();
+    }
+    state[b] = State::Idle;
+    finishBucket(plan, arena, staging[b].data(), size_);
+  }
+
+  void progress() override {
+    // MPI_Test drives Open MPI's progress engine; a request it completes is
+    // freed and remembered as finished for the wait.
+    for (size_t b = 0; b < requests.size(); ++b) {
+      if (state[b] != State::Running)
+        continue;
+      int done = 0;
+      int rc = MPI_Test(&requests[b], &done, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS)
+        fatal(fmt::format("MPI_Test of bucket {} failed: {}", b,
+                          mpiErrorText(rc)),
+              __FILE__, __LINE__);
+      if (done)
+        state[b] = State::Finished;
+    }
+  }
+
+  // The blocking collectives are non-blocking ones waited on with the
+  // same deadline as the buckets: a hung peer must not stall them forever.
+  Status broadcast(void *data, size_t bytes, int root) override {
+    // MPI counts are int: send in 1 GiB pieces.
+    constexpr size_t kChunk = size_t(1) << 30;
+    for (size_t at = 0; at < bytes; at += kChunk) {
+      size_t n = std::min(kChunk, bytes - at);
+      MPI_Request request;
+      KILN_MPI_CHECK(MPI_Ibcast(static_cast<uint8_t *>(data) + at,
+                                static_cast<int>(n), MPI_BYTE, root, comm,
+                                &request));
+      KILN_RETURN_IF_ERROR(waitWithDeadline(request, "broadcast"));
+    }
+    return Status::ok();
+  }
+
+  Status allreduceSum(double *values, int count) override {
+    MPI_Request request;
+    KILN_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE,
+                                  MPI_SUM, comm, &request));
+    return waitWithDeadline(request, "allreduce of step values");
+  }
+
+  Status allreduceMin(int64_t *values, int count) override {
+    MPI_Request request;
+    KILN_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, values, count, MPI_INT64_T,
+                                  MPI_MIN, comm, &request));
+    return waitWithDeadline(request, "allreduce (minimum)");
+  }
+
+  StatusOr<std::vector<uint64_t>> allgather(uint64_t value) override {
+    std::vector<uint64_t> all(static_cast<size_t>(size_));
+    MPI_Request request;
+    KILN_MPI_CHECK(MPI_Iallgather(&value, 1, MPI_UINT64_T, all.data(), 1,
+                                  MPI_UINT64_T, comm, &request));
+    KILN_RETURN_IF_ERROR(waitWithDeadline(request, "allgather"));
+    return all;
+  }
+
+  [[noreturn]] void abort(int code) override {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::exit(code); // MPI_Abort does not return; keep [[noreturn]] honest.
+  }
+
+  void finalize() override {
+    MPI_Comm_free(&comm);
+    MPI_Finalize();
+  }
+
+private:
+  MPI_Comm comm;
+  int rank_, size_;
+  MpiOptions options;
+  uint8_t *arena = nullptr;
+  std::vector<BucketPlan> plans;
+  std::vector<std::vector<uint8_t>> staging;
+  std::vector<MPI_Request> requests;
+  enum class State { Idle, Running, Finished };
+  std::vector<State> state;
+  std::vector<std::chrono::steady_clock::time_point> startedAt;
+
+  /// Polls `request` until it completes or --comm-timeout passes.
+  Status waitWithDeadline(MPI_Request &request, const char *what) {
+    auto deadline = std::chrono::steady_clock::now() +
+                    std::chrono::duration_cast<
+                        std::chrono::steady_clock::duration>(
+                        std::chrono::duration<double>(options.timeoutSeconds));
+    for (unsigned spins = 0;; ++spins) {
+      int done = 0;
+      KILN_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+      if (done)
+        return Status::ok();
+      if (std::chrono::steady_clock::now() > deadline)
+        return KILN_STATUS(
+            kInternal,
+            fmt::format("{} did not finish within {} s (--comm-timeout); "
+                        "another rank has died or hangs",
+                        what, options.timeoutSeconds));
+      if (spins % 64 == 63)
+        sched_yield();
+    }
+  }
+
+  [[noreturn]] void fatal(const std::string &message, const char *file,
+                          int line) {
+    std::fprintf(stderr, "kiln runtime: rank %d: %s [%s:%d]\n", rank_,
+                 message.c_str(), file, line);
+    abort(1);
+  }
+
+  BucketPlan &planOf(int32_t bucket, const char *what) {
+    if (bucket < 0 || static_cast<size_t>(bucket) >= plans.size())
+      fatal(fmt::format("allreduce {} of bucket {}, but the manifest has {} "
+                        "buckets",
+                        what, bucket, plans.size()),
+            __FILE__, __LINE__);
+    return plans[static_cast<size_t>(bucket)];
+  }
+};
+
+} // namespace
+
+StatusOr<std::unique_ptr<Comm>> createMpiComm(const MpiOptions &options) {
+  int initialized = 0;
+  KILN_MPI_CHECK(MPI_Initialized(&initialized));
+  if (!initialized) {
+    // Only the main thread calls MPI; the input pipeline's threads never do.
+    int provided = 0;
+    KILN_MPI_CHECK(
+        MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided));
+  }
+  // Errors come back as codes so the runtime can say what failed and on
+  // which rank before it ends the job.
+  KILN_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  MPI_Comm comm;
+  KILN_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm));
+  KILN_MPI_CHECK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
+  int rank = 0, size = 0;
+  KILN_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  KILN_MPI_CHECK(MPI_Comm_size(comm, &size));
+  return std::unique_ptr<Comm>(new MpiComm(comm, rank, size, options));
+}
+
+} // namespace kiln::rt::exec

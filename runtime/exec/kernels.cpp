@@ -1,0 +1,454 @@
+//===- kernels.cpp - oneDNN primitives for the manifest's calls -----------===//
+
+#include "kiln/rt/exec/kernels.h"
+
+#include <dnnl.hpp>
+#include <dnnl_debug.h>
+#include <fmt/format.h>
+
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <unordered_map>
+
+namespace kiln::rt::exec {
+
+using dnnl::memory;
+using Dims = memory::dims;
+
+namespace {
+
+memory::data_type toDnnl(DType dtype) {
+  return dtype == DType::BF16 ? memory::data_type::bf16
+                              : memory::data_type::f32;
+}
+
+/// A 4-D activation: oneDNN's logical dims are NCHW whatever the storage.
+memory::desc activationDesc(const TensorRef &t, DType dtype) {
+  Dims dims = {t.shape[0], t.shape[3], t.shape[1], t.shape[2]};
+  memory::format_tag tag = memory::format_tag::nhwc;
+  if (t.layout == Layout::Nchw)
+    tag = memory::format_tag::nchw;
+  else if (t.layout == Layout::NChw16c)
+    tag = memory::format_tag::nChw16c;
+  return memory::desc(dims, toDnnl(dtype), tag);
+}
+memory::desc activationDesc(const TensorRef &t) {
+  return activationDesc(t, t.dtype);
+}
+
+/// An HWIO filter [KH,KW,Cin,Cout]; oneDNN's logical dims are OIHW.
+memory::desc filterDesc(const TensorRef &t) {
+  Dims dims = {t.shape[3], t.shape[2], t.shape[0], t.shape[1]};
+  return memory::desc(dims, toDnnl(t.dtype), memory::format_tag::hwio);
+}
+
+/// The same logical tensor in a format oneDNN picks.
+memory::desc anyFormat(const memory::desc &md) {
+  return memory::desc(md.dims(), md.data_type(), memory::format_tag::any);
+}
+
+/// A row-major matrix (or batch of matrices) read as its transpose if
+/// `transposed`: logical dims [.., rows, cols] of storage [.., cols, rows].
+memory::desc matrixDesc(const TensorRef &t, bool transposed) {
+  Dims stored(t.shape.begin(), t.shape.end());
+  size_t r = stored.size();
+  Dims strides(r);
+  int64_t s = 1;
+  for (size_t i = r; i-- > 0;) {
+    strides[i] = s;
+    s *= stored[i];
+  }
+  Dims dims = stored;
+  if (transposed) {
+    std::swap(dims[r - 1], dims[r - 2]);
+    std::swap(strides[r - 1], strides[r - 2]);
+  }
+  return memory::desc(dims, toDnnl(t.dtype), strides);
+}
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/// One primitive execution with its arguments.
+struct Step {
+  dnnl::primitive primitive;
+  std::unordered_map<int, memory> args;
+};
+
+struct CallPlan {
+  std::vector<Step> steps;
+  std::string impl;
+  std::string summary;
+  double macs = 0;
+  uint64_t count = 0;
+  double seconds = 0;
+};
+
+} // namespace
+
+struct Kernels::Impl {
+  const Manifest &manifest;
+  uint8_t *arena;
+  KernelOptions options;
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  dnnl::primitive_attr attr;
+  std::vector<CallPlan> plans;
+
+  // Shared by every call (they run one at a time): oneDNN's scratchpad and
+  // the staging buffer of blocked weights.
+  size_t scratchpadBytes = 0;
+  size_t stagingBytes = 0;
+  std::unique_ptr<uint8_t, void (*)(void *)> scratchpad{nullptr, std::free};
+  std::unique_ptr<uint8_t, void (*)(void *)> staging{nullptr, std::free};
+  // Memory objects created before the shared buffers exist; their handles
+  // are set once all sizes are known.
+  std::vector<memory> scratchpadUsers;
+  std::vector<memory> stagingUsers;
+
+  Impl(const Manifest &manifest, uint8_t *arena, const KernelOptions &options)
+      : manifest(manifest), arena(arena), options(options) {
+    // One scratchpad for all primitives instead of one each.
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  }
+
+  memory bind(const memory::desc &md, const TensorRef &t) {
+    return memory(md, engine, arena + t.offset);
+  }
+
+  memory scratchpadMemory(const memory::desc &md) {
+    scratchpadBytes = std::max(scratchpadBytes, md.get_size());
+    memory m(md, engine, DNNL_MEMORY_NONE);
+    scratchpadUsers.push_back(m);
+    return m;
+  }
+
+  memory stagingMemory(const memory::desc &md) {
+    stagingBytes = std::max(stagingBytes, md.get_size());
+    memory m(md, engine, DNNL_MEMORY_NONE);
+    stagingUsers.push_back(m);
+    return m;
+  }
+
+  static std::string implName(const dnnl::primitive_desc_base &pd) {
+    return pd.impl_info_str();
+  }
+
+  Status planConv(const Call &call, CallPlan &plan);
+  Status planMatmul(const Call &call, CallPlan &plan);
+  Status allocateShared();
+};
+
+Status Kernels::Impl::planConv(const Call &call, CallPlan &plan) {
+  bool fwd = call.kind == CallKind::Conv2dForward;
+  bool bwdData = call.kind == CallKind::Conv2dBackwardData;
+  const TensorRef &x = call.operand(fwd ? "input"
+                                        : bwdData ? "input_grad" : "input");
+  const TensorRef &w = call.operand(
+      call.kind == CallKind::Conv2dBackwardFilter ? "filter_grad" : "filter");
+  const TensorRef &y = call.operand(fwd ? "output" : "output_grad");
+  Dims strides = {call.strides[0], call.strides[1]};
+  // oneDNN counts dilation from 0 (no dilation), the manifest from 1.
+  Dims dilates = {call.dilations[0] - 1, call.dilations[1] - 1};
+  Dims padL = {call.padding[0], call.padding[2]};
+  Dims padR = {call.padding[1], call.padding[3]};
+
+  memory::desc xMd = activationDesc(x), yMd = activationDesc(y);
+  memory::desc wUser = filterDesc(w);
+  memory::desc wMd = options.blockedWeights ? anyFormat(wUser) : wUser;
+  plan.macs = double(y.numElements()) * double(w.shape[0] * w.shape[1] *
+                                                w.shape[2]);
+  plan.summary = fmt::format("in {} filter {} out {} stride {}x{} pad {},{},{},{}",
+                             shapeString(x.shape), shapeString(w.shape),
+                             shapeString(y.shape), call.strides[0],
+                             call.strides[1], call.padding[0], call.padding[1],
+                             call.padding[2], call.padding[3]);
+
+  // The forward descriptor is also the hint backward primitives need. Its
+  // input and weights share a type, as in the forward pass the gradient
+  // belongs to: a bf16 filter with an f32 input gradient (or a bf16 input
+  // with an f32 filter gradient) came from an all-bf16 forward convolution.
+  memory::desc xFwd = bwdData ? activationDesc(x, w.dtype) : xMd;
+  memory::desc wFwd =
+      call.kind == CallKind::Conv2dBackwardFilter
+          ? memory::desc(wMd.dims(), toDnnl(x.dtype),
+                         options.blockedWeights ? memory::format_tag::any
+                                                : memory::format_tag::hwio)
+          : wMd;
+  dnnl::convolution_forward::desc fwdDesc(
+      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+      xFwd, wFwd, yMd, strides, dilates, padL, padR);
+  dnnl::convolution_forward::primitive_desc fwdPd(fwdDesc, attr, engine);
+
+  auto reorderStep = [&](memory from, memory to) {
+    Step s;
+    s.primitive = dnnl::reorder(from, to);
+    s.args = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    return s;
+  };
+
+  if (fwd) {
+    memory weights = bind(wUser, w);
+    memory used = weights;
+    if (fwdPd.weights_desc() != wUser) {
+      used = stagingMemory(fwdPd.weights_desc());
+      plan.steps.push_back(reorderStep(weights, used));
+      plan.impl = " (+ reorder weights)";
+    }
+    Step s;
+    s.primitive = dnnl::convolution_forward(fwdPd);
+    s.args = {{DNNL_ARG_SRC, bind(xMd, x)},
+              {DNNL_ARG_WEIGHTS, used},
+              {DNNL_ARG_DST, bind(yMd, y)},
+              {DNNL_ARG_SCRATCHPAD, scratchpadMemory(fwdPd.scratchpad_desc())}};
+    plan.steps.push_back(std::move(s));
+    plan.impl = implName(fwdPd) + plan.impl;
+    return Status::ok();
+  }
+
+  if (bwdData) {
+    dnnl::convolution_backward_data::desc desc(
+        dnnl::algorithm::convolution_direct, xMd, wMd, yMd, strides, dilates,
+        padL, padR);
+    dnnl::convolution_backward_data::primitive_desc pd(desc, attr, engine,
+                                                       fwdPd);
+    memory weights = bind(wUser, w);
+    memory used = weights;
+    if (pd.weights_desc() != wUser) {
+      used = stagingMemory(pd.weights_desc());
+      plan.steps.push_back(reorderStep(weights, used));
+      plan.impl = " (+ reorder weights)";
+    }
+    Step s;
+    s.primitive = dnnl::convolution_backward_data(pd);
+    s.args = {{DNNL_ARG_DIFF_DST, bind(yMd, y)},
+              {DNNL_ARG_WEIGHTS, used},
+              {DNNL_ARG_DIFF_SRC, bind(xMd, x)},
+              {DNNL_ARG_SCRATCHPAD, scratchpadMemory(pd.scratchpad_desc())}};
+    plan.steps.push_back(std::move(s));
+    plan.impl = implName(pd) + plan.impl;
+    return Status::ok();
+  }
+
+  dnnl::convolution_backward_weights::desc desc(
+      dnnl::algorithm::convolution_direct, xMd, wMd, yMd, strides, dilates,
+      padL, padR);
+  dnnl::convolution_backward_weights::primitive_desc pd(desc, attr, engine,
+                                                        fwdPd);
+  memory gradient = bind(wUser, w);
+  memory produced = gradient;
+  bool reorderAfter = pd.diff_weights_desc() != wUser;
+  if (reorderAfter)
+    produced = stagingMemory(pd.diff_weights_desc());
+  Step s;
+  s.primitive = dnnl::convolution_backward_weights(pd);
+  s.args = {{DNNL_ARG_SRC, bind(xMd, x)},
+            {DNNL_ARG_DIFF_DST, bind(yMd, y)},
+            {DNNL_ARG_DIFF_WEIGHTS, produced},
+            {DNNL_ARG_SCRATCHPAD, scratchpadMemory(pd.scratchpad_desc())}};
+  plan.steps.push_back(std::move(s));
+  plan.impl = implName(pd);
+  if (reorderAfter) {
+    plan.steps.push_back(reorderStep(produced, gradient));
+    plan.impl += " (+ reorder weights)";
+  }
+  return Status::ok();
+}
+
+Status Kernels::Impl::planMatmul(const Call &call, CallPlan &plan) {
+  bool dense = call.kind == CallKind::Dense;
+  const TensorRef &a = call.operand(dense ? "input" : "lhs");
+  const TensorRef &b = call.operand(dense ? "weight" : "rhs");
+  const TensorRef &c = call.operand("output");
+  memory::desc aMd = matrixDesc(a, !dense && call.transposeLhs);
+  memory::desc bMd = matrixDesc(b, !dense && call.transposeRhs);
+  memory::desc cMd = matrixDesc(c, false);
+  size_t r = c.shape.size();
+  int64_t k = aMd.dims()[r - 1];
+  plan.macs = double(c.numElements()) * double(k);
+  plan.summary = fmt::format("{}{} x {}{} -> {}", shapeString(a.shape),
+                             !dense && call.transposeLhs ? "^T" : "",
+                             shapeString(b.shape),
+                             !dense && call.transposeRhs ? "^T" : "",
+                             shapeString(c.shape));
+  Step s;
+  s.args = {{DNNL_ARG_SRC, bind(aMd, a)},
+            {DNNL_ARG_WEIGHTS, bind(bMd, b)},
+            {DNNL_ARG_DST, bind(cMd, c)}};
+  dnnl::matmul::primitive_desc pd;
+  if (dense && call.hasOperand("bias")) {
+    const TensorRef &bias = call.operand("bias");
+    memory::desc biasMd({1, bias.shape[0]}, toDnnl(bias.dtype),
+                        memory::format_tag::ab);
+    pd = dnnl::matmul::primitive_desc(
+        dnnl::matmul::desc(aMd, bMd, biasMd, cMd), attr, engine);
+    s.args[DNNL_ARG_BIAS] = bind(biasMd, bias);
+    plan.summary += " + bias";
+  } else {
+    pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(aMd, bMd, cMd), attr,
+                                      engine);
+  }
+  s.args[DNNL_ARG_SCRATCHPAD] = scratchpadMemory(pd.scratchpad_desc());
+  s.primitive = dnnl::matmul(pd);
+  plan.impl = implName(pd);
+  plan.steps.push_back(std::move(s));
+  return Status::ok();
+}
+
+Status Kernels::Impl::allocateShared() {
+  auto allocate = [](size_t bytes, const char *what,
+                     std::unique_ptr<uint8_t, void (*)(void *)> &out) -> Status {
+    if (bytes == 0)
+      return Status::ok();
+    void *p = nullptr;
+    // 64-byte alignment: oneDNN's kernels use aligned AVX-512 loads on it.
+    int rc = ::posix_memalign(&p, 64, (bytes + 63) / 64 * 64);
+    if (rc != 0)
+      return errnoStatus(__FILE__, __LINE__,
+                         fmt::format("posix_memalign of the {} ({} bytes)",
+                                     what, bytes),
+                         rc);
+    out.reset(static_cast<uint8_t *>(p));
+    return Status::ok();
+  };
+  KILN_RETURN_IF_ERROR(allocate(scratchpadBytes, "oneDNN scratchpad",
+                                scratchpad));
+  KILN_RETURN_IF_ERROR(allocate(stagingBytes, "weight staging buffer",
+                                staging));
+  for (memory &m : scratchpadUsers)
+    m.set_data_handle(scratchpad.get());
+  for (memory &m : stagingUsers)
+    m.set_data_handle(staging.get());
+  return Status::ok();
+}
+
+Kernels::Kernels(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Kernels::~Kernels() = default;
+
+StatusOr<std::unique_ptr<Kernels>> Kernels::create(const Manifest &manifest,
+                                                   uint8_t *arena,
+                                                   const KernelOptions &options) {
+  auto impl = std::make_unique<Impl>(manifest, arena, options);
+  impl->plans.resize(manifest.calls.size());
+  for (size_t i = 0; i < manifest.calls.size(); ++i) {
+    const Call &call = manifest.calls[i];
+    try {
+      Status s = call.kind == CallKind::Matmul || call.kind == CallKind::Dense
+                     ? impl->planMatmul(call, impl->plans[i])
+                     : impl->planConv(call, impl->plans[i]);
+      KILN_RETURN_IF_ERROR(s);
+    } catch (const dnnl::error &e) {
+      return KILN_STATUS(kUnimplemented,
+                         fmt::format("{}: oneDNN cannot create its primitive "
+                                     "({}: {}); operands {}",
+                                     call.describe(i),
+                                     dnnl_status2str(e.status), e.what(),
+                                     impl->plans[i].summary));
+    }
+  }
+  KILN_RETURN_IF_ERROR(impl->allocateShared());
+  return std::unique_ptr<Kernels>(new Kernels(std::move(impl)));
+}
+
+void Kernels::execute(int32_t id) {
+  Impl &impl = *impl_;
+  if (id < 0 || static_cast<size_t>(id) >= impl.plans.size()) {
+    std::fprintf(stderr,
+                 "kiln runtime: kiln_rt_kernel_call with call id %d, but the "
+                 "manifest has %zu calls [%s:%d]\n",
+                 id, impl.plans.size(), __FILE__, __LINE__);
+    std::abort();
+  }
+  CallPlan &plan = impl.plans[static_cast<size_t>(id)];
+  auto start = impl.options.profile ? std::chrono::steady_clock::now()
+                                    : std::chrono::steady_clock::time_point();
+  try {
+    for (Step &s : plan.steps)
+      s.primitive.execute(impl.stream, s.args);
+    impl.stream.wait();
+  } catch (const dnnl::error &e) {
+    std::fprintf(stderr, "kiln runtime: %s failed in oneDNN (%s: %s); %s [%s:%d]\n",
+                 impl.manifest.calls[static_cast<size_t>(id)]
+                     .describe(static_cast<size_t>(id))
+                     .c_str(),
+                 dnnl_status2str(e.status), e.what(), plan.summary.c_str(),
+                 __FILE__, __LINE__);
+    std::abort();
+  }
+  if (impl.options.profile) {
+    plan.seconds += std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+    ++plan.count;
+  }
+}
+
+size_t Kernels::numCalls() const { return impl_->plans.size(); }
+
+std::string Kernels::implementation(int32_t id) const {
+  return impl_->plans.at(static_cast<size_t>(id)).impl;
+}
+
+uint64_t Kernels::callCount(int32_t id) const {
+  return impl_->plans.at(static_cast<size_t>(id)).count;
+}
+
+double Kernels::callSeconds(int32_t id) const {
+  return impl_->plans.at(static_cast<size_t>(id)).seconds;
+}
+
+double Kernels::multiplyAdds(int32_t id) const {
+  return impl_->plans.at(static_cast<size_t>(id)).macs;
+}
+
+std::string Kernels::profileReport() const {
+  std::string out;
+  double total = 0;
+  for (const CallPlan &p : impl_->plans)
+    total += p.seconds;
+  for (size_t i = 0; i < impl_->plans.size(); ++i) {
+    const CallPlan &p = impl_->plans[i];
+    double gflops = p.seconds > 0 ? 2 * p.macs * double(p.count) / p.seconds / 1e9
+                                  : 0;
+    out += fmt::format("  {:3} {:<22} {:<60} {:<34} {:6} calls {:9.3f} s "
+                       "{:5.1f}% {:7.1f} GFLOP/s\n",
+                       i, callKindName(impl_->manifest.calls[i].kind),
+                       p.summary, p.impl, p.count, p.seconds,
+                       total > 0 ? 100 * p.seconds / total : 0.0, gflops);
+  }
+  return out;
+}
+
+Status setComputeThreads(int threads) {
+  if (threads <= 0)
+    return KILN_STATUS(kInvalidArgument,
+                       fmt::format("thread count {} is not positive", threads));
+  // oneDNN here runs on the GNU OpenMP runtime it links (libgomp), which read
+  // OMP_NUM_THREADS when it was loaded, before main. Setting the variable
+  // now serves anything loaded later; the running runtime is told through
+  // omp_set_num_threads, looked up in the process rather than linked, so the
+  // runtime does not pick an OpenMP library of its own (clang's -fopenmp
+  // would bring libomp, a second OpenMP runtime in the same process).
+  std::string value = std::to_string(threads);
+  KILN_CHECK_LIBC(::setenv("OMP_NUM_THREADS", value.c_str(), 1),
+                  "setenv OMP_NUM_THREADS");
+  using SetThreads = void (*)(int);
+  auto set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT,
+                                                  "omp_set_num_threads"));
+  if (!set)
+    return KILN_STATUS(kInternal,
+                       "omp_set_num_threads is not in the process: this "
+                       "oneDNN does not use OpenMP, so --threads cannot take "
+                       "effect");
+  set(threads);
+  return Status::ok();
+}
+
+} // namespace kiln::rt::exec

@@ -1,0 +1,336 @@
+//===- options.cpp - Command-line parsing of the training executable ------===//
+
+#include "kiln/rt/exec/options.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <map>
+
+namespace kiln::rt::exec {
+namespace {
+
+Status bad(const std::string &message) {
+  return KILN_STATUS(kInvalidArgument, message);
+}
+
+Status parseInt(const std::string &flag, const std::string &text,
+                int64_t minValue, int64_t &out) {
+  errno = 0;
+  char *end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE)
+    return bad(fmt::format("{} expects an integer, got '{}'", flag, text));
+  if (v < minValue)
+    return bad(fmt::format("{} must be at least {}, got {}", flag, minValue, v));
+  out = v;
+  return Status::ok();
+}
+
+Status parseDouble(const std::string &flag, const std::string &text,
+                   double &out) {
+  char *end = nullptr;
+  out = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(out))
+    return bad(fmt::format("{} expects a number, got '{}'", flag, text));
+  return Status::ok();
+}
+
+Status parseFloatList(const std::string &flag, const std::string &text,
+                      std::vector<float> &out) {
+  out.clear();
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(
+        start, comma == std::string::npos ? std::string::npos : comma - start);
+    double v;
+    KILN_RETURN_IF_ERROR(parseDouble(flag, item, v));
+    out.push_back(static_cast<float>(v));
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  if (out.empty() || out.size() > 3)
+    return bad(fmt::format("{} expects 1 to 3 comma-separated numbers, got "
+                           "'{}'",
+                           flag, text));
+  return Status::ok();
+}
+
+} // namespace
+
+StatusOr<RunOptions> parseOptions(int argc, char **argv) {
+  RunOptions o;
+  using Handler = std::function<Status(const std::string &flag,
+                                       const std::string &value)>;
+  struct Flag {
+    bool takesValue;
+    Handler handle;
+  };
+  auto intFlag = [](int64_t &target, int64_t minValue) {
+    return Flag{true, [&target, minValue](const std::string &f,
+                                         const std::string &v) {
+                  return parseInt(f, v, minValue, target);
+                }};
+  };
+  auto boolFlag = [](bool &target, bool value) {
+    return Flag{false, [&target, value](const std::string &,
+                                       const std::string &) {
+                  target = value;
+                  return Status::ok();
+                }};
+  };
+  auto scheduleFlag = [&o](const char *alias) {
+    return Flag{true, [&o, alias](const std::string &f, const std::string &v) {
+                  double x;
+                  KILN_RETURN_IF_ERROR(parseDouble(f, v, x));
+                  o.scheduleOverrides.emplace_back(alias, x);
+                  return Status::ok();
+                }};
+  };
+
+  std::map<std::string, Flag> flags = {
+      {"--help", boolFlag(o.help, true)},
+      {"-h", boolFlag(o.help, true)},
+      {"--data", {true, [&](const std::string &, const std::string &v) {
+                    o.dataDir = v;
+                    return Status::ok();
+                  }}},
+      {"--synthetic", boolFlag(o.synthetic, true)},
+      {"--synthetic-batches", intFlag(o.syntheticBatches, 1)},
+      {"--augment",
+       {true, [&](const std::string &f, const std::string &v) {
+          o.augmentSet = true;
+          if (v == "random-resized-crop")
+            o.augment = Augment::RandomResizedCrop;
+          else if (v == "pad-crop")
+            o.augment = Augment::PadCrop;
+          else if (v == "none")
+            o.augment = Augment::None;
+          else
+            return bad(fmt::format("{} expects random-resized-crop, pad-crop "
+                                   "or none, got '{}'",
+                                   f, v));
+          return Status::ok();
+        }}},
+      {"--pad-crop", {true, [&](const std::string &f, const std::string &v) {
+                        o.augmentSet = true;
+                        o.augment = Augment::PadCrop;
+                        return parseInt(f, v, 0, o.pad);
+                      }}},
+      {"--flip", boolFlag(o.flip, true)},
+      {"--no-flip", boolFlag(o.flip, false)},
+      {"--mean", {true, [&](const std::string &f, const std::string &v) {
+                    return parseFloatList(f, v, o.mean);
+                  }}},
+      {"--std", {true, [&](const std::string &f, const std::string &v) {
+                   return parseFloatList(f, v, o.stddev);
+                 }}},
+      {"--data-workers", intFlag(o.dataWorkers, 1)},
+      {"--prefetch", intFlag(o.prefetch, 1)},
+      {"--shuffle-buffer", intFlag(o.shuffleBuffer, 1)},
+      {"--skip-bad-records", boolFlag(o.skipBadRecords, true)},
+      {"--steps", {true, [&](const std::string &f, const std::string &v) {
+                     int64_t n;
+                     KILN_RETURN_IF_ERROR(parseInt(f, v, 0, n));
+                     o.steps = n;
+                     return Status::ok();
+                   }}},
+      {"--epochs", {true, [&](const std::string &f, const std::string &v) {
+                      double e;
+                      KILN_RETURN_IF_ERROR(parseDouble(f, v, e));
+                      if (e < 0)
+                        return bad(f + " must not be negative");
+                      o.epochs = e;
+                      return Status::ok();
+                    }}},
+      {"--seed", {true, [&](const std::string &f, const std::string &v) {
+                    int64_t s;
+                    KILN_RETURN_IF_ERROR(parseInt(f, v, 0, s));
+                    o.seed = static_cast<uint64_t>(s);
+                    o.seedSet = true;
+                    return Status::ok();
+                  }}},
+      {"--threads", intFlag(o.threads, 1)},
+      {"--weights-format",
+       {true, [&](const std::string &f, const std::string &v) {
+          if (v != "blocked" && v != "hwio")
+            return bad(fmt::format("{} expects blocked or hwio, got '{}'", f,
+                                   v));
+          o.blockedWeights = v == "blocked";
+          return Status::ok();
+        }}},
+      {"--profile", boolFlag(o.profile, true)},
+      {"--model-dir", {true, [&](const std::string &, const std::string &v) {
+                         o.modelDir = v;
+                         return Status::ok();
+                       }}},
+      {"--log-every", intFlag(o.logEvery, 0)},
+      {"--checkpoint-every", intFlag(o.checkpointEvery, 0)},
+      {"--keep-checkpoints", intFlag(o.keepCheckpoints, 1)},
+      {"--resume", boolFlag(o.resume, true)},
+      {"--eval", boolFlag(o.eval, true)},
+      {"--eval-every-epoch", boolFlag(o.evalEveryEpoch, true)},
+      {"--lr", scheduleFlag("lr")},
+      {"--warmup-init-lr", scheduleFlag("warmup_init_lr")},
+      {"--warmup-steps", scheduleFlag("warmup_steps")},
+      {"--total-steps", scheduleFlag("total_steps")},
+      {"--end-lr", scheduleFlag("end_lr")},
+      {"--power", scheduleFlag("power")},
+      {"--decay-factor", scheduleFlag("decay_factor")},
+      {"--warmup-epochs", {true, [&](const std::string &f,
+                                     const std::string &v) {
+                             double e;
+                             KILN_RETURN_IF_ERROR(parseDouble(f, v, e));
+                             if (e < 0)
+                               return bad(f + " must not be negative");
+                             o.warmupEpochs = e;
+                             return Status::ok();
+                           }}},
+      {"--set-schedule",
+       {true, [&](const std::string &f, const std::string &v) {
+          size_t eq = v.find('=');
+          if (eq == std::string::npos || eq == 0)
+            return bad(fmt::format("{} expects slot=value, got '{}'", f, v));
+          double x;
+          KILN_RETURN_IF_ERROR(parseDouble(f, v.substr(eq + 1), x));
+          // '=' marks an exact slot name, as opposed to the aliases above.
+          o.scheduleOverrides.emplace_back("=" + v.substr(0, eq), x);
+          return Status::ok();
+        }}},
+      {"--comm", {true, [&](const std::string &f, const std::string &v) {
+                    if (v == "auto")
+                      o.comm = CommBackend::Auto;
+                    else if (v == "local")
+                      o.comm = CommBackend::Local;
+                    else if (v == "mpi")
+                      o.comm = CommBackend::Mpi;
+                    else
+                      return bad(fmt::format(
+                          "{} expects auto, local or mpi, got '{}'", f, v));
+                    return Status::ok();
+                  }}},
+      {"--comm-timeout", {true, [&](const std::string &f,
+                                    const std::string &v) {
+                            KILN_RETURN_IF_ERROR(
+                                parseDouble(f, v, o.commTimeout));
+                            if (o.commTimeout <= 0)
+                              return bad(f + " must be positive");
+                            return Status::ok();
+                          }}},
+      {"--verify-replicas", boolFlag(o.verifyReplicas, true)},
+  };
+
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string name = arg, value;
+    bool inlineValue = false;
+    size_t eq = arg.find('=');
+    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      inlineValue = true;
+    }
+    auto it = flags.find(name);
+    if (it == flags.end())
+      return bad(fmt::format("unknown flag '{}' (--help lists the flags)", arg));
+    if (it->second.takesValue && !inlineValue) {
+      if (i + 1 >= argc)
+        return bad(fmt::format("{} needs a value", name));
+      value = argv[++i];
+    } else if (!it->second.takesValue && inlineValue) {
+      return bad(fmt::format("{} takes no value", name));
+    }
+    KILN_RETURN_IF_ERROR(it->second.handle(name, value));
+  }
+
+  if (o.help)
+    return o;
+  if (o.synthetic && !o.dataDir.empty())
+    return bad("--data and --synthetic exclude each other");
+  if (!o.synthetic && o.dataDir.empty())
+    return bad("no input: pass --data DIR (TFRecord shards from kiln-data) or "
+               "--synthetic");
+  if (o.steps && o.epochs)
+    return bad("--steps and --epochs exclude each other");
+  if (o.synthetic && o.epochs)
+    return bad("--epochs needs --data (synthetic data has no epochs); use "
+               "--steps");
+  if (o.synthetic && (o.evalEveryEpoch || o.warmupEpochs))
+    return bad("--eval-every-epoch and --warmup-epochs need --data");
+  if (o.resume && o.modelDir.empty())
+    return bad("--resume needs --model-dir");
+  if (o.checkpointEvery > 0 && o.modelDir.empty())
+    return bad("--checkpoint-every needs --model-dir");
+  if (o.evalEveryEpoch)
+    o.eval = true;
+  if (!o.steps && !o.epochs)
+    return bad("how long? pass --steps N or --epochs E");
+  return o;
+}
+
+std::string usage(const char *program) {
+  return fmt::format(R"(usage: {0} (--data DIR | --synthetic) (--steps N | --epochs E) [flags]
+
+Trains the compiled model (docs/runtime.md). Under mpirun, every rank trains
+on its own shards and gradients are averaged.
+
+input:
+  --data DIR               TFRecord shards (train-*, validation-*) from kiln-data
+  --synthetic              deterministic random batches, no data needed
+  --synthetic-batches K    distinct synthetic batches, cycled (default 1)
+  --augment MODE           random-resized-crop (default) | pad-crop | none
+  --pad-crop P             CIFAR-style: pad by P pixels, random crop (implies pad-crop)
+  --flip / --no-flip       random horizontal flip (default on)
+  --mean A[,B,C]           per-channel normalization on 0..255 pixels
+  --std A[,B,C]            (defaults: ImageNet for RGB, Fashion-MNIST for gray)
+  --data-workers N         decoding threads per rank (default 2)
+  --prefetch N             batches prepared ahead (default 4)
+  --shuffle-buffer N       records in the shuffle buffer (default 1024)
+  --skip-bad-records       drop corrupt records instead of stopping
+
+length:
+  --steps N                optimizer steps (the total, counting resumed ones)
+  --epochs E               E passes over the training records (may be fractional)
+  --seed S                 initializers, data order, augmentation (default 0)
+
+learning-rate schedule (written into the schedule variable's slots):
+  --lr X                   lr / base_lr / peak_lr
+  --warmup-init-lr X       warmup_init_lr / init_lr
+  --warmup-steps N         warmup_steps        --warmup-epochs E  (needs --data)
+  --total-steps N          total_steps / train_steps
+  --end-lr X  --power X  --decay-factor X
+  --set-schedule SLOT=X    any slot by its manifest name (repeatable)
+
+compute:
+  --threads N              oneDNN threads (default: cores / ranks on this node)
+  --weights-format F       blocked (default: oneDNN's format, reordered) | hwio
+  --profile                per-kernel time and GFLOP/s at the end
+
+output:
+  --model-dir DIR          metrics.jsonl and checkpoints (rank 0 writes)
+  --log-every N            progress line every N steps (default 10; 0: none)
+  --checkpoint-every N     checkpoint every N steps (default: only at the end)
+  --keep-checkpoints K     checkpoints kept (default 3)
+  --resume                 continue from the newest valid checkpoint in --model-dir
+
+evaluation:
+  --eval                   top-1/top-5 on the validation shards at the end
+  --eval-every-epoch       ... and after every epoch
+
+distribution:
+  --comm auto|local|mpi    backend (default auto: mpi under mpirun)
+  --comm-timeout SEC       abort if a gradient allreduce takes longer (default 300)
+  --verify-replicas        check at the end that every rank holds the same parameters
+
+exit status: 0 done, 1 runtime error, 2 bad command line, 3 loss became NaN/Inf,
+4 interrupted by SIGINT/SIGTERM (after writing a checkpoint)
+)",
+                     program);
+}
+
+} // namespace kiln::rt::exec

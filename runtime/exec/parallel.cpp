@@ -1,0 +1,56 @@
+//===- parallel.cpp - kiln_rt_parallel_for --------------------------------===//
+//
+// Runs the parallel loops of compiled steps on libgomp's thread pool, the one
+// oneDNN uses, so kernels and generated loops share one set of threads that
+// are already awake. libgomp's own entry point is used because clang's
+// OpenMP code generation targets LLVM's runtime instead.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/rt/model.h"
+
+#include <algorithm>
+
+extern "C" {
+void GOMP_parallel(void (*fn)(void *), void *data, unsigned numThreads,
+                   unsigned flags);
+int omp_get_thread_num(void);
+int omp_get_num_threads(void);
+int omp_get_max_threads(void);
+}
+
+namespace {
+struct LoopTask {
+  kiln_rt_loop_kernel_t kernel;
+  uint8_t *allocated, *aligned;
+  int64_t offset, size, stride, begin, end;
+};
+
+void runChunk(void *data) {
+  const LoopTask &task = *static_cast<const LoopTask *>(data);
+  int64_t threads = omp_get_num_threads(), thread = omp_get_thread_num();
+  int64_t total = task.end - task.begin;
+  int64_t chunk = (total + threads - 1) / threads;
+  int64_t begin = task.begin + thread * chunk;
+  int64_t end = std::min(task.end, begin + chunk);
+  if (begin < end)
+    task.kernel(task.allocated, task.aligned, task.offset, task.size,
+                task.stride, begin, end);
+}
+} // namespace
+
+extern "C" void kiln_rt_parallel_for(kiln_rt_context_t *ctx,
+                                     kiln_rt_loop_kernel_t kernel,
+                                     uint8_t *allocated, uint8_t *aligned,
+                                     int64_t offset, int64_t size,
+                                     int64_t stride, int64_t begin,
+                                     int64_t end) {
+  (void)ctx;
+  LoopTask task{kernel, allocated, aligned, offset, size, stride, begin, end};
+  int64_t threads = std::min<int64_t>(omp_get_max_threads(), end - begin);
+  if (threads <= 1) {
+    kernel(allocated, aligned, offset, size, stride, begin, end);
+    return;
+  }
+  GOMP_parallel(runChunk, &task, unsigned(threads), 0);
+}

@@ -1,0 +1,142 @@
+//===- variables.cpp - Variable initialization ----------------------------===//
+
+#include "kiln/rt/exec/variables.h"
+
+#include "kiln/ref/bf16.h"
+#include "kiln/ref/init.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace kiln::rt::exec {
+
+double loadElement(const uint8_t *base, DType dtype, int64_t index) {
+  switch (dtype) {
+  case DType::F32: {
+    float v;
+    std::memcpy(&v, base + 4 * index, 4);
+    return v;
+  }
+  case DType::BF16: {
+    uint16_t bits;
+    std::memcpy(&bits, base + 2 * index, 2);
+    return ref::bf16BitsToFloat(bits);
+  }
+  case DType::F64: {
+    double v;
+    std::memcpy(&v, base + 8 * index, 8);
+    return v;
+  }
+  case DType::I32: {
+    int32_t v;
+    std::memcpy(&v, base + 4 * index, 4);
+    return v;
+  }
+  case DType::I64: {
+    int64_t v;
+    std::memcpy(&v, base + 8 * index, 8);
+    return static_cast<double>(v);
+  }
+  }
+  return 0;
+}
+
+void storeElement(uint8_t *base, DType dtype, int64_t index, double value) {
+  switch (dtype) {
+  case DType::F32: {
+    auto v = static_cast<float>(value);
+    std::memcpy(base + 4 * index, &v, 4);
+    return;
+  }
+  case DType::BF16: {
+    uint16_t bits = ref::floatToBf16Bits(static_cast<float>(value));
+    std::memcpy(base + 2 * index, &bits, 2);
+    return;
+  }
+  case DType::F64:
+    std::memcpy(base + 8 * index, &value, 8);
+    return;
+  case DType::I32: {
+    auto v = static_cast<int32_t>(value);
+    std::memcpy(base + 4 * index, &v, 4);
+    return;
+  }
+  case DType::I64: {
+    auto v = static_cast<int64_t>(value);
+    std::memcpy(base + 8 * index, &v, 8);
+    return;
+  }
+  }
+}
+
+static Status initializeOne(const Variable &var, uint8_t *arena,
+                            uint64_t seed) {
+  const TensorRef &t = var.tensor;
+  uint8_t *base = arena + t.offset;
+  int64_t n = t.numElements();
+  bool isInt = t.dtype == DType::I32 || t.dtype == DType::I64;
+  switch (var.init) {
+  case InitKind::Zeros:
+  case InitKind::Ones:
+    for (int64_t i = 0; i < n; ++i)
+      storeElement(base, t.dtype, i, var.init == InitKind::Ones ? 1.0 : 0.0);
+    return Status::ok();
+  case InitKind::Constant:
+    for (int64_t i = 0; i < n; ++i) {
+      double v = var.value.size() == 1 ? var.value[0]
+                                       : var.value[static_cast<size_t>(i)];
+      if (isInt && (v != std::trunc(v) ||
+                    std::fabs(v) > (t.dtype == DType::I32 ? 2147483647.0
+                                                          : 9.0e15)))
+        return KILN_STATUS(kInvalidArgument,
+                           "variable " + var.name + ": constant " +
+                               std::to_string(v) + " is not an exact " +
+                               dtypeName(t.dtype));
+      storeElement(base, t.dtype, i, v);
+    }
+    return Status::ok();
+  case InitKind::Normal:
+  case InitKind::HeNormal: {
+    // The manifest parser admits random initializers on f32/bf16 only.
+    ref::Tensor values(ref::Shape(t.shape.begin(), t.shape.end()));
+    if (var.init == InitKind::HeNormal)
+      ref::fillHeNormal(values, seed, var.name);
+    else
+      ref::fillNormal(values, var.stddev, seed, var.name);
+    if (t.dtype == DType::F32) {
+      std::memcpy(base, values.data.data(), values.data.size() * 4);
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t bits = ref::floatToBf16Bits(values[i]);
+        std::memcpy(base + 2 * i, &bits, 2);
+      }
+    }
+    return Status::ok();
+  }
+  }
+  return Status::ok();
+}
+
+Status initializeVariables(const Manifest &manifest, uint8_t *arena,
+                           uint64_t seed) {
+  for (const Variable &var : manifest.variables)
+    KILN_RETURN_IF_ERROR(initializeOne(var, arena, seed));
+  return Status::ok();
+}
+
+uint64_t hashVariables(const Manifest &manifest, const uint8_t *arena,
+                       const VariableKind *kind) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (const Variable &var : manifest.variables) {
+    if (kind && var.kind != *kind)
+      continue;
+    const uint8_t *p = arena + var.tensor.offset;
+    for (int64_t i = 0, e = var.tensor.byteSize(); i < e; ++i) {
+      h ^= p[i];
+      h *= 0x100000001b3ULL;
+    }
+  }
+  return h;
+}
+
+} // namespace kiln::rt::exec

@@ -1,0 +1,72 @@
+//===- checkpoint.h - Saving and resuming training state --------*- C++ -*-===//
+//
+// A checkpoint is a safetensors file (runtime/checkpoint, written to a
+// temporary file, fsynced and renamed, so a crash never leaves a torn file)
+// named ckpt-<step, 10 digits>.safetensors in the model directory. It holds
+// every manifest variable by name, with its dtype and shape — parameters,
+// momentum, BN statistics, the schedule — and "__metadata__" strings:
+//
+//   format=kiln-checkpoint  model  abi  step  epoch  batch_in_epoch
+//   steps_per_epoch  seed  world_size  batch  data  rng
+//
+// Nothing else is needed to continue bit for bit: data order and augmentation
+// are counter-based functions of (seed, epoch, rank, record position), and
+// synthetic batches of (seed, rank, step), so "rng" only records that.
+//
+// Loading picks the newest checkpoint that reads cleanly; a damaged one
+// (truncated, bad header, missing step) is skipped with a warning. A
+// checkpoint of a different model (a variable missing, or of another dtype
+// or shape) is an error, not a reason to fall back.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_RT_EXEC_CHECKPOINT_H
+#define KILN_RT_EXEC_CHECKPOINT_H
+
+#include "kiln/rt/exec/manifest.h"
+#include "kiln/rt/status.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kiln::rt::exec {
+
+struct CheckpointInfo {
+  int64_t step = 0;
+  uint64_t seed = 0;
+  int64_t stepsPerEpoch = 0; ///< 0 for synthetic data
+  int64_t worldSize = 1;
+  std::string data; ///< the --data directory, or "synthetic"
+};
+
+/// "<dir>/ckpt-0000000120.safetensors"
+std::string checkpointPath(const std::string &dir, int64_t step);
+
+/// Checkpoints in `dir`, oldest first, as (step, path).
+StatusOr<std::vector<std::pair<int64_t, std::string>>>
+listCheckpoints(const std::string &dir);
+
+/// Writes the variables and `info`, then deletes all but the newest `keep`.
+Status saveCheckpoint(const std::string &dir, const Manifest &manifest,
+                      const uint8_t *arena, const CheckpointInfo &info,
+                      int64_t keep);
+
+struct LoadedCheckpoint {
+  std::string path;
+  CheckpointInfo info;
+  std::map<std::string, std::string> metadata;
+};
+
+/// Loads the newest valid checkpoint of `dir` into the variables of
+/// `arena`; nullopt if there is none. Skipped checkpoints are described in
+/// `warnings`.
+StatusOr<std::optional<LoadedCheckpoint>>
+loadNewestCheckpoint(const std::string &dir, const Manifest &manifest,
+                     uint8_t *arena, std::vector<std::string> &warnings);
+
+} // namespace kiln::rt::exec
+
+#endif // KILN_RT_EXEC_CHECKPOINT_H

@@ -1,0 +1,75 @@
+//===- input.h - Batches for the step functions -----------------*- C++ -*-===//
+//
+// An InputSource writes the images and labels of a global step into the
+// function's arena slots, in the dtype and layout the manifest names.
+//
+// Dataset input: the TFRecord pipeline (kiln/rt/pipeline.h) with this rank's
+// shards. Ranks must take the same number of steps per epoch or their
+// allreduces would stop matching, so an epoch is min over ranks of
+// floor(records of the rank / batch) steps, and a rank with more skips the
+// rest of its epoch. The batch of global step s is batch s % E of epoch
+// s / E, which makes a resumed run read exactly what the uninterrupted run
+// read at that step (the pipeline's order is a function of seed and epoch).
+//
+// Synthetic input: K fixed batches (K = --synthetic-batches) cycled: step s
+// uses batch s % K. Images are standard normal, labels uniform classes, all
+// from kiln::ref::RandomStream. Batch 0 of rank 0 is exactly the batch
+// `kiln-run --synthetic-inputs` feeds (streams "kiln-run.input.arg0" and
+// "...arg1"), so the compiled model and the interpreter can be compared step
+// for step.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_RT_EXEC_INPUT_H
+#define KILN_RT_EXEC_INPUT_H
+
+#include "kiln/rt/data.h"
+#include "kiln/rt/exec/comm.h"
+#include "kiln/rt/exec/manifest.h"
+#include "kiln/rt/exec/options.h"
+#include "kiln/rt/status.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::rt::exec {
+
+class InputSource {
+public:
+  virtual ~InputSource() = default;
+  /// Writes the batch of global step `step` (called with consecutive steps)
+  /// into the images and labels slots of `function`.
+  virtual Status fill(int64_t step, uint8_t *arena) = 0;
+  /// Training steps per epoch; 0 for synthetic data.
+  virtual int64_t stepsPerEpoch() const = 0;
+  /// Seconds spent waiting for the pipeline so far.
+  virtual double waitSeconds() const { return 0; }
+};
+
+std::unique_ptr<InputSource> openSyntheticInput(const Function &function,
+                                                int rank, uint64_t seed,
+                                                int64_t batches);
+
+/// The pipeline configuration for `split` feeding `images` (layout, dtype,
+/// size) with the command line's augmentation and normalization. `seed` is
+/// the run's (a resumed run's comes from its checkpoint, not --seed).
+StatusOr<kiln_rt_dataset_config_t>
+datasetConfig(const RunOptions &options, const TensorRef &images,
+              const std::string &split, const Comm &comm, uint64_t seed);
+
+/// Training input from `options.dataDir`, positioned at `firstStep`.
+StatusOr<std::unique_ptr<InputSource>>
+openDatasetInput(const RunOptions &options, const Function &function,
+                 Comm &comm, uint64_t seed, int64_t firstStep);
+
+/// Records in one TFRecord file, counted from the framing alone (lengths are
+/// read, data skipped; CRCs are the pipeline's job).
+StatusOr<uint64_t> countRecords(const std::string &path);
+
+/// Writes a logical NHWC f32 batch into `slot` (its dtype and layout).
+void storeImages(const float *nhwc, const TensorRef &slot, uint8_t *arena);
+
+} // namespace kiln::rt::exec
+
+#endif // KILN_RT_EXEC_INPUT_H

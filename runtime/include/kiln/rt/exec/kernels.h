@@ -1,0 +1,75 @@
+//===- kernels.h - The library kernels behind kiln_rt_kernel_call -*- C++ -*-===//
+//
+// For every manifest "calls" entry the runtime creates its oneDNN primitives
+// once, at start-up, with memory objects bound to arena + offset; a call is
+// then one or two primitive executions and nothing is allocated.
+//
+// Formats. Activations are used in the layout the manifest names (NHWC by
+// default), so the generated code's elementwise loops see what they expect.
+// Filters are stored HWIO in the arena, but oneDNN's fast convolution kernels
+// (brgconv on AVX-512) want blocked weights. With `blockedWeights` (the
+// default) each convolution asks oneDNN for its preferred weight format
+// (format_tag::any) and the call reorders HWIO -> blocked before a forward or
+// backward-data pass, and blocked -> HWIO after a backward-filter pass. The
+// reorder is O(weights) against O(N*H*W*weights) for the convolution. One
+// staging buffer serves all calls (calls run one after another), as does one
+// user-mode scratchpad.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_RT_EXEC_KERNELS_H
+#define KILN_RT_EXEC_KERNELS_H
+
+#include "kiln/rt/exec/manifest.h"
+#include "kiln/rt/status.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace kiln::rt::exec {
+
+struct KernelOptions {
+  /// Let oneDNN choose the weight format of convolutions (see above);
+  /// otherwise convolutions read and write HWIO directly.
+  bool blockedWeights = true;
+  /// Time every call (steady clock around the execution).
+  bool profile = false;
+};
+
+class Kernels {
+public:
+  static StatusOr<std::unique_ptr<Kernels>>
+  create(const Manifest &manifest, uint8_t *arena,
+         const KernelOptions &options);
+  ~Kernels();
+
+  /// Runs call `id`. A failure is a bug in the runtime or the compiler: it
+  /// prints the call and aborts.
+  void execute(int32_t id);
+
+  size_t numCalls() const;
+  /// oneDNN's implementation names for call `id`, e.g.
+  /// "brgconv:avx512_core (+ reorder weights)".
+  std::string implementation(int32_t id) const;
+  /// Calls made and seconds spent in call `id` (profile only).
+  uint64_t callCount(int32_t id) const;
+  double callSeconds(int32_t id) const;
+  /// One line per call: kind, shapes, implementation, count, time, GFLOP/s.
+  std::string profileReport() const;
+  /// Multiply-adds of one execution of call `id`.
+  double multiplyAdds(int32_t id) const;
+
+  struct Impl;
+
+private:
+  explicit Kernels(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Sets the threads oneDNN's OpenMP runtime uses from now on. oneDNN reads
+/// the thread count when it creates a primitive, so call this first.
+Status setComputeThreads(int threads);
+
+} // namespace kiln::rt::exec
+
+#endif // KILN_RT_EXEC_KERNELS_H

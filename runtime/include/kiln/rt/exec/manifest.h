@@ -1,0 +1,151 @@
+//===- manifest.h - The compiled model's manifest, parsed -------*- C++ -*-===//
+//
+// The manifest (docs/model-abi.md) is the JSON a compiled model returns from
+// kiln_model_manifest(): arena size, variables, the step functions' input and
+// output slots, the library calls and the allreduce buckets. parseManifest()
+// turns it into these structs and checks everything the runtime relies on
+// before it touches the arena: every tensor lies inside the arena, variables
+// lie in the persistent region, shapes of library calls agree (the output of
+// a convolution is what its input, filter, strides and padding give), dtypes
+// and layouts are ones the runtime knows. Errors name the JSON path
+// ("calls[3].operands.filter.shape: ...").
+//
+// Unknown members are ignored at the top level and in variables, functions
+// and buckets (a newer compiler may add informational fields), but not in a
+// call or a tensor, where a misspelt attribute would silently change the
+// numbers.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_RT_EXEC_MANIFEST_H
+#define KILN_RT_EXEC_MANIFEST_H
+
+#include "kiln/rt/status.h"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln::rt::exec {
+
+enum class DType { F32, BF16, F64, I32, I64 };
+/// "f32", ... as written in the manifest.
+const char *dtypeName(DType dtype);
+size_t dtypeSize(DType dtype);
+
+/// Physical layout of a 4-D activation whose logical shape is NHWC. None
+/// (no "layout" member) means row-major: NHWC for an activation, HWIO for a
+/// filter.
+enum class Layout { None, Nhwc, Nchw, NChw16c };
+const char *layoutName(Layout layout);
+
+/// A tensor slot in the arena ("T" in model-abi.md).
+struct TensorRef {
+  int64_t offset = 0;
+  std::vector<int64_t> shape;
+  DType dtype = DType::F32;
+  Layout layout = Layout::None;
+
+  int64_t numElements() const;
+  /// Bytes the tensor occupies (nChw16c pads channels to 16).
+  int64_t byteSize() const;
+};
+
+enum class VariableKind { Parameter, State };
+enum class InitKind { Zeros, Ones, Constant, Normal, HeNormal };
+const char *initKindName(InitKind kind);
+
+struct Variable {
+  std::string name;
+  VariableKind kind = VariableKind::Parameter;
+  TensorRef tensor;
+  InitKind init = InitKind::Zeros;
+  /// normal: the standard deviation, as the f32 attribute kiln-run reads.
+  double stddev = 0;
+  /// constant: one value per element, or a single value for all.
+  std::vector<double> value;
+};
+
+struct Schedule {
+  std::string kind;
+  /// Name of the f64 variable holding the parameters.
+  std::string variable;
+  std::vector<std::string> slots;
+};
+
+struct Function {
+  std::string symbol;
+  std::map<std::string, TensorRef> inputs;
+  std::map<std::string, TensorRef> outputs;
+  /// [begin, end) of the region the function may overwrite.
+  std::array<int64_t, 2> scratch{0, 0};
+
+  const TensorRef *input(std::string_view name) const;
+  const TensorRef *output(std::string_view name) const;
+};
+
+enum class CallKind {
+  Conv2dForward,
+  Conv2dBackwardData,
+  Conv2dBackwardFilter,
+  Matmul,
+  Dense,
+};
+const char *callKindName(CallKind kind);
+
+struct Call {
+  CallKind kind = CallKind::Matmul;
+  /// "train" or "eval" (informational; kernels serve any caller).
+  std::string function;
+  std::map<std::string, TensorRef> operands;
+  // Convolutions: {sh, sw}, {top, bottom, left, right}, {dh, dw}.
+  std::array<int64_t, 2> strides{1, 1};
+  std::array<int64_t, 4> padding{0, 0, 0, 0};
+  std::array<int64_t, 2> dilations{1, 1};
+  // Matmul: operands stored transposed (the last two dims swapped).
+  bool transposeLhs = false;
+  bool transposeRhs = false;
+
+  const TensorRef &operand(std::string_view name) const;
+  bool hasOperand(std::string_view name) const;
+  /// "call 3 (conv2d_forward, function train)" for messages.
+  std::string describe(size_t index) const;
+};
+
+struct Bucket {
+  int32_t id = 0;
+  std::vector<TensorRef> tensors;
+};
+
+struct Manifest {
+  int64_t abi = 0;
+  std::string model;
+  int64_t batch = 0;
+  int64_t arenaBytes = 0;
+  /// End of the variables' region (the manifest's "persistent_bytes" if
+  /// given, otherwise the end of the last variable).
+  int64_t persistentBytes = 0;
+  std::vector<Variable> variables;
+  std::optional<Schedule> schedule;
+  std::map<std::string, Function> functions;
+  std::vector<Call> calls;
+  std::vector<Bucket> buckets;
+
+  const Variable *findVariable(std::string_view name) const;
+  const Function *findFunction(std::string_view name) const;
+};
+
+/// Parses and validates `json`.
+StatusOr<Manifest> parseManifest(std::string_view json);
+
+/// Output shape of a convolution (NHWC input, HWIO filter), or an error.
+Status inferConvOutputShape(const std::vector<int64_t> &input,
+                            const std::vector<int64_t> &filter,
+                            const Call &call, std::vector<int64_t> &output);
+
+} // namespace kiln::rt::exec
+
+#endif // KILN_RT_EXEC_MANIFEST_H

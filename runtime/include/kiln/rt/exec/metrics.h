@@ -1,0 +1,59 @@
+//===- metrics.h - metrics.jsonl and progress-line formatting ---*- C++ -*-===//
+//
+// Rank 0 appends one JSON object per line to <model-dir>/metrics.jsonl:
+//
+//   {"kind":"train","step":120,"epoch":1.2,"loss":2.3456,"lr":0.1,
+//    "images_per_sec":1234.5,"elapsed_sec":12.3}
+//   {"kind":"eval","step":4680,"epoch":10,"top1":0.752,"top5":0.924,
+//    "loss":1.01,"examples":50000}
+//   {"kind":"summary","steps":4680,"seconds":3600.5,"images_per_sec":...,
+//    "final_loss":...,"checkpoint":"..."}
+//
+// Appending (never truncating) keeps the history of a resumed run in one
+// file. Every line is flushed when written.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_RT_EXEC_METRICS_H
+#define KILN_RT_EXEC_METRICS_H
+
+#include "kiln/rt/status.h"
+
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kiln::rt::exec {
+
+/// A JSON value already rendered: numbers via number(), strings via text().
+struct JsonField {
+  std::string key;
+  std::string value;
+  static JsonField number(std::string key, double v);
+  static JsonField integer(std::string key, long long v);
+  static JsonField text(std::string key, const std::string &v);
+};
+
+class MetricsLog {
+public:
+  MetricsLog() = default;
+  ~MetricsLog();
+  MetricsLog(const MetricsLog &) = delete;
+  MetricsLog &operator=(const MetricsLog &) = delete;
+
+  /// Opens <dir>/metrics.jsonl for appending (creates dir).
+  Status open(const std::string &dir);
+  bool isOpen() const { return file_ != nullptr; }
+  Status write(const std::vector<JsonField> &fields);
+
+private:
+  std::FILE *file_ = nullptr;
+  std::string path_;
+};
+
+/// "1h02m03s", "5m07s", "42s".
+std::string formatDuration(double seconds);
+
+} // namespace kiln::rt::exec
+
+#endif // KILN_RT_EXEC_METRICS_H

@@ -1,0 +1,82 @@
+//===- options.h - The training executable's command line -------*- C++ -*-===//
+//
+// Every flag of the executable (docs/runtime.md has the table). Parsing is
+// strict: an unknown flag, a missing or malformed value, or a contradiction
+// (--data with --synthetic) is an error naming the flag, and the executable
+// exits with status 2.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_RT_EXEC_OPTIONS_H
+#define KILN_RT_EXEC_OPTIONS_H
+
+#include "kiln/rt/status.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kiln::rt::exec {
+
+enum class Augment { RandomResizedCrop, PadCrop, None };
+enum class CommBackend { Auto, Local, Mpi };
+
+struct RunOptions {
+  bool help = false;
+
+  // Input.
+  std::string dataDir;
+  bool synthetic = false;
+  int64_t syntheticBatches = 1;
+  Augment augment = Augment::RandomResizedCrop;
+  bool augmentSet = false;
+  int64_t pad = 4;
+  bool flip = true;
+  std::vector<float> mean, stddev; ///< empty: the defaults for the channels
+  int64_t dataWorkers = 2;
+  int64_t prefetch = 4;
+  int64_t shuffleBuffer = 1024;
+  bool skipBadRecords = false;
+
+  // Length.
+  std::optional<int64_t> steps;
+  std::optional<double> epochs;
+  uint64_t seed = 0;
+  bool seedSet = false;
+
+  // Compute.
+  int64_t threads = 0; ///< 0: cores / ranks on this node
+  bool blockedWeights = true;
+  bool profile = false;
+
+  // Output.
+  std::string modelDir;
+  int64_t logEvery = 10;
+  int64_t checkpointEvery = 0; ///< 0: only at the end
+  int64_t keepCheckpoints = 3;
+  bool resume = false;
+
+  // Evaluation.
+  bool eval = false;
+  bool evalEveryEpoch = false;
+
+  // Learning-rate schedule: (slot or alias, value) in command-line order.
+  std::vector<std::pair<std::string, double>> scheduleOverrides;
+  std::optional<double> warmupEpochs;
+
+  // Distribution.
+  CommBackend comm = CommBackend::Auto;
+  double commTimeout = 300;
+  bool verifyReplicas = false;
+};
+
+/// Parses argv[1..argc). `--flag=value` and `--flag value` both work.
+StatusOr<RunOptions> parseOptions(int argc, char **argv);
+
+/// The --help text.
+std::string usage(const char *program);
+
+} // namespace kiln::rt::exec
+
+#endif // KILN_RT_EXEC_OPTIONS_H

@@ -1,0 +1,38 @@
+//===- variables.h - Initializing and copying the model's variables -*- C++ -*-===//
+//
+// Variables live in the arena at the offsets the manifest gives. They start
+// from the reference initializers (kiln/ref/init.h), so a compiled model and
+// kiln-run begin from bit-identical parameters for the same seed: f32 values
+// are exactly ref::fillNormal's, bf16 values are those rounded by
+// ref::roundToBf16, as kiln-run does.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_RT_EXEC_VARIABLES_H
+#define KILN_RT_EXEC_VARIABLES_H
+
+#include "kiln/rt/exec/manifest.h"
+#include "kiln/rt/status.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace kiln::rt::exec {
+
+/// Writes every variable's initial value into `arena`.
+Status initializeVariables(const Manifest &manifest, uint8_t *arena,
+                           uint64_t seed);
+
+/// Element `index` of a tensor of `dtype` at `base`, widened to double.
+double loadElement(const uint8_t *base, DType dtype, int64_t index);
+/// Stores `value` as element `index`: floats round to nearest (bf16 as
+/// kiln::ref::floatToBf16Bits), integers must be integral (not checked here).
+void storeElement(uint8_t *base, DType dtype, int64_t index, double value);
+
+/// FNV-1a over the bytes of every variable of `kind` (or all if null), for
+/// comparing replicas.
+uint64_t hashVariables(const Manifest &manifest, const uint8_t *arena,
+                       const VariableKind *kind);
+
+} // namespace kiln::rt::exec
+
+#endif // KILN_RT_EXEC_VARIABLES_H

@@ -1,0 +1,93 @@
+/*===- model.h - The model ABI: compiled training step <-> runtime -*- C -*-===*
+ *
+ * The C side of docs/model-abi.md. `kilnc` compiles a model into one object
+ * file that provides the three symbols declared under "provided by the
+ * compiled model"; the runtime's `main` (runtime/exec) is linked with it and
+ * provides the three symbols under "provided by the runtime", which the
+ * generated code calls back.
+ *
+ * Versioning (as abi.h and IREE's executable_library.h): the manifest carries
+ * "abi": KILN_RT_MODEL_ABI_VERSION. The runtime refuses a manifest whose
+ * version differs; any change to the declarations below or to the meaning of
+ * an existing manifest field bumps it. Everything here is plain C and POD.
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef KILN_RT_MODEL_H
+#define KILN_RT_MODEL_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KILN_RT_MODEL_ABI_VERSION 1
+
+/* The runtime's per-process state (kernels, communicator). Opaque to the
+ * generated code, which only passes it back. */
+typedef struct kiln_rt_context_s kiln_rt_context_t;
+
+/* MLIR's descriptor of a `memref<?xi8>` (the arena): allocated and aligned
+ * base pointers, offset 0, size = arena_bytes, stride 1. The layout is MLIR's
+ * StridedMemRefType<int8_t, 1>, which `_mlir_ciface_` functions receive by
+ * pointer. */
+typedef struct kiln_rt_arena_ref_s {
+  uint8_t *allocated;
+  uint8_t *aligned;
+  int64_t offset;
+  int64_t size;
+  int64_t stride;
+} kiln_rt_arena_ref_t;
+
+/*===------------------------------------------------------------------===*
+ * Provided by the compiled model
+ *===------------------------------------------------------------------===*/
+
+/* The manifest: NUL-terminated JSON describing the arena, the variables, the
+ * functions, the library calls and the allreduce buckets (model-abi.md). */
+const char *kiln_model_manifest(void);
+
+/* One training step / one evaluation step. Inputs are read from and outputs
+ * written to their arena slots; variables are updated in place. */
+void _mlir_ciface_kiln_model_train_step(kiln_rt_context_t *ctx,
+                                        kiln_rt_arena_ref_t *arena);
+void _mlir_ciface_kiln_model_eval_step(kiln_rt_context_t *ctx,
+                                       kiln_rt_arena_ref_t *arena);
+
+/*===------------------------------------------------------------------===*
+ * Provided by the runtime (called by the generated code)
+ *===------------------------------------------------------------------===*/
+
+/* Runs library kernel `call_id` (an index into the manifest's "calls"). Its
+ * primitives were created at start-up bound to their arena offsets. A failure
+ * is a bug: the runtime prints the call and aborts the process. */
+void kiln_rt_kernel_call(kiln_rt_context_t *ctx, int32_t call_id);
+
+/* Starts averaging bucket `bucket_id` over the ranks, in place; returns at
+ * once. */
+void kiln_rt_allreduce_start(kiln_rt_context_t *ctx, int32_t bucket_id);
+
+/* Blocks until bucket `bucket_id`'s average is in its tensors. */
+void kiln_rt_allreduce_wait(kiln_rt_context_t *ctx, int32_t bucket_id);
+
+/* A kernel of a compiled step: runs one loop over [begin, end) of its first
+ * dimension. The arena comes as MLIR's expanded memref<?xi8> descriptor
+ * (allocated, aligned, offset, size, stride). */
+typedef void (*kiln_rt_loop_kernel_t)(uint8_t *allocated, uint8_t *aligned,
+                                      int64_t offset, int64_t size,
+                                      int64_t stride, int64_t begin,
+                                      int64_t end);
+
+/* Runs `kernel` over [begin, end) split into one contiguous chunk per thread
+ * of the runtime's pool (the OpenMP pool oneDNN uses), and returns when all
+ * are done. */
+void kiln_rt_parallel_for(kiln_rt_context_t *ctx, kiln_rt_loop_kernel_t kernel,
+                          uint8_t *allocated, uint8_t *aligned, int64_t offset,
+                          int64_t size, int64_t stride, int64_t begin,
+                          int64_t end);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KILN_RT_MODEL_H */

@@ -1,0 +1,184 @@
+//===- checkpoint_test.cpp - Checkpoint files: round trip, pruning, damage ===//
+
+#include "exec_test_util.h"
+
+#include "kiln/rt/exec/checkpoint.h"
+#include "kiln/rt/exec/variables.h"
+#include "kiln/rt/model.h"
+#include "kiln/rt/safetensors.h"
+
+#include <unistd.h>
+
+#include <fstream>
+
+namespace kiln::rt::exec::test {
+namespace {
+
+class CheckpointTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    auto m = parseManifest(kiln_model_manifest());
+    ASSERT_TRUE(m.isOk()) << m.status().toString();
+    manifest = std::move(*m);
+    arena.assign(static_cast<size_t>(manifest.arenaBytes), 0);
+    ASSERT_TRUE(initializeVariables(manifest, arena.data(), 5).isOk());
+  }
+
+  CheckpointInfo info(int64_t step) {
+    CheckpointInfo i;
+    i.step = step;
+    i.seed = 5;
+    i.stepsPerEpoch = 6;
+    i.data = "/some/data";
+    return i;
+  }
+
+  TempDir dir;
+  Manifest manifest;
+  std::vector<uint8_t> arena;
+};
+
+TEST_F(CheckpointTest, RoundTripRestoresEveryVariableAndTheMetadata) {
+  ASSERT_TRUE(
+      saveCheckpoint(dir.path(), manifest, arena.data(), info(14), 3).isOk());
+  std::vector<uint8_t> fresh(arena.size(), 0);
+  std::vector<std::string> warnings;
+  auto loaded = loadNewestCheckpoint(dir.path(), manifest, fresh.data(), warnings);
+  ASSERT_TRUE(loaded.isOk()) << loaded.status().toString();
+  ASSERT_TRUE(loaded->has_value());
+  EXPECT_TRUE(warnings.empty());
+  const LoadedCheckpoint &c = **loaded;
+  EXPECT_EQ(c.path, checkpointPath(dir.path(), 14));
+  EXPECT_EQ(c.info.step, 14);
+  EXPECT_EQ(c.info.seed, 5u);
+  EXPECT_EQ(c.info.stepsPerEpoch, 6);
+  EXPECT_EQ(c.metadata.at("model"), "exec_test_model");
+  EXPECT_EQ(c.metadata.at("epoch"), "2.333333");
+  EXPECT_EQ(c.metadata.at("batch_in_epoch"), "2");
+  EXPECT_EQ(c.metadata.at("data"), "/some/data");
+  for (const Variable &v : manifest.variables)
+    EXPECT_EQ(0, std::memcmp(fresh.data() + v.tensor.offset,
+                             arena.data() + v.tensor.offset,
+                             static_cast<size_t>(v.tensor.byteSize())))
+        << v.name;
+
+  // The file is plain safetensors, readable by name.
+  safetensors::File file;
+  std::string error;
+  ASSERT_TRUE(safetensors::read(c.path, file, error)) << error;
+  const safetensors::Tensor *schedule = file.find("kiln.lr_schedule");
+  ASSERT_NE(schedule, nullptr);
+  EXPECT_EQ(safetensors::toF64(*schedule)[3], 1000.0);
+}
+
+TEST_F(CheckpointTest, KeepsOnlyTheNewest) {
+  for (int64_t step : {3, 6, 9, 12})
+    ASSERT_TRUE(
+        saveCheckpoint(dir.path(), manifest, arena.data(), info(step), 2).isOk());
+  auto list = listCheckpoints(dir.path());
+  ASSERT_TRUE(list.isOk());
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[0].first, 9);
+  EXPECT_EQ((*list)[1].first, 12);
+}
+
+TEST_F(CheckpointTest, ADamagedNewestFallsBackToThePreviousWithAWarning) {
+  ASSERT_TRUE(saveCheckpoint(dir.path(), manifest, arena.data(), info(4), 3).isOk());
+  std::vector<uint8_t> later = arena;
+  reinterpret_cast<float *>(later.data() +
+                            manifest.findVariable("fc.bias")->tensor.offset)[0] = 9;
+  ASSERT_TRUE(saveCheckpoint(dir.path(), manifest, later.data(), info(8), 3).isOk());
+  // Truncate the newest file: a crash mid-copy, a full disk.
+  std::string newest = checkpointPath(dir.path(), 8);
+  ASSERT_EQ(::truncate(newest.c_str(), 100), 0);
+
+  std::vector<uint8_t> fresh(arena.size(), 0);
+  std::vector<std::string> warnings;
+  auto loaded = loadNewestCheckpoint(dir.path(), manifest, fresh.data(), warnings);
+  ASSERT_TRUE(loaded.isOk()) << loaded.status().toString();
+  ASSERT_TRUE(loaded->has_value());
+  EXPECT_EQ((*loaded)->info.step, 4);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("skipping damaged checkpoint " + newest),
+            std::string::npos)
+      << warnings[0];
+  EXPECT_EQ(reinterpret_cast<float *>(
+                fresh.data() + manifest.findVariable("fc.bias")->tensor.offset)[0],
+            0.0f);
+}
+
+TEST_F(CheckpointTest, AnotherModelsCheckpointIsAnErrorNotAFallback) {
+  Manifest other = manifest;
+  other.variables.pop_back();
+  ASSERT_TRUE(saveCheckpoint(dir.path(), other, arena.data(), info(2), 3).isOk());
+  std::vector<std::string> warnings;
+  auto loaded = loadNewestCheckpoint(dir.path(), manifest, arena.data(), warnings);
+  ASSERT_FALSE(loaded.isOk());
+  EXPECT_NE(loaded.status().message().find("has no variable 'kiln.lr_schedule'"),
+            std::string::npos)
+      << loaded.status().message();
+}
+
+TEST_F(CheckpointTest, NoCheckpointIsNotAnError) {
+  std::vector<std::string> warnings;
+  auto loaded = loadNewestCheckpoint(dir.path() + "/absent", manifest,
+                                     arena.data(), warnings);
+  ASSERT_TRUE(loaded.isOk()) << loaded.status().toString();
+  EXPECT_FALSE(loaded->has_value());
+}
+
+TEST(VariablesTest, InitializersMatchTheReference) {
+  auto m = parseManifest(kiln_model_manifest());
+  ASSERT_TRUE(m.isOk());
+  std::vector<uint8_t> arena(static_cast<size_t>(m->arenaBytes), 0xab);
+  ASSERT_TRUE(initializeVariables(*m, arena.data(), 17).isOk());
+  const Variable &w = *m->findVariable("conv1.weight");
+  ref::Tensor expected(ref::Shape(w.tensor.shape.begin(), w.tensor.shape.end()));
+  ref::fillHeNormal(expected, 17, "conv1.weight");
+  EXPECT_EQ(0, std::memcmp(arena.data() + w.tensor.offset, expected.data.data(),
+                           expected.data.size() * 4));
+  const Variable &fc = *m->findVariable("fc.weight");
+  ref::Tensor fcExpected(ref::Shape(fc.tensor.shape.begin(), fc.tensor.shape.end()));
+  ref::fillNormal(fcExpected, double(0.1f), 17, "fc.weight");
+  EXPECT_EQ(0, std::memcmp(arena.data() + fc.tensor.offset,
+                           fcExpected.data.data(), fcExpected.data.size() * 4));
+  const Variable &s = *m->findVariable("kiln.lr_schedule");
+  EXPECT_EQ(loadElement(arena.data() + s.tensor.offset, DType::F64, 3), 1000.0);
+  const Variable &mom = *m->findVariable("fc.bias.momentum");
+  for (int64_t i = 0; i < mom.tensor.numElements(); ++i)
+    EXPECT_EQ(loadElement(arena.data() + mom.tensor.offset, DType::F32, i), 0.0);
+}
+
+TEST(VariablesTest, Bf16AndIntegerVariables) {
+  ArenaLayout l;
+  Manifest m;
+  Variable h;
+  h.name = "h";
+  h.tensor = l.place({4, 3}, DType::BF16);
+  h.init = InitKind::HeNormal;
+  Variable i;
+  i.name = "i";
+  i.tensor = l.place({2}, DType::I64);
+  i.init = InitKind::Constant;
+  i.value = {-3};
+  Variable bad = i;
+  bad.name = "bad";
+  bad.tensor = l.place({1}, DType::I32);
+  bad.value = {0.5};
+  m.variables = {h, i};
+  std::vector<uint8_t> arena(static_cast<size_t>(l.bytes()));
+  ASSERT_TRUE(initializeVariables(m, arena.data(), 1).isOk());
+  ref::Tensor expected({4, 3});
+  ref::fillHeNormal(expected, 1, "h");
+  for (int64_t k = 0; k < 12; ++k)
+    EXPECT_EQ(loadElement(arena.data() + h.tensor.offset, DType::BF16, k),
+              double(ref::roundToBf16(expected[k])));
+  EXPECT_EQ(loadElement(arena.data() + i.tensor.offset, DType::I64, 1), -3.0);
+  m.variables = {bad};
+  Status s = initializeVariables(m, arena.data(), 1);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("is not an exact i32"), std::string::npos);
+}
+
+} // namespace
+} // namespace kiln::rt::exec::test

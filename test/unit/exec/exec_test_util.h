@@ -1,0 +1,153 @@
+//===- exec_test_util.h - Helpers for the runtime/exec tests ----*- C++ -*-===//
+#ifndef KILN_TEST_UNIT_EXEC_EXEC_TEST_UTIL_H
+#define KILN_TEST_UNIT_EXEC_EXEC_TEST_UTIL_H
+
+#include "kiln/ref/bf16.h"
+#include "kiln/ref/init.h"
+#include "kiln/ref/tensor.h"
+#include "kiln/rt/exec/manifest.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace kiln::rt::exec::test {
+
+/// Places tensors one after another (64-byte aligned) in a manifest's arena.
+class ArenaLayout {
+public:
+  TensorRef place(std::vector<int64_t> shape, DType dtype = DType::F32,
+                  Layout layout = Layout::None) {
+    TensorRef t;
+    t.offset = next;
+    t.shape = std::move(shape);
+    t.dtype = dtype;
+    t.layout = layout;
+    next = (next + t.byteSize() + 63) / 64 * 64;
+    return t;
+  }
+  int64_t bytes() const { return std::max<int64_t>(next, 64); }
+
+private:
+  int64_t next = 0;
+};
+
+/// Deterministic values in about [-1, 1] for test inputs.
+inline ref::Tensor randomTensor(const ref::Shape &shape, uint64_t seed) {
+  ref::Tensor t(shape);
+  ref::fillNormal(t, 0.5, seed, "test");
+  return t;
+}
+
+/// Copies a logical NHWC tensor into the arena slot `t` (any layout/dtype).
+inline void storeTensor(uint8_t *arena, const TensorRef &t,
+                        const ref::Tensor &value) {
+  int64_t n = t.shape.size() == 4 ? t.shape[0] : 1;
+  int64_t h = t.shape.size() == 4 ? t.shape[1] : 1;
+  int64_t w = t.shape.size() == 4 ? t.shape[2] : 1;
+  int64_t c = t.shape.size() == 4 ? t.shape[3] : value.size();
+  int64_t cPadded = (c + 15) / 16 * 16;
+  for (int64_t in = 0; in < n; ++in)
+    for (int64_t ih = 0; ih < h; ++ih)
+      for (int64_t iw = 0; iw < w; ++iw)
+        for (int64_t ic = 0; ic < c; ++ic) {
+          int64_t logical = ((in * h + ih) * w + iw) * c + ic;
+          int64_t physical = logical;
+          if (t.layout == Layout::Nchw)
+            physical = ((in * c + ic) * h + ih) * w + iw;
+          else if (t.layout == Layout::NChw16c)
+            physical = (((in * (cPadded / 16) + ic / 16) * h + ih) * w + iw) * 16 +
+                       ic % 16;
+          float v = value[logical];
+          if (t.dtype == DType::BF16) {
+            uint16_t bits = ref::floatToBf16Bits(v);
+            std::memcpy(arena + t.offset + 2 * physical, &bits, 2);
+          } else {
+            std::memcpy(arena + t.offset + 4 * physical, &v, 4);
+          }
+        }
+}
+
+inline ref::Tensor loadTensor(const uint8_t *arena, const TensorRef &t) {
+  ref::Tensor out(ref::Shape(t.shape.begin(), t.shape.end()));
+  int64_t n = t.shape.size() == 4 ? t.shape[0] : 1;
+  int64_t h = t.shape.size() == 4 ? t.shape[1] : 1;
+  int64_t w = t.shape.size() == 4 ? t.shape[2] : 1;
+  int64_t c = t.shape.size() == 4 ? t.shape[3] : out.size();
+  int64_t cPadded = (c + 15) / 16 * 16;
+  for (int64_t in = 0; in < n; ++in)
+    for (int64_t ih = 0; ih < h; ++ih)
+      for (int64_t iw = 0; iw < w; ++iw)
+        for (int64_t ic = 0; ic < c; ++ic) {
+          int64_t logical = ((in * h + ih) * w + iw) * c + ic;
+          int64_t physical = logical;
+          if (t.layout == Layout::Nchw)
+            physical = ((in * c + ic) * h + ih) * w + iw;
+          else if (t.layout == Layout::NChw16c)
+            physical = (((in * (cPadded / 16) + ic / 16) * h + ih) * w + iw) * 16 +
+                       ic % 16;
+          if (t.dtype == DType::BF16) {
+            uint16_t bits;
+            std::memcpy(&bits, arena + t.offset + 2 * physical, 2);
+            out[logical] = ref::bf16BitsToFloat(bits);
+          } else {
+            std::memcpy(&out[logical], arena + t.offset + 4 * physical, 4);
+          }
+        }
+  return out;
+}
+
+/// Every element within `rel` of the reference, relative to the reference's
+/// largest magnitude (sums of many products lose absolute, not relative,
+/// precision).
+inline ::testing::AssertionResult closeTo(const ref::Tensor &actual,
+                                          const ref::Tensor &expected,
+                                          double rel) {
+  if (actual.shape != expected.shape)
+    return ::testing::AssertionFailure()
+           << "shape " << ref::shapeToString(actual.shape) << " vs "
+           << ref::shapeToString(expected.shape);
+  double scale = 1e-30;
+  for (float v : expected.data)
+    scale = std::max(scale, double(std::fabs(v)));
+  for (int64_t i = 0; i < expected.size(); ++i) {
+    double diff = std::fabs(double(actual[i]) - double(expected[i]));
+    if (!(diff <= rel * scale))
+      return ::testing::AssertionFailure()
+             << "element " << i << ": " << actual[i] << " vs " << expected[i]
+             << " (scale " << scale << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+/// A fresh directory under $TMPDIR, removed when the object dies.
+class TempDir {
+public:
+  TempDir() {
+    const char *base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base ? base : "/tmp") + "/kiln-exec-XXXXXX";
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    if (!::mkdtemp(buf.data()))
+      ADD_FAILURE() << "mkdtemp failed";
+    path_ = buf.data();
+  }
+  ~TempDir() {
+    std::string cmd = "rm -rf '" + path_ + "'";
+    if (std::system(cmd.c_str()) != 0)
+      std::fprintf(stderr, "could not remove %s\n", path_.c_str());
+  }
+  const std::string &path() const { return path_; }
+
+private:
+  std::string path_;
+};
+
+} // namespace kiln::rt::exec::test
+
+#endif // KILN_TEST_UNIT_EXEC_EXEC_TEST_UTIL_H

@@ -1,0 +1,340 @@
+//===- kernels_test.cpp - oneDNN calls against the reference kernels ------===//
+//
+// Every call kind through Kernels::execute, compared with kiln_ref on several
+// shapes, strides, paddings and dilations, in both weight-format policies and
+// in the three activation layouts.
+
+#include "exec_test_util.h"
+
+#include "kiln/ref/conv.h"
+#include "kiln/ref/dense.h"
+#include "kiln/rt/exec/arena.h"
+#include "kiln/rt/exec/kernels.h"
+
+namespace kiln::rt::exec::test {
+namespace {
+
+struct ConvCase {
+  const char *name;
+  std::vector<int64_t> input;  // NHWC
+  std::vector<int64_t> filter; // HWIO
+  std::array<int64_t, 2> strides;
+  std::array<int64_t, 4> padding;
+  std::array<int64_t, 2> dilations;
+};
+
+const ConvCase kConvCases[] = {
+    {"3x3_same", {2, 7, 9, 3}, {3, 3, 3, 5}, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+    {"3x3_s2_tf_same", {2, 8, 8, 4}, {3, 3, 4, 6}, {2, 2}, {0, 1, 0, 1}, {1, 1}},
+    {"1x1_s2_projection", {3, 6, 6, 8}, {1, 1, 8, 16}, {2, 2}, {0, 0, 0, 0}, {1, 1}},
+    {"5x5_dilated", {1, 11, 10, 2}, {5, 5, 2, 3}, {1, 1}, {2, 2, 4, 4}, {2, 2}},
+    {"7x7_s2_stem", {2, 16, 16, 3}, {7, 7, 3, 8}, {2, 2}, {3, 3, 3, 3}, {1, 1}},
+    {"1x1_wide", {2, 4, 4, 32}, {1, 1, 32, 64}, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+};
+
+struct ConvParam {
+  ConvCase conv;
+  bool blocked;
+  Layout layout;
+};
+
+void PrintTo(const ConvParam &p, std::ostream *os) {
+  *os << p.conv.name << (p.blocked ? " blocked " : " hwio ")
+      << layoutName(p.layout);
+}
+
+std::string paramName(const ::testing::TestParamInfo<ConvParam> &info) {
+  return std::string(info.param.conv.name) +
+         (info.param.blocked ? "_blocked" : "_hwio") + "_" +
+         layoutName(info.param.layout);
+}
+
+class ConvKernelTest : public ::testing::TestWithParam<ConvParam> {};
+
+TEST_P(ConvKernelTest, MatchesReference) {
+  const ConvParam &p = GetParam();
+  ref::Conv2dAttrs attrs;
+  attrs.strides = p.conv.strides;
+  attrs.padding = p.conv.padding;
+  attrs.dilations = p.conv.dilations;
+  ref::Shape yShape;
+  ASSERT_TRUE(ref::inferConv2dShape(p.conv.input, p.conv.filter, attrs, yShape)
+                  .ok());
+
+  ArenaLayout layout;
+  TensorRef x = layout.place(p.conv.input, DType::F32, p.layout);
+  TensorRef w = layout.place(p.conv.filter);
+  TensorRef y = layout.place(yShape, DType::F32, p.layout);
+  TensorRef dx = layout.place(p.conv.input, DType::F32, p.layout);
+  TensorRef dw = layout.place(p.conv.filter);
+  TensorRef dy = layout.place(yShape, DType::F32, p.layout);
+
+  Manifest m;
+  m.arenaBytes = layout.bytes();
+  auto conv = [&](CallKind kind, std::map<std::string, TensorRef> operands) {
+    Call c;
+    c.kind = kind;
+    c.operands = std::move(operands);
+    c.strides = p.conv.strides;
+    c.padding = p.conv.padding;
+    c.dilations = p.conv.dilations;
+    m.calls.push_back(c);
+  };
+  conv(CallKind::Conv2dForward, {{"input", x}, {"filter", w}, {"output", y}});
+  conv(CallKind::Conv2dBackwardData,
+       {{"output_grad", dy}, {"filter", w}, {"input_grad", dx}});
+  conv(CallKind::Conv2dBackwardFilter,
+       {{"input", x}, {"output_grad", dy}, {"filter_grad", dw}});
+
+  auto arena = Arena::allocate(m.arenaBytes);
+  ASSERT_TRUE(arena.isOk()) << arena.status().toString();
+  KernelOptions options;
+  options.blockedWeights = p.blocked;
+  auto kernels = Kernels::create(m, (*arena)->data(), options);
+  ASSERT_TRUE(kernels.isOk()) << kernels.status().toString();
+
+  ref::Tensor xv = randomTensor(p.conv.input, 1);
+  ref::Tensor wv = randomTensor(p.conv.filter, 2);
+  ref::Tensor dyv = randomTensor(yShape, 3);
+  uint8_t *a = (*arena)->data();
+  storeTensor(a, x, xv);
+  storeTensor(a, w, wv);
+  storeTensor(a, dy, dyv);
+  for (int32_t id = 0; id < 3; ++id)
+    (*kernels)->execute(id);
+
+  EXPECT_TRUE(closeTo(loadTensor(a, y), ref::conv2d(xv, wv, attrs), 1e-4))
+      << "forward; " << (*kernels)->implementation(0);
+  EXPECT_TRUE(closeTo(loadTensor(a, dx),
+                      ref::conv2dBackwardData(dyv, wv, p.conv.input, attrs),
+                      1e-4))
+      << "backward data; " << (*kernels)->implementation(1);
+  EXPECT_TRUE(closeTo(loadTensor(a, dw),
+                      ref::conv2dBackwardFilter(xv, dyv, p.conv.filter, attrs),
+                      1e-4))
+      << "backward filter; " << (*kernels)->implementation(2);
+}
+
+std::vector<ConvParam> convParams() {
+  std::vector<ConvParam> out;
+  for (const ConvCase &c : kConvCases)
+    for (bool blocked : {true, false})
+      out.push_back({c, blocked, Layout::None});
+  // Other activation layouts, on two shapes.
+  for (Layout l : {Layout::Nchw, Layout::NChw16c}) {
+    out.push_back({kConvCases[0], true, l});
+    out.push_back({kConvCases[5], true, l});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ConvKernelTest,
+                         ::testing::ValuesIn(convParams()), paramName);
+
+/// bf16 operands with f32 results: the products of bf16 values are exact in
+/// f32, so the reference on bf16-rounded inputs matches to f32 accumulation.
+TEST(ConvKernelBf16Test, ForwardAndBackwardMatchReferenceOnRoundedInputs) {
+  ref::Conv2dAttrs attrs;
+  attrs.padding = {1, 1, 1, 1};
+  ref::Shape xs = {2, 6, 6, 16}, ws = {3, 3, 16, 32}, ys = {2, 6, 6, 32};
+  ArenaLayout layout;
+  TensorRef x = layout.place(xs, DType::BF16);
+  TensorRef w = layout.place(ws, DType::BF16);
+  TensorRef y = layout.place(ys, DType::F32);
+  TensorRef dy = layout.place(ys, DType::BF16);
+  TensorRef dw = layout.place(ws, DType::F32);
+  Manifest m;
+  m.arenaBytes = layout.bytes();
+  Call fwd;
+  fwd.kind = CallKind::Conv2dForward;
+  fwd.operands = {{"input", x}, {"filter", w}, {"output", y}};
+  fwd.padding = attrs.padding;
+  Call bwd = fwd;
+  bwd.kind = CallKind::Conv2dBackwardFilter;
+  bwd.operands = {{"input", x}, {"output_grad", dy}, {"filter_grad", dw}};
+  m.calls = {fwd, bwd};
+  auto arena = Arena::allocate(m.arenaBytes);
+  ASSERT_TRUE(arena.isOk());
+  auto kernels = Kernels::create(m, (*arena)->data(), KernelOptions());
+  ASSERT_TRUE(kernels.isOk()) << kernels.status().toString();
+  ref::Tensor xv = ref::roundToBf16(randomTensor(xs, 4));
+  ref::Tensor wv = ref::roundToBf16(randomTensor(ws, 5));
+  ref::Tensor dyv = ref::roundToBf16(randomTensor(ys, 6));
+  storeTensor((*arena)->data(), x, xv);
+  storeTensor((*arena)->data(), w, wv);
+  storeTensor((*arena)->data(), dy, dyv);
+  (*kernels)->execute(0);
+  (*kernels)->execute(1);
+  EXPECT_TRUE(closeTo(loadTensor((*arena)->data(), y), ref::conv2d(xv, wv, attrs),
+                      1e-4))
+      << (*kernels)->implementation(0);
+  EXPECT_TRUE(closeTo(loadTensor((*arena)->data(), dw),
+                      ref::conv2dBackwardFilter(xv, dyv, ws, attrs), 1e-4))
+      << (*kernels)->implementation(1);
+}
+
+/// Reference matmul on logical (already transposed) operands.
+ref::Tensor referenceMatmul(const ref::Tensor &a, const ref::Tensor &b,
+                            bool ta, bool tb) {
+  int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1);
+  int64_t n = tb ? b.dim(0) : b.dim(1);
+  ref::Tensor c({m, n});
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t l = 0; l < k; ++l)
+        s += double(ta ? a.at(l, i) : a.at(i, l)) *
+             double(tb ? b.at(j, l) : b.at(l, j));
+      c.at(i, j) = float(s);
+    }
+  return c;
+}
+
+class MatmulKernelTest
+    : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
+
+TEST_P(MatmulKernelTest, MatchesReference) {
+  auto [ta, tb] = GetParam();
+  const int64_t m = 7, k = 13, n = 5;
+  ref::Shape as = ta ? ref::Shape{k, m} : ref::Shape{m, k};
+  ref::Shape bs = tb ? ref::Shape{n, k} : ref::Shape{k, n};
+  ArenaLayout layout;
+  TensorRef a = layout.place(as), b = layout.place(bs), c = layout.place({m, n});
+  Manifest manifest;
+  manifest.arenaBytes = layout.bytes();
+  Call call;
+  call.kind = CallKind::Matmul;
+  call.operands = {{"lhs", a}, {"rhs", b}, {"output", c}};
+  call.transposeLhs = ta;
+  call.transposeRhs = tb;
+  manifest.calls = {call};
+  auto arena = Arena::allocate(manifest.arenaBytes);
+  ASSERT_TRUE(arena.isOk());
+  auto kernels = Kernels::create(manifest, (*arena)->data(), KernelOptions());
+  ASSERT_TRUE(kernels.isOk()) << kernels.status().toString();
+  ref::Tensor av = randomTensor(as, 7), bv = randomTensor(bs, 8);
+  storeTensor((*arena)->data(), a, av);
+  storeTensor((*arena)->data(), b, bv);
+  (*kernels)->execute(0);
+  EXPECT_TRUE(closeTo(loadTensor((*arena)->data(), c),
+                      referenceMatmul(av, bv, ta, tb), 1e-5));
+}
+
+INSTANTIATE_TEST_SUITE_P(Transposes, MatmulKernelTest,
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Bool()));
+
+TEST(MatmulKernelTest, BatchedWithTransposedRhs) {
+  const int64_t batch = 3, m = 4, k = 6, n = 5;
+  ArenaLayout layout;
+  TensorRef a = layout.place({batch, m, k}), b = layout.place({batch, n, k});
+  TensorRef c = layout.place({batch, m, n});
+  Manifest manifest;
+  manifest.arenaBytes = layout.bytes();
+  Call call;
+  call.kind = CallKind::Matmul;
+  call.operands = {{"lhs", a}, {"rhs", b}, {"output", c}};
+  call.transposeRhs = true;
+  manifest.calls = {call};
+  auto arena = Arena::allocate(manifest.arenaBytes);
+  ASSERT_TRUE(arena.isOk());
+  auto kernels = Kernels::create(manifest, (*arena)->data(), KernelOptions());
+  ASSERT_TRUE(kernels.isOk()) << kernels.status().toString();
+  ref::Tensor av = randomTensor({batch, m, k}, 9);
+  ref::Tensor bv = randomTensor({batch, n, k}, 10);
+  storeTensor((*arena)->data(), a, av);
+  storeTensor((*arena)->data(), b, bv);
+  (*kernels)->execute(0);
+  ref::Tensor cv = loadTensor((*arena)->data(), c);
+  for (int64_t i = 0; i < batch; ++i) {
+    ref::Tensor ai({m, k}), bi({n, k}), ci({m, n});
+    std::copy_n(av.data.begin() + i * m * k, m * k, ai.data.begin());
+    std::copy_n(bv.data.begin() + i * n * k, n * k, bi.data.begin());
+    std::copy_n(cv.data.begin() + i * m * n, m * n, ci.data.begin());
+    EXPECT_TRUE(closeTo(ci, referenceMatmul(ai, bi, false, true), 1e-5))
+        << "batch " << i;
+  }
+}
+
+class DenseKernelTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(DenseKernelTest, MatchesReference) {
+  bool withBias = GetParam();
+  const int64_t n = 6, k = 20, m = 10;
+  ArenaLayout layout;
+  TensorRef x = layout.place({n, k}), w = layout.place({k, m});
+  TensorRef bias = layout.place({m}), y = layout.place({n, m});
+  Manifest manifest;
+  manifest.arenaBytes = layout.bytes();
+  Call call;
+  call.kind = CallKind::Dense;
+  call.operands = {{"input", x}, {"weight", w}, {"output", y}};
+  if (withBias)
+    call.operands["bias"] = bias;
+  manifest.calls = {call};
+  auto arena = Arena::allocate(manifest.arenaBytes);
+  ASSERT_TRUE(arena.isOk());
+  auto kernels = Kernels::create(manifest, (*arena)->data(), KernelOptions());
+  ASSERT_TRUE(kernels.isOk()) << kernels.status().toString();
+  ref::Tensor xv = randomTensor({n, k}, 11), wv = randomTensor({k, m}, 12);
+  ref::Tensor bv = randomTensor({m}, 13);
+  storeTensor((*arena)->data(), x, xv);
+  storeTensor((*arena)->data(), w, wv);
+  storeTensor((*arena)->data(), bias, bv);
+  (*kernels)->execute(0);
+  ref::Tensor expected = withBias ? ref::dense(xv, wv, bv) : ref::dense(xv, wv);
+  EXPECT_TRUE(closeTo(loadTensor((*arena)->data(), y), expected, 1e-5));
+}
+
+INSTANTIATE_TEST_SUITE_P(Bias, DenseKernelTest, ::testing::Bool());
+
+TEST(KernelsTest, ProfileCountsCallsAndMultiplyAdds) {
+  ArenaLayout layout;
+  TensorRef a = layout.place({4, 8}), b = layout.place({8, 2});
+  TensorRef c = layout.place({4, 2});
+  Manifest manifest;
+  manifest.arenaBytes = layout.bytes();
+  Call call;
+  call.kind = CallKind::Matmul;
+  call.operands = {{"lhs", a}, {"rhs", b}, {"output", c}};
+  manifest.calls = {call};
+  auto arena = Arena::allocate(manifest.arenaBytes);
+  ASSERT_TRUE(arena.isOk());
+  KernelOptions options;
+  options.profile = true;
+  auto kernels = Kernels::create(manifest, (*arena)->data(), options);
+  ASSERT_TRUE(kernels.isOk());
+  for (int i = 0; i < 3; ++i)
+    (*kernels)->execute(0);
+  EXPECT_EQ((*kernels)->callCount(0), 3u);
+  EXPECT_EQ((*kernels)->multiplyAdds(0), 4.0 * 2 * 8);
+  EXPECT_NE((*kernels)->profileReport().find("matmul"), std::string::npos);
+}
+
+TEST(KernelsDeathTest, OutOfRangeCallIdAborts) {
+  Manifest manifest;
+  manifest.arenaBytes = 64;
+  auto arena = Arena::allocate(manifest.arenaBytes);
+  ASSERT_TRUE(arena.isOk());
+  auto kernels = Kernels::create(manifest, (*arena)->data(), KernelOptions());
+  ASSERT_TRUE(kernels.isOk());
+  EXPECT_DEATH((*kernels)->execute(3), "call id 3, but the manifest has 0");
+}
+
+TEST(ArenaTest, IsTwoMiBAlignedAndZeroed) {
+  auto arena = Arena::allocate(5000);
+  ASSERT_TRUE(arena.isOk());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>((*arena)->data()) % Arena::kAlignment,
+            0u);
+  kiln_rt_arena_ref_t ref = (*arena)->ref();
+  EXPECT_EQ(ref.size, 5000);
+  EXPECT_EQ(ref.stride, 1);
+  EXPECT_EQ(ref.offset, 0);
+  EXPECT_EQ(ref.aligned, (*arena)->data());
+  for (int i = 0; i < 5000; ++i)
+    ASSERT_EQ((*arena)->data()[i], 0) << i;
+  EXPECT_FALSE(Arena::allocate(0).isOk());
+}
+
+} // namespace
+} // namespace kiln::rt::exec::test

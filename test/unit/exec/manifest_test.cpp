@@ -1,0 +1,204 @@
+//===- manifest_test.cpp - Parsing and validating the model manifest ------===//
+
+#include "exec_test_util.h"
+
+#include "kiln/rt/exec/manifest.h"
+#include "kiln/rt/model.h"
+
+namespace kiln::rt::exec::test {
+namespace {
+
+std::string testManifest() { return kiln_model_manifest(); }
+
+TEST(ManifestTest, ParsesTheTestModel) {
+  auto m = parseManifest(testManifest());
+  ASSERT_TRUE(m.isOk()) << m.status().toString();
+  EXPECT_EQ(m->abi, KILN_RT_MODEL_ABI_VERSION);
+  EXPECT_EQ(m->model, "exec_test_model");
+  EXPECT_EQ(m->batch, 8);
+  ASSERT_EQ(m->variables.size(), 10u);
+  const Variable *w1 = m->findVariable("conv1.weight");
+  ASSERT_NE(w1, nullptr);
+  EXPECT_EQ(w1->kind, VariableKind::Parameter);
+  EXPECT_EQ(w1->init, InitKind::HeNormal);
+  EXPECT_EQ(w1->tensor.shape, (std::vector<int64_t>{3, 3, 3, 4}));
+  const Variable *fc = m->findVariable("fc.weight");
+  ASSERT_NE(fc, nullptr);
+  EXPECT_EQ(fc->init, InitKind::Normal);
+  // The std is the f32 attribute kiln-run reads, widened.
+  EXPECT_EQ(fc->stddev, double(0.1f));
+  const Variable *schedule = m->findVariable("kiln.lr_schedule");
+  ASSERT_NE(schedule, nullptr);
+  EXPECT_EQ(schedule->kind, VariableKind::State);
+  EXPECT_EQ(schedule->value, (std::vector<double>{0.1, 0, 0, 1000, 0}));
+  ASSERT_TRUE(m->schedule.has_value());
+  EXPECT_EQ(m->schedule->kind, "cosine_decay");
+  EXPECT_EQ(m->schedule->slots.size(), 5u);
+
+  const Function *train = m->findFunction("train");
+  ASSERT_NE(train, nullptr);
+  EXPECT_EQ(train->symbol, "kiln_model_train_step");
+  EXPECT_EQ(train->input("images")->layout, Layout::Nhwc);
+  EXPECT_EQ(train->input("step")->dtype, DType::I64);
+  EXPECT_LT(train->scratch[0], train->scratch[1]);
+  EXPECT_NE(m->findFunction("eval"), nullptr);
+
+  ASSERT_EQ(m->calls.size(), 11u);
+  EXPECT_EQ(m->calls[0].kind, CallKind::Conv2dForward);
+  EXPECT_EQ(m->calls[1].strides, (std::array<int64_t, 2>{2, 2}));
+  EXPECT_EQ(m->calls[1].padding, (std::array<int64_t, 4>{0, 1, 0, 1}));
+  EXPECT_EQ(m->calls[2].kind, CallKind::Dense);
+  EXPECT_TRUE(m->calls[2].hasOperand("bias"));
+  EXPECT_TRUE(m->calls[3].transposeLhs);
+  EXPECT_FALSE(m->calls[3].transposeRhs);
+  EXPECT_TRUE(m->calls[4].transposeRhs);
+  EXPECT_EQ(m->calls[6].kind, CallKind::Conv2dBackwardData);
+  EXPECT_EQ(m->calls[8].function, "eval");
+  ASSERT_EQ(m->buckets.size(), 2u);
+  EXPECT_EQ(m->buckets[1].tensors.size(), 2u);
+  EXPECT_LE(m->persistentBytes, train->scratch[0]);
+}
+
+/// The test manifest with the first occurrence of `from` replaced.
+std::string mutated(const std::string &from, const std::string &to) {
+  std::string s = testManifest();
+  size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << "'" << from << "' not in the manifest";
+  if (at != std::string::npos)
+    s.replace(at, from.size(), to);
+  return s;
+}
+
+struct BadCase {
+  const char *name;
+  std::string json;
+  const char *message;
+};
+
+void PrintTo(const BadCase &c, std::ostream *os) { *os << c.name; }
+
+class ManifestErrorTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(ManifestErrorTest, IsRejectedWithAClearMessage) {
+  auto m = parseManifest(GetParam().json);
+  ASSERT_FALSE(m.isOk()) << GetParam().name << " was accepted";
+  EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(m.status().message().find(GetParam().message), std::string::npos)
+      << m.status().message();
+}
+
+std::vector<BadCase> badCases() {
+  return {
+      {"truncated", testManifest().substr(0, 200),
+       "manifest: malformed JSON"},
+      {"not_an_object", "[1, 2]", "expected an object, got an array"},
+      {"abi", mutated("\"abi\": 1", "\"abi\": 2"),
+       "the model was compiled for model ABI 2, but this runtime implements "
+       "ABI 1"},
+      {"no_arena", mutated("\"arena_bytes\"", "\"arena\""),
+       "missing member \"arena_bytes\""},
+      {"small_arena",
+       mutated("\"arena_bytes\": " +
+                   std::to_string(parseManifest(testManifest())->arenaBytes),
+               "\"arena_bytes\": 1000"),
+       "lie outside the arena"},
+      {"negative_batch", mutated("\"batch\": 8", "\"batch\": -8"),
+       "batch: must be positive"},
+      {"dtype", mutated("\"dtype\": \"f64\"", "\"dtype\": \"f16\""),
+       "unknown dtype \"f16\""},
+      {"init", mutated("\"he_normal\"", "\"glorot\""),
+       "unknown initializer \"glorot\""},
+      {"normal_without_std", mutated(", \"std\": 0.1", ""),
+       "variables[2] (fc.weight): missing member \"std\""},
+      {"negative_std", mutated("\"std\": 0.1", "\"std\": -0.1"),
+       "the standard deviation must be > 0"},
+      {"constant_count", mutated("[0.1, 0.0, 0.0, 1000.0, 0.0]", "[0.1, 0.0]"),
+       "2 values for a variable of 5 elements"},
+      {"kind", mutated("\"parameter\"", "\"weight\""),
+       "unknown variable kind \"weight\""},
+      {"duplicate_variable", mutated("\"conv2.weight\"", "\"conv1.weight\""),
+       "duplicate variable name \"conv1.weight\""},
+      {"schedule_variable", mutated("\"variable\": \"kiln.lr_schedule\"",
+                                    "\"variable\": \"fc.bias\""),
+       "must be f64[5] (one per slot)"},
+      {"schedule_slot", mutated("\"end_lr\"]", "\"base_lr\"]"),
+       "duplicate slot \"base_lr\""},
+      {"no_train", mutated("\"train\": {", "\"training\": {"),
+       "missing the \"train\" function"},
+      {"no_step", mutated("\"step\": {", "\"steps\": {"),
+       "functions.train.inputs: missing input \"step\""},
+      {"labels_layout",
+       mutated("\"labels\": {\"offset\": ", "\"labels\": {\"layout\": \"nhwc\", \"offset\": "),
+       "a layout is only meaningful for a 4-D tensor"},
+      {"call_kind", mutated("\"conv2d_forward\"", "\"conv3d_forward\""),
+       "unknown call kind \"conv3d_forward\""},
+      {"call_member", mutated("\"strides\": [1,1]", "\"stride\": [1,1]"),
+       "calls[0]: unknown member \"stride\""},
+      {"call_stride", mutated("\"strides\": [1,1]", "\"strides\": [0,1]"),
+       "calls[0].strides: value 0 is below 1"},
+      {"call_operand", mutated("\"filter\": ", "\"weights\": "),
+       "calls[0].operands: missing operand \"filter\""},
+      {"conv_shape", mutated("\"padding\": [1,1,1,1]", "\"padding\": [0,0,0,0]"),
+       "calls[0].operands.output: shape [8,8,8,4] does not match the "
+       "expected [8,6,6,4]"},
+      {"matmul_transpose", mutated("\"transpose_rhs\": true", "\"transpose_rhs\": false"),
+       "calls[4]: contraction sizes differ"},
+      {"matmul_bool", mutated("\"transpose_lhs\": true", "\"transpose_lhs\": 1"),
+       "calls[3].transpose_lhs: expected a boolean, got a number"},
+      {"tensor_member", mutated("\"kind\": \"dense\", \"function\": \"train\", "
+                               "\"operands\": {\"input\": {\"offset\": ",
+                               "\"kind\": \"dense\", \"function\": \"train\", "
+                               "\"operands\": {\"input\": {\"offset\": 8, \"x\": "),
+       "unknown member \"x\""},
+      {"bucket_id", mutated("{\"id\": 1,", "{\"id\": 7,"),
+       "buckets[1].id: bucket ids must be 0, 1, ... in order; got 7"},
+      {"misaligned", mutated("\"offset\": 0,", "\"offset\": 2,"),
+       "is negative or not a multiple of the f32 element size"},
+      {"fractional_offset", mutated("\"offset\": 0,", "\"offset\": 0.5,"),
+       "expected an integer, got 0.5"},
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, ManifestErrorTest,
+                         ::testing::ValuesIn(badCases()),
+                         [](const ::testing::TestParamInfo<BadCase> &info) {
+                           return std::string(info.param.name);
+                         });
+
+TEST(ManifestTest, OverlappingVariablesAreRejected) {
+  // Move conv2.weight onto conv1.weight's bytes.
+  auto m = parseManifest(testManifest());
+  ASSERT_TRUE(m.isOk());
+  std::string conv2Offset =
+      "\"offset\": " + std::to_string(m->findVariable("conv2.weight")->tensor.offset) +
+      ", \"shape\": [3,3,4,8]";
+  auto bad = parseManifest(mutated(conv2Offset, "\"offset\": 64, \"shape\": [3,3,4,8]"));
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find(
+                "\"conv1.weight\" and \"conv2.weight\" overlap in the arena"),
+            std::string::npos)
+      << bad.status().message();
+}
+
+TEST(ManifestTest, UnknownTopLevelMembersAreIgnored) {
+  auto m = parseManifest(mutated("\"abi\": 1,", "\"abi\": 1, \"compiler\": "
+                                                "\"kilnc 0.1\","));
+  EXPECT_TRUE(m.isOk()) << m.status().toString();
+}
+
+TEST(ManifestTest, ConvOutputShapeFollowsTheReferenceFormula) {
+  Call c;
+  c.strides = {2, 2};
+  c.padding = {3, 3, 3, 3};
+  std::vector<int64_t> out;
+  ASSERT_TRUE(inferConvOutputShape({32, 224, 224, 3}, {7, 7, 3, 64}, c, out)
+                  .isOk());
+  EXPECT_EQ(out, (std::vector<int64_t>{32, 112, 112, 64}));
+  c.dilations = {2, 2};
+  c.padding = {0, 0, 0, 0};
+  EXPECT_FALSE(inferConvOutputShape({1, 4, 4, 1}, {3, 3, 1, 1}, c, out).isOk());
+  EXPECT_FALSE(inferConvOutputShape({1, 4, 4, 2}, {3, 3, 1, 1}, c, out).isOk());
+}
+
+} // namespace
+} // namespace kiln::rt::exec::test

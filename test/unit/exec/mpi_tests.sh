@@ -1,0 +1,103 @@
+#!/bin/sh
+# Data-parallel runs of the test model under mpirun (2 ranks), registered as
+# ctest tests by CMakeLists.txt:
+#   mpi_tests.sh MODE TRAIN_EXE MAKE_SHARDS_EXE
+# MODE: replicas | data | kill | hang | nan | interrupt | rank-error. Each checks the
+# exit status, the messages and (for failures) that the job ended quickly.
+set -u
+mode=$1 exe=$2 shards=$3
+work=$(mktemp -d "${TMPDIR:-/tmp}/kiln-mpi-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+export OMPI_MCA_rmaps_base_oversubscribe=1
+mpirun="mpirun -np 2 --oversubscribe --allow-run-as-root"
+
+fail() { echo "FAIL ($mode): $*"; echo "---- output ----"; cat "$work/out"; exit 1; }
+expect() { grep -q -- "$1" "$work/out" || fail "output lacks '$1'"; }
+
+# A wrapper that sends signal $1 to rank 1 after $2 seconds, then execs the
+# program (the wrapper's pid becomes the program's).
+wrapper() {
+  cat > "$work/wrap.sh" <<WRAP
+#!/bin/sh
+if [ "\$OMPI_COMM_WORLD_RANK" = 1 ]; then (sleep $2; kill -$1 \$\$) & fi
+exec "\$@"
+WRAP
+  chmod +x "$work/wrap.sh"
+}
+
+start=$(date +%s)
+case $mode in
+replicas)
+  $mpirun "$exe" --synthetic --steps 30 --log-every 10 --verify-replicas \
+    --model-dir "$work/m" > "$work/out" 2>&1 || fail "exit status $?"
+  expect "batch 8 x 2 ranks (mpi)"
+  expect "step 30/30"
+  expect "parameters identical on all 2 ranks"
+  test -f "$work/m/ckpt-0000000030.safetensors" || fail "no final checkpoint"
+  test "$(grep -c '"kind":"train"' "$work/m/metrics.jsonl")" = 3 ||
+    fail "metrics.jsonl should have 3 train lines (rank 0 alone writes)"
+  ;;
+data)
+  "$shards" "$work/d" || fail "could not write shards"
+  # Rank 0 reads train shards 0 and 2 (46 records), rank 1 shards 1 and 3
+  # (30): 3 common steps of 8 per epoch.
+  $mpirun "$exe" --data "$work/d" --augment none --epochs 2 --eval \
+    --verify-replicas --log-every 3 > "$work/out" 2>&1 || fail "exit status $?"
+  expect "3 steps per epoch; training to step 6"
+  expect "(20 examples"
+  expect "parameters identical on all 2 ranks"
+  ;;
+kill)
+  wrapper 9 2
+  $mpirun "$work/wrap.sh" "$exe" --synthetic --steps 100000000 --log-every 0 \
+    > "$work/out" 2>&1 && fail "a killed rank must fail the job"
+  expect "rank 1"
+  expect "signal 9"
+  ;;
+hang)
+  wrapper STOP 2
+  $mpirun "$work/wrap.sh" "$exe" --synthetic --steps 100000000 --log-every 0 \
+    --comm-timeout 3 > "$work/out" 2>&1 && fail "a hung rank must fail the job"
+  expect "did not finish within 3 s (--comm-timeout); another rank has died or hangs"
+  ;;
+nan)
+  $mpirun "$exe" --synthetic --steps 50 --lr 1e30 > "$work/out" 2>&1
+  rc=$?
+  test $rc -ne 0 || fail "a NaN loss must fail the job"
+  grep -Eq "step [0-9]+: loss is (NaN|Inf) on 2 of 2 ranks; stopping \(last checkpoint: none\)" \
+    "$work/out" || fail "no NaN message"
+  ;;
+interrupt)
+  # SIGTERM to mpirun (a scheduler's preemption): mpirun forwards it, all
+  # ranks stop at the same step after a checkpoint, and the run resumes.
+  $mpirun "$exe" --synthetic --steps 1000000000 --log-every 1 \
+    --model-dir "$work/m" > "$work/out" 2>&1 &
+  pid=$!
+  i=0
+  until grep -q '"kind":"train"' "$work/m/metrics.jsonl" 2>/dev/null; do
+    i=$((i + 1)); test $i -lt 300 || fail "the run did not start"; sleep 0.1
+  done
+  kill -TERM $pid
+  wait $pid && fail "an interrupted job must not exit 0"
+  step=$(sed -n 's/.*step \([0-9]*\): interrupted; stopping (checkpoint: .*/\1/p' "$work/out")
+  test -n "$step" || fail "no interruption message"
+  ckpt=$(printf '%s/m/ckpt-%010d.safetensors' "$work" "$step")
+  test -f "$ckpt" || fail "no checkpoint $ckpt"
+  $mpirun "$exe" --synthetic --steps $((step + 5)) --resume --verify-replicas \
+    --model-dir "$work/m" > "$work/out" 2>&1 || fail "resume failed: $?"
+  expect "resuming from $ckpt"
+  expect "parameters identical on all 2 ranks"
+  ;;
+rank-error)
+  "$shards" "$work/d" || fail "could not write shards"
+  rm "$work/d"/train-0000[123]-of-00004
+  $mpirun "$exe" --data "$work/d" --steps 5 > "$work/out" 2>&1 &&
+    fail "a rank without shards must fail the job"
+  expect "rank 1: error: rank 1 of 2 has no training shard"
+  ;;
+*)
+  echo "unknown mode $mode"; exit 2 ;;
+esac
+elapsed=$(( $(date +%s) - start ))
+test $elapsed -lt 60 || fail "took ${elapsed}s"
+echo "PASS ($mode, ${elapsed}s)"

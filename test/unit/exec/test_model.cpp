@@ -1,0 +1,383 @@
+//===- test_model.cpp - A hand-written "compiled" model for the runtime tests ===//
+//
+// Implements the model ABI (docs/model-abi.md) exactly as kilnc's output
+// does, but by hand, so the runtime can be tested without the compiler:
+// kiln_model_manifest() plus train and eval steps that call
+// kiln_rt_kernel_call for convolutions and matrix products and do the rest
+// (ReLU, pooling, softmax cross entropy, SGD with momentum, the schedule)
+// with plain loops on the arena.
+//
+//   images [8,8,8,3] -> conv1 3x3/1 (4) -> ReLU -> conv2 3x3/2 TF-same (8)
+//   -> ReLU -> global average pool [8,8] -> dense (10, bias) -> loss
+//
+// bn.running_mean is per-rank state (an exponential average of the pooled
+// features, like batch-norm statistics): never allreduced. Gradients form two
+// buckets: {fc.weight, fc.bias} contiguous (reduced in place), {conv2, conv1}
+// with a gap between them (packed by the runtime).
+//
+// The step counter is only used for the learning rate; the model is fully
+// deterministic for fixed inputs and thread count.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/rt/model.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int64_t kBatch = 8, kSize = 8, kChannels = 3, kC1 = 4, kC2 = 8,
+                  kOut = 4, kClasses = 10;
+
+struct Slot {
+  int64_t offset;
+  std::vector<int64_t> shape;
+  const char *dtype;
+  int64_t bytes() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n * (std::strcmp(dtype, "f64") == 0 || std::strcmp(dtype, "i64") == 0
+                    ? 8
+                    : 4);
+  }
+};
+
+/// The static memory plan, as a compiler would make it.
+struct Plan {
+  int64_t next = 0;
+  Slot place(std::vector<int64_t> shape, const char *dtype = "f32") {
+    Slot s{next, std::move(shape), dtype};
+    next = (next + s.bytes() + 63) / 64 * 64;
+    return s;
+  }
+};
+
+struct Layout {
+  // Variables.
+  Slot w1, w2, fcW, fcB, runningMean, w1Mom, w2Mom, fcWMom, fcBMom, schedule;
+  int64_t persistent;
+  // Train function.
+  Slot images, labels, step, loss, logits, lr;
+  int64_t scratchBegin;
+  Slot a1, a2, pooled, dlogits, dpooled, da2, da1;
+  Slot fcWGrad, fcBGrad, w2Grad, gap, w1Grad;
+  int64_t scratchEnd;
+  // Eval function (its own input slots).
+  Slot evalImages, evalLabels, evalLoss;
+  int64_t arena;
+
+  Layout() {
+    Plan p;
+    w1 = p.place({3, 3, kChannels, kC1});
+    w2 = p.place({3, 3, kC1, kC2});
+    fcW = p.place({kC2, kClasses});
+    fcB = p.place({kClasses});
+    runningMean = p.place({kC2});
+    w1Mom = p.place({3, 3, kChannels, kC1});
+    w2Mom = p.place({3, 3, kC1, kC2});
+    fcWMom = p.place({kC2, kClasses});
+    fcBMom = p.place({kClasses});
+    schedule = p.place({5}, "f64");
+    persistent = p.next;
+    images = p.place({kBatch, kSize, kSize, kChannels});
+    labels = p.place({kBatch}, "i32");
+    step = p.place({}, "i64");
+    loss = p.place({}, "f32");
+    logits = p.place({kBatch, kClasses});
+    lr = p.place({}, "f32");
+    scratchBegin = p.next;
+    a1 = p.place({kBatch, kSize, kSize, kC1});
+    a2 = p.place({kBatch, kOut, kOut, kC2});
+    pooled = p.place({kBatch, kC2});
+    dlogits = p.place({kBatch, kClasses});
+    dpooled = p.place({kBatch, kC2});
+    da2 = p.place({kBatch, kOut, kOut, kC2});
+    da1 = p.place({kBatch, kSize, kSize, kC1});
+    // fc.weight's 320 bytes end on a 64-byte boundary, so fc.bias follows
+    // it directly: bucket 0 is one contiguous run.
+    fcWGrad = p.place({kC2, kClasses});
+    fcBGrad = p.place({kClasses});
+    w2Grad = p.place({3, 3, kC1, kC2});
+    gap = p.place({16});
+    w1Grad = p.place({3, 3, kChannels, kC1});
+    scratchEnd = p.next;
+    evalImages = p.place({kBatch, kSize, kSize, kChannels});
+    evalLabels = p.place({kBatch}, "i32");
+    evalLoss = p.place({}, "f32");
+    arena = p.next;
+  }
+};
+
+const Layout &layout() {
+  static const Layout l;
+  return l;
+}
+
+std::string tensor(const Slot &s, bool activation = false) {
+  std::string shape = "[";
+  for (size_t i = 0; i < s.shape.size(); ++i)
+    shape += (i ? "," : "") + std::to_string(s.shape[i]);
+  shape += "]";
+  return "{\"offset\": " + std::to_string(s.offset) + ", \"shape\": " + shape +
+         ", \"dtype\": \"" + s.dtype + "\"" +
+         (activation ? ", \"layout\": \"nhwc\"" : "") + "}";
+}
+
+std::string variable(const char *name, const char *kind, const Slot &s,
+                     const std::string &init) {
+  std::string t = tensor(s);
+  t.pop_back(); // reopen the object to add the variable's members
+  return t + ", \"name\": \"" + name + "\", \"kind\": \"" + kind +
+         "\", \"init\": " + init + "}";
+}
+
+std::string buildManifest() {
+  const Layout &l = layout();
+  auto conv = [](const char *kind, const char *fn, const std::string &a,
+                 const std::string &b, const std::string &c,
+                 const char *names[3], const char *attrs) {
+    return std::string("{\"kind\": \"") + kind + "\", \"function\": \"" + fn +
+           "\", \"operands\": {\"" + names[0] + "\": " + a + ", \"" +
+           names[1] + "\": " + b + ", \"" + names[2] + "\": " + c + "}, " +
+           attrs + "}";
+  };
+  const char *fwd[3] = {"input", "filter", "output"};
+  const char *bwdData[3] = {"output_grad", "filter", "input_grad"};
+  const char *bwdFilter[3] = {"input", "output_grad", "filter_grad"};
+  const char *same1 =
+      "\"strides\": [1,1], \"padding\": [1,1,1,1], \"dilations\": [1,1]";
+  const char *same2 = "\"strides\": [2,2], \"padding\": [0,1,0,1]";
+  auto dense = [&](const char *fn) {
+    return std::string("{\"kind\": \"dense\", \"function\": \"") + fn +
+           "\", \"operands\": {\"input\": " + tensor(l.pooled) +
+           ", \"weight\": " + tensor(l.fcW) + ", \"bias\": " + tensor(l.fcB) +
+           ", \"output\": " + tensor(l.logits) + "}}";
+  };
+  std::string calls = "[\n" +
+      // 0-2: train forward
+      conv("conv2d_forward", "train", tensor(l.images, true), tensor(l.w1),
+           tensor(l.a1, true), fwd, same1) + ",\n" +
+      conv("conv2d_forward", "train", tensor(l.a1, true), tensor(l.w2),
+           tensor(l.a2, true), fwd, same2) + ",\n" +
+      dense("train") + ",\n" +
+      // 3-4: dense backward as matmuls
+      "{\"kind\": \"matmul\", \"function\": \"train\", \"operands\": "
+      "{\"lhs\": " + tensor(l.pooled) + ", \"rhs\": " + tensor(l.dlogits) +
+      ", \"output\": " + tensor(l.fcWGrad) + "}, \"transpose_lhs\": true},\n" +
+      "{\"kind\": \"matmul\", \"function\": \"train\", \"operands\": "
+      "{\"lhs\": " + tensor(l.dlogits) + ", \"rhs\": " + tensor(l.fcW) +
+      ", \"output\": " + tensor(l.dpooled) + "}, \"transpose_rhs\": true},\n" +
+      // 5-7: convolution backward
+      conv("conv2d_backward_filter", "train", tensor(l.a1, true),
+           tensor(l.da2, true), tensor(l.w2Grad), bwdFilter, same2) + ",\n" +
+      conv("conv2d_backward_data", "train", tensor(l.da2, true), tensor(l.w2),
+           tensor(l.da1, true), bwdData, same2) + ",\n" +
+      conv("conv2d_backward_filter", "train", tensor(l.images, true),
+           tensor(l.da1, true), tensor(l.w1Grad), bwdFilter, same1) + ",\n" +
+      // 8-10: eval forward
+      conv("conv2d_forward", "eval", tensor(l.evalImages, true), tensor(l.w1),
+           tensor(l.a1, true), fwd, same1) + ",\n" +
+      conv("conv2d_forward", "eval", tensor(l.a1, true), tensor(l.w2),
+           tensor(l.a2, true), fwd, same2) + ",\n" +
+      dense("eval") + "\n]";
+
+  std::string variables = "[\n" +
+      variable("conv1.weight", "parameter", l.w1, "\"he_normal\"") + ",\n" +
+      variable("conv2.weight", "parameter", l.w2, "\"he_normal\"") + ",\n" +
+      variable("fc.weight", "parameter", l.fcW, "\"normal\", \"std\": 0.1") +
+      ",\n" + variable("fc.bias", "parameter", l.fcB, "\"zeros\"") + ",\n" +
+      variable("bn.running_mean", "state", l.runningMean, "\"zeros\"") + ",\n" +
+      variable("conv1.weight.momentum", "state", l.w1Mom, "\"zeros\"") + ",\n" +
+      variable("conv2.weight.momentum", "state", l.w2Mom, "\"zeros\"") + ",\n" +
+      variable("fc.weight.momentum", "state", l.fcWMom, "\"zeros\"") + ",\n" +
+      variable("fc.bias.momentum", "state", l.fcBMom, "\"zeros\"") + ",\n" +
+      variable("kiln.lr_schedule", "state", l.schedule,
+               "\"constant\", \"value\": [0.1, 0.0, 0.0, 1000.0, 0.0]") +
+      "\n]";
+
+  return "{\n\"abi\": 1,\n\"model\": \"exec_test_model\",\n\"batch\": " +
+         std::to_string(kBatch) + ",\n\"arena_bytes\": " +
+         std::to_string(l.arena) + ",\n\"persistent_bytes\": " +
+         std::to_string(l.persistent) + ",\n\"variables\": " + variables +
+         ",\n\"schedule\": {\"kind\": \"cosine_decay\", \"variable\": "
+         "\"kiln.lr_schedule\", \"slots\": [\"base_lr\", \"warmup_init_lr\", "
+         "\"warmup_steps\", \"total_steps\", \"end_lr\"]},\n"
+         "\"functions\": {\n"
+         "\"train\": {\"symbol\": \"kiln_model_train_step\", \"inputs\": "
+         "{\"images\": " + tensor(l.images, true) + ", \"labels\": " +
+         tensor(l.labels) + ", \"step\": " + tensor(l.step) +
+         "}, \"outputs\": {\"loss\": " + tensor(l.loss) + ", \"logits\": " +
+         tensor(l.logits) + ", \"learning_rate\": " + tensor(l.lr) +
+         "}, \"scratch\": [" + std::to_string(l.scratchBegin) + ", " +
+         std::to_string(l.scratchEnd) + "]},\n"
+         "\"eval\": {\"symbol\": \"kiln_model_eval_step\", \"inputs\": "
+         "{\"images\": " + tensor(l.evalImages, true) + ", \"labels\": " +
+         tensor(l.evalLabels) + "}, \"outputs\": {\"loss\": " +
+         tensor(l.evalLoss) + ", \"logits\": " + tensor(l.logits) +
+         "}, \"scratch\": [" + std::to_string(l.scratchBegin) + ", " +
+         std::to_string(l.scratchEnd) + "]}\n},\n\"calls\": " + calls +
+         ",\n\"buckets\": [\n{\"id\": 0, \"tensors\": [" + tensor(l.fcWGrad) +
+         ", " + tensor(l.fcBGrad) + "]},\n{\"id\": 1, \"tensors\": [" +
+         tensor(l.w2Grad) + ", " + tensor(l.w1Grad) + "]}\n]\n}\n";
+}
+
+template <typename T> T *at(kiln_rt_arena_ref_t *arena, const Slot &s) {
+  return reinterpret_cast<T *>(arena->aligned + s.offset);
+}
+
+int64_t count(const Slot &s) {
+  int64_t n = 1;
+  for (int64_t d : s.shape)
+    n *= d;
+  return n;
+}
+
+void relu(float *x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = x[i] > 0 ? x[i] : 0;
+}
+
+/// Conv, ReLU, conv, ReLU, pool, dense: leaves logits.
+void forward(kiln_rt_context_t *ctx, kiln_rt_arena_ref_t *arena,
+             int32_t firstCall) {
+  const Layout &l = layout();
+  kiln_rt_kernel_call(ctx, firstCall);
+  relu(at<float>(arena, l.a1), count(l.a1));
+  kiln_rt_kernel_call(ctx, firstCall + 1);
+  relu(at<float>(arena, l.a2), count(l.a2));
+  float *a2 = at<float>(arena, l.a2), *pooled = at<float>(arena, l.pooled);
+  for (int64_t n = 0; n < kBatch; ++n)
+    for (int64_t c = 0; c < kC2; ++c) {
+      float s = 0;
+      for (int64_t p = 0; p < kOut * kOut; ++p)
+        s += a2[(n * kOut * kOut + p) * kC2 + c];
+      pooled[n * kC2 + c] = s / float(kOut * kOut);
+    }
+  kiln_rt_kernel_call(ctx, firstCall + 2);
+}
+
+/// Mean softmax cross entropy; writes d(loss)/d(logits) if `dlogits`.
+float softmaxCrossEntropy(const float *logits, const int32_t *labels,
+                          float *dlogits) {
+  double total = 0;
+  for (int64_t n = 0; n < kBatch; ++n) {
+    const float *row = logits + n * kClasses;
+    double maxv = row[0];
+    for (int64_t c = 1; c < kClasses; ++c)
+      maxv = std::max(maxv, double(row[c]));
+    double sum = 0;
+    for (int64_t c = 0; c < kClasses; ++c)
+      sum += std::exp(double(row[c]) - maxv);
+    total += std::log(sum) + maxv - row[labels[n]];
+    if (dlogits)
+      for (int64_t c = 0; c < kClasses; ++c)
+        dlogits[n * kClasses + c] =
+            float((std::exp(double(row[c]) - maxv) / sum -
+                   (c == labels[n] ? 1.0 : 0.0)) /
+                  double(kBatch));
+  }
+  return float(total / double(kBatch));
+}
+
+void sgd(float *w, float *v, const float *g, int64_t n, float lr) {
+  for (int64_t i = 0; i < n; ++i) {
+    v[i] = 0.9f * v[i] + g[i];
+    w[i] -= lr * v[i];
+  }
+}
+
+} // namespace
+
+extern "C" const char *kiln_model_manifest(void) {
+  static const std::string manifest = buildManifest();
+  return manifest.c_str();
+}
+
+extern "C" void _mlir_ciface_kiln_model_train_step(kiln_rt_context_t *ctx,
+                                                   kiln_rt_arena_ref_t *arena) {
+  const Layout &l = layout();
+  forward(ctx, arena, 0);
+  *at<float>(arena, l.loss) = softmaxCrossEntropy(
+      at<float>(arena, l.logits), at<int32_t>(arena, l.labels),
+      at<float>(arena, l.dlogits));
+
+  // Per-rank state, like BN running statistics: not reduced.
+  float *rm = at<float>(arena, l.runningMean);
+  const float *pooled = at<float>(arena, l.pooled);
+  for (int64_t c = 0; c < kC2; ++c) {
+    float mean = 0;
+    for (int64_t n = 0; n < kBatch; ++n)
+      mean += pooled[n * kC2 + c];
+    rm[c] = 0.9f * rm[c] + 0.1f * mean / float(kBatch);
+  }
+
+  // Dense backward; its bucket goes out while the convolutions run.
+  kiln_rt_kernel_call(ctx, 3);
+  const float *dlogits = at<float>(arena, l.dlogits);
+  float *db = at<float>(arena, l.fcBGrad);
+  for (int64_t c = 0; c < kClasses; ++c) {
+    db[c] = 0;
+    for (int64_t n = 0; n < kBatch; ++n)
+      db[c] += dlogits[n * kClasses + c];
+  }
+  kiln_rt_kernel_call(ctx, 4);
+  kiln_rt_allreduce_start(ctx, 0);
+
+  // Pool and ReLU backward.
+  const float *dpooled = at<float>(arena, l.dpooled);
+  const float *a2 = at<float>(arena, l.a2);
+  float *da2 = at<float>(arena, l.da2);
+  for (int64_t n = 0; n < kBatch; ++n)
+    for (int64_t p = 0; p < kOut * kOut; ++p)
+      for (int64_t c = 0; c < kC2; ++c) {
+        int64_t i = (n * kOut * kOut + p) * kC2 + c;
+        da2[i] = a2[i] > 0 ? dpooled[n * kC2 + c] / float(kOut * kOut) : 0;
+      }
+  kiln_rt_kernel_call(ctx, 5);
+  kiln_rt_kernel_call(ctx, 6);
+  const float *a1 = at<float>(arena, l.a1);
+  float *da1 = at<float>(arena, l.da1);
+  for (int64_t i = 0, e = count(l.a1); i < e; ++i)
+    if (!(a1[i] > 0))
+      da1[i] = 0;
+  kiln_rt_kernel_call(ctx, 7);
+  kiln_rt_allreduce_start(ctx, 1);
+
+  // Cosine schedule from its variable's slots (model-abi.md).
+  const double *s = at<double>(arena, l.schedule);
+  double base = s[0], warmupInit = s[1], warmup = s[2], total = s[3],
+         end = s[4];
+  double step = double(*at<int64_t>(arena, l.step));
+  double lr;
+  if (step < warmup)
+    lr = warmupInit + (base - warmupInit) * step / warmup;
+  else {
+    double d = total - warmup, t = std::min(step - warmup, d);
+    lr = end + (base - end) * (1 + std::cos(3.14159265358979323846 * t / d)) / 2;
+  }
+  *at<float>(arena, l.lr) = float(lr);
+
+  kiln_rt_allreduce_wait(ctx, 0);
+  kiln_rt_allreduce_wait(ctx, 1);
+  sgd(at<float>(arena, l.fcW), at<float>(arena, l.fcWMom),
+      at<float>(arena, l.fcWGrad), count(l.fcW), float(lr));
+  sgd(at<float>(arena, l.fcB), at<float>(arena, l.fcBMom),
+      at<float>(arena, l.fcBGrad), count(l.fcB), float(lr));
+  sgd(at<float>(arena, l.w2), at<float>(arena, l.w2Mom),
+      at<float>(arena, l.w2Grad), count(l.w2), float(lr));
+  sgd(at<float>(arena, l.w1), at<float>(arena, l.w1Mom),
+      at<float>(arena, l.w1Grad), count(l.w1), float(lr));
+}
+
+extern "C" void _mlir_ciface_kiln_model_eval_step(kiln_rt_context_t *ctx,
+                                                  kiln_rt_arena_ref_t *arena) {
+  const Layout &l = layout();
+  forward(ctx, arena, 8);
+  *at<float>(arena, l.evalLoss) = softmaxCrossEntropy(
+      at<float>(arena, l.logits), at<int32_t>(arena, l.evalLabels), nullptr);
+}
