@@ -27,5 +27,9 @@ llvm_config.with_environment("FILECHECK_OPTS",
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 
 tool_dirs = [config.kiln_tools_dir, config.llvm_tools_dir]
-tools = ["kiln-opt"]
+tools = ["kiln-opt", "kiln-run", "kiln-sim", "kilnc"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# End-to-end tests link compiled models with the runtime.
+if config.kiln_build_runtime:
+    config.available_features.add("runtime")
