@@ -3,6 +3,7 @@
 #include "compiler/InitAll.h"
 
 #include "dialects/Kiln/IR/KilnDialect.h"
+#include "dialects/Sa/IR/SaDialect.h"
 #include "compiler/Pipelines.h"
 #include "compiler/Target/X86/X86Target.h"
 #include "passes/Passes.h"
@@ -22,6 +23,7 @@ void kiln::registerAllKilnDialects(mlir::DialectRegistry &registry) {
                   mlir::LLVM::LLVMDialect, mlir::math::MathDialect,
                   mlir::memref::MemRefDialect, mlir::scf::SCFDialect>();
   registerX86TargetDialects(registry);
+  registry.insert<sa::SaDialect>();
 }
 
 void kiln::registerAllKilnPasses() {

@@ -1,4 +1,5 @@
-//===- EvalGradients.cpp - Backward ops built by --kiln-autodiff -----------===//
+//===- EvalGradients.cpp - Backward ops built by --kiln-autodiff
+//-----------===//
 //
 // Each backward op gets the forward shapes it needs from its result type
 // (batch taken from the incoming gradient) and checks that the incoming
@@ -25,8 +26,8 @@ LogicalResult evalConvBackwardData(Conv2DBackwardDataOp op, EvalContext &ctx) {
       convAttrs(op.getStrides(), op.getPadding(), op.getDilations());
   ref::Shape xShape = resolveShape(op.getInputGrad().getType(), dy.dim(0));
   ref::Shape yShape;
-  if (failed(ctx.check(op, ref::inferConv2dShape(xShape, w.shape, attrs,
-                                                 yShape))) ||
+  if (failed(ctx.check(
+          op, ref::inferConv2dShape(xShape, w.shape, attrs, yShape))) ||
       failed(ctx.checkSameShape(op, "the output gradient", dy.shape, yShape)))
     return failure();
   ctx.setFloat(op.getInputGrad(),
@@ -42,8 +43,8 @@ LogicalResult evalConvBackwardFilter(Conv2DBackwardFilterOp op,
       convAttrs(op.getStrides(), op.getPadding(), op.getDilations());
   ref::Shape wShape = resolveShape(op.getFilterGrad().getType(), 0);
   ref::Shape yShape;
-  if (failed(ctx.check(op, ref::inferConv2dShape(x.shape, wShape, attrs,
-                                                 yShape))) ||
+  if (failed(ctx.check(
+          op, ref::inferConv2dShape(x.shape, wShape, attrs, yShape))) ||
       failed(ctx.checkSameShape(op, "the output gradient", dy.shape, yShape)))
     return failure();
   ctx.setFloat(op.getFilterGrad(),
@@ -57,8 +58,8 @@ LogicalResult evalBatchNormBackward(BatchNormBackwardOp op, EvalContext &ctx) {
   ref::Tensor gamma = ctx.get(op.getScale()).toRef();
   ref::Tensor mean = ctx.get(op.getBatchMean()).toRef();
   ref::Tensor var = ctx.get(op.getBatchVar()).toRef();
-  if (failed(ctx.check(op, ref::checkBatchNormShapes(x.shape,
-                                                     {&gamma, &mean, &var}))) ||
+  if (failed(ctx.check(
+          op, ref::checkBatchNormShapes(x.shape, {&gamma, &mean, &var}))) ||
       failed(ctx.checkSameShape(op, "the output gradient", dy.shape, x.shape)))
     return failure();
   ref::BatchNormGrads g = ref::batchNormBackward(
@@ -135,8 +136,10 @@ LogicalResult evalMatmul(MatmulOp op, EvalContext &ctx) {
       // Accumulated in double and rounded once, like every reference kernel.
       double sum = 0.0;
       for (int64_t p = 0; p < k; ++p) {
-        float x = ta ? a.floats[p * a.shape[1] + i] : a.floats[i * a.shape[1] + p];
-        float z = tb ? b.floats[j * b.shape[1] + p] : b.floats[p * b.shape[1] + j];
+        float x =
+            ta ? a.floats[p * a.shape[1] + i] : a.floats[i * a.shape[1] + p];
+        float z =
+            tb ? b.floats[j * b.shape[1] + p] : b.floats[p * b.shape[1] + j];
         sum += static_cast<double>(x) * z;
       }
       y.at(i, j) = static_cast<float>(sum);
@@ -169,11 +172,11 @@ LogicalResult evalSoftmaxCrossEntropyBackward(SoftmaxCrossEntropyBackwardOp op,
   std::vector<int32_t> labels = labelsOf(ctx.get(op.getLabels()));
   float smoothing = op.getLabelSmoothing().convertToFloat();
   ref::Tensor dlogits;
-  if (failed(ctx.check(op, ref::checkSoftmaxCrossEntropy(logits, labels,
-                                                         smoothing))) ||
-      failed(ctx.check(op, ref::softmaxCrossEntropyBackward(
-                               logits, labels, smoothing, dloss.floats[0],
-                               dlogits))))
+  if (failed(ctx.check(
+          op, ref::checkSoftmaxCrossEntropy(logits, labels, smoothing))) ||
+      failed(ctx.check(
+          op, ref::softmaxCrossEntropyBackward(logits, labels, smoothing,
+                                               dloss.floats[0], dlogits))))
     return failure();
   ctx.setFloat(op.getLogitsGrad(), std::move(dlogits));
   return success();
@@ -184,11 +187,13 @@ LogicalResult evalSoftmaxCrossEntropyBackward(SoftmaxCrossEntropyBackwardOp op,
 std::optional<LogicalResult> evaluateGradientOp(Operation *op,
                                                 EvalContext &ctx) {
   return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
-      .Case([&](Conv2DBackwardDataOp o) { return evalConvBackwardData(o, ctx); })
+      .Case(
+          [&](Conv2DBackwardDataOp o) { return evalConvBackwardData(o, ctx); })
       .Case([&](Conv2DBackwardFilterOp o) {
         return evalConvBackwardFilter(o, ctx);
       })
-      .Case([&](BatchNormBackwardOp o) { return evalBatchNormBackward(o, ctx); })
+      .Case(
+          [&](BatchNormBackwardOp o) { return evalBatchNormBackward(o, ctx); })
       .Case([&](ReluBackwardOp o) { return evalReluBackward(o, ctx); })
       .Case([&](MaxPoolBackwardOp o) { return evalMaxPoolBackward(o, ctx); })
       .Case([&](AvgPoolBackwardOp o) { return evalAvgPoolBackward(o, ctx); })

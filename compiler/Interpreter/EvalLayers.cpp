@@ -1,4 +1,5 @@
-//===- EvalLayers.cpp - Forward ops: layers and the loss -------------------===//
+//===- EvalLayers.cpp - Forward ops: layers and the loss
+//-------------------===//
 
 #include "compiler/Interpreter/Evaluators.h"
 
@@ -46,8 +47,8 @@ LogicalResult evalConv(Conv2DOp op, EvalContext &ctx) {
   ref::Conv2dAttrs attrs =
       convAttrs(op.getStrides(), op.getPadding(), op.getDilations());
   ref::Shape yShape;
-  if (failed(ctx.check(op, ref::inferConv2dShape(x.shape, w.shape, attrs,
-                                                 yShape))))
+  if (failed(ctx.check(op,
+                       ref::inferConv2dShape(x.shape, w.shape, attrs, yShape))))
     return failure();
   ctx.setFloat(op.getOutput(), ref::conv2d(x, w, attrs));
   return success();
@@ -155,10 +156,9 @@ LogicalResult evalDense(DenseOp op, EvalContext &ctx) {
   if (op.getBias())
     bias = ctx.get(op.getBias()).toRef();
   ref::Shape yShape;
-  if (failed(ctx.check(op, ref::inferDenseShape(x.shape, w.shape,
-                                                op.getBias() ? &bias.shape
-                                                             : nullptr,
-                                                yShape))))
+  if (failed(ctx.check(op, ref::inferDenseShape(
+                               x.shape, w.shape,
+                               op.getBias() ? &bias.shape : nullptr, yShape))))
     return failure();
   ctx.setFloat(op.getOutput(),
                op.getBias() ? ref::dense(x, w, bias) : ref::dense(x, w));
@@ -174,8 +174,7 @@ LogicalResult evalReshape(ReshapeOp op, EvalContext &ctx) {
   for (int64_t d : type.getShape())
     if (!ShapedType::isDynamic(d))
       staticProduct *= d;
-  int64_t batch =
-      staticProduct == 0 ? 0 : x.numElements() / staticProduct;
+  int64_t batch = staticProduct == 0 ? 0 : x.numElements() / staticProduct;
   ref::Shape shape = resolveShape(type, batch);
   if (failed(ctx.check(op, ref::checkReshape(x.shape, shape))))
     return failure();
@@ -196,12 +195,12 @@ LogicalResult evalSoftmaxCrossEntropy(SoftmaxCrossEntropyOp op,
   ref::Tensor logits = ctx.get(op.getLogits()).toRef();
   std::vector<int32_t> labels = labelsOf(ctx.get(op.getLabels()));
   float smoothing = op.getLabelSmoothing().convertToFloat();
-  if (failed(ctx.check(op, ref::checkSoftmaxCrossEntropy(logits, labels,
-                                                         smoothing))))
+  if (failed(ctx.check(
+          op, ref::checkSoftmaxCrossEntropy(logits, labels, smoothing))))
     return failure();
   double loss = 0.0;
-  if (failed(ctx.check(op, ref::softmaxCrossEntropy(logits, labels, smoothing,
-                                                    loss))))
+  if (failed(ctx.check(
+          op, ref::softmaxCrossEntropy(logits, labels, smoothing, loss))))
     return failure();
   HostTensor result = HostTensor::zeros(ElementType::F32, {});
   result.floats[0] = static_cast<float>(loss);

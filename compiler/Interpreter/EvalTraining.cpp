@@ -1,4 +1,5 @@
-//===- EvalTraining.cpp - Learning rate, optimizer updates, allreduce ------===//
+//===- EvalTraining.cpp - Learning rate, optimizer updates, allreduce
+//------===//
 
 #include "compiler/Interpreter/Evaluators.h"
 
@@ -54,8 +55,8 @@ ref::Schedule makeSchedule(Schedule kind, const std::vector<double> &p,
     return ref::Schedule::stepDecay(s);
   }
   case Schedule::CosineDecay:
-    return ref::Schedule::cosineDecay({p[0], p[1], steps(2, "warmup_steps"),
-                                       steps(3, "total_steps"), p[4]});
+    return ref::Schedule::cosineDecay(
+        {p[0], p[1], steps(2, "warmup_steps"), steps(3, "total_steps"), p[4]});
   }
   return ref::Schedule::constant(p[0]);
 }
@@ -65,7 +66,8 @@ LogicalResult evalLearningRate(LearningRateOp op, EvalContext &ctx) {
   const HostTensor &params = ctx.get(op.getParams());
   int64_t fixed = getScheduleParamCount(op.getSchedule());
   auto have = static_cast<int64_t>(params.doubles.size());
-  if (have < fixed || (op.getSchedule() != Schedule::StepDecay && have != fixed))
+  if (have < fixed ||
+      (op.getSchedule() != Schedule::StepDecay && have != fixed))
     return ctx.error(op) << "schedule '" << stringifySchedule(op.getSchedule())
                          << "' needs " << fixed << " parameters, got " << have;
   std::string bad;

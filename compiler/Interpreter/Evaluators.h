@@ -1,4 +1,5 @@
-//===- Evaluators.h - Per-op evaluation, shared by the op families -*- C++ -*-===//
+//===- Evaluators.h - Per-op evaluation, shared by the op families -*- C++
+//-*-===//
 //
 // Part of Kiln. Internal to the interpreter: the state one call works on and
 // the entry points of the op families (EvalLayers.cpp, EvalGradients.cpp,

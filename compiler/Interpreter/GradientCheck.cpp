@@ -181,7 +181,8 @@ LogicalResult checkGradients(func::FuncOp step, func::FuncOp forward,
            << "@" << forward.getSymName() << " takes " << numForwardArgs
            << " arguments, more than @" << step.getSymName();
   ArrayRef<HostTensor> forwardInputs = inputs.take_front(numForwardArgs);
-  auto lossType = RankedTensorType::get({}, Float32Type::get(forward.getContext()));
+  auto lossType =
+      RankedTensorType::get({}, Float32Type::get(forward.getContext()));
   if (forward.getNumResults() == 0 || forward.getResultTypes()[0] != lossType)
     return forward.emitError() << "@" << forward.getSymName()
                                << " must return the loss (tensor<f32>) first";
@@ -191,7 +192,8 @@ LogicalResult checkGradients(func::FuncOp step, func::FuncOp forward,
   forwardOptions.roundBf16 = false;
   forwardOptions.context = "gradient check";
   forwardOptions.recordKinks = &baseline;
-  FailureOr<CallResult> base = call(forward, forwardInputs, store, forwardOptions);
+  FailureOr<CallResult> base =
+      call(forward, forwardInputs, store, forwardOptions);
   if (failed(base))
     return failure();
   forwardOptions.recordKinks = nullptr;
@@ -251,10 +253,9 @@ LogicalResult checkGradients(func::FuncOp step, func::FuncOp forward,
         return lossValue(r->results[0]);
       };
       std::optional<double> numeric =
-          freeze ? smoothDerivative(original, objective, options.step,
-                                    lossNoise)
-                 : numericalDerivative(original, loss0, objective,
-                                       options.step);
+          freeze
+              ? smoothDerivative(original, objective, options.step, lossNoise)
+              : numericalDerivative(original, loss0, objective, options.step);
       if (evaluationFailed)
         return failure();
       if (!numeric) {
@@ -266,7 +267,8 @@ LogicalResult checkGradients(func::FuncOp step, func::FuncOp forward,
         continue;
       }
       maxNumeric = std::max(maxNumeric, std::fabs(*numeric));
-      double diff = std::fabs(static_cast<double>(g.value.floats[i]) - *numeric);
+      double diff =
+          std::fabs(static_cast<double>(g.value.floats[i]) - *numeric);
       if (worst < 0 || diff > maxDiff) {
         maxDiff = diff;
         worst = index;
@@ -288,9 +290,11 @@ LogicalResult checkGradients(func::FuncOp step, func::FuncOp forward,
     out << "@" << g.parameter << " " << typeString(g.value) << ": "
         << samples.size() - atKink << "/" << g.value.numElements()
         << " elements, max |grad| "
-        << llvm::format("%.3e", std::max(maxAnalytic, maxNumeric))
-        << ", error " << llvm::format("%.3e", error)
-        << (!ok ? " FAILED" : checked ? " ok" : " unchecked");
+        << llvm::format("%.3e", std::max(maxAnalytic, maxNumeric)) << ", error "
+        << llvm::format("%.3e", error)
+        << (!ok       ? " FAILED"
+            : checked ? " ok"
+                      : " unchecked");
     if (std::max(maxAnalytic, maxNumeric) < noiseFloor)
       out << " (below the noise floor " << llvm::format("%.1e", noiseFloor)
           << ")";

@@ -51,15 +51,6 @@ HostTensor HostTensor::fromRef(ref::Tensor tensor, ElementType type) {
 
 ref::Tensor HostTensor::toRef() const { return ref::Tensor(shape, floats); }
 
-double HostTensor::elementAsDouble(int64_t index) const {
-  auto i = static_cast<size_t>(index);
-  if (isFloat(type))
-    return floats[i];
-  if (type == ElementType::F64)
-    return doubles[i];
-  return static_cast<double>(ints[i]);
-}
-
 std::string typeString(const HostTensor &tensor) {
   std::string s;
   for (int64_t d : tensor.shape)

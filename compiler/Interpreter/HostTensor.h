@@ -57,8 +57,6 @@ struct HostTensor {
   int64_t numElements() const { return ref::numElements(shape); }
   /// A copy of the float data as a reference-kernel tensor (F32/BF16 only).
   ref::Tensor toRef() const;
-  /// The element at `index` converted to double (any type).
-  double elementAsDouble(int64_t index) const;
 };
 
 /// "2x3xf32", as the body of an MLIR tensor type.

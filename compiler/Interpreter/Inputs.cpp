@@ -81,8 +81,7 @@ FailureOr<HostTensor> synthesize(func::FuncOp function, unsigned index,
     return t;
   }
   if (succeeded(element) && *element == ElementType::I32 && shape.size() == 1) {
-    FailureOr<int64_t> classes =
-        getLabelClasses(function.getArgument(index));
+    FailureOr<int64_t> classes = getLabelClasses(function.getArgument(index));
     if (failed(classes))
       return function.emitError()
              << "cannot synthesize argument " << index << " (" << type
@@ -126,9 +125,10 @@ FailureOr<std::vector<HostTensor>> prepareInputs(func::FuncOp function,
   if (options.path.empty()) {
     if (n == (stepArg ? 1u : 0u))
       return inputs;
-    return function.emitError() << "@" << function.getSymName() << " takes "
-                                << n << " arguments: pass --inputs=FILE or "
-                                   "--synthetic-inputs --batch=N";
+    return function.emitError()
+           << "@" << function.getSymName() << " takes " << n
+           << " arguments: pass --inputs=FILE or "
+              "--synthetic-inputs --batch=N";
   }
   st::File file;
   std::string error;
@@ -146,19 +146,20 @@ FailureOr<std::vector<HostTensor>> prepareInputs(func::FuncOp function,
              << options.path << " has no '" << name << "' for argument " << i
              << " of @" << function.getSymName();
     if (!fromSafetensors(*entry, inputs[i], error))
-      return function.emitError() << options.path << ": '" << name
-                                  << "': " << error;
+      return function.emitError()
+             << options.path << ": '" << name << "': " << error;
     std::string mismatch = describeMismatch(
         inputs[i], cast<RankedTensorType>(function.getArgumentTypes()[i]));
     if (!mismatch.empty())
-      return function.emitError() << options.path << ": '" << name << "' "
-                                  << mismatch;
+      return function.emitError()
+             << options.path << ": '" << name << "' " << mismatch;
   }
   for (const st::Tensor &t : file.tensors)
     if (!expected.count(t.name))
       return function.emitError()
              << options.path << " holds '" << t.name << "', which is not an "
-             << "argument kiln-run reads (arg0.." << "arg" << (n ? n - 1 : 0)
+             << "argument kiln-run reads (arg0.."
+             << "arg" << (n ? n - 1 : 0)
              << (stepArg ? ", without the step argument" : "") << ")";
   return inputs;
 }

@@ -1,4 +1,5 @@
-//===- Interpreter.cpp - The walker and the value store --------------------===//
+//===- Interpreter.cpp - The walker and the value store
+//--------------------===//
 //
 // Executes a function's single block in order. Values live in a frame keyed
 // by SSA value and are dropped after their last use, so a ResNet-50 step
@@ -43,8 +44,8 @@ std::string describeMismatch(const HostTensor &value, RankedTensorType type) {
   auto describe = [&] {
     std::string s;
     llvm::raw_string_ostream os(s);
-    os << "has runtime type tensor<" << typeString(value) << ">, but its type is "
-       << type;
+    os << "has runtime type tensor<" << typeString(value)
+       << ">, but its type is " << type;
     return s;
   };
   FailureOr<ElementType> element = getElementType(type);
@@ -74,8 +75,8 @@ FailureOr<HostTensor> tensorFromAttr(ElementsAttr attr) {
   FailureOr<ElementType> element = getElementType(type);
   if (failed(element) || !type.hasStaticShape())
     return failure();
-  HostTensor t = HostTensor::zeros(*element, ref::Shape(type.getShape().begin(),
-                                                         type.getShape().end()));
+  HostTensor t = HostTensor::zeros(
+      *element, ref::Shape(type.getShape().begin(), type.getShape().end()));
   if (isInteger(*element)) {
     size_t i = 0;
     for (const APInt &v : dense.getValues<APInt>())
@@ -112,7 +113,8 @@ const HostTensor &EvalContext::get(Value v) const {
 }
 
 HostTensor &EvalContext::getMutable(Value v) {
-  return const_cast<HostTensor &>(static_cast<const EvalContext *>(this)->get(v));
+  return const_cast<HostTensor &>(
+      static_cast<const EvalContext *>(this)->get(v));
 }
 
 void EvalContext::set(Value v, HostTensor tensor) {
@@ -218,8 +220,8 @@ std::optional<LogicalResult> evaluateCoreOp(Operation *op, EvalContext &ctx) {
       .Case([&](ReadOp read) -> LogicalResult {
         const HostTensor *value = ctx.store.lookup(read.getVariable());
         if (!value)
-          return ctx.error(op) << "@" << read.getVariable()
-                               << " is not a declared variable";
+          return ctx.error(op)
+                 << "@" << read.getVariable() << " is not a declared variable";
         ctx.set(read.getValue(), *value);
         return success();
       })
@@ -244,8 +246,7 @@ std::optional<LogicalResult> evaluateCoreOp(Operation *op, EvalContext &ctx) {
 
 LogicalResult evaluate(Operation *op, EvalContext &ctx) {
   for (auto family : {evaluateCoreOp, detail::evaluateLayerOp,
-                      detail::evaluateGradientOp,
-                      detail::evaluateTrainingOp})
+                      detail::evaluateGradientOp, detail::evaluateTrainingOp})
     if (std::optional<LogicalResult> result = family(op, ctx))
       return *result;
   return ctx.error(op) << "is not supported by kiln-run (it executes the kiln "
@@ -282,7 +283,8 @@ DenseMap<Operation *, SmallVector<Value, 4>> computeLastUses(Block &block) {
 
 } // namespace
 
-FailureOr<CallResult> call(func::FuncOp function, ArrayRef<HostTensor> arguments,
+FailureOr<CallResult> call(func::FuncOp function,
+                           ArrayRef<HostTensor> arguments,
                            const VariableStore &store,
                            const CallOptions &options) {
   auto fail = [&]() {
@@ -310,7 +312,8 @@ FailureOr<CallResult> call(func::FuncOp function, ArrayRef<HostTensor> arguments
     ctx.set(arg, arguments[i]);
   }
 
-  DenseMap<Operation *, SmallVector<Value, 4>> lastUses = computeLastUses(block);
+  DenseMap<Operation *, SmallVector<Value, 4>> lastUses =
+      computeLastUses(block);
   auto die = [&](Operation *op) {
     auto it = lastUses.find(op);
     if (it != lastUses.end())
@@ -332,16 +335,16 @@ FailureOr<CallResult> call(func::FuncOp function, ArrayRef<HostTensor> arguments
     for (OpResult r : op.getResults()) {
       auto type = dyn_cast<RankedTensorType>(r.getType());
       if (!type)
-        return ctx.error(&op) << "result " << r.getResultNumber()
-                              << " is not a ranked tensor";
+        return ctx.error(&op)
+               << "result " << r.getResultNumber() << " is not a ranked tensor";
       HostTensor &value = ctx.getMutable(r);
       if (type.getElementType().isBF16() && options.roundBf16)
         for (float &x : value.floats)
           x = ref::roundToBf16(x);
       std::string mismatch = describeMismatch(value, type);
       if (!mismatch.empty())
-        return ctx.error(&op) << "result " << r.getResultNumber() << " "
-                              << mismatch;
+        return ctx.error(&op)
+               << "result " << r.getResultNumber() << " " << mismatch;
     }
     die(&op);
   }

@@ -1,4 +1,5 @@
-//===- Runner.cpp - What kiln-run does with a module -----------------------===//
+//===- Runner.cpp - What kiln-run does with a module
+//-----------------------===//
 
 #include "compiler/Interpreter/Runner.h"
 
@@ -25,11 +26,19 @@ bool isScalarF32(const HostTensor &t) {
   return t.type == ElementType::F32 && t.shape.empty();
 }
 
-/// The result marked as the learning rate (--kiln-optimizer's), if any.
+/// The learning-rate result: the one marked `kiln.learning_rate` (as
+/// --kiln-optimizer marks it), else, positionally, a scalar f32 after the
+/// loss and logits of a function that takes a step argument.
 std::optional<unsigned> getLearningRateResult(func::FuncOp function) {
-  for (unsigned i = 0; i < function.getNumResults(); ++i)
+  unsigned n = function.getNumResults();
+  for (unsigned i = 0; i < n; ++i)
     if (function.getResultAttr(i, "kiln.learning_rate"))
       return i;
+  auto scalarF32 =
+      RankedTensorType::get({}, Float32Type::get(function.getContext()));
+  if (n >= 3 && getStepArgument(function) &&
+      function.getResultTypes()[2] == scalarF32)
+    return 2;
   return std::nullopt;
 }
 
@@ -106,19 +115,17 @@ LogicalResult run(ModuleOp module, const RunOptions &options,
       out << "step " << step << " loss " << llvm::format("%.9g", loss);
       if (lrResult && isScalarF32(results[*lrResult]))
         out << " lr "
-            << llvm::format("%.9g", static_cast<double>(
-                                        results[*lrResult].floats[0]));
+            << llvm::format("%.9g",
+                            static_cast<double>(results[*lrResult].floats[0]));
       out << "\n";
       if (!std::isfinite(loss))
         return function.emitError()
-               << "(step " << step << ") the loss is " << loss
-               << "; stopping";
+               << "(step " << step << ") the loss is " << loss << "; stopping";
     }
     if (options.printResults)
       for (size_t r = 0; r < results.size(); ++r)
-        out << "result" << r << ": tensor<" << typeString(results[r])
-            << "> = [" << formatValues(results[r], options.printLimit)
-            << "]\n";
+        out << "result" << r << ": tensor<" << typeString(results[r]) << "> = ["
+            << formatValues(results[r], options.printLimit) << "]\n";
     applyAssignments(*store, std::move(result->assignments));
     lastResults = std::move(result->results);
   }

@@ -1,4 +1,5 @@
-//===- Variables.cpp - Model variables: initialize, load, save -------------===//
+//===- Variables.cpp - Model variables: initialize, load, save
+//-------------===//
 
 #include "compiler/Interpreter/Interpreter.h"
 
@@ -60,7 +61,8 @@ LogicalResult VariableStore::initialize(uint64_t seed) {
       double fill = init == Initializer::Ones ? 1.0 : 0.0;
       std::fill(value.floats.begin(), value.floats.end(), fill);
       std::fill(value.doubles.begin(), value.doubles.end(), fill);
-      std::fill(value.ints.begin(), value.ints.end(), static_cast<int64_t>(fill));
+      std::fill(value.ints.begin(), value.ints.end(),
+                static_cast<int64_t>(fill));
       continue;
     }
     // Random initializers: float variables only (the verifier allows them
@@ -95,12 +97,12 @@ LogicalResult VariableStore::load(const std::string &path) {
     declared.insert(name);
     const st::Tensor *entry = file.find(name);
     if (!entry)
-      return variable.emitOpError() << "@" << name << " is missing from "
-                                    << path;
+      return variable.emitOpError()
+             << "@" << name << " is missing from " << path;
     HostTensor loaded;
     if (!fromSafetensors(*entry, loaded, error))
-      return variable.emitOpError() << "@" << name << " in " << path << ": "
-                                    << error;
+      return variable.emitOpError()
+             << "@" << name << " in " << path << ": " << error;
     HostTensor &value = values[name];
     if (loaded.type != value.type || loaded.shape != value.shape)
       return variable.emitOpError()
