@@ -64,7 +64,9 @@ void buildLowerToLLVMPipeline(OpPassManager &pm) {
   // expand-strided-metadata introduces affine.apply: lower it again.
   pm.addPass(createLowerAffinePass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(createSCFToControlFlowPass());
+  // Per function: the steps are short sequences of calls and the loops live
+  // in small kernels, so this stays fast (and runs functions in parallel).
+  pm.addNestedPass<func::FuncOp>(createSCFToControlFlowPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
@@ -83,6 +85,11 @@ std::unique_ptr<llvm::Module> translateToLLVMIR(ModuleOp module,
       translateModuleToLLVMIR(module, context, "kiln_model");
   if (!llvmModule)
     return nullptr;
+  // Kernels stay functions: inlining them back would rebuild one huge step
+  // for the optimizer to chew on, for no gain (each runs a whole loop nest).
+  for (llvm::Function &fn : *llvmModule)
+    if (fn.getName().starts_with("kiln_kernel_"))
+      fn.addFnAttr(llvm::Attribute::NoInline);
   // The manifest, as a NUL-terminated string behind an accessor.
   std::string manifest;
   if (auto attr = module->getAttrOfType<StringAttr>(kManifestAttr))

@@ -32,6 +32,9 @@ private:
   LogicalResult addNode(Operation *op, Node node, bool activationResults);
   LogicalResult lower(Operation *op);
   std::string layerFromRead(Value v) {
+    // Through the precision casts of --kiln-bf16.
+    while (auto cast = v.getDefiningOp<CastOp>())
+      v = cast.getInput();
     if (auto read = v.getDefiningOp<ReadOp>()) {
       std::string name = read.getVariable().str();
       size_t dot = name.rfind('.');

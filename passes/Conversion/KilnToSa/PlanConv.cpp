@@ -210,7 +210,7 @@ Status lowerInstances(Planner &p, const std::vector<ConvInstance> &all) {
   int64_t obw = std::min(C, c0.OC);
   bool yOnChip = p.onChip(c0.y);
   bool needCvt = !yOnChip && p.dtype(c0.y) != fb::DType::F32;
-  int64_t left = p.budget() - ocg * perOc - 4096;
+  int64_t left = p.budget() - (p.onChip(c0.w) ? 0 : ocg * perOc) - 4096;
   int64_t xb = p.bytes(p.dtype(c0.x));
   // Bytes of a tile: two slabs, two accumulators (and conversions).
   // The most input rows a tile of `cnt` lattice rows reads (tiles at the
@@ -224,9 +224,16 @@ Status lowerInstances(Planner &p, const std::vector<ConvInstance> &all) {
     int64_t slab = nb * maxSlabRows(c, cnt) * c.IW * c.IC * xb;
     return 2 * slab + 2 * rows * obw * (4 + (needCvt ? 2 : 0));
   };
-  uint32_t wslot;
-  KILN_SIM_RETURN_IF_ERROR(
-      p.slot("w", p.dtype(c0.w), ocg * c0.KH * c0.KW * wIC, wslot));
+  // A resident filter is read in place, all output channels at once.
+  bool wOnChip = p.onChip(c0.w);
+  uint32_t wslot = 0;
+  if (wOnChip) {
+    wslot = p.home(c0.w);
+    ocg = c0.OC;
+  } else {
+    KILN_SIM_RETURN_IF_ERROR(
+        p.slot("w", p.dtype(c0.w), ocg * c0.KH * c0.KW * wIC, wslot));
+  }
   // Tile shapes per instance, and the largest slot sizes among them.
   struct Plan {
     int64_t nb, cnt;
@@ -239,7 +246,11 @@ Status lowerInstances(Planner &p, const std::vector<ConvInstance> &all) {
       continue;
     }
     int64_t nb = 0, cnt = c.OH2;
-    for (int64_t n = c.N; n >= 1; n = n / 2)
+    // With a single output block per tile, several tiles keep every MXU busy.
+    int64_t firstNb = ceilDiv(std::min(ocg, c.OC), obw) < int64_t(p.t.mxuCount)
+                          ? ceilDiv(c.N, p.t.mxuCount)
+                          : c.N;
+    for (int64_t n = firstNb; n >= 1; n = n / 2)
       if (tileBytes(c, n, c.OH2) <= left) {
         nb = n;
         break;
@@ -265,7 +276,8 @@ Status lowerInstances(Planner &p, const std::vector<ConvInstance> &all) {
   int64_t blockCounter = 0, tileCounter = 0;
   for (int64_t oc0 = 0; oc0 < c0.OC; oc0 += ocg) {
     int64_t g = std::min(ocg, c0.OC - oc0);
-    stageWeights(p, c0, oc0, g, wslot);
+    if (!wOnChip)
+      stageWeights(p, c0, oc0, g, wslot);
     for (size_t ci = 0; ci < all.size(); ++ci) {
       const ConvInstance &c = all[ci];
       if (plans[ci].nb == 0)
@@ -453,7 +465,12 @@ Status Planner::lowerConvBackwardFilter(const Node &n) {
   if (m * obw * 4 > budget() / 2)
     return Status::error("the filter gradient of one output block does not "
                          "fit in staging memory");
-  int64_t left = budget() - group * m * obw * 4 - 4096;
+  // One output block alone would leave the other MXUs idle: then the
+  // pixel chunks alternate between MXUs, each with its own partial sum.
+  bool split = group == 1 && t.mxuCount > 1 && 2 * m * obw * 4 <= budget() / 2;
+  bool needCvt = !s2d && !onChip(dwid) && dtype(dwid) != fb::DType::F32;
+  int64_t left = budget() - (split ? 2 : group) * m * obw * 4 -
+                 (needCvt ? m * obw * bytes(dtype(dwid)) : 0) - 4096;
   int64_t xb = bytes(dtype(xid)), yb = bytes(dtype(dyid));
   auto slabRows = [&](int64_t r0, int64_t cnt, int64_t &ih0) {
     int64_t lo = std::max<int64_t>(0, r0 * sh - padT);
@@ -487,16 +504,17 @@ Status Planner::lowerConvBackwardFilter(const Node &n) {
     KILN_SIM_RETURN_IF_ERROR(slot("x", dtype(xid), maxSlab, xs[k]));
     KILN_SIM_RETURN_IF_ERROR(slot("dy", dtype(dyid), nb * cnt * OW * Co, ys[k]));
   }
-  std::vector<uint32_t> acc(static_cast<size_t>(group));
+  std::vector<uint32_t> acc(static_cast<size_t>(split ? 2 : group));
   for (auto &a : acc)
     KILN_SIM_RETURN_IF_ERROR(slot("acc", fb::DType::F32, m * obw, a));
   uint32_t cvt = 0;
-  if (!s2d && !onChip(dwid) && dtype(dwid) != fb::DType::F32)
+  if (needCvt)
     KILN_SIM_RETURN_IF_ERROR(slot("cvt", dtype(dwid), m * obw, cvt));
   int64_t tileCounter = 0;
   for (int64_t b0 = 0; b0 < blocks; b0 += group) {
     int64_t gb = std::min(group, blocks - b0);
-    bool first = true;
+    bool first = true, firstOther = true;
+    int64_t chunkCounter = 0;
     for (int64_t n0 = 0; n0 < N; n0 += nb)
       for (int64_t r0 = 0; r0 < OH; r0 += cnt) {
         int64_t tn = std::min(nb, N - n0), tc = std::min(cnt, OH - r0), ih0;
@@ -563,6 +581,7 @@ Status Planner::lowerConvBackwardFilter(const Node &n) {
                             {Cx, -padL, W, {0, dw, 0}, {0, 0, sw}},
                             {1, 0, Cx, {0, 0, 1}, {0, 0, 0}}};
             }
+            bool other = split && chunkCounter++ % 2 == 1;
             for (int64_t bi = 0; bi < gb; ++bi) {
               int64_t oc0 = (b0 + bi) * obw, w = std::min(obw, Co - oc0);
               OperandSpec rhs;
@@ -573,12 +592,20 @@ Status Planner::lowerConvBackwardFilter(const Node &n) {
                             {OW * Co, dyr0 + q, dyRows, {0, 1, 0}, {0}},
                             {Co, 0, OW, {0, 0, 1}, {0}},
                             {1, oc0, Co, {0, 0, 0}, {1}}};
+              if (other) {
+                b.matmul(1, lhs, rhs, OperandSpec::matrix(acc[1], 0, m, w, w),
+                         !firstOther);
+                continue;
+              }
               b.matmul(uint32_t(bi % t.mxuCount), lhs, rhs,
                        OperandSpec::matrix(acc[size_t(bi)], 0, m, w, w), !first);
             }
-            first = false;
+            (other ? firstOther : first) = false;
           }
       }
+    if (split && !firstOther)
+      b.vector(fb::VectorOp::Add, {fb::Region(acc[0], 0), fb::Region(acc[1], 0)},
+               {fb::Region(acc[0], 0)}, m, std::min(obw, Co));
     for (int64_t bi = 0; bi < gb; ++bi) {
       int64_t oc0 = (b0 + bi) * obw, w = std::min(obw, Co - oc0);
       if (!s2d) {

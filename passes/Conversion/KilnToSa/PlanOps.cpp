@@ -412,8 +412,10 @@ Status Planner::lowerOptimizer(const Node &n) {
     b.vector(Op::Fill, {}, {fb::Region(gsq, 0)}, 1, 1, {0.0});
     KILN_SIM_RETURN_IF_ERROR(tiles([&](int64_t begin, int64_t count, int k) {
       uint32_t a = 0, bb = 0;
-      KILN_SIM_RETURN_IF_ERROR(slots.get(0, k, a));
-      KILN_SIM_RETURN_IF_ERROR(slots.get(1, k, bb));
+      if (!onChip(w))
+        KILN_SIM_RETURN_IF_ERROR(slots.get(0, k, a));
+      if (!onChip(gr))
+        KILN_SIM_RETURN_IF_ERROR(slots.get(1, k, bb));
       Loc lw = load(w, begin, count, a), lg = load(gr, begin, count, bb);
       b.vector(Op::SumSquares, {lw.region()}, {fb::Region(wsq, 0)}, 1, count);
       b.vector(Op::SumSquares, {lg.region()}, {fb::Region(gsq, 0)}, 1, count);
@@ -422,8 +424,10 @@ Status Planner::lowerOptimizer(const Node &n) {
   }
   return tiles([&](int64_t begin, int64_t count, int k) {
     uint32_t s[5] = {0, 0, 0, 0, 0};
+    int ids[5] = {w, gr, v, w2, v2};
     for (int i = 0; i < 5; ++i)
-      KILN_SIM_RETURN_IF_ERROR(slots.get(size_t(i), k, s[i]));
+      if (!onChip(ids[i]))
+        KILN_SIM_RETURN_IF_ERROR(slots.get(size_t(i), k, s[i]));
     Loc lw = load(w, begin, count, s[0]), lg = load(gr, begin, count, s[1]),
         lv = load(v, begin, count, s[2]);
     Loc ow = outLoc(w2, begin, s[3]), ov = outLoc(v2, begin, s[4]);

@@ -77,7 +77,7 @@ Status Planner::assignHomes() {
     sim::BufferSpec s;
     s.name = ten.name;
     s.dtype = ten.dtype;
-    s.shape = ten.shape.empty() ? std::vector<int64_t>{1} : ten.shape;
+    s.shape = ten.shape; // rank 0 for scalars (the step counter, the loss)
     int64_t size = ten.numElements() * bytes(ten.dtype);
     switch (ten.kind) {
     case TensorKind::Input:

@@ -46,7 +46,7 @@ def flatten(x):
 def write_safetensors(path, tensors):
     """tensors: list of (name, dtype, shape, values)."""
     header, data = {}, b""
-    fmt = {"F32": "<f", "I32": "<i"}
+    fmt = {"F32": "<f", "I32": "<i", "F64": "<d", "I64": "<q"}
     for name, dtype, shape, values in tensors:
         raw = b"".join(struct.pack(fmt[dtype], v) for v in values)
         header[name] = {"dtype": dtype, "shape": shape,
