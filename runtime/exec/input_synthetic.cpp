@@ -53,17 +53,21 @@ public:
     int64_t numImages = images.numElements();
     int64_t numLabels = labels.numElements();
     for (int64_t b = 0; b < count; ++b) {
-      // Batch 0 of rank 0 uses kiln-run's streams (see input.h).
+      // A synthetic global batch is one stream split over the ranks: rank r
+      // holds its r-th slice, so R ranks x batch B see exactly the data of
+      // one rank x batch R*B. Batch 0 uses kiln-run's streams (see input.h),
+      // so rank 0's first batch is kiln-run's --synthetic-inputs batch.
       std::string prefix =
-          rank == 0 && b == 0 ? std::string("kiln-run.input.arg")
-                              : fmt::format("kiln.synthetic.rank{}.batch{}.arg",
-                                            rank, b);
+          b == 0 ? std::string("kiln-run.input.arg")
+                 : fmt::format("kiln.synthetic.batch{}.arg", b);
       ref::RandomStream imageStream(seed, prefix + "0");
       ref::RandomStream labelStream(seed, prefix + "1");
+      auto imageBase = static_cast<uint64_t>(rank * numImages);
+      auto labelBase = static_cast<uint64_t>(rank * numLabels);
       std::vector<float> pixels(static_cast<size_t>(numImages));
       for (int64_t i = 0; i < numImages; ++i)
-        pixels[static_cast<size_t>(i)] =
-            static_cast<float>(imageStream.normal(static_cast<uint64_t>(i)));
+        pixels[static_cast<size_t>(i)] = static_cast<float>(
+            imageStream.normal(imageBase + static_cast<uint64_t>(i)));
       std::vector<uint8_t> stored(static_cast<size_t>(images.byteSize()));
       // storeImages writes at slot.offset; stage through a slot at 0.
       TensorRef at0 = images;
@@ -73,7 +77,7 @@ public:
       std::vector<int32_t> l(static_cast<size_t>(numLabels));
       for (int64_t i = 0; i < numLabels; ++i)
         l[static_cast<size_t>(i)] = static_cast<int32_t>(
-            labelStream.uniformInt(static_cast<uint64_t>(i), classes));
+            labelStream.uniformInt(labelBase + static_cast<uint64_t>(i), classes));
       labelBatches.push_back(std::move(l));
     }
   }
