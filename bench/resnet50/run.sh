@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# ResNet-50 training, 224x224, batch 32, 2 threads, synthetic data: Kiln (fp32
+# and bf16) against PyTorch (fp32 and bf16 autocast, channels_last, glibc
+# malloc tuned) in one run. Prints images/s, the ratios, Kiln's compile time
+# and both peak memories, and writes the per-layer profile of Kiln's run.
+#
+#   bench/resnet50/run.sh [STEPS]      (results in build/bench/resnet50/)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+steps=${1:-6}
+out=build/bench/resnet50
+mkdir -p "$out"
+# PyTorch, torchvision and matplotlib are only needed here.
+missing=()
+for p in python3-torch python3-torchvision python3-matplotlib; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends "${missing[@]}"
+fi
+bash scripts/build.sh >/dev/null
+
+results=$out/results.jsonl
+: > "$results"
+for precision in fp32 bf16; do
+  start=$(date +%s.%N)
+  build/bin/kilnc models/resnet50.mlir --batch=32 --precision=$precision \
+    --nesterov=true --weight-decay=1e-4 -o "$out/resnet50_$precision"
+  compile=$(echo "$(date +%s.%N) - $start" | bc)
+  # Peak memory of the whole process, from the kernel's accounting.
+  /usr/bin/time -f "%M" -o "$out/rss_$precision" "$out/resnet50_$precision" \
+    --synthetic --steps $((steps + 2)) --threads 2 --log-every 1 \
+    --model-dir "$out/run_$precision" --profile > "$out/kiln_$precision.log" 2>&1
+  python3 - "$out/run_$precision/metrics.jsonl" "$precision" "$compile" \
+    "$(cat "$out/rss_$precision")" >> "$results" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if json.loads(l).get("kind") == "train"]
+# The first two steps touch fresh memory and warm the caches.
+steady = rows[2:]
+seconds = steady[-1]["elapsed_sec"] - rows[1]["elapsed_sec"]
+ips = 32 * len(steady) / seconds
+print(json.dumps({"system": "kiln", "precision": sys.argv[2], "images_per_sec": ips,
+                  "compile_sec": float(sys.argv[3]), "peak_rss_mib": int(sys.argv[4]) / 1024}))
+PY
+  GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736 \
+    python3 bench/resnet50/pytorch_resnet50.py --precision $precision --steps "$steps" \
+    >> "$results"
+done
+python3 bench/resnet50/report.py "$results" "$out"
