@@ -51,6 +51,7 @@ public:
     requests.assign(plans.size(), MPI_REQUEST_NULL);
     state.assign(plans.size(), State::Idle);
     startedAt.resize(plans.size());
+    finishedAt.resize(plans.size());
     for (size_t i = 0; i < plans.size(); ++i) {
       if (plans[i].count > std::numeric_limits<int>::max())
         return KILN_STATUS(kUnimplemented,
@@ -93,6 +94,7 @@ public:
     if (state[b] == State::Idle)
       fatal(fmt::format("wait for bucket {}, which was not started", bucket),
             __FILE__, __LINE__);
+    auto waitBegin = std::chrono::steady_clock::now();
     // MPI_Wait could block forever if a peer hangs (or dies in a way mpirun
     // does not notice); polling with a deadline turns that into an error.
     auto deadline = startedAt[b] + std::chrono::duration_cast<
@@ -106,8 +108,10 @@ public:
         fatal(fmt::format("MPI_Test of bucket {} failed: {}", bucket,
                           mpiErrorText(rc)),
               __FILE__, __LINE__);
-      if (done)
+      if (done) {
+        finishedAt[b] = std::chrono::steady_clock::now();
         break;
+      }
       if (std::chrono::steady_clock::now() > deadline)
         fatal(fmt::format("allreduce of bucket {} did not finish within {} s "
                           "(--comm-timeout); another rank has died or hangs",
@@ -118,8 +122,18 @@ public:
         sched_yield();
     }
     state[b] = State::Idle;
+    // How long the reduction was in flight, and how much of that the step
+    // spent blocked here rather than computing the rest of backward.
+    auto waitEnd = std::chrono::steady_clock::now();
+    overlap.reductions += 1;
+    overlap.inFlightSeconds +=
+        std::chrono::duration<double>(finishedAt[b] - startedAt[b]).count();
+    overlap.exposedSeconds +=
+        std::chrono::duration<double>(waitEnd - waitBegin).count();
     finishBucket(plan, arena, staging[b].data(), size_);
   }
+
+  OverlapStats overlapStats() const override { return overlap; }
 
   void progress() override {
     // MPI_Test drives Open MPI's progress engine; a request it completes is
@@ -133,8 +147,10 @@ public:
         fatal(fmt::format("MPI_Test of bucket {} failed: {}", b,
                           mpiErrorText(rc)),
               __FILE__, __LINE__);
-      if (done)
+      if (done) {
         state[b] = State::Finished;
+        finishedAt[b] = std::chrono::steady_clock::now();
+      }
     }
   }
 
@@ -199,7 +215,8 @@ private:
   std::vector<MPI_Request> requests;
   enum class State { Idle, Running, Finished };
   std::vector<State> state;
-  std::vector<std::chrono::steady_clock::time_point> startedAt;
+  std::vector<std::chrono::steady_clock::time_point> startedAt, finishedAt;
+  OverlapStats overlap;
 
   /// Polls `request` until it completes or --comm-timeout passes.
   Status waitWithDeadline(MPI_Request &request, const char *what) {

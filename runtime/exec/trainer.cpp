@@ -500,6 +500,13 @@ Status Trainer::finish() {
       taken ? fmt::format(", final loss {:.4f}", lastLoss) : "",
       haveEval ? fmt::format(", top-1 {:.2f}%", 100 * lastEval.top1) : "",
       lastCheckpoint.empty() ? "" : "; checkpoint " + lastCheckpoint);
+  OverlapStats overlap = comm.overlapStats();
+  if (overlap.reductions > 0 && overlap.inFlightSeconds > 0)
+    say("kiln: gradient allreduce: {} reductions, {:.1f} ms in flight per "
+        "step, {:.1f} ms exposed: {:.0f}% hidden behind the backward pass\n",
+        overlap.reductions, 1000 * overlap.inFlightSeconds / double(taken),
+        1000 * overlap.exposedSeconds / double(taken),
+        100 * (1 - overlap.exposedSeconds / overlap.inFlightSeconds));
   if (metrics.isOpen()) {
     std::vector<JsonField> fields = {
         JsonField::text("kind", "summary"), JsonField::integer("steps", taken),

@@ -52,6 +52,15 @@ void packBucket(const BucketPlan &plan, const uint8_t *arena, void *staging);
 void finishBucket(const BucketPlan &plan, uint8_t *arena, void *staging,
                   int worldSize);
 
+/// How the gradient reductions overlapped the backward pass.
+struct OverlapStats {
+  int64_t reductions = 0;
+  /// From each start to its completion.
+  double inFlightSeconds = 0;
+  /// Of that, the time the step blocked in a wait.
+  double exposedSeconds = 0;
+};
+
 class Comm {
 public:
   virtual ~Comm() = default;
@@ -70,6 +79,8 @@ public:
   /// progress thread; the runtime calls this between library kernels so
   /// that communication overlaps the backward pass.
   virtual void progress() {}
+  /// Totals over all bucket reductions so far.
+  virtual OverlapStats overlapStats() const { return {}; }
 
   /// Copies `bytes` at `data` from `root` to every rank.
   virtual Status broadcast(void *data, size_t bytes, int root) = 0;
