@@ -225,7 +225,10 @@ def KilnConvertToSa : Pass<"kiln-convert-to-sa", "mlir::ModuleOp"> {
            "convolution on a space-to-depth input (the host relays images)">,
     Option<"residentFraction", "resident-fraction", "double",
            /*default=*/"0.25",
-           "Fraction of on-chip memory for temporaries kept on chip">
+           "Fraction of on-chip memory for temporaries kept on chip">,
+    Option<"packTaps", "pack-taps", "bool", /*default=*/"true",
+           "Fold several filter taps into one weight tile when a layer has "
+           "fewer input channels than the array has rows">
   ];
   let dependentDialects = ["::kiln::sa::SaDialect"];
 }

@@ -69,7 +69,8 @@ LogicalResult translateToProgram(ProgramOp program,
       if (buf.getBinding())
         s.binding = buf.getBinding()->str();
       s.init = sim::fb::Init(buf.getInit());
-      s.initStd = buf.getInitStd() ? float(buf.getInitStdAttr().getValueAsDouble()) : 0;
+      s.initStd =
+          buf.getInitStd() ? float(buf.getInitStdAttr().getValueAsDouble()) : 0;
       if (auto v = buf.getValueAttr())
         for (APFloat x : v.getValues<APFloat>())
           s.data.push_back(float(x.convertToDouble()));

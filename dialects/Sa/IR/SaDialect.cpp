@@ -46,11 +46,12 @@ static int64_t product(ArrayRef<int64_t> v) {
 int64_t ViewAttr::getNumRows() const { return product(getRows()); }
 int64_t ViewAttr::getNumCols() const { return product(getCols()); }
 
-LogicalResult
-ViewAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                 ArrayRef<int64_t> rows, ArrayRef<int64_t> cols, int64_t base,
-                 ArrayRef<int64_t> strides, ArrayRef<int64_t> offsets,
-                 ArrayRef<int64_t> bounds, ArrayRef<int64_t> coefs) {
+LogicalResult ViewAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               ArrayRef<int64_t> rows, ArrayRef<int64_t> cols,
+                               int64_t base, ArrayRef<int64_t> strides,
+                               ArrayRef<int64_t> offsets,
+                               ArrayRef<int64_t> bounds,
+                               ArrayRef<int64_t> coefs) {
   for (int64_t c : llvm::concat<const int64_t>(rows, cols))
     if (c <= 0)
       return emitError() << "view dimensions must be positive";

@@ -92,7 +92,8 @@ LogicalResult BufferOp::verify() {
     if (end > program.getTargetInt("onchip_bytes"))
       return emitOpError("ends at byte ")
              << end << ", beyond the target's "
-             << program.getTargetInt("onchip_bytes") << " bytes of on-chip memory";
+             << program.getTargetInt("onchip_bytes")
+             << " bytes of on-chip memory";
   } else if (getOffset()) {
     return emitOpError("HBM buffer cannot have an offset");
   }
@@ -104,9 +105,8 @@ LogicalResult BufferOp::verify() {
     if (!getValue())
       return emitOpError("needs a value");
     if (getValue()->getNumElements() != getNumElements())
-      return emitOpError("needs ")
-             << getNumElements() << " values, has "
-             << getValue()->getNumElements();
+      return emitOpError("needs ") << getNumElements() << " values, has "
+                                   << getValue()->getNumElements();
   }
   if (getInit() == Init::Normal && !getInitStd())
     return emitOpError("normal initializer needs a standard deviation");
@@ -128,7 +128,8 @@ FailureOr<BufferOp> lookupBuffer(Operation *op, SymbolTableCollection &tables,
   auto program = op->getParentOfType<ProgramOp>();
   auto buffer = tables.lookupSymbolIn<BufferOp>(program, name.getAttr());
   if (!buffer)
-    return op->emitOpError("'") << name.getValue() << "' does not name a buffer";
+    return op->emitOpError("'")
+           << name.getValue() << "' does not name a buffer";
   return buffer;
 }
 
@@ -137,9 +138,9 @@ LogicalResult checkViewInBuffer(Operation *op, BufferOp buffer, ViewAttr view,
   int64_t lo, hi;
   sim::operandAddressRange(*viewToOperand(view, 0), lo, hi);
   if (lo <= hi && (lo < 0 || hi >= buffer.getNumElements()))
-    return op->emitOpError() << what << " view reaches elements [" << lo << ", "
-                             << hi << "] of '" << buffer.getSymName()
-                             << "', which has " << buffer.getNumElements();
+    return op->emitOpError()
+           << what << " view reaches elements [" << lo << ", " << hi << "] of '"
+           << buffer.getSymName() << "', which has " << buffer.getNumElements();
   return success();
 }
 
@@ -167,7 +168,8 @@ LogicalResult DmaOp::verifySymbolUses(SymbolTableCollection &tables) {
   if (src->getDtype() != dst->getDtype())
     return emitOpError("would convert ")
            << stringifyDType(src->getDtype()) << " to "
-           << stringifyDType(dst->getDtype()) << "; only the vector unit converts";
+           << stringifyDType(dst->getDtype())
+           << "; only the vector unit converts";
   if (failed(checkViewInBuffer(*this, *src, getSrcView(), "source")))
     return failure();
   return checkViewInBuffer(*this, *dst, getDstView(), "destination");
@@ -183,8 +185,8 @@ LogicalResult MatmulOp::verify() {
            << o.getNumRows() << "x" << o.getNumCols();
   auto program = (*this)->getParentOfType<ProgramOp>();
   if (int64_t(getMxu()) >= program.getTargetInt("mxu_count"))
-    return emitOpError("uses MXU ") << getMxu() << " of "
-                                    << program.getTargetInt("mxu_count");
+    return emitOpError("uses MXU ")
+           << getMxu() << " of " << program.getTargetInt("mxu_count");
   if (r.getNumRows() > program.getTargetInt("array_rows") ||
       r.getNumCols() > program.getTargetInt("array_cols"))
     return emitOpError("weight tile ")
@@ -253,7 +255,8 @@ LogicalResult VectorOp::verifySymbolUses(SymbolTableCollection &tables) {
       if (failed(b))
         return failure();
       if (b->getSpace() != Space::OnChip)
-        return emitOpError("operand '") << b->getSymName() << "' is not on chip";
+        return emitOpError("operand '")
+               << b->getSymName() << "' is not on chip";
       if (offsets[i] < 0 || offsets[i] + extents[i] > b->getNumElements())
         return emitOpError("operand '")
                << b->getSymName() << "' spans [" << offsets[i] << ", "

@@ -67,7 +67,7 @@ def Sa_BufferOp : Sa_Op<"buffer", [Symbol, HasParent<"ProgramOp">]> {
     OptionalAttr<StrAttr>:$binding,
     DefaultValuedAttr<Sa_Init, "::kiln::sa::Init::None">:$init,
     OptionalAttr<F32Attr>:$init_std,
-    OptionalAttr<DenseFPElementsAttr>:$value,
+    OptionalAttr<FloatElementsAttr<32>>:$value,
     DefaultValuedAttr<Sa_HostLayout, "::kiln::sa::HostLayout::Identity">:$host_layout
   );
   let assemblyFormat = [{

@@ -49,30 +49,95 @@ static void yield(OpBuilder &b, Location loc, ValueRange values) {
   linalg::YieldOp::create(b, loc, values);
 }
 
+/// The number of row blocks a reduction over M rows is split into, so that
+/// the blocks run in parallel: the largest divisor of M up to 16.
+static int64_t rowBlocks(int64_t m) {
+  for (int64_t b = 16; b > 1; --b)
+    if (m % b == 0 && m / b >= 8)
+      return b;
+  return 1;
+}
+
+/// out[c] = sum over m of f(row m), computed as per-block partial sums (one
+/// parallel loop over blocks) then a sum over the blocks. `body` gets the
+/// block arguments of the generic (x-like inputs, per-channel inputs,
+/// accumulators) and yields the new accumulators.
+static void blockedChannelSums(
+    Lowering &l, Location loc, const ChannelLoops &cl, ValueRange rowInputs,
+    ValueRange channelInputs, ValueRange outs,
+    function_ref<void(OpBuilder &, Location, ValueRange)> body) {
+  OpBuilder &b = l.b;
+  MLIRContext *ctx = b.getContext();
+  int64_t blocks = rowBlocks(cl.m);
+  AffineExpr k, i, j;
+  bindDims(ctx, k, i, j);
+  SmallVector<Value> inputs, partials;
+  SmallVector<AffineMap> maps;
+  for (Value in : rowInputs) {
+    auto type = cast<MemRefType>(in.getType());
+    // A contiguous [M, C] view reinterpreted as [blocks, M / blocks, C].
+    inputs.push_back(memref::ExpandShapeOp::create(
+        b, loc, MemRefType::get({blocks, cl.m / blocks, cl.c}, type.getElementType()),
+        in, ArrayRef<ReassociationIndices>{{0, 1}, {2}}));
+    maps.push_back(AffineMap::get(3, 0, {k, i, j}, ctx));
+  }
+  for (Value in : channelInputs) {
+    inputs.push_back(in);
+    maps.push_back(AffineMap::get(3, 0, {j}, ctx));
+  }
+  for (size_t n = 0; n < outs.size(); ++n) {
+    Value partial = l.temporary(loc, {blocks, cl.c}, b.getF32Type());
+    l.fill(loc, partial, 0.0);
+    partials.push_back(partial);
+    maps.push_back(AffineMap::get(3, 0, {k, j}, ctx));
+  }
+  l.generic(loc, inputs, partials, maps,
+            {utils::IteratorType::parallel, utils::IteratorType::reduction,
+             utils::IteratorType::parallel},
+            body);
+  // Sum the blocks' partial sums.
+  AffineExpr block, channel;
+  bindDims(ctx, block, channel);
+  SmallVector<AffineMap> sumMaps;
+  for (size_t n = 0; n < outs.size(); ++n)
+    sumMaps.push_back(AffineMap::get(2, 0, {block, channel}, ctx));
+  for (size_t n = 0; n < outs.size(); ++n)
+    sumMaps.push_back(AffineMap::get(2, 0, {channel}, ctx));
+  for (Value out : outs)
+    l.fill(loc, out, 0.0);
+  l.generic(loc, partials, outs, sumMaps,
+            {utils::IteratorType::reduction, utils::IteratorType::parallel},
+            [&](OpBuilder &nb, Location loc, ValueRange a) {
+              SmallVector<Value> sums;
+              size_t n = a.size() / 2;
+              for (size_t t = 0; t < n; ++t)
+                sums.push_back(arith::AddFOp::create(nb, loc, a[t], a[n + t]));
+              linalg::YieldOp::create(nb, loc, sums);
+            });
+}
+
 /// mean[c] = sum_m x[m, c] / M and var[c] = sum_m (x - mean)^2 / M.
 static void emitStatistics(Lowering &l, Location loc, const ChannelLoops &cl,
                            Value x, Value mean, Value var) {
-  OpBuilder &b = l.b;
   Value inverseM = l.f32(loc, 1.0 / double(cl.m));
-  l.fill(loc, mean, 0.0);
-  l.generic(loc, x, mean, {cl.full, cl.channel}, cl.reduce,
-            [&](OpBuilder &nb, Location loc, ValueRange a) {
-              yield(nb, loc, arith::AddFOp::create(nb, loc, widen(nb, loc, a[0]), a[1]).getResult());
-            });
+  blockedChannelSums(l, loc, cl, x, {}, mean,
+                     [&](OpBuilder &nb, Location loc, ValueRange a) {
+                       yield(nb, loc,
+                             arith::AddFOp::create(nb, loc, widen(nb, loc, a[0]), a[1])
+                                 .getResult());
+                     });
   l.elementwise(loc, mean, mean, [&](OpBuilder &nb, Location loc, ValueRange a) {
     yield(nb, loc, arith::MulFOp::create(nb, loc, a[0], inverseM).getResult());
   });
-  l.fill(loc, var, 0.0);
-  l.generic(loc, ValueRange{x, mean}, var, {cl.full, cl.channel, cl.channel},
-            cl.reduce, [&](OpBuilder &nb, Location loc, ValueRange a) {
-              Value d = arith::SubFOp::create(nb, loc, widen(nb, loc, a[0]), a[1]);
-              Value sq = arith::MulFOp::create(nb, loc, d, d);
-              yield(nb, loc, arith::AddFOp::create(nb, loc, sq, a[2]).getResult());
-            });
+  blockedChannelSums(l, loc, cl, x, mean, var,
+                     [&](OpBuilder &nb, Location loc, ValueRange a) {
+                       Value d = arith::SubFOp::create(nb, loc, widen(nb, loc, a[0]), a[1]);
+                       yield(nb, loc,
+                             math::FmaOp::create(nb, loc, d, d, a[2]).getResult());
+                     });
   l.elementwise(loc, var, var, [&](OpBuilder &nb, Location loc, ValueRange a) {
     yield(nb, loc, arith::MulFOp::create(nb, loc, a[0], inverseM).getResult());
   });
-  (void)b;
 }
 
 /// scale = gamma / sqrt(var + eps), shift = beta - mean * scale; then
@@ -162,11 +227,9 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
                                      .getResult());
                 });
   // dbeta = sum dy, dgamma = sum dy * xhat.
-  l.fill(loc, dgamma, 0.0);
-  l.fill(loc, dbeta, 0.0);
-  l.generic(loc, ValueRange{dy, x, mean, rstd}, ValueRange{dgamma, dbeta},
-            {cl.full, cl.full, cl.channel, cl.channel, cl.channel, cl.channel},
-            cl.reduce, [&](OpBuilder &nb, Location loc, ValueRange a) {
+  blockedChannelSums(
+      l, loc, cl, ValueRange{dy, x}, ValueRange{mean, rstd},
+      ValueRange{dgamma, dbeta}, [&](OpBuilder &nb, Location loc, ValueRange a) {
               Value g = widen(nb, loc, a[0]);
               Value xhat = arith::MulFOp::create(
                   nb, loc, arith::SubFOp::create(nb, loc, widen(nb, loc, a[1]), a[2]),

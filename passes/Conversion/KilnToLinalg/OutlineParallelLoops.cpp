@@ -101,6 +101,13 @@ struct OutlineParallelLoopsPass
             int64_t a = constantIndex(l), b = constantIndex(u);
             work *= (a >= 0 && b >= 0) ? b - a : 1;
           }
+          // Serial loops inside (reductions) multiply the work per iteration.
+          parallel.getBody()->walk([&](scf::ForOp inner) {
+            int64_t a = constantIndex(inner.getLowerBound());
+            int64_t b = constantIndex(inner.getUpperBound());
+            if (a >= 0 && b > a)
+              work *= b - a;
+          });
           runParallel = lb >= 0 && ub >= 0 && stepSize == 1 && ub - lb >= 2 &&
                         work >= minElements;
         }

@@ -149,12 +149,15 @@ LogicalResult GraphBuilder::lower(Operation *op) {
         values[read.getResult()] = it->second;
         return success();
       })
-      .Case([&](AssignOp) -> LogicalResult { return success(); }) // handled after the walk
+      .Case([&](AssignOp) -> LogicalResult {
+        return success();
+      }) // handled after the walk
       .Case([&](arith::ConstantOp c) -> LogicalResult {
         auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
         if (!dense)
           return c.emitError("kiln-convert-to-sa: unsupported constant");
-        FailureOr<Tensor> t = newTensor(c.getResult(), TensorKind::Constant, false);
+        FailureOr<Tensor> t =
+            newTensor(c.getResult(), TensorKind::Constant, false);
         if (failed(t))
           return failure();
         t->name = "const" + std::to_string(g.tensors.size());
@@ -208,7 +211,8 @@ LogicalResult GraphBuilder::lower(Operation *op) {
         return addNode(op, n, true);
       })
       .Case([&](ReluOp) { return simple(NodeKind::Relu, true); })
-      .Case([&](ReluBackwardOp) { return simple(NodeKind::ReluBackward, true); })
+      .Case(
+          [&](ReluBackwardOp) { return simple(NodeKind::ReluBackward, true); })
       .Case([&](AddOp) { return simple(NodeKind::Add, true); })
       .Case([&](CastOp) { return simple(NodeKind::Copy, false); })
       .Case([&](ReshapeOp r) -> LogicalResult {
@@ -261,7 +265,9 @@ LogicalResult GraphBuilder::lower(Operation *op) {
           return failure();
         return addNode(op, n, true);
       })
-      .Case([&](GlobalAvgPoolOp) { return simple(NodeKind::GlobalAvgPool, true); })
+      .Case([&](GlobalAvgPoolOp) {
+        return simple(NodeKind::GlobalAvgPool, true);
+      })
       .Case([&](GlobalAvgPoolBackwardOp) {
         return simple(NodeKind::GlobalAvgPoolBackward, true);
       })
@@ -343,7 +349,8 @@ LogicalResult GraphBuilder::lower(Operation *op) {
       .Case([&](func::ReturnOp) -> LogicalResult { return success(); })
       .Default([&](Operation *other) -> LogicalResult {
         return other->emitError("kiln-convert-to-sa: '")
-               << other->getName() << "' is not supported on the systolic target";
+               << other->getName()
+               << "' is not supported on the systolic target";
       });
 }
 
@@ -372,7 +379,8 @@ LogicalResult GraphBuilder::run() {
       break;
     case Initializer::Normal:
       t.init = fb::Init::Normal;
-      t.initStd = var.getStdAttr() ? float(var.getStdAttr().getValueAsDouble()) : 0;
+      t.initStd =
+          var.getStdAttr() ? float(var.getStdAttr().getValueAsDouble()) : 0;
       break;
     case Initializer::Constant: {
       t.init = fb::Init::Value;
@@ -401,9 +409,9 @@ LogicalResult GraphBuilder::run() {
       for (Operation *user : arg.getUsers()) {
         auto conv = dyn_cast<Conv2DOp>(user);
         auto bwd = dyn_cast<Conv2DBackwardFilterOp>(user);
-        ArrayRef<int64_t> strides = conv ? conv.getStrides()
-                                         : bwd ? bwd.getStrides()
-                                               : ArrayRef<int64_t>();
+        ArrayRef<int64_t> strides = conv  ? conv.getStrides()
+                                    : bwd ? bwd.getStrides()
+                                          : ArrayRef<int64_t>();
         ok &= (conv || bwd) && strides.size() == 2 && strides[0] == 2 &&
               strides[1] == 2;
       }
@@ -422,7 +430,8 @@ LogicalResult GraphBuilder::run() {
     t->name = "input" + std::to_string(arg.getArgNumber());
     t->argument = int(arg.getArgNumber());
     if (arg == stemInput) {
-      t->shape = {t->shape[0], t->shape[1] / 2, t->shape[2] / 2, 4 * t->shape[3]};
+      t->shape = {t->shape[0], t->shape[1] / 2, t->shape[2] / 2,
+                  4 * t->shape[3]};
       t->hostLayout = fb::HostLayout::SpaceToDepth2;
     }
     values[arg] = g.addTensor(*t);
@@ -458,7 +467,8 @@ LogicalResult GraphBuilder::run() {
     if (g.root(*val) == var)
       continue;
     Operation *producer = assign.getValue().getDefiningOp();
-    bool inPlace = producer && isa<SgdUpdateOp, LarsUpdateOp, BatchNormTrainOp>(producer) &&
+    bool inPlace = producer &&
+                   isa<SgdUpdateOp, LarsUpdateOp, BatchNormTrainOp>(producer) &&
                    g.tensors[size_t(*val)].aliasOf < 0 &&
                    g.tensors[size_t(*val)].result < 0;
     if (inPlace) {

@@ -1,4 +1,5 @@
-//===- Graph.h - The training step as the systolic planner sees it -*- C++ -*-===//
+//===- Graph.h - The training step as the systolic planner sees it -*- C++
+//-*-===//
 //
 // Part of Kiln. A plain-C++ image of a `kiln` training-step function with
 // static shapes: tensors (inputs, variables, constants, temporaries) and
@@ -53,29 +54,29 @@ struct Tensor {
 };
 
 enum class NodeKind {
-  Conv2d,               // in: x, w            out: y
-  Conv2dBackwardData,   // in: dy, w           out: dx
-  Conv2dBackwardFilter, // in: x, dy           out: dw
-  Matmul,               // in: a, b [, bias]   out: c   (flags: transpose a, b)
-  BatchNormTrain,       // in: x g b rm rv     out: y mean var nrm nrv
-  BatchNormBackward,    // in: dy x g mean var out: dx dg db
-  Relu,                 // in: x               out: y
-  ReluBackward,         // in: dy y            out: dx
-  Add,                  // in: a b             out: c
-  Copy,                 // in: x               out: y  (casts, assignments)
-  MaxPool,              // in: x               out: y
-  MaxPoolBackward,      // in: dy x            out: dx
-  AvgPool,              // in: x               out: y
-  AvgPoolBackward,      // in: dy              out: dx
-  GlobalAvgPool,        // in: x               out: y
-  GlobalAvgPoolBackward,// in: dy              out: dx
-  ReduceSum,            // in: x               out: y (sum over leading dims)
-  SoftmaxXent,          // in: logits labels   out: loss
-  SoftmaxXentBackward,  // in: dloss logits labels out: dlogits
-  SgdUpdate,            // in: w g v lr        out: w' v'
-  LarsUpdate,           // in: w g v lr        out: w' v'
-  LearningRate,         // in: step params     out: lr
-  AllReduce,            // in: g...            out: same tensors (in place)
+  Conv2d,                // in: x, w            out: y
+  Conv2dBackwardData,    // in: dy, w           out: dx
+  Conv2dBackwardFilter,  // in: x, dy           out: dw
+  Matmul,                // in: a, b [, bias]   out: c   (flags: transpose a, b)
+  BatchNormTrain,        // in: x g b rm rv     out: y mean var nrm nrv
+  BatchNormBackward,     // in: dy x g mean var out: dx dg db
+  Relu,                  // in: x               out: y
+  ReluBackward,          // in: dy y            out: dx
+  Add,                   // in: a b             out: c
+  Copy,                  // in: x               out: y  (casts, assignments)
+  MaxPool,               // in: x               out: y
+  MaxPoolBackward,       // in: dy x            out: dx
+  AvgPool,               // in: x               out: y
+  AvgPoolBackward,       // in: dy              out: dx
+  GlobalAvgPool,         // in: x               out: y
+  GlobalAvgPoolBackward, // in: dy              out: dx
+  ReduceSum,             // in: x               out: y (sum over leading dims)
+  SoftmaxXent,           // in: logits labels   out: loss
+  SoftmaxXentBackward,   // in: dloss logits labels out: dlogits
+  SgdUpdate,             // in: w g v lr        out: w' v'
+  LarsUpdate,            // in: w g v lr        out: w' v'
+  LearningRate,          // in: step params     out: lr
+  AllReduce,             // in: g...            out: same tensors (in place)
 };
 
 struct Node {

@@ -49,28 +49,35 @@ public:
         instrBuilder(OpBuilder::atBlockEnd(&program.getBody().front())) {}
 
   void addBuffer(const sim::BufferSpec &s) override {
-    auto type = RankedTensorType::get(
-        {int64_t(s.data.size())}, Float32Type::get(ctx));
+    // Buffers are declared ahead of the instructions, for readers.
+    if (firstInstruction)
+      bufferBuilder.setInsertionPoint(firstInstruction);
+    auto type =
+        RankedTensorType::get({int64_t(s.data.size())}, Float32Type::get(ctx));
     DenseElementsAttr value;
     if (!s.data.empty())
       value = DenseElementsAttr::get(type, ArrayRef<float>(s.data));
     auto op = BufferOp::create(
-        bufferBuilder, loc, s.name, Space(s.space), DType(s.dtype),
-        s.shape,
+        bufferBuilder, loc, s.name, Space(s.space), DType(s.dtype), s.shape,
         s.space == sim::fb::Space::OnChip
             ? bufferBuilder.getI64IntegerAttr(s.offset)
             : IntegerAttr(),
-        Role(s.role), s.binding.empty() ? StringAttr() : bufferBuilder.getStringAttr(s.binding),
+        Role(s.role),
+        s.binding.empty() ? StringAttr()
+                          : bufferBuilder.getStringAttr(s.binding),
         Init(s.init),
-        s.init == sim::fb::Init::Normal ? bufferBuilder.getF32FloatAttr(s.initStd)
-                                         : FloatAttr(),
+        s.init == sim::fb::Init::Normal
+            ? bufferBuilder.getF32FloatAttr(s.initStd)
+            : FloatAttr(),
         value, HostLayout(s.hostLayout));
     (void)op;
     symbols.push_back(FlatSymbolRefAttr::get(ctx, s.name));
   }
 
   void addSourceOp(const std::string &kind, const std::string &layer) override {
-    SourceOp::create(instrBuilder, loc, kind, layer);
+    auto op = SourceOp::create(instrBuilder, loc, kind, layer);
+    if (!firstInstruction)
+      firstInstruction = op;
   }
 
   void addInstruction(std::unique_ptr<sim::fb::InstructionT> in) override {
@@ -82,17 +89,19 @@ public:
     switch (in->kind.type) {
     case sim::fb::Kind::Dma: {
       auto *d = in->kind.AsDma();
-      token = DmaOp::create(instrBuilder, loc, tokenType, symbols[d->src->buffer],
-                            toView(ctx, *d->src), symbols[d->dst->buffer],
-                            toView(ctx, *d->dst), deps);
+      token =
+          DmaOp::create(instrBuilder, loc, tokenType, symbols[d->src->buffer],
+                        toView(ctx, *d->src), symbols[d->dst->buffer],
+                        toView(ctx, *d->dst), deps);
       break;
     }
     case sim::fb::Kind::MatMul: {
       auto *m = in->kind.AsMatMul();
       token = MatmulOp::create(
           instrBuilder, loc, tokenType, instrBuilder.getI64IntegerAttr(m->mxu),
-          symbols[m->lhs->buffer], toView(ctx, *m->lhs), symbols[m->rhs->buffer],
-          toView(ctx, *m->rhs), symbols[m->out->buffer], toView(ctx, *m->out),
+          symbols[m->lhs->buffer], toView(ctx, *m->lhs),
+          symbols[m->rhs->buffer], toView(ctx, *m->rhs),
+          symbols[m->out->buffer], toView(ctx, *m->out),
           m->accumulate ? instrBuilder.getUnitAttr() : UnitAttr(), deps);
       break;
     }
@@ -108,11 +117,11 @@ public:
         dsts.push_back(symbols[r.buffer()]);
         dstOff.push_back(r.offset());
       }
-      token = VectorOp::create(
-          instrBuilder, loc, tokenType, VectorOpKind(v->op),
-          instrBuilder.getArrayAttr(srcs), srcOff,
-          instrBuilder.getArrayAttr(dsts), dstOff, v->rows, v->channels,
-          v->fattrs, v->iattrs, deps);
+      token =
+          VectorOp::create(instrBuilder, loc, tokenType, VectorOpKind(v->op),
+                           instrBuilder.getArrayAttr(srcs), srcOff,
+                           instrBuilder.getArrayAttr(dsts), dstOff, v->rows,
+                           v->channels, v->fattrs, v->iattrs, deps);
       break;
     }
     case sim::fb::Kind::AllReduce: {
@@ -126,6 +135,8 @@ public:
     default:
       break;
     }
+    if (!firstInstruction && token)
+      firstInstruction = token.getDefiningOp();
     tokens.push_back(token);
   }
 
@@ -138,6 +149,7 @@ private:
   OpBuilder bufferBuilder, instrBuilder;
   std::vector<FlatSymbolRefAttr> symbols;
   std::vector<Value> tokens;
+  Operation *firstInstruction = nullptr;
 };
 
 } // namespace
@@ -167,7 +179,8 @@ LogicalResult convertToSa(ModuleOp module, const Graph &graph,
   MLIRContext *ctx = module.getContext();
   Location loc = module.getLoc();
   // The new contents replace the old.
-  for (Operation &op : llvm::make_early_inc_range(module.getBody()->getOperations()))
+  for (Operation &op :
+       llvm::make_early_inc_range(module.getBody()->getOperations()))
     op.erase();
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   auto program = ProgramOp::create(b, loc, graph.name, graph.batch,
@@ -215,10 +228,12 @@ struct ConvertToSaPass : impl::KilnConvertToSaBase<ConvertToSaPass> {
     sa::PlanOptions planOptions;
     planOptions.residentFraction = residentFraction;
     if (!(residentFraction >= 0 && residentFraction < 1)) {
-      module.emitError("kiln-convert-to-sa: resident-fraction must be in [0, 1)");
+      module.emitError(
+          "kiln-convert-to-sa: resident-fraction must be in [0, 1)");
       return signalPassFailure();
     }
     planOptions.allowResident = residentFraction > 0;
+    planOptions.packTaps = packTaps;
     if (failed(sa::convertToSa(module, graph, target, planOptions)))
       signalPassFailure();
   }

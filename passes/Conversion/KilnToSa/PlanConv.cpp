@@ -61,13 +61,22 @@ struct KTile {
   int64_t i0, gh, j0, gw, ic0, cc;
 };
 
-std::vector<KTile> kTiles(const ConvInstance &c, int64_t R) {
+std::vector<KTile> kTiles(const ConvInstance &c, int64_t R, bool pack) {
   std::vector<KTile> tiles;
+  if (!pack) {
+    for (int64_t i = 0; i < c.th.count; ++i)
+      for (int64_t j = 0; j < c.tw.count; ++j)
+        for (int64_t ic = 0; ic < c.IC; ic += (c.s2dC ? c.IC : R))
+          tiles.push_back(
+              {i, 1, j, 1, ic, std::min(c.s2dC ? c.IC : R, c.IC - ic)});
+    return tiles;
+  }
   if (c.s2dC) { // all 4C channels of a tap together
     int64_t gw = std::max<int64_t>(1, std::min(c.tw.count, R / c.IC));
-    int64_t gh = gw == c.tw.count
-                     ? std::max<int64_t>(1, std::min(c.th.count, R / (gw * c.IC)))
-                     : 1;
+    int64_t gh =
+        gw == c.tw.count
+            ? std::max<int64_t>(1, std::min(c.th.count, R / (gw * c.IC)))
+            : 1;
     for (int64_t i = 0; i < c.th.count; i += gh)
       for (int64_t j = 0; j < c.tw.count; j += gw)
         tiles.push_back({i, std::min(gh, c.th.count - i), j,
@@ -172,9 +181,17 @@ OperandSpec inputView(const ConvInstance &c, const Tile &t, const KTile &k,
   v.cols = {k.gh, k.gw, k.cc};
   int64_t rowOff = t.r0 * c.ay + c.th.c0 + k.i0 * c.th.cStep - t.ih0;
   v.coords = {
-      {std::max<int64_t>(1, t.slabRows) * c.IW * c.IC, n0, nBound, {1, 0, 0}, {0, 0, 0}},
+      {std::max<int64_t>(1, t.slabRows) * c.IW * c.IC,
+       n0,
+       nBound,
+       {1, 0, 0},
+       {0, 0, 0}},
       {c.IW * c.IC, rowOff, t.slabRows, {0, c.ay, 0}, {c.th.cStep, 0, 0}},
-      {c.IC, c.tw.c0 + k.j0 * c.tw.cStep, c.IW, {0, 0, c.ax}, {0, c.tw.cStep, 0}},
+      {c.IC,
+       c.tw.c0 + k.j0 * c.tw.cStep,
+       c.IW,
+       {0, 0, c.ax},
+       {0, c.tw.cStep, 0}},
       {1, k.ic0, c.IC, {0, 0, 0}, {0, 0, 1}}};
   return v;
 }
@@ -269,9 +286,11 @@ Status lowerInstances(Planner &p, const std::vector<ConvInstance> &all) {
   uint32_t slab[2], acc[2], cvt[2] = {0, 0};
   for (int k = 0; k < 2; ++k) {
     KILN_SIM_RETURN_IF_ERROR(p.slot("x", p.dtype(c0.x), maxSlab, slab[k]));
-    KILN_SIM_RETURN_IF_ERROR(p.slot("acc", fb::DType::F32, maxRows * obw, acc[k]));
+    KILN_SIM_RETURN_IF_ERROR(
+        p.slot("acc", fb::DType::F32, maxRows * obw, acc[k]));
     if (needCvt)
-      KILN_SIM_RETURN_IF_ERROR(p.slot("cvt", p.dtype(c0.y), maxRows * obw, cvt[k]));
+      KILN_SIM_RETURN_IF_ERROR(
+          p.slot("cvt", p.dtype(c0.y), maxRows * obw, cvt[k]));
   }
   int64_t blockCounter = 0, tileCounter = 0;
   for (int64_t oc0 = 0; oc0 < c0.OC; oc0 += ocg) {
@@ -282,7 +301,7 @@ Status lowerInstances(Planner &p, const std::vector<ConvInstance> &all) {
       const ConvInstance &c = all[ci];
       if (plans[ci].nb == 0)
         continue;
-      std::vector<KTile> ktiles = kTiles(c, R);
+      std::vector<KTile> ktiles = kTiles(c, R, p.opt.packTaps);
       for (int64_t n0 = 0; n0 < c.N; n0 += plans[ci].nb)
         for (int64_t r0 = 0; r0 < c.OH2; r0 += plans[ci].cnt) {
           Tile t = makeTile(c, n0, std::min(plans[ci].nb, c.N - n0), r0,
@@ -306,17 +325,20 @@ Status lowerInstances(Planner &p, const std::vector<ConvInstance> &all) {
             src.buffer = p.home(c.x);
             src.rows = {t.nb};
             src.cols = {t.slabRows * c.IW * c.IC};
-            src.coords = {{c.IH * c.IW * c.IC, t.n0, c.N, {1}, {0}},
-                          {1, t.ih0 * c.IW * c.IC, c.IH * c.IW * c.IC, {0}, {1}}};
-            p.b.dma(src, OperandSpec::matrix(s, 0, t.nb, t.slabRows * c.IW * c.IC,
-                                             t.slabRows * c.IW * c.IC));
+            src.coords = {
+                {c.IH * c.IW * c.IC, t.n0, c.N, {1}, {0}},
+                {1, t.ih0 * c.IW * c.IC, c.IH * c.IW * c.IC, {0}, {1}}};
+            p.b.dma(src,
+                    OperandSpec::matrix(s, 0, t.nb, t.slabRows * c.IW * c.IC,
+                                        t.slabRows * c.IW * c.IC));
           }
           for (int64_t ob0 = 0; ob0 < g; ob0 += obw, ++blockCounter) {
             int64_t w = std::min(obw, g - ob0);
             uint32_t a = acc[blockCounter % 2];
             uint32_t mxu = uint32_t(blockCounter % p.t.mxuCount);
             if (ktiles.empty() || t.slabRows == 0)
-              p.b.vector(fb::VectorOp::Fill, {}, {fb::Region(a, 0)}, rows, w, {0.0});
+              p.b.vector(fb::VectorOp::Fill, {}, {fb::Region(a, 0)}, rows, w,
+                         {0.0});
             for (size_t kt = 0; kt < ktiles.size() && t.slabRows > 0; ++kt)
               p.b.matmul(mxu, inputView(c, view, ktiles[kt], s, nOff, nBound),
                          weightView(c, ktiles[kt], wslot, g, ob0, w),
@@ -468,7 +490,7 @@ Status Planner::lowerConvBackwardFilter(const Node &n) {
   // One output block alone would leave the other MXUs idle: then the
   // pixel chunks alternate between MXUs, each with its own partial sum.
   bool split = group == 1 && t.mxuCount > 1 && 2 * m * obw * 4 <= budget() / 2;
-  bool needCvt = !s2d && !onChip(dwid) && dtype(dwid) != fb::DType::F32;
+  bool needCvt = !onChip(dwid) && dtype(dwid) != fb::DType::F32;
   int64_t left = budget() - (split ? 2 : group) * m * obw * 4 -
                  (needCvt ? m * obw * bytes(dtype(dwid)) : 0) - 4096;
   int64_t xb = bytes(dtype(xid)), yb = bytes(dtype(dyid));
@@ -479,7 +501,8 @@ Status Planner::lowerConvBackwardFilter(const Node &n) {
     return std::max<int64_t>(0, hi - lo);
   };
   auto maxSlabRows = [&](int64_t cnt) {
-    return std::max<int64_t>(1, std::min(H, (cnt - 1) * sh + (th - 1) * dh + 1));
+    return std::max<int64_t>(1,
+                             std::min(H, (cnt - 1) * sh + (th - 1) * dh + 1));
   };
   auto tileBytes = [&](int64_t nb, int64_t cnt) {
     int64_t rows = maxSlabRows(cnt);
@@ -502,7 +525,8 @@ Status Planner::lowerConvBackwardFilter(const Node &n) {
   uint32_t xs[2], ys[2];
   for (int k = 0; k < 2; ++k) {
     KILN_SIM_RETURN_IF_ERROR(slot("x", dtype(xid), maxSlab, xs[k]));
-    KILN_SIM_RETURN_IF_ERROR(slot("dy", dtype(dyid), nb * cnt * OW * Co, ys[k]));
+    KILN_SIM_RETURN_IF_ERROR(
+        slot("dy", dtype(dyid), nb * cnt * OW * Co, ys[k]));
   }
   std::vector<uint32_t> acc(static_cast<size_t>(split ? 2 : group));
   for (auto &a : acc)
@@ -545,7 +569,8 @@ Status Planner::lowerConvBackwardFilter(const Node &n) {
         src.coords = {{H * W * Cx, n0, N, {1}, {0}},
                       {1, ih0 * W * Cx, H * W * Cx, {0}, {1}}};
         if (rows > 0 && !xIn)
-          b.dma(src, OperandSpec::matrix(xsl, 0, tn, rows * W * Cx, rows * W * Cx));
+          b.dma(src,
+                OperandSpec::matrix(xsl, 0, tn, rows * W * Cx, rows * W * Cx));
         OperandSpec dsrc;
         dsrc.buffer = home(dyid);
         dsrc.rows = {tn};
@@ -553,7 +578,8 @@ Status Planner::lowerConvBackwardFilter(const Node &n) {
         dsrc.coords = {{OH * OW * Co, n0, N, {1}, {0}},
                        {1, r0 * OW * Co, OH * OW * Co, {0}, {1}}};
         if (!dyIn)
-          b.dma(dsrc, OperandSpec::matrix(ysl, 0, tn, tc * OW * Co, tc * OW * Co));
+          b.dma(dsrc,
+                OperandSpec::matrix(ysl, 0, tn, tc * OW * Co, tc * OW * Co));
         // Pixel chunks of at most R: whole images, or rows of one image.
         int64_t cn = 1, ch = std::min(tc, R / OW);
         if (tc == OH && OH * OW <= R)
@@ -598,13 +624,15 @@ Status Planner::lowerConvBackwardFilter(const Node &n) {
                 continue;
               }
               b.matmul(uint32_t(bi % t.mxuCount), lhs, rhs,
-                       OperandSpec::matrix(acc[size_t(bi)], 0, m, w, w), !first);
+                       OperandSpec::matrix(acc[size_t(bi)], 0, m, w, w),
+                       !first);
             }
             (other ? firstOther : first) = false;
           }
       }
     if (split && !firstOther)
-      b.vector(fb::VectorOp::Add, {fb::Region(acc[0], 0), fb::Region(acc[1], 0)},
+      b.vector(fb::VectorOp::Add,
+               {fb::Region(acc[0], 0), fb::Region(acc[1], 0)},
                {fb::Region(acc[0], 0)}, m, std::min(obw, Co));
     for (int64_t bi = 0; bi < gb; ++bi) {
       int64_t oc0 = (b0 + bi) * obw, w = std::min(obw, Co - oc0);
@@ -625,7 +653,13 @@ Status Planner::lowerConvBackwardFilter(const Node &n) {
                     {Ci * Co, -1 + k0w, KW, {0, 2, 0, 1, 0}, {0}},
                     {Co, 0, Ci, {0, 0, 0, 0, 1}, {0}},
                     {1, oc0, Co, {0, 0, 0, 0, 0}, {1}}};
-      b.dma(OperandSpec::matrix(acc[size_t(bi)], 0, m, w, w), dst);
+      uint32_t src = acc[size_t(bi)];
+      if (needCvt) {
+        b.vector(fb::VectorOp::Copy, {fb::Region(src, 0)}, {fb::Region(cvt, 0)},
+                 m, w);
+        src = cvt;
+      }
+      b.dma(OperandSpec::matrix(src, 0, m, w, w), dst);
     }
   }
   return Status::success();
@@ -708,12 +742,14 @@ Status Planner::lowerMatmul(const Node &n) {
         } else {
           rhs = OperandSpec::matrix(bs, k0 * w, kb, w, w);
         }
-        b.matmul(mxu, lhs, rhs, OperandSpec::matrix(accb, 0, rows, w, w), k0 > 0);
+        b.matmul(mxu, lhs, rhs, OperandSpec::matrix(accb, 0, rows, w, w),
+                 k0 > 0);
       }
       if (bias >= 0) {
         // The bias block [n0, n0 + w) is added per row.
         b.vector(fb::VectorOp::ChannelAdd,
-                 {fb::Region(accb, 0), fb::Region(biasLoc.buffer, biasLoc.offset + n0)},
+                 {fb::Region(accb, 0),
+                  fb::Region(biasLoc.buffer, biasLoc.offset + n0)},
                  {fb::Region(accb, 0)}, rows, w);
       }
       storeBlock(c, accb, m0, rows, n0, w, cvt[counter % 2]);

@@ -175,10 +175,11 @@ Status Planner::lowerBatchNormBackward(const Node &n) {
   std::vector<Loc> in, out;
   KILN_SIM_RETURN_IF_ERROR(
       loadVectors(*this, {n.inputs[2], n.inputs[3], n.inputs[4]}, in));
-  KILN_SIM_RETURN_IF_ERROR(outVectors(*this, {n.outputs[1], n.outputs[2]}, out));
+  KILN_SIM_RETURN_IF_ERROR(
+      outVectors(*this, {n.outputs[1], n.outputs[2]}, out));
   uint32_t s0, s1, A, B, K;
-  for (auto [name, id] : {std::pair{"sdy", &s0}, {"sdyx", &s1}, {"a", &A},
-                          {"b", &B}, {"k", &K}})
+  for (auto [name, id] :
+       {std::pair{"sdy", &s0}, {"sdyx", &s1}, {"a", &A}, {"b", &B}, {"k", &K}})
     KILN_SIM_RETURN_IF_ERROR(slot(name, fb::DType::F32, c, *id));
   int64_t bpr = c * (bytes(dtype(dy)) + bytes(dtype(x)) + bytes(dtype(dx)));
   int64_t tr = tileRows(rows, bpr, 2, budget() - 16 * c * 4);
@@ -194,7 +195,8 @@ Status Planner::lowerBatchNormBackward(const Node &n) {
     if (!onChip(x))
       KILN_SIM_RETURN_IF_ERROR(slots.get(1, int(tile % 2), bb));
     Loc ldy = load(dy, r0 * c, cnt * c, a), lx = load(x, r0 * c, cnt * c, bb);
-    b.vector(Op::ChannelCenteredDot, {ldy.region(), lx.region(), in[1].region()},
+    b.vector(Op::ChannelCenteredDot,
+             {ldy.region(), lx.region(), in[1].region()},
              {fb::Region(s0, 0), fb::Region(s1, 0)}, cnt, c);
   }
   b.vector(Op::BnGradCoeffs,
@@ -239,17 +241,19 @@ Status Planner::lowerPool(const Node &n) {
   all.push_back(n.outputs[0]);
   int64_t perImage = 0;
   for (int id : all)
-    perImage += (id == big || (n.kind == NodeKind::MaxPoolBackward &&
-                               id == n.inputs[1])
-                     ? perBig
-                     : perSmall) *
-                bytes(dtype(id));
+    perImage +=
+        (id == big || (n.kind == NodeKind::MaxPoolBackward && id == n.inputs[1])
+             ? perBig
+             : perSmall) *
+        bytes(dtype(id));
   int copies = 2 * perImage <= budget() ? 2 : 1;
-  int64_t nb = std::max<int64_t>(1, std::min(N, budget() / (copies * perImage)));
+  int64_t nb =
+      std::max<int64_t>(1, std::min(N, budget() / (copies * perImage)));
   if (nb * perImage > budget())
     return Status::error("one image does not fit in staging memory");
   auto perOf = [&](int id) {
-    return id == big || (n.kind == NodeKind::MaxPoolBackward && id == n.inputs[1])
+    return id == big ||
+                   (n.kind == NodeKind::MaxPoolBackward && id == n.inputs[1])
                ? perBig
                : perSmall;
   };
@@ -272,7 +276,8 @@ Status Planner::lowerPool(const Node &n) {
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       int id = n.inputs[i];
       srcs.push_back(
-          load(id, n0 * perOf(id), cnt * perOf(id), slotIds[base + i]).region());
+          load(id, n0 * perOf(id), cnt * perOf(id), slotIds[base + i])
+              .region());
     }
     int out = n.outputs[0];
     Loc o = outLoc(out, n0 * perOf(out), slotIds[base + n.inputs.size()]);
@@ -297,9 +302,11 @@ Status Planner::lowerGlobalPool(const Node &n) {
   std::vector<uint32_t> sl(4, 0);
   for (int k = 0; k < 2; ++k) {
     if (!onChip(big))
-      KILN_SIM_RETURN_IF_ERROR(slot("img", dtype(big), nb * hw * c, sl[size_t(2 * k)]));
+      KILN_SIM_RETURN_IF_ERROR(
+          slot("img", dtype(big), nb * hw * c, sl[size_t(2 * k)]));
     if (!onChip(small))
-      KILN_SIM_RETURN_IF_ERROR(slot("vec", dtype(small), nb * c, sl[size_t(2 * k + 1)]));
+      KILN_SIM_RETURN_IF_ERROR(
+          slot("vec", dtype(small), nb * c, sl[size_t(2 * k + 1)]));
     if (nb >= N)
       break;
   }

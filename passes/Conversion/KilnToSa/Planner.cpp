@@ -14,29 +14,52 @@ int64_t alignUp(int64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
 const char *nodeName(NodeKind k) {
   switch (k) {
-  case NodeKind::Conv2d: return "conv2d";
-  case NodeKind::Conv2dBackwardData: return "conv2d_backward_data";
-  case NodeKind::Conv2dBackwardFilter: return "conv2d_backward_filter";
-  case NodeKind::Matmul: return "matmul";
-  case NodeKind::BatchNormTrain: return "batch_norm_train";
-  case NodeKind::BatchNormBackward: return "batch_norm_backward";
-  case NodeKind::Relu: return "relu";
-  case NodeKind::ReluBackward: return "relu_backward";
-  case NodeKind::Add: return "add";
-  case NodeKind::Copy: return "copy";
-  case NodeKind::MaxPool: return "max_pool";
-  case NodeKind::MaxPoolBackward: return "max_pool_backward";
-  case NodeKind::AvgPool: return "avg_pool";
-  case NodeKind::AvgPoolBackward: return "avg_pool_backward";
-  case NodeKind::GlobalAvgPool: return "global_avg_pool";
-  case NodeKind::GlobalAvgPoolBackward: return "global_avg_pool_backward";
-  case NodeKind::ReduceSum: return "reduce_sum";
-  case NodeKind::SoftmaxXent: return "softmax_cross_entropy";
-  case NodeKind::SoftmaxXentBackward: return "softmax_cross_entropy_backward";
-  case NodeKind::SgdUpdate: return "sgd_update";
-  case NodeKind::LarsUpdate: return "lars_update";
-  case NodeKind::LearningRate: return "learning_rate";
-  case NodeKind::AllReduce: return "allreduce";
+  case NodeKind::Conv2d:
+    return "conv2d";
+  case NodeKind::Conv2dBackwardData:
+    return "conv2d_backward_data";
+  case NodeKind::Conv2dBackwardFilter:
+    return "conv2d_backward_filter";
+  case NodeKind::Matmul:
+    return "matmul";
+  case NodeKind::BatchNormTrain:
+    return "batch_norm_train";
+  case NodeKind::BatchNormBackward:
+    return "batch_norm_backward";
+  case NodeKind::Relu:
+    return "relu";
+  case NodeKind::ReluBackward:
+    return "relu_backward";
+  case NodeKind::Add:
+    return "add";
+  case NodeKind::Copy:
+    return "copy";
+  case NodeKind::MaxPool:
+    return "max_pool";
+  case NodeKind::MaxPoolBackward:
+    return "max_pool_backward";
+  case NodeKind::AvgPool:
+    return "avg_pool";
+  case NodeKind::AvgPoolBackward:
+    return "avg_pool_backward";
+  case NodeKind::GlobalAvgPool:
+    return "global_avg_pool";
+  case NodeKind::GlobalAvgPoolBackward:
+    return "global_avg_pool_backward";
+  case NodeKind::ReduceSum:
+    return "reduce_sum";
+  case NodeKind::SoftmaxXent:
+    return "softmax_cross_entropy";
+  case NodeKind::SoftmaxXentBackward:
+    return "softmax_cross_entropy_backward";
+  case NodeKind::SgdUpdate:
+    return "sgd_update";
+  case NodeKind::LarsUpdate:
+    return "lars_update";
+  case NodeKind::LearningRate:
+    return "learning_rate";
+  case NodeKind::AllReduce:
+    return "allreduce";
   }
   return "?";
 }
@@ -60,9 +83,11 @@ Status Planner::assignHomes() {
       int r = g.root(id);
       first[size_t(r)] = std::min<int64_t>(first[size_t(r)], int64_t(i));
       last[size_t(r)] = std::max<int64_t>(last[size_t(r)], int64_t(i));
-      // Strided backward-data writes need a DMA's strided view.
-      if (node.kind == NodeKind::Conv2dBackwardData &&
-          (node.strides[0] > 1 || node.strides[1] > 1))
+      // Strided backward-data writes and the space-to-depth filter
+      // gradient's unfolding need a DMA's strided view.
+      if ((node.kind == NodeKind::Conv2dBackwardData &&
+           (node.strides[0] > 1 || node.strides[1] > 1)) ||
+          (node.kind == NodeKind::Conv2dBackwardFilter && node.spaceToDepth))
         strided[size_t(r)] = true;
     }
   }
@@ -146,7 +171,8 @@ Status Planner::slot(const std::string &what, fb::DType dtype, int64_t elems,
   if (bump + size > halfBytes)
     return Status::error("op " + std::to_string(nodeIndex) + " (" +
                          g.nodes[nodeIndex].layer + ") needs more than the " +
-                         std::to_string(halfBytes) + " bytes of staging memory");
+                         std::to_string(halfBytes) +
+                         " bytes of staging memory");
   sim::BufferSpec s;
   s.name = "s" + std::to_string(nodeIndex) + "." + what + "." +
            std::to_string(slotCount++);

@@ -1,4 +1,5 @@
-//===- Planner.h - Lowering a training step onto the systolic target -*- C++ -*-===//
+//===- Planner.h - Lowering a training step onto the systolic target -*- C++
+//-*-===//
 //
 // Part of Kiln. Turns a Graph into the instructions of the systolic target
 // (through kiln::sim::ProgramBuilder, so the same code feeds the `sa`
@@ -40,6 +41,10 @@ struct PlanOptions {
   double residentFraction = 0.25;
   /// Keep eligible temporaries on chip (otherwise every tensor is in HBM).
   bool allowResident = true;
+  /// Fold several filter taps into one weight tile when channels are fewer
+  /// than the array's rows (off: one tap per tile, as a plain mapping of
+  /// input channels onto rows would do).
+  bool packTaps = true;
 };
 
 /// Lowers `graph` for `target` into `sink`.

@@ -1,0 +1,149 @@
+//===- Builder.h - Building programs with automatic synchronization -*- C++
+//-*-===//
+//
+// Part of Kiln. Compilers and tests emit instructions in a sequentially
+// correct order; the builder adds the dependencies the parallel units need:
+//
+// - per buffer and per unit, the last writer and the last reader: a reader
+//   waits for the last writer on every unit, a writer also for the last
+//   readers (units run in order and their results become ready in order, so
+//   the last instruction of a unit stands for all of its earlier ones);
+// - on-chip memory reuse: a buffer placed over bytes that earlier buffers
+//   used waits, at its first use, for every access to those buffers.
+//
+// It also computes the live range of every on-chip buffer from its uses.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_SIM_BUILDER_H
+#define KILN_SIM_BUILDER_H
+
+#include "kiln/sim/Program.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::sim {
+
+/// One coordinate of an operand view (see fb::Coord).
+struct CoordSpec {
+  int64_t stride = 1, offset = 0, bound = 1;
+  std::vector<int64_t> row, col;
+};
+
+/// An operand view under construction.
+struct OperandSpec {
+  uint32_t buffer = 0;
+  int64_t base = 0;
+  std::vector<int64_t> rows, cols;
+  std::vector<CoordSpec> coords;
+
+  std::unique_ptr<fb::OperandT> build() const;
+  /// A contiguous rows x cols matrix at `offset` with leading dimension `ld`.
+  static OperandSpec matrix(uint32_t buffer, int64_t offset, int64_t rows,
+                            int64_t cols, int64_t ld);
+  /// The transpose view of a contiguous matrix stored rows x cols.
+  static OperandSpec transposed(uint32_t buffer, int64_t offset, int64_t rows,
+                                int64_t cols, int64_t ld);
+};
+
+struct BufferSpec {
+  std::string name;
+  fb::DType dtype = fb::DType::F32;
+  fb::Space space = fb::Space::HBM;
+  fb::Role role = fb::Role::Temp;
+  std::vector<int64_t> shape;
+  std::string binding;
+  /// On-chip byte offset.
+  int64_t offset = 0;
+  fb::Init init = fb::Init::None;
+  float initStd = 0;
+  std::vector<float> data;
+  fb::HostLayout hostLayout = fb::HostLayout::Identity;
+};
+
+/// Receives the instructions and buffers a builder produces. The default
+/// sink assembles an fb::ProgramT; the kiln-to-sa conversion has one that
+/// creates `sa` ops.
+class ProgramSink {
+public:
+  virtual ~ProgramSink() = default;
+  virtual void addBuffer(const BufferSpec &spec) = 0;
+  virtual void addSourceOp(const std::string &kind,
+                           const std::string &layer) = 0;
+  virtual void addInstruction(std::unique_ptr<fb::InstructionT> instr) = 0;
+  /// Called once at the end with each on-chip buffer's live range.
+  virtual void setLiveRange(uint32_t buffer, uint32_t begin, uint32_t end) = 0;
+};
+
+class ProgramBuilder {
+public:
+  explicit ProgramBuilder(ProgramSink &sink) : sink(sink) {}
+
+  uint32_t addBuffer(BufferSpec spec);
+  const BufferSpec &buffer(uint32_t id) const { return buffers[id].spec; }
+  size_t numBuffers() const { return buffers.size(); }
+
+  /// Starts a new source op; later instructions belong to it.
+  uint32_t beginSourceOp(const std::string &kind, const std::string &layer);
+
+  uint32_t dma(const OperandSpec &src, const OperandSpec &dst);
+  uint32_t matmul(uint32_t mxu, const OperandSpec &lhs, const OperandSpec &rhs,
+                  const OperandSpec &out, bool accumulate);
+  uint32_t vector(fb::VectorOp op, std::vector<fb::Region> srcs,
+                  std::vector<fb::Region> dsts, int64_t rows, int64_t channels,
+                  std::vector<double> fattrs = {},
+                  std::vector<int64_t> iattrs = {});
+  uint32_t allReduce(std::vector<uint32_t> buffers);
+
+  size_t numInstructions() const { return count; }
+
+  /// Reports live ranges to the sink. Buffers never used get [0, 0].
+  void finish();
+
+private:
+  struct BufferState {
+    BufferSpec spec;
+    /// Unit -> last writer / reader, as instruction index.
+    std::map<uint32_t, uint32_t> writers, readers;
+    /// Earlier buffers whose bytes this one reuses.
+    std::vector<uint32_t> predecessors;
+    bool used = false;
+    uint32_t first = 0, last = 0;
+  };
+  uint32_t emit(std::unique_ptr<fb::InstructionT> instr, uint32_t unit,
+                const std::vector<uint32_t> &reads,
+                const std::vector<uint32_t> &writes);
+  uint32_t dmaUnit(uint32_t srcBuffer) const;
+
+  ProgramSink &sink;
+  std::vector<BufferState> buffers;
+  /// On-chip bytes -> the last buffer placed there: start -> (end, buffer).
+  std::map<int64_t, std::pair<int64_t, uint32_t>> owners;
+  uint32_t count = 0;
+  uint32_t currentOp = 0;
+  uint32_t numOps = 0;
+};
+
+/// A sink that assembles an fb::ProgramT.
+class ProgramTSink : public ProgramSink {
+public:
+  ProgramTSink(const TargetConfig &target, std::string name, int64_t batch);
+  void addBuffer(const BufferSpec &spec) override;
+  void addSourceOp(const std::string &kind, const std::string &layer) override;
+  void addInstruction(std::unique_ptr<fb::InstructionT> instr) override;
+  void setLiveRange(uint32_t buffer, uint32_t begin, uint32_t end) override;
+  std::unique_ptr<Program> take() { return std::move(program); }
+
+private:
+  std::unique_ptr<Program> program;
+};
+
+/// The fb::BufferT of a spec (live range left at 0).
+std::unique_ptr<fb::BufferT> makeBuffer(const BufferSpec &spec);
+
+} // namespace kiln::sim
+
+#endif // KILN_SIM_BUILDER_H

@@ -1,0 +1,148 @@
+//===- ProgramTest.cpp - The program format and its verifier --------------===//
+
+#include "kiln/sim/Program.h"
+#include "kiln/sim/Builder.h"
+#include "kiln/sim/Gemm.h"
+
+#include <gtest/gtest.h>
+
+using namespace kiln::sim;
+
+namespace {
+
+std::unique_ptr<Program> smallGemm() {
+  std::unique_ptr<Program> p;
+  GemmOptions o;
+  o.fromHbm = true;
+  EXPECT_TRUE(buildGemmProgram(TargetConfig(), 64, 64, 64, o, p).ok());
+  return p;
+}
+
+std::string verifyError(const Program &p, TargetConfig t = {}) {
+  Status s = verifyProgram(p, t);
+  return s.ok() ? "" : s.message();
+}
+
+bool contains(const std::string &s, const std::string &what) {
+  return s.find(what) != std::string::npos;
+}
+
+} // namespace
+
+TEST(Program, RoundTripsThroughFlatBuffers) {
+  auto p = smallGemm();
+  std::vector<uint8_t> bytes = serializeProgram(*p);
+  std::unique_ptr<Program> q;
+  Status s = loadProgram(bytes.data(), bytes.size(), TargetConfig(), q);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(q->name, p->name);
+  EXPECT_EQ(q->version_major, kProgramVersionMajor);
+  ASSERT_EQ(q->instructions.size(), p->instructions.size());
+  ASSERT_EQ(q->buffers.size(), p->buffers.size());
+  EXPECT_EQ(serializeProgram(*q), bytes);
+}
+
+TEST(Program, RejectsForeignAndCorruptFiles) {
+  std::vector<uint8_t> junk(64, 0x5a);
+  std::unique_ptr<Program> q;
+  Status s = loadProgram(junk.data(), junk.size(), TargetConfig(), q);
+  EXPECT_TRUE(contains(s.message(), "file identifier"));
+  std::vector<uint8_t> bytes = serializeProgram(*smallGemm());
+  bytes.resize(bytes.size() / 2);
+  s = loadProgram(bytes.data(), bytes.size(), TargetConfig(), q);
+  EXPECT_TRUE(contains(s.message(), "FlatBuffers verification failed"))
+      << s.message();
+}
+
+TEST(Program, RejectsAnotherMajorVersion) {
+  auto p = smallGemm();
+  p->version_major = kProgramVersionMajor + 1;
+  std::vector<uint8_t> bytes = serializeProgram(*p);
+  std::unique_ptr<Program> q;
+  Status s = loadProgram(bytes.data(), bytes.size(), TargetConfig(), q);
+  EXPECT_TRUE(contains(s.message(), "schema version 2.0 is not readable"))
+      << s.message();
+  // A newer minor version only adds fields: accepted.
+  p->version_major = kProgramVersionMajor;
+  p->version_minor = kProgramVersionMinor + 3;
+  bytes = serializeProgram(*p);
+  EXPECT_TRUE(loadProgram(bytes.data(), bytes.size(), TargetConfig(), q).ok());
+}
+
+TEST(Program, VerifierChecksTileSizesAgainstTheTarget) {
+  auto p = smallGemm();
+  TargetConfig small;
+  small.arrayRows = 32;
+  EXPECT_TRUE(contains(verifyError(*p, small), "exceeds the 32x128 array"));
+  small = TargetConfig();
+  small.mxuCount = 1;
+  p->instructions[2]->kind.AsMatMul()->mxu = 1;
+  EXPECT_TRUE(contains(verifyError(*p, small), "uses MXU 1 of 1"));
+}
+
+TEST(Program, VerifierChecksOperandBounds) {
+  auto p = smallGemm();
+  p->instructions[0]->kind.AsDma()->dst->base = 10;
+  EXPECT_TRUE(
+      contains(verifyError(*p), "reaches elements [10, 4105] of 'b.vmem'"))
+      << verifyError(*p);
+}
+
+TEST(Program, VerifierChecksDependencyOrder) {
+  auto p = smallGemm();
+  p->instructions[1]->deps = {1};
+  EXPECT_TRUE(contains(verifyError(*p),
+                       "waits for instruction 1, which is not earlier"));
+}
+
+TEST(Program, VerifierChecksDmaTypesAndSpaces) {
+  auto p = smallGemm();
+  p->buffers[3]->dtype = fb::DType::F32; // the HBM copy of a
+  EXPECT_TRUE(contains(verifyError(*p), "would convert"));
+  p = smallGemm();
+  p->buffers[3]->space = fb::Space::OnChip;
+  p->buffers[3]->offset = 1 << 22;
+  p->buffers[3]->live_end = 3;
+  EXPECT_TRUE(
+      contains(verifyError(*p), "does not cross between HBM and on-chip"))
+      << verifyError(*p);
+}
+
+TEST(Program, VerifierChecksOnChipCapacityAndOverlap) {
+  auto p = smallGemm();
+  p->buffers[0]->offset = (16 << 20) - 100;
+  EXPECT_TRUE(contains(verifyError(*p), "of 16777216 bytes of on-chip memory"));
+  p = smallGemm();
+  p->buffers[1]->offset = 100; // overlaps a.vmem while both are live
+  EXPECT_TRUE(contains(verifyError(*p),
+                       "on-chip buffers 'a.vmem' and 'b.vmem' share memory"))
+      << verifyError(*p);
+  // Disjoint live ranges may share bytes.
+  p->buffers[1]->live_begin = p->buffers[1]->live_end = 0;
+  p->buffers[0]->live_begin = 1;
+  EXPECT_TRUE(contains(verifyError(*p), "outside its live range"));
+}
+
+TEST(Program, VerifierChecksVectorOperands) {
+  TargetConfig t;
+  ProgramTSink sink(t, "v", 1);
+  ProgramBuilder b(sink);
+  b.beginSourceOp("relu", "x");
+  BufferSpec s;
+  s.name = "x";
+  s.space = fb::Space::OnChip;
+  s.shape = {4, 8};
+  uint32_t x = b.addBuffer(s);
+  b.vector(fb::VectorOp::Relu, {fb::Region(x, 0)}, {fb::Region(x, 0)}, 4, 8);
+  b.vector(fb::VectorOp::Relu, {fb::Region(x, 8)}, {fb::Region(x, 0)}, 4, 8);
+  b.finish();
+  auto p = sink.take();
+  EXPECT_TRUE(contains(verifyError(*p),
+                       "instruction 1: relu operand 0 spans [8, 40) of 'x'"))
+      << verifyError(*p);
+  p->instructions.pop_back();
+  p->buffers[0]->live_end = 0;
+  p->instructions[0]->kind.AsVector()->srcs.clear();
+  EXPECT_TRUE(
+      contains(verifyError(*p), "relu takes 1 sources and 1 destinations"));
+}

@@ -1,0 +1,271 @@
+//===- kiln-sim.cpp - Run and report a systolic-target program ------------===//
+//
+// Part of Kiln. Loads a program (.ksap, from kiln-opt
+// --kiln-export-sa-program) and a target configuration, then
+//   - timed mode: reports cycles, MXU utilization, HBM traffic, on-chip peak
+//     and images/s per op, per layer and per step (table or JSON);
+//   - functional mode: trains for --steps steps on real values (IDX data or
+//     synthetic inputs) and prints each step's outputs.
+// --gemm=MxKxN builds and times a single GEMM instead of loading a program.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/sim/Gemm.h"
+#include "kiln/sim/HostData.h"
+#include "kiln/sim/Simulator.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using namespace kiln::sim;
+
+namespace {
+
+const char *const kUsage = R"(usage: kiln-sim [options] PROGRAM.ksap
+       kiln-sim [options] --gemm=MxKxN
+
+Target (default: the configuration the program was compiled for):
+  --profile=NAME       tpuv3 (default core), tpuv2, tpuv1
+  --set=FIELD=VALUE    override one field (repeatable); --list-fields shows them
+  --print-config       print the configuration used
+Modes:
+  --mode=timed|functional|both   (default: timed)
+  --steps=N            functional steps to run (default 1)
+  --seed=S             variable initialization and synthetic data (default 0)
+  --idx-images=FILE --idx-labels=FILE
+                       train on an IDX dataset (else synthetic inputs)
+  --print-outputs      print every output value after each step (else loss)
+  --ranks=N            data-parallel ranks for the allreduce timing (default 1)
+Reports (timed mode):
+  --report=table|json|none   (default: table, on stdout)
+  --json=FILE          also write the JSON report to FILE
+  --rows=N             ops and layers shown in the table (default 20, 0: all)
+Single GEMM:
+  --gemm=MxKxN [--gemm-hbm] [--gemm-mxus=N]
+)";
+
+bool startsWith(const char *arg, const char *prefix, const char *&value) {
+  size_t n = std::strlen(prefix);
+  if (std::strncmp(arg, prefix, n) != 0)
+    return false;
+  value = arg + n;
+  return true;
+}
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "kiln-sim: error: %s\n", message.c_str());
+  return 1;
+}
+
+bool parseCount(const char *text, int64_t &value) {
+  char *end = nullptr;
+  long long v = std::strtoll(text, &end, 10);
+  if (!end || *end || v < 0)
+    return false;
+  value = v;
+  return true;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string programPath, profile, mode = "timed", report = "table", jsonPath;
+  std::string idxImages, idxLabels, gemm;
+  std::vector<std::pair<std::string, std::string>> sets;
+  int64_t steps = 1, seed = 0, rows = 20, ranks = 1, gemmMxus = 1;
+  bool printConfig = false, printOutputs = false, gemmHbm = false;
+  for (int i = 1; i < argc; ++i) {
+    const char *a = argv[i], *v = nullptr;
+    if (!std::strcmp(a, "--help") || !std::strcmp(a, "-h")) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (!std::strcmp(a, "--list-fields")) {
+      for (const TargetField &f : targetFields())
+        std::printf("%-16s %s [source: %s]\n", f.name, f.meaning, f.source);
+      return 0;
+    } else if (startsWith(a, "--profile=", v)) {
+      profile = v;
+    } else if (startsWith(a, "--set=", v)) {
+      const char *eq = std::strchr(v, '=');
+      if (!eq)
+        return fail(std::string("--set needs FIELD=VALUE, got '") + v + "'");
+      sets.push_back({std::string(v, eq), std::string(eq + 1)});
+    } else if (!std::strcmp(a, "--print-config")) {
+      printConfig = true;
+    } else if (startsWith(a, "--mode=", v)) {
+      mode = v;
+    } else if (startsWith(a, "--steps=", v)) {
+      if (!parseCount(v, steps))
+        return fail("--steps needs a count");
+    } else if (startsWith(a, "--seed=", v)) {
+      if (!parseCount(v, seed))
+        return fail("--seed needs a non-negative integer");
+    } else if (startsWith(a, "--idx-images=", v)) {
+      idxImages = v;
+    } else if (startsWith(a, "--idx-labels=", v)) {
+      idxLabels = v;
+    } else if (!std::strcmp(a, "--print-outputs")) {
+      printOutputs = true;
+    } else if (startsWith(a, "--ranks=", v)) {
+      if (!parseCount(v, ranks) || ranks < 1)
+        return fail("--ranks needs a positive count");
+    } else if (startsWith(a, "--report=", v)) {
+      report = v;
+    } else if (startsWith(a, "--json=", v)) {
+      jsonPath = v;
+    } else if (startsWith(a, "--rows=", v)) {
+      if (!parseCount(v, rows))
+        return fail("--rows needs a count");
+    } else if (startsWith(a, "--gemm=", v)) {
+      gemm = v;
+    } else if (!std::strcmp(a, "--gemm-hbm")) {
+      gemmHbm = true;
+    } else if (startsWith(a, "--gemm-mxus=", v)) {
+      if (!parseCount(v, gemmMxus) || gemmMxus < 1)
+        return fail("--gemm-mxus needs a positive count");
+    } else if (a[0] == '-') {
+      return fail(std::string("unknown option '") + a + "' (see --help)");
+    } else if (programPath.empty()) {
+      programPath = a;
+    } else {
+      return fail("more than one program given");
+    }
+  }
+  if (mode != "timed" && mode != "functional" && mode != "both")
+    return fail("--mode must be timed, functional or both");
+  if (report != "table" && report != "json" && report != "none")
+    return fail("--report must be table, json or none");
+  if (programPath.empty() == gemm.empty())
+    return fail("give a program file or --gemm=MxKxN (see --help)");
+  if (idxImages.empty() != idxLabels.empty())
+    return fail("--idx-images and --idx-labels go together");
+
+  // The program first (its own target is the default configuration).
+  std::unique_ptr<Program> program;
+  TargetConfig target;
+  if (!programPath.empty()) {
+    std::vector<uint8_t> bytes;
+    Status s = readFile(programPath, bytes);
+    if (s.ok())
+      s = parseProgram(bytes.data(), bytes.size(), program);
+    if (!s.ok())
+      return fail(programPath + ": " + s.message());
+    target = targetFromProgram(*program->target);
+  }
+  if (!profile.empty()) {
+    Status s = getTargetProfile(profile, target);
+    if (!s.ok())
+      return fail(s.message());
+  }
+  for (auto &[field, value] : sets) {
+    Status s = setTargetField(target, field, value);
+    if (!s.ok())
+      return fail(s.message());
+  }
+  Status valid = validateTarget(target);
+  if (!valid.ok())
+    return fail(valid.message());
+  if (printConfig)
+    std::fputs(describeTarget(target).c_str(), stdout);
+
+  if (!gemm.empty()) {
+    long long m, k, n;
+    char tail;
+    if (std::sscanf(gemm.c_str(), "%lldx%lldx%lld%c", &m, &k, &n, &tail) != 3)
+      return fail("--gemm needs MxKxN, got '" + gemm + "'");
+    GemmOptions options;
+    options.fromHbm = gemmHbm;
+    options.mxus = uint32_t(gemmMxus);
+    Status s = buildGemmProgram(target, m, k, n, options, program);
+    if (!s.ok())
+      return fail(s.message());
+    std::printf(
+        "gemm %lldx%lldx%lld: analytical model %llu cycles per MXU "
+        "chain\n",
+        m, k, n,
+        static_cast<unsigned long long>(gemmModelCycles(m, k, n, target)));
+  }
+
+  std::unique_ptr<Simulator> sim;
+  Status created = Simulator::create(std::move(program), target, sim);
+  if (!created.ok())
+    return fail((programPath.empty() ? "gemm" : programPath) + ": " +
+                created.message());
+
+  if (mode == "functional" || mode == "both") {
+    IdxDataset data;
+    if (!idxImages.empty()) {
+      Status s = loadIdx(idxImages, idxLabels, data);
+      if (!s.ok())
+        return fail(s.message());
+    }
+    Status s = sim->initializeVariables(uint64_t(seed));
+    if (!s.ok())
+      return fail(s.message());
+    // Training steps get images and labels; other programs (a GEMM, a
+    // hand-written program) run on whatever their inputs hold (zeros).
+    StepInputs inputs;
+    bool training = gemm.empty() && findStepInputs(*sim, inputs).ok();
+    if (!training && !idxImages.empty())
+      return fail("the program has no image and label inputs to train on");
+    for (int64_t step = 0; step < steps; ++step) {
+      if (training)
+        s = feedStep(*sim, inputs, idxImages.empty() ? nullptr : &data, step,
+                     uint64_t(seed));
+      auto t0 = std::chrono::steady_clock::now();
+      if (s.ok())
+        s = sim->runStep();
+      double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+              .count();
+      if (!s.ok())
+        return fail("step " + std::to_string(step) + ": " + s.message());
+      std::printf("step %lld", static_cast<long long>(step));
+      for (const auto &b : sim->program().buffers) {
+        if (b->role != fb::Role::Output)
+          continue;
+        std::vector<float> values;
+        (void)sim->read(b->binding, values);
+        if (values.size() == 1)
+          std::printf(" %s %.6g", b->binding.c_str(), values[0]);
+        else if (printOutputs) {
+          std::printf(" %s [", b->binding.c_str());
+          for (size_t i = 0; i < values.size(); ++i)
+            std::printf("%s%.6g", i ? " " : "", values[i]);
+          std::printf("]");
+        }
+      }
+      std::printf(" (%.2f s)\n", secs);
+      std::fflush(stdout);
+    }
+  }
+
+  if (mode == "timed" || mode == "both") {
+    auto t0 = std::chrono::steady_clock::now();
+    TimingOptions options;
+    options.ranks = uint32_t(ranks);
+    Report r = sim->report(options);
+    double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    std::string json = formatReportJson(r);
+    if (report == "table") {
+      std::fputs(formatReportTable(r, size_t(rows)).c_str(), stdout);
+      std::printf("(timed simulation took %.3f s)\n", secs);
+    } else if (report == "json") {
+      std::fputs(json.c_str(), stdout);
+    }
+    if (!jsonPath.empty()) {
+      std::ofstream out(jsonPath);
+      out << json;
+      if (!out)
+        return fail("cannot write '" + jsonPath + "'");
+    }
+  }
+  return 0;
+}
