@@ -4,6 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 jobs=${KILN_JOBS:-$(nproc)}
+# ccache keys on paths relative to the checkout, so fresh clones share hits.
+export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
 if [[ ! -f build/build.ninja ]]; then
   cmake -S . -B build -G Ninja \
     -DCMAKE_BUILD_TYPE=Release \
