@@ -50,9 +50,17 @@ data)
 kill)
   wrapper 9 2
   $mpirun "$work/wrap.sh" "$exe" --synthetic --steps 100000000 --log-every 0 \
-    > "$work/out" 2>&1 && fail "a killed rank must fail the job"
+    --model-dir "$work/k" --checkpoint-every 50 > "$work/out" 2>&1 &&
+    fail "a killed rank must fail the job"
   expect "rank 1"
   expect "signal 9"
+  # The last checkpoint written before the failure is intact and resumes.
+  ckpt=$(ls "$work/k"/ckpt-*.safetensors 2>/dev/null | sort | tail -n 1)
+  test -n "$ckpt" || fail "no checkpoint survived the failure"
+  step=$(basename "$ckpt" .safetensors | sed 's/ckpt-0*//')
+  "$exe" --synthetic --steps $((step + 5)) --resume --model-dir "$work/k" \
+    > "$work/out" 2>&1 || fail "resume after the failure failed: $?"
+  expect "resuming from $ckpt"
   ;;
 hang)
   wrapper STOP 2
