@@ -110,6 +110,21 @@ def KilnOptimizer : Pass<"kiln-optimizer", "mlir::ModuleOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Fusion
+//===----------------------------------------------------------------------===//
+
+def KilnFuse : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
+  let summary = "Fuses batch norm with relu, forward and backward";
+  let description = [{
+    Run on the training step (after autodiff): a relu that alone consumes a
+    batch norm's output becomes the batch norm's `relu` flag, and a
+    relu-backward that alone feeds a batch-norm backward becomes its
+    `relu_output` mask. Each fusion removes one pass over the activations
+    (read and write) from forward and backward.
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Precision
 //===----------------------------------------------------------------------===//
 

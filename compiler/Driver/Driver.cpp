@@ -167,6 +167,8 @@ int compile(const CompileOptions &options) {
           pm.addPass(createKilnBf16());
         buildTrainStepPipeline(pm, *options.trainStep);
         pm.addNestedPass<func::FuncOp>(createKilnFoldCasts());
+        if (options.fuse)
+          pm.addNestedPass<func::FuncOp>(createKilnFuse());
       })))
     return 1;
   timer.done("autodiff and optimizer");

@@ -26,6 +26,8 @@ struct CompileOptions {
   EmitStage emit = EmitStage::Executable;
   std::string cpu = "native";
   bool printStats = false;
+  /// Run --kiln-fuse (on by default; off to measure what it gains).
+  bool fuse = true;
   /// Options of the training step (optimizer, schedule, buckets).
   const TrainStepPipelineOptions *trainStep = nullptr;
 };

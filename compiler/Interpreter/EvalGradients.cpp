@@ -62,6 +62,9 @@ LogicalResult evalBatchNormBackward(BatchNormBackwardOp op, EvalContext &ctx) {
           op, ref::checkBatchNormShapes(x.shape, {&gamma, &mean, &var}))) ||
       failed(ctx.checkSameShape(op, "the output gradient", dy.shape, x.shape)))
     return failure();
+  // A fused rectifier's gradient: dy masked where its output is not positive.
+  if (Value reluOutput = op.getReluOutput())
+    dy = ref::reluBackward(dy, ctx.get(reluOutput).toRef());
   ref::BatchNormGrads g = ref::batchNormBackward(
       dy, x, gamma, mean, var, op.getEpsilon().convertToFloat());
   ctx.setFloat(op.getInputGrad(), std::move(g.dx));

@@ -66,7 +66,8 @@ LogicalResult evalBatchNormTrain(BatchNormTrainOp op, EvalContext &ctx) {
   ref::BatchNormTrainResult r = ref::batchNormTrain(
       x, gamma, beta, mean, var, op.getEpsilon().convertToFloat(),
       op.getMomentum().convertToFloat());
-  ctx.setFloat(op.getOutput(), std::move(r.y));
+  // A fused rectifier (--kiln-fuse) applies to the normalized output.
+  ctx.setFloat(op.getOutput(), op.getRelu() ? ref::relu(r.y) : std::move(r.y));
   ctx.setFloat(op.getBatchMean(), std::move(r.batchMean));
   ctx.setFloat(op.getBatchVar(), std::move(r.batchVar));
   ctx.setFloat(op.getNewRunningMean(), std::move(r.newRunningMean));
@@ -84,9 +85,9 @@ LogicalResult evalBatchNormInference(BatchNormInferenceOp op,
   if (failed(ctx.check(op, ref::checkBatchNormShapes(
                                x.shape, {&gamma, &beta, &mean, &var}))))
     return failure();
-  ctx.setFloat(op.getOutput(),
-               ref::batchNormInference(x, gamma, beta, mean, var,
-                                       op.getEpsilon().convertToFloat()));
+  ref::Tensor y = ref::batchNormInference(x, gamma, beta, mean, var,
+                                          op.getEpsilon().convertToFloat());
+  ctx.setFloat(op.getOutput(), op.getRelu() ? ref::relu(y) : std::move(y));
   return success();
 }
 

@@ -29,6 +29,8 @@ static cl::opt<std::string> cpu("cpu", cl::desc("LLVM CPU name, or native"),
 static cl::opt<bool> stats("print-stats",
                            cl::desc("Print model cost, memory plan and times"),
                            cl::cat(category));
+static cl::opt<bool> fuse("fuse", cl::desc("Fuse batch norm with relu (default on)"),
+                          cl::init(true), cl::cat(category));
 static cl::opt<kiln::EmitStage> emit(
     "emit", cl::desc("The stage to write"), cl::init(kiln::EmitStage::Executable),
     cl::values(clEnumValN(kiln::EmitStage::Kiln, "kiln", "the parsed model"),
@@ -95,6 +97,7 @@ int main(int argc, char **argv) {
   options.emit = emit;
   options.cpu = cpu;
   options.printStats = stats;
+  options.fuse = fuse;
   options.trainStep = trainStep.get();
   return kiln::compile(options);
 }

@@ -85,6 +85,10 @@ LogicalResult BatchNormBackwardOp::inferReturnTypes(
     return emitOptionalError(loc, name,
                              ": the output gradient and the input must have "
                              "the same type");
+  if (Value reluOutput = adaptor.getReluOutput();
+      reluOutput && reluOutput.getType() != adaptor.getInput().getType())
+    return emitOptionalError(loc, name,
+                             ": relu_output must have the input's type");
   FailureOr<int64_t> channels = checkBatchNormOperands(
       loc, name, adaptor.getInput(),
       {{"scale", adaptor.getScale()},

@@ -75,6 +75,9 @@ def Kiln_BatchNormBackwardOp : Kiln_BackwardOp<"batch_norm_backward", [
     normalized input and `M` the elements per channel:
     `offset_grad = sum dy`, `scale_grad = sum dy * xhat`,
     `input_grad = scale / sqrt(var + eps) * (dy - offset_grad / M - xhat * scale_grad / M)`.
+    With `relu_output` (the output of a fused batch norm + relu, set by
+    `--kiln-fuse`), `dy` is first masked where that output is not positive:
+    the gradient of the rectifier, in the same pass.
 
     ```mlir
     %dx, %dgamma, %dbeta = kiln.batch_norm_backward %dy, %x, %gamma, %mean, %var
@@ -89,6 +92,7 @@ def Kiln_BatchNormBackwardOp : Kiln_BackwardOp<"batch_norm_backward", [
     Kiln_VectorF32:$scale,
     Kiln_VectorF32:$batch_mean,
     Kiln_VectorF32:$batch_var,
+    Optional<Kiln_FloatTensor>:$relu_output,
     ConfinedAttr<F32Attr, [Kiln_FloatPositive]>:$epsilon
   );
   let results = (outs
@@ -98,7 +102,8 @@ def Kiln_BatchNormBackwardOp : Kiln_BackwardOp<"batch_norm_backward", [
   );
   let assemblyFormat = [{
     $output_grad `,` $input `,` $scale `,` $batch_mean `,` $batch_var
-    `epsilon` $epsilon attr-dict `:` functional-type(operands, results)
+    (`relu_output` $relu_output^)? `epsilon` $epsilon attr-dict
+    `:` functional-type(operands, results)
   }];
 }
 

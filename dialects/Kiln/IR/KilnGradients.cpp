@@ -43,9 +43,11 @@ BatchNormTrainOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGradients,
                        "reach the loss");
   if (!dy)
     return success();
-  auto backward = BatchNormBackwardOp::create(b, getLoc(), dy, getInput(),
-                                              getScale(), getBatchMean(),
-                                              getBatchVar(), getEpsilonAttr());
+  // A fused rectifier's gradient is the mask of its output.
+  Value reluOutput = getRelu() ? getOutput() : Value();
+  auto backward = BatchNormBackwardOp::create(
+      b, getLoc(), dy, getInput(), getScale(), getBatchMean(), getBatchVar(),
+      reluOutput, getEpsilonAttr());
   operandGradients[0] = backward.getInputGrad();
   operandGradients[1] = backward.getScaleGrad();
   operandGradients[2] = backward.getOffsetGrad();

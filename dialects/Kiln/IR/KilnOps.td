@@ -138,7 +138,8 @@ def Kiln_BatchNormTrainOp : Kiln_Op<"batch_norm_train", [Pure, DeclareOpInterfac
     and the running statistics for the next step:
     `new_mean = momentum * running_mean + (1 - momentum) * batch_mean`, and
     likewise for the variance with the unbiased batch variance. Statistics and
-    parameters are f32 whatever the input's element type.
+    parameters are f32 whatever the input's element type. With `relu` (set
+    by `--kiln-fuse`) the output is rectified in the same pass.
 
     Example:
 
@@ -157,7 +158,8 @@ def Kiln_BatchNormTrainOp : Kiln_Op<"batch_norm_train", [Pure, DeclareOpInterfac
     Kiln_VectorF32:$running_var,
     ConfinedAttr<F32Attr, [Kiln_FloatPositive]>:$epsilon,
     ConfinedAttr<F32Attr, [Kiln_FloatNonNegative]>:$momentum,
-    OptionalAttr<Kiln_Layout>:$layout
+    OptionalAttr<Kiln_Layout>:$layout,
+    UnitAttr:$relu
   );
   let results = (outs
     Kiln_FloatTensor:$output,
@@ -168,8 +170,8 @@ def Kiln_BatchNormTrainOp : Kiln_Op<"batch_norm_train", [Pure, DeclareOpInterfac
   );
   let assemblyFormat = [{
     $input `,` $scale `,` $offset `,` $running_mean `,` $running_var
-    `epsilon` $epsilon `momentum` $momentum (`layout` $layout^)? attr-dict
-    `:` functional-type(operands, results)
+    `epsilon` $epsilon `momentum` $momentum (`relu` $relu^)? (`layout` $layout^)?
+    attr-dict `:` functional-type(operands, results)
   }];
 }
 
@@ -178,7 +180,7 @@ def Kiln_BatchNormInferenceOp : Kiln_Op<"batch_norm_inference", [Pure, DeclareOp
   let summary = "batch normalization with fixed statistics, inference form";
   let description = [{
     `output = (input - mean) / sqrt(var + epsilon) * scale + offset`, per
-    channel (the last dimension).
+    channel (the last dimension), rectified when `relu` is set.
 
     Example:
 
@@ -195,12 +197,13 @@ def Kiln_BatchNormInferenceOp : Kiln_Op<"batch_norm_inference", [Pure, DeclareOp
     Kiln_VectorF32:$mean,
     Kiln_VectorF32:$variance,
     ConfinedAttr<F32Attr, [Kiln_FloatPositive]>:$epsilon,
-    OptionalAttr<Kiln_Layout>:$layout
+    OptionalAttr<Kiln_Layout>:$layout,
+    UnitAttr:$relu
   );
   let results = (outs Kiln_FloatTensor:$output);
   let assemblyFormat = [{
     $input `,` $scale `,` $offset `,` $mean `,` $variance `epsilon` $epsilon
-    (`layout` $layout^)? attr-dict `:` functional-type(operands, results)
+    (`relu` $relu^)? (`layout` $layout^)? attr-dict `:` functional-type(operands, results)
   }];
 }
 

@@ -144,7 +144,7 @@ static void emitStatistics(Lowering &l, Location loc, const ChannelLoops &cl,
 /// y = x * scale + shift.
 static void emitNormalize(Lowering &l, Location loc, const ChannelLoops &cl,
                           Value x, Value gamma, Value beta, Value mean,
-                          Value var, float epsilon, Value y) {
+                          Value var, float epsilon, Value y, bool relu) {
   OpBuilder &b = l.b;
   Value scale = l.temporary(loc, {cl.c}, b.getF32Type());
   Value shift = l.temporary(loc, {cl.c}, b.getF32Type());
@@ -162,6 +162,11 @@ static void emitNormalize(Lowering &l, Location loc, const ChannelLoops &cl,
             {cl.full, cl.channel, cl.channel, cl.full}, cl.parallel,
             [&](OpBuilder &nb, Location loc, ValueRange a) {
               Value v = math::FmaOp::create(nb, loc, widen(nb, loc, a[0]), a[1], a[2]);
+              // A fused rectifier costs nothing in the same pass.
+              if (relu)
+                v = arith::MaximumFOp::create(
+                    nb, loc, v,
+                    arith::ConstantOp::create(nb, loc, nb.getF32FloatAttr(0.0f)));
               yield(nb, loc, narrowTo(nb, loc, v, y));
             });
 }
@@ -179,7 +184,7 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
     emitStatistics(l, loc, cl, x, mean, var);
     emitNormalize(l, loc, cl, x, l.view(bn.getScale()), l.view(bn.getOffset()),
                   mean, var, bn.getEpsilon().convertToFloat(),
-                  l.viewAs(bn.getOutput(), {cl.m, cl.c}));
+                  l.viewAs(bn.getOutput(), {cl.m, cl.c}), bn.getRelu());
     // Running statistics with the unbiased variance (Bessel's correction;
     // none for a single element per channel, as TF does).
     double momentum = bn.getMomentum().convertToFloat();
@@ -208,7 +213,7 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
                   l.view(bn.getScale()), l.view(bn.getOffset()),
                   l.view(bn.getMean()), l.view(bn.getVariance()),
                   bn.getEpsilon().convertToFloat(),
-                  l.viewAs(bn.getOutput(), {cl.m, cl.c}));
+                  l.viewAs(bn.getOutput(), {cl.m, cl.c}), bn.getRelu());
     return success();
   }
 
@@ -226,11 +231,28 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
                                      nb, loc, arith::AddFOp::create(nb, loc, a[0], eps))
                                      .getResult());
                 });
+  // With a fused rectifier, dy counts only where its output is positive.
+  Value reluOutput =
+      bn.getReluOutput() ? l.viewAs(bn.getReluOutput(), {cl.m, cl.c}) : Value();
+  auto masked = [&](OpBuilder &nb, Location loc, Value g, ValueRange rest) {
+    if (!reluOutput)
+      return g;
+    Value zero = arith::ConstantOp::create(nb, loc, nb.getF32FloatAttr(0.0f));
+    Value positive = arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OGT,
+                                           widen(nb, loc, rest[0]), zero);
+    return arith::SelectOp::create(nb, loc, positive, g, zero).getResult();
+  };
+  SmallVector<Value> rows = {dy, x};
+  if (reluOutput)
+    rows.push_back(reluOutput);
+  size_t shift = rows.size() - 2;
   // dbeta = sum dy, dgamma = sum dy * xhat.
   blockedChannelSums(
-      l, loc, cl, ValueRange{dy, x}, ValueRange{mean, rstd},
-      ValueRange{dgamma, dbeta}, [&](OpBuilder &nb, Location loc, ValueRange a) {
-              Value g = widen(nb, loc, a[0]);
+      l, loc, cl, rows, ValueRange{mean, rstd},
+      ValueRange{dgamma, dbeta}, [&](OpBuilder &nb, Location loc, ValueRange in) {
+              SmallVector<Value> a = {in[0], in[1]};
+              a.append(in.begin() + 2 + shift, in.end());
+              Value g = masked(nb, loc, widen(nb, loc, a[0]), in.slice(2, shift));
               Value xhat = arith::MulFOp::create(
                   nb, loc, arith::SubFOp::create(nb, loc, widen(nb, loc, a[1]), a[2]),
                   a[3]);
@@ -259,13 +281,18 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
                   yield(nb, loc, ValueRange{kk, kk2, kk3});
                 });
   Value dx = l.viewAs(bn.getInputGrad(), {cl.m, cl.c});
-  l.generic(loc, ValueRange{dy, x, mean, k, k2, k3}, dx,
-            {cl.full, cl.full, cl.channel, cl.channel, cl.channel, cl.channel,
-             cl.full},
-            cl.parallel, [&](OpBuilder &nb, Location loc, ValueRange a) {
+  SmallVector<Value> dxInputs = rows;
+  dxInputs.append({mean, k, k2, k3});
+  SmallVector<AffineMap> dxMaps(rows.size(), cl.full);
+  dxMaps.append({cl.channel, cl.channel, cl.channel, cl.channel, cl.full});
+  l.generic(loc, dxInputs, dx, dxMaps,
+            cl.parallel, [&](OpBuilder &nb, Location loc, ValueRange in) {
+              SmallVector<Value> a = {in[0], in[1]};
+              a.append(in.begin() + 2 + shift, in.end());
+              Value g = masked(nb, loc, widen(nb, loc, a[0]), in.slice(2, shift));
               Value centered =
                   arith::SubFOp::create(nb, loc, widen(nb, loc, a[1]), a[2]);
-              Value v = math::FmaOp::create(nb, loc, a[3], widen(nb, loc, a[0]), a[5]);
+              Value v = math::FmaOp::create(nb, loc, a[3], g, a[5]);
               v = math::FmaOp::create(nb, loc, a[4], centered, v);
               yield(nb, loc, narrowTo(nb, loc, v, dx));
             });
