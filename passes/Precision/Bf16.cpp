@@ -51,7 +51,7 @@ LogicalResult castToBf16(func::FuncOp func) {
   OpBuilder builder(func.getContext());
   Type bf16 = builder.getBF16Type(), f32 = builder.getF32Type();
   DenseMap<std::pair<Value, Type>, Value> casts;
-  auto castTo = [&](Operation *user, Value value, Type element) -> Value {
+  auto castTo = [&](Value value, Type element) -> Value {
     auto type = dyn_cast<RankedTensorType>(value.getType());
     if (!type || type.getElementType() == element)
       return value;
@@ -61,7 +61,6 @@ LogicalResult castToBf16(func::FuncOp func) {
       cached = CastOp::create(builder, value.getLoc(),
                               withElement(value.getType(), element), value);
     }
-    (void)user;
     return cached;
   };
 
@@ -74,7 +73,7 @@ LogicalResult castToBf16(func::FuncOp func) {
       // Anything else sees the f32 values it was written for.
       for (OpOperand &operand : op.getOpOperands())
         if (isBf16Tensor(operand.get()))
-          operand.set(castTo(&op, operand.get(), f32));
+          operand.set(castTo(operand.get(), f32));
       continue;
     }
     SmallVector<unsigned> indices = precision.getPrecisionOperands();
@@ -95,7 +94,7 @@ LogicalResult castToBf16(func::FuncOp func) {
       break;
     }
     for (unsigned i : indices)
-      op.setOperand(i, castTo(&op, op.getOperand(i), target));
+      op.setOperand(i, castTo(op.getOperand(i), target));
     if (failed(refreshResultTypes(&op)))
       return failure();
   }
@@ -105,7 +104,7 @@ LogicalResult castToBf16(func::FuncOp func) {
   for (auto [operand, type] :
        llvm::zip(ret->getOpOperands(), func.getResultTypes()))
     if (operand.get().getType() != type)
-      operand.set(castTo(ret, operand.get(),
+      operand.set(castTo(operand.get(),
                          cast<RankedTensorType>(type).getElementType()));
 
   // An input only ever used in bf16 is delivered in bf16 (the input pipeline
