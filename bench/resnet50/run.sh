@@ -44,7 +44,7 @@ print(json.dumps({"system": "kiln", "precision": sys.argv[2], "images_per_sec": 
                   "compile_sec": float(sys.argv[3]), "peak_rss_mib": int(sys.argv[4]) / 1024}))
 PY
   GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736 \
-    python3 bench/resnet50/pytorch_resnet50.py --precision $precision --steps "$steps" \
+    /usr/bin/python3 bench/resnet50/pytorch_resnet50.py --precision $precision --steps "$steps" \
     >> "$results"
 done
 python3 bench/resnet50/report.py "$results" "$out"
