@@ -263,16 +263,18 @@ def KilnExportSaProgram : Pass<"kiln-export-sa-program", "mlir::ModuleOp"> {
 }
 
 def KilnOutlineParallelLoops : Pass<"kiln-outline-parallel-loops", "mlir::ModuleOp"> {
-  let summary = "Runs the parallel loops of compiled steps on the runtime's thread pool";
+  let summary = "Runs the loops of compiled steps as kernels, the parallel ones on the thread pool";
   let description = [{
     Each top-level `scf.parallel` of a `kiln_model_*` function with constant
-    bounds becomes a private kernel `(arena, begin, end)` that runs the loop
-    over `[begin, end)` of its first dimension, and the step calls
-    `kiln_rt_parallel_for(ctx, kernel, arena, begin, end)`, which splits the
-    range over the threads (docs/model-abi.md). What the loop uses from the
-    step is recomputed in the kernel from the arena; a loop that needs
-    anything else, or has fewer than `min-elements` iterations in all, stays
-    in the step.
+    bounds, step 1 and at least `min-elements` iterations in all (nested
+    serial loops included) becomes a private kernel `(arena, begin, end)`
+    that runs the loop over `[begin, end)` of its first dimension, and the
+    step calls `kiln_rt_parallel_for(ctx, kernel, arena, begin, end)`, which
+    splits the range over the threads (docs/model-abi.md). Other top-level
+    loops without results become kernels called directly, so a step is a
+    short sequence of calls. What a loop uses from the step is recomputed in
+    the kernel from the arena; a loop that needs anything else (such as the
+    runtime context) stays in the step.
   }];
   let options = [
     Option<"minElements", "min-elements", "int64_t", /*default=*/"4096",

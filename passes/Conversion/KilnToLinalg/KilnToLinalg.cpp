@@ -21,10 +21,6 @@ namespace kiln {
 #define GEN_PASS_DEF_KILNLOWERTOLINALG
 #include "passes/Passes.h.inc"
 
-static StringRef initializerName(Initializer init) {
-  return stringifyInitializer(init);
-}
-
 static llvm::json::Array shapeJson(ArrayRef<int64_t> shape) {
   llvm::json::Array array;
   for (int64_t d : shape)
@@ -43,7 +39,7 @@ static llvm::json::Array describeVariables(ModuleOp module,
         {"offset", layout.offsets.lookup(variable.getSymName())},
         {"shape", shapeJson(type.getShape())},
         {"dtype", type.getElementType().isF64() ? "f64" : "f32"},
-        {"init", initializerName(variable.getInit())}};
+        {"init", stringifyInitializer(variable.getInit())}};
     if (auto std = variable.getStd())
       object["std"] = std->convertToDouble();
     if (ElementsAttr value = variable.getValueAttr()) {
