@@ -9,29 +9,12 @@
 #ifndef KILN_SIM_STATUS_H
 #define KILN_SIM_STATUS_H
 
-#include <string>
-#include <utility>
+#include "kiln/ref/status.h"
 
 namespace kiln::sim {
 
-class [[nodiscard]] Status {
-public:
-  Status() = default;
-  static Status success() { return Status(); }
-  static Status error(std::string message) {
-    Status s;
-    s.failed = true;
-    s.msg = std::move(message);
-    return s;
-  }
-  bool ok() const { return !failed; }
-  explicit operator bool() const { return ok(); }
-  const std::string &message() const { return msg; }
-
-private:
-  bool failed = false;
-  std::string msg;
-};
+/// The reference kernels' status (kiln_sim links kiln_ref for bf16 rounding).
+using Status = ::kiln::ref::Status;
 
 #define KILN_SIM_RETURN_IF_ERROR(expr)                                         \
   do {                                                                         \
