@@ -267,14 +267,17 @@ def KilnOutlineParallelLoops : Pass<"kiln-outline-parallel-loops", "mlir::Module
   let description = [{
     Each top-level `scf.parallel` of a `kiln_model_*` function with constant
     bounds, step 1 and at least `min-elements` iterations in all (nested
-    serial loops included) becomes a private kernel `(arena, begin, end)`
-    that runs the loop over `[begin, end)` of its first dimension, and the
-    step calls `kiln_rt_parallel_for(ctx, kernel, arena, begin, end)`, which
+    serial loops included) becomes a private kernel
+    `(arena, begin, end, table)` that runs the loop over `[begin, end)` of its
+    first dimension, and the step calls
+    `kiln_rt_parallel_for(ctx, kernel, arena, begin, end, table)`, which
     splits the range over the threads (docs/model-abi.md). Other top-level
     loops without results become kernels called directly, so a step is a
     short sequence of calls. What a loop uses from the step is recomputed in
     the kernel from the arena; a loop that needs anything else (such as the
-    runtime context) stays in the step.
+    runtime context) stays in the step. The arena offsets of the kernel's
+    views come from `table`, a constant `memref.global` per call, so loops
+    that differ only in their buffers' offsets share one kernel.
   }];
   let options = [
     Option<"minElements", "min-elements", "int64_t", /*default=*/"4096",

@@ -1,6 +1,7 @@
 //===- manifest.cpp - Parsing and validating the model manifest -----------===//
 
 #include "kiln/rt/exec/manifest.h"
+#include "kiln/rt/model.h"
 
 #include "json.h" // kiln_safetensors' minimal JSON reader (runtime/checkpoint)
 
@@ -762,11 +763,12 @@ Status Parser::parse(const Value &root) {
   const Value *field;
   KILN_RETURN_IF_ERROR(require(root, "abi", "", field));
   KILN_RETURN_IF_ERROR(getInt(*field, "abi", m.abi));
-  if (m.abi != 1)
+  if (m.abi != KILN_RT_MODEL_ABI_VERSION)
     return error("abi", "the model was compiled for model ABI " +
                             std::to_string(m.abi) +
-                            ", but this runtime implements ABI 1; rebuild it "
-                            "with a matching kilnc");
+                            ", but this runtime implements ABI " +
+                            std::to_string(KILN_RT_MODEL_ABI_VERSION) +
+                            "; rebuild it with a matching kilnc");
   KILN_RETURN_IF_ERROR(require(root, "model", "", field));
   KILN_RETURN_IF_ERROR(getString(*field, "model", m.model));
   KILN_RETURN_IF_ERROR(require(root, "batch", "", field));

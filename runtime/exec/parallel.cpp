@@ -22,8 +22,16 @@ int omp_get_max_threads(void);
 namespace {
 struct LoopTask {
   kiln_rt_loop_kernel_t kernel;
-  uint8_t *allocated, *aligned;
-  int64_t offset, size, stride, begin, end;
+  uint8_t *arenaAllocated, *arenaAligned;
+  int64_t arenaOffset, arenaSize, arenaStride, begin, end;
+  const int64_t *tableAllocated, *tableAligned;
+  int64_t tableOffset, tableSize, tableStride;
+
+  void run(int64_t from, int64_t to) const {
+    kernel(arenaAllocated, arenaAligned, arenaOffset, arenaSize, arenaStride,
+           from, to, tableAllocated, tableAligned, tableOffset, tableSize,
+           tableStride);
+  }
 };
 
 void runChunk(void *data) {
@@ -34,22 +42,23 @@ void runChunk(void *data) {
   int64_t begin = task.begin + thread * chunk;
   int64_t end = std::min(task.end, begin + chunk);
   if (begin < end)
-    task.kernel(task.allocated, task.aligned, task.offset, task.size,
-                task.stride, begin, end);
+    task.run(begin, end);
 }
 } // namespace
 
 extern "C" void kiln_rt_parallel_for(kiln_rt_context_t *ctx,
                                      kiln_rt_loop_kernel_t kernel,
-                                     uint8_t *allocated, uint8_t *aligned,
-                                     int64_t offset, int64_t size,
-                                     int64_t stride, int64_t begin,
-                                     int64_t end) {
+                                     KILN_RT_MEMREF1D(uint8_t, arena),
+                                     int64_t begin, int64_t end,
+                                     KILN_RT_MEMREF1D(const int64_t, table)) {
   (void)ctx;
-  LoopTask task{kernel, allocated, aligned, offset, size, stride, begin, end};
+  LoopTask task{kernel,       arena_allocated, arena_aligned, arena_offset,
+                arena_size,   arena_stride,    begin,         end,
+                table_allocated, table_aligned, table_offset,  table_size,
+                table_stride};
   int64_t threads = std::min<int64_t>(omp_get_max_threads(), end - begin);
   if (threads <= 1) {
-    kernel(allocated, aligned, offset, size, stride, begin, end);
+    task.run(begin, end);
     return;
   }
   GOMP_parallel(runChunk, &task, unsigned(threads), 0);

@@ -267,7 +267,7 @@ LogicalResult lowerKilnToLinalg(ModuleOp module) {
                             "@train_step nor @eval_step");
 
   llvm::json::Object manifest{
-      {"abi", 1},
+      {"abi", 2}, // KILN_RT_MODEL_ABI_VERSION (runtime/include/kiln/rt/model.h)
       {"model", module.getSymName() ? *module.getSymName() : "model"},
       {"batch", batch},
       {"arena_bytes", arenaBytes},

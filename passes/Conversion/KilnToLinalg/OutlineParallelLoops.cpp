@@ -13,7 +13,12 @@
 //
 // A kernel reaches its data through the arena, so everything the loop uses
 // from outside (views, constants, scalars loaded from the arena) is
-// recomputed inside it; a loop that uses anything else stays serial.
+// recomputed inside it; a loop that uses anything else stays serial. The
+// byte offsets of its arena views are not baked in: they come from a
+// constant table the call passes, so loops that differ only in where their
+// buffers live (the repeated blocks of a ResNet, forward and eval) share one
+// kernel. That divides ResNet-50's kernels by three, and LLVM's time with
+// them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,7 +31,10 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
+
+#include <map>
 
 using namespace mlir;
 
@@ -61,6 +69,75 @@ static int64_t constantIndex(Value v) {
   return -1;
 }
 
+/// Leaves one constant per value at the start of `block`, in a fixed order,
+/// so that kernels are compared by what they compute, not by which constants
+/// the step happened to share between their loops.
+static void canonicalizeConstants(Block &block) {
+  std::map<std::string, Operation *> unique;
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    if (!isa<arith::ConstantOp>(op))
+      continue;
+    std::string key;
+    llvm::raw_string_ostream os(key);
+    op.getAttr("value").print(os);
+    auto [it, inserted] = unique.try_emplace(key, &op);
+    if (!inserted) {
+      op.getResult(0).replaceAllUsesWith(it->second->getResult(0));
+      op.erase();
+    }
+  }
+  for (auto &[key, op] : llvm::reverse(unique))
+    op->moveBefore(&block, block.begin());
+}
+
+/// Clones `slice` and then `loop` into the entry block of `kernel`. Views of
+/// the arena at constant offsets take their offset from the kernel's table
+/// argument instead; the offsets go to `offsets`, in table order.
+static Operation *cloneIntoKernel(func::FuncOp kernel, Value arena,
+                                  ArrayRef<Operation *> slice, Operation *loop,
+                                  SmallVectorImpl<int64_t> &offsets) {
+  Block *entry = &kernel.front();
+  Value kernelArena = entry->getArgument(0);
+  Value table = entry->getArgument(3);
+  OpBuilder kb = OpBuilder::atBlockBegin(entry);
+  IRMapping mapping;
+  mapping.map(arena, kernelArena);
+  for (Operation *op : slice) {
+    Operation *clone = kb.clone(*op, mapping);
+    auto view = dyn_cast<memref::ViewOp>(clone);
+    int64_t shift = view ? constantIndex(view.getByteShift()) : -1;
+    if (shift < 0 || view.getSource() != kernelArena)
+      continue;
+    Location loc = view.getLoc();
+    OpBuilder vb(view);
+    Value slot = arith::ConstantIndexOp::create(vb, loc, offsets.size());
+    Value entryValue = memref::LoadOp::create(vb, loc, table, slot);
+    view.getByteShiftMutable().assign(
+        arith::IndexCastOp::create(vb, loc, vb.getIndexType(), entryValue));
+    offsets.push_back(shift);
+  }
+  Operation *clone = kb.clone(*loop, mapping);
+  func::ReturnOp::create(kb, loop->getLoc());
+  // The constants the views no longer use would tell kernels apart.
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*entry)))
+    if (isOpTriviallyDead(&op))
+      op.erase();
+  canonicalizeConstants(*entry);
+  return clone;
+}
+
+/// The text of `kernel` under a fixed name: equal texts mean kernels that
+/// compute the same thing from the same arguments.
+static std::string kernelKey(func::FuncOp kernel) {
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  StringAttr name = kernel.getSymNameAttr();
+  kernel.setSymName("kiln_kernel");
+  kernel->print(os, OpPrintingFlags().useLocalScope());
+  kernel.setSymNameAttr(name);
+  return key;
+}
+
 namespace {
 struct OutlineParallelLoopsPass
     : impl::KilnOutlineParallelLoopsBase<OutlineParallelLoopsPass> {
@@ -77,10 +154,34 @@ struct OutlineParallelLoopsPass
 
     OpBuilder builder(ctx);
     auto arenaType = MemRefType::get({ShapedType::kDynamic}, builder.getI8Type());
+    auto tableType = MemRefType::get({ShapedType::kDynamic}, builder.getI64Type());
     auto kernelType = builder.getFunctionType(
-        {arenaType, builder.getIndexType(), builder.getIndexType()}, {});
+        {arenaType, builder.getIndexType(), builder.getIndexType(), tableType},
+        {});
     bool declared = false;
     unsigned counter = 0;
+    llvm::StringMap<func::FuncOp> kernelsByKey;
+    std::map<SmallVector<int64_t>, memref::GlobalOp> tables;
+    // The offset table of one call, shared by calls with the same offsets.
+    auto tableFor = [&](ArrayRef<int64_t> offsets) {
+      SmallVector<int64_t> key(offsets);
+      if (key.empty())
+        key.push_back(0);
+      memref::GlobalOp &global = tables[key];
+      if (!global) {
+        std::string name = "kiln_offsets_" + std::to_string(tables.size() - 1);
+        OpBuilder gb = OpBuilder::atBlockBegin(module.getBody());
+        auto type = MemRefType::get({int64_t(key.size())}, gb.getI64Type());
+        auto value = DenseElementsAttr::get(
+            RankedTensorType::get(type.getShape(), gb.getI64Type()),
+            ArrayRef<int64_t>(key));
+        global = memref::GlobalOp::create(
+            gb, module.getLoc(), name, gb.getStringAttr("private"),
+            type, value, /*constant=*/true, /*alignment=*/nullptr);
+        symbols.insert(global);
+      }
+      return global;
+    };
     for (func::FuncOp step : steps) {
       Value context = step.getArgument(0), arena = step.getArgument(1);
       SmallVector<Operation *> loops;
@@ -127,31 +228,44 @@ struct OutlineParallelLoopsPass
           continue;
 
         // The kernel: the same loop; a parallel one over [begin, end) of its
-        // first dimension.
+        // first dimension. An identical kernel made earlier is reused.
         builder.setInsertionPoint(step);
-        std::string name = ("kiln_kernel_" + Twine(counter++)).str();
-        auto kernel = func::FuncOp::create(builder, loop->getLoc(), name, kernelType);
+        auto kernel = func::FuncOp::create(builder, loop->getLoc(),
+                                           "kiln_kernel", kernelType);
         kernel.setPrivate();
-        symbols.insert(kernel);
         Block *entry = kernel.addEntryBlock();
-        OpBuilder kb = OpBuilder::atBlockBegin(entry);
-        IRMapping mapping;
-        mapping.map(arena, entry->getArgument(0));
-        for (Operation *op : slice)
-          kb.clone(*op, mapping);
-        Operation *clone = kb.clone(*loop, mapping);
-        func::ReturnOp::create(kb, loop->getLoc());
+        SmallVector<int64_t> offsets;
+        Operation *clone =
+            cloneIntoKernel(kernel, arena, slice.getArrayRef(), loop, offsets);
+        if (runParallel) {
+          auto parallelClone = cast<scf::ParallelOp>(clone);
+          parallelClone.getLowerBoundMutable()[0].assign(entry->getArgument(1));
+          parallelClone.getUpperBoundMutable()[0].assign(entry->getArgument(2));
+        }
+        func::FuncOp &existing = kernelsByKey[kernelKey(kernel)];
+        if (existing) {
+          kernel.erase();
+          kernel = existing;
+        } else {
+          kernel.setSymName(("kiln_kernel_" + Twine(counter++)).str());
+          symbols.insert(kernel);
+          existing = kernel;
+        }
+
         builder.setInsertionPoint(loop);
+        Location loc = loop->getLoc();
+        memref::GlobalOp global = tableFor(offsets);
+        Value table = memref::CastOp::create(
+            builder, loc, tableType,
+            memref::GetGlobalOp::create(builder, loc, global.getType(),
+                                        global.getSymName()));
         if (!runParallel) {
-          Value zero = arith::ConstantIndexOp::create(builder, loop->getLoc(), 0);
-          func::CallOp::create(builder, loop->getLoc(), kernel,
-                               ValueRange{arena, zero, zero});
+          Value zero = arith::ConstantIndexOp::create(builder, loc, 0);
+          func::CallOp::create(builder, loc, kernel,
+                               ValueRange{arena, zero, zero, table});
           loop->erase();
           continue;
         }
-        auto parallelClone = cast<scf::ParallelOp>(clone);
-        parallelClone.getLowerBoundMutable()[0].assign(entry->getArgument(1));
-        parallelClone.getUpperBoundMutable()[0].assign(entry->getArgument(2));
 
         if (!declared) {
           OpBuilder db = OpBuilder::atBlockBegin(module.getBody());
@@ -159,17 +273,17 @@ struct OutlineParallelLoopsPass
               db, module.getLoc(), kParallelFor,
               db.getFunctionType({LLVM::LLVMPointerType::get(ctx), kernelType,
                                   arenaType, db.getIndexType(),
-                                  db.getIndexType()},
+                                  db.getIndexType(), tableType},
                                  {}));
           decl.setPrivate();
           declared = true;
         }
-        Value fn = func::ConstantOp::create(builder, loop->getLoc(), kernelType,
+        Value fn = func::ConstantOp::create(builder, loc, kernelType,
                                             SymbolRefAttr::get(kernel));
-        func::CallOp::create(builder, loop->getLoc(), kParallelFor, TypeRange{},
+        func::CallOp::create(builder, loc, kParallelFor, TypeRange{},
                              ValueRange{context, fn, arena,
                                         parallel.getLowerBound()[0],
-                                        parallel.getUpperBound()[0]});
+                                        parallel.getUpperBound()[0], table});
         loop->erase();
       }
     }

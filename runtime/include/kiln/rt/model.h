@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-#define KILN_RT_MODEL_ABI_VERSION 1
+#define KILN_RT_MODEL_ABI_VERSION 2
 
 /* The runtime's per-process state (kernels, communicator). Opaque to the
  * generated code, which only passes it back. */
@@ -70,21 +70,25 @@ void kiln_rt_allreduce_start(kiln_rt_context_t *ctx, int32_t bucket_id);
 /* Blocks until bucket `bucket_id`'s average is in its tensors. */
 void kiln_rt_allreduce_wait(kiln_rt_context_t *ctx, int32_t bucket_id);
 
+/* MLIR's expanded descriptor of a one-dimensional memref. */
+#define KILN_RT_MEMREF1D(T, name)                                              \
+  T *name##_allocated, T *name##_aligned, int64_t name##_offset,               \
+      int64_t name##_size, int64_t name##_stride
+
 /* A kernel of a compiled step: runs one loop over [begin, end) of its first
- * dimension. The arena comes as MLIR's expanded memref<?xi8> descriptor
- * (allocated, aligned, offset, size, stride). */
-typedef void (*kiln_rt_loop_kernel_t)(uint8_t *allocated, uint8_t *aligned,
-                                      int64_t offset, int64_t size,
-                                      int64_t stride, int64_t begin,
-                                      int64_t end);
+ * dimension. The arena comes as a memref<?xi8>; `table` (a memref<?xi64>)
+ * holds the byte offsets in the arena of the buffers this call works on, so
+ * that calls differing only in those share one kernel. */
+typedef void (*kiln_rt_loop_kernel_t)(KILN_RT_MEMREF1D(uint8_t, arena),
+                                      int64_t begin, int64_t end,
+                                      KILN_RT_MEMREF1D(const int64_t, table));
 
 /* Runs `kernel` over [begin, end) split into one contiguous chunk per thread
  * of the runtime's pool (the OpenMP pool oneDNN uses), and returns when all
  * are done. */
 void kiln_rt_parallel_for(kiln_rt_context_t *ctx, kiln_rt_loop_kernel_t kernel,
-                          uint8_t *allocated, uint8_t *aligned, int64_t offset,
-                          int64_t size, int64_t stride, int64_t begin,
-                          int64_t end);
+                          KILN_RT_MEMREF1D(uint8_t, arena), int64_t begin,
+                          int64_t end, KILN_RT_MEMREF1D(const int64_t, table));
 
 #ifdef __cplusplus
 } /* extern "C" */
