@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""PyTorch's side of bench/fmnist/run.sh: the same ResNet-20 as
+models/fmnist_resnet20.mlir (basic blocks [3, 3, 3], widths 16/32/64,
+projection shortcuts, BN momentum 0.1, eps 1e-5), trained with the same recipe
+(batch 128, SGD Nesterov 0.9, weight decay 5e-4, LR 0.1 with one epoch of
+linear warmup then cosine decay, 2-pixel pad + random crop + horizontal flip)
+on the Debian dataset-fashion-mnist files. Augmentation runs on whole batches
+in torch, so no DataLoader overhead is charged to PyTorch. Prints one JSON
+line per epoch with its time and test top-1."""
+
+import argparse
+import gzip
+import json
+import math
+import os
+import resource
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+MEAN, STD = 0.2860, 0.3530  # Fashion-MNIST training-set pixel statistics
+
+
+def load_idx(path):
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    dims = data[3]
+    shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(dims)]
+    return np.frombuffer(data, np.uint8, offset=4 + 4 * dims).reshape(shape)
+
+
+class Block(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or cin != cout:
+            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                          nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return F.relu(y + self.shortcut(x))
+
+
+class ResNet20(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 16, 3, 1, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(16)
+        layers, cin = [], 16
+        for i, width in enumerate([16, 32, 64]):
+            for j in range(3):
+                layers.append(Block(cin, width, 2 if i > 0 and j == 0 else 1))
+                cin = width
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(64, 10)
+
+    def forward(self, x):
+        x = self.layers(F.relu(self.bn1(self.conv1(x))))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+def augment(images, generator):
+    """2-pixel zero pad (black, before normalization), random 28x28 crop and
+    horizontal flip, per image."""
+    n = images.shape[0]
+    padded = F.pad(images, (2, 2, 2, 2), value=(0 - MEAN) / STD)
+    dx = torch.randint(0, 5, (n,), generator=generator)
+    dy = torch.randint(0, 5, (n,), generator=generator)
+    rows = (dy[:, None] + torch.arange(28)[None, :])[:, None, :, None].expand(n, 1, 28, 32)
+    cropped = padded.gather(2, rows)
+    cols = (dx[:, None] + torch.arange(28)[None, :])[:, None, None, :].expand(n, 1, 28, 28)
+    cropped = cropped.gather(3, cols)
+    flip = torch.rand(n, generator=generator) < 0.5
+    cropped[flip] = cropped[flip].flip(3)
+    return cropped
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--schedule-epochs", type=int, default=3,
+                   help="length of the cosine schedule (the recipe's 3 epochs)")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--channels-last", action="store_true")
+    p.add_argument("--eval", action="store_true")
+    args = p.parse_args()
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    generator = torch.Generator().manual_seed(0)
+    d = args.data
+    train_x = torch.from_numpy(load_idx(os.path.join(d, "train-images-idx3-ubyte.gz")).copy())
+    train_y = torch.from_numpy(load_idx(os.path.join(d, "train-labels-idx1-ubyte.gz")).astype(np.int64))
+    test_x = torch.from_numpy(load_idx(os.path.join(d, "t10k-images-idx3-ubyte.gz")).copy())
+    test_y = torch.from_numpy(load_idx(os.path.join(d, "t10k-labels-idx1-ubyte.gz")).astype(np.int64))
+    normalize = lambda x: ((x.float() / 255.0 - MEAN) / STD).unsqueeze(1)
+    train_x, test_x = normalize(train_x), normalize(test_x)
+
+    fmt = torch.channels_last if args.channels_last else torch.contiguous_format
+    model = ResNet20().to(memory_format=fmt)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True,
+                                weight_decay=5e-4)
+    steps_per_epoch = math.ceil(len(train_x) / args.batch)
+    total = steps_per_epoch * args.schedule_epochs
+
+    def lr_at(step):
+        if step < steps_per_epoch:
+            return 0.1 * step / steps_per_epoch
+        t = (step - steps_per_epoch) / max(1, total - steps_per_epoch)
+        return 0.05 * (1 + math.cos(math.pi * min(t, 1.0)))
+
+    step = 0
+    for epoch in range(args.epochs):
+        model.train()
+        order = torch.randperm(len(train_x), generator=generator)
+        start = time.perf_counter()
+        for i in range(steps_per_epoch):
+            idx = order[i * args.batch:(i + 1) * args.batch]
+            x = augment(train_x[idx], generator).contiguous(memory_format=fmt)
+            for g in optimizer.param_groups:
+                g["lr"] = lr_at(step)
+            optimizer.zero_grad(set_to_none=True)
+            loss = F.cross_entropy(model(x), train_y[idx])
+            loss.backward()
+            optimizer.step()
+            step += 1
+        seconds = time.perf_counter() - start
+        row = {"system": "pytorch", "epoch": epoch + 1, "epoch_sec": seconds,
+               "images_per_sec": len(train_x) / seconds, "channels_last": args.channels_last,
+               "threads": args.threads, "loss": loss.item(),
+               "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+               "torch": torch.__version__}
+        if args.eval:
+            model.eval()
+            with torch.no_grad():
+                correct = sum((model(test_x[i:i + 1000].contiguous(memory_format=fmt))
+                               .argmax(1) == test_y[i:i + 1000]).sum().item()
+                              for i in range(0, len(test_x), 1000))
+            row["top1"] = correct / len(test_x)
+        print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
