@@ -3,9 +3,12 @@
 #include "compiler/Driver/Driver.h"
 
 #include "compiler/InitAll.h"
+#include "compiler/Target/Systolic/SaToProgram.h"
 #include "compiler/Target/X86/X86Target.h"
+#include "dialects/Kiln/IR/KilnOps.h"
 #include "passes/Analysis/ModelStats.h"
 #include "passes/Conversion/KilnToLinalg/KilnToLinalg.h"
+#include "passes/Optimizer/Optimizer.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -14,6 +17,10 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/GlobalVariable.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
@@ -26,6 +33,9 @@
 
 #ifdef KILN_HAVE_RUNTIME
 #include "link_config.h"
+#endif
+#ifdef KILN_HAVE_SIMHOST
+#include "simhost_link_config.h"
 #endif
 
 using namespace mlir;
@@ -102,23 +112,18 @@ static LogicalResult runPasses(ModuleOp module,
   return pm.run(module);
 }
 
-/// Links the object with the runtime into an executable.
-static int link(const std::string &object, const std::string &output) {
+/// Links the object with a runtime's archives (`runtimeArgs`, the link line
+/// of link_config.h or simhost_link_config.h) into an executable.
+static int link(const std::string &object, const std::string &output,
+                llvm::ArrayRef<llvm::StringRef> runtimeArgs) {
   llvm::ErrorOr<std::string> clang = llvm::sys::findProgramByName("clang++-22");
   if (!clang) {
     llvm::errs() << "kilnc: cannot find clang++-22 to link with\n";
     return 1;
   }
-#ifdef KILN_HAVE_RUNTIME
   SmallVector<llvm::StringRef> args = {*clang, "-fuse-ld=lld", object, "-o",
-                                       output, KILN_RT_LINK_ARGS};
-#else
-  (void)object;
-  (void)output;
-  llvm::errs() << "kilnc: this build has no runtime (KILN_BUILD_RUNTIME=OFF); "
-                  "use --emit=obj\n";
-  return 1;
-#endif
+                                       output};
+  args.append(runtimeArgs.begin(), runtimeArgs.end());
   std::string error;
   int status = llvm::sys::ExecuteAndWait(*clang, args, std::nullopt, {}, 0, 0,
                                          &error);
@@ -130,6 +135,230 @@ static int link(const std::string &object, const std::string &output) {
   return 0;
 }
 
+/// The x86 runtime's link line (runtime/exec).
+static int linkX86(const std::string &object, const std::string &output) {
+#ifdef KILN_HAVE_RUNTIME
+  return link(object, output, {KILN_RT_LINK_ARGS});
+#else
+  (void)object;
+  (void)output;
+  llvm::errs() << "kilnc: this build has no runtime (KILN_BUILD_RUNTIME=OFF); "
+                  "use --emit=obj\n";
+  return 1;
+#endif
+}
+
+//===----------------------------------------------------------------------===//
+// The systolic target
+//===----------------------------------------------------------------------===//
+
+/// The names of a schedule's parameter slots, as the x86 manifest writes
+/// them (KilnToLinalg's scheduleSlots): the runtime's --lr/--warmup-steps
+/// aliases resolve against these.
+static llvm::json::Array scheduleSlotNames(Schedule kind, int64_t count) {
+  SmallVector<std::string> names;
+  switch (kind) {
+  case Schedule::Constant:
+    names = {"lr"};
+    break;
+  case Schedule::LinearWarmupLinearDecay:
+    names = {"lr", "warmup_steps", "peak_lr", "total_steps"};
+    break;
+  case Schedule::WarmupPolynomialDecay:
+    names = {"lr", "warmup_steps", "total_steps", "end_lr", "power"};
+    break;
+  case Schedule::StepDecay:
+    names = {"lr", "warmup_init_lr", "warmup_steps", "factor"};
+    for (int64_t i = 4; i < count; ++i)
+      names.push_back("boundary" + std::to_string(i - 4));
+    break;
+  case Schedule::CosineDecay:
+    names = {"lr", "warmup_init_lr", "warmup_steps", "total_steps", "end_lr"};
+    break;
+  }
+  llvm::json::Array slots;
+  for (const std::string &name : names)
+    slots.push_back(name);
+  return slots;
+}
+
+/// The info JSON of kiln/rt/sa_program.h: which program buffers are the
+/// step's images, labels, step counter, loss, logits and learning rate (the
+/// conversion binds arguments and results by position), and the schedule's
+/// slot names. Fails if the training step does not have the shape the host
+/// runtime drives.
+static FailureOr<std::string> describeProgram(ModuleOp module,
+                                              const CompileOptions &options) {
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!step)
+    return module.emitError("kilnc: no train_step function"), failure();
+  llvm::json::Object inputs, outputs;
+  FunctionType type = step.getFunctionType();
+  for (unsigned i = 0; i < type.getNumInputs(); ++i) {
+    auto t = dyn_cast<RankedTensorType>(type.getInput(i));
+    std::string binding = "arg" + std::to_string(i);
+    if (step.getArgAttr(i, "kiln.step"))
+      inputs["step"] = binding;
+    else if (t && t.getRank() == 4)
+      inputs["images"] = binding;
+    else if (t && t.getRank() == 1 && t.getElementType().isInteger(32))
+      inputs["labels"] = binding;
+  }
+  for (unsigned i = 0; i < type.getNumResults(); ++i) {
+    auto t = dyn_cast<RankedTensorType>(type.getResult(i));
+    std::string binding = "result" + std::to_string(i);
+    if (step.getResultAttr(i, "kiln.learning_rate"))
+      outputs["learning_rate"] = binding;
+    else if (t && t.getRank() == 0 && !outputs.get("loss"))
+      outputs["loss"] = binding;
+    else if (t && t.getRank() == 2)
+      outputs["logits"] = binding;
+  }
+  for (const char *name : {"images", "labels", "step"})
+    if (!inputs.get(name))
+      return step.emitError("kilnc: the training step has no ")
+                 << name << " input for the systolic host runtime",
+             failure();
+  for (const char *name : {"loss", "logits", "learning_rate"})
+    if (!outputs.get(name))
+      return step.emitError("kilnc: the training step has no ")
+                 << name << " result for the systolic host runtime",
+             failure();
+  llvm::json::Object info{
+      {"model", module.getSymName() ? *module.getSymName() : "model"},
+      {"batch", options.batch},
+      {"precision", options.precision},
+      {"profile", options.systolicProfile},
+      {"inputs", std::move(inputs)},
+      {"outputs", std::move(outputs)},
+      // Only the training step is lowered to the device (the conversion has
+      // no inference batch norm yet).
+      {"eval", false}};
+  step.walk([&](LearningRateOp op) {
+    info["schedule"] = llvm::json::Object{
+        {"kind", stringifySchedule(op.getSchedule())},
+        {"variable", kScheduleVariable},
+        {"slots", scheduleSlotNames(op.getSchedule(),
+                                    op.getParams().getType().getDimSize(0))}};
+  });
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(std::move(info));
+  return text;
+}
+
+/// An LLVM module defining kiln_sa_program_v1 (kiln/rt/sa_program.h): the
+/// program's bytes, their size and the info JSON.
+static std::unique_ptr<llvm::Module>
+embedProgram(llvm::LLVMContext &context, llvm::ArrayRef<uint8_t> bytes,
+             llvm::StringRef info) {
+  auto module = std::make_unique<llvm::Module>("kiln_sa_program", context);
+  auto *data = new llvm::GlobalVariable(
+      *module, llvm::ArrayType::get(llvm::Type::getInt8Ty(context), bytes.size()),
+      /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage,
+      llvm::ConstantDataArray::get(context, bytes), "kiln_sa_program_v1.data");
+  data->setAlignment(llvm::Align(16)); // FlatBuffers reads scalars in place
+  llvm::Constant *infoInit = llvm::ConstantDataArray::getString(context, info);
+  auto *infoText = new llvm::GlobalVariable(
+      *module, infoInit->getType(), /*isConstant=*/true,
+      llvm::GlobalValue::PrivateLinkage, infoInit, "kiln_sa_program_v1.info");
+  auto *i32 = llvm::Type::getInt32Ty(context);
+  auto *i64 = llvm::Type::getInt64Ty(context);
+  auto *ptr = llvm::PointerType::getUnqual(context);
+  auto *type = llvm::StructType::create(context, {i32, i32, ptr, i64, ptr},
+                                        "kiln_rt_sa_program_v1_t");
+  llvm::Constant *fields[] = {
+      llvm::ConstantInt::get(i32, 1), // KILN_RT_SA_PROGRAM_ABI_VERSION
+      llvm::ConstantInt::get(i32, 0), data,
+      llvm::ConstantInt::get(i64, bytes.size()), infoText};
+  new llvm::GlobalVariable(*module, type, /*isConstant=*/true,
+                           llvm::GlobalValue::ExternalLinkage,
+                           llvm::ConstantStruct::get(type, fields),
+                           "kiln_sa_program_v1");
+  return module;
+}
+
+/// The systolic back half: the training step (already built) to an sa
+/// program, serialized, embedded in an object file and linked with the
+/// simulator's host runtime.
+static int compileSystolic(ModuleOp module, const CompileOptions &options,
+                           StageTimer &timer) {
+  FailureOr<std::string> info = describeProgram(module, options);
+  if (failed(info))
+    return 1;
+  if (failed(runPasses(module, [&](PassManager &pm) {
+        KilnSpecializeBatchOptions batch;
+        batch.batch = options.batch;
+        pm.addPass(createKilnSpecializeBatch(batch));
+        KilnConvertToSaOptions sa;
+        sa.profile = options.systolicProfile;
+        pm.addPass(createKilnConvertToSa(sa));
+      })))
+    return 1;
+  timer.done("kiln -> sa (tiling, planning)");
+  if (options.emit == EmitStage::Sa)
+    return writeOutput(options.output, [&](auto &os) { module->print(os); });
+
+  auto programs = module.getOps<sa::ProgramOp>();
+  if (std::distance(programs.begin(), programs.end()) != 1) {
+    module.emitError("kilnc: expected one sa.program");
+    return 1;
+  }
+  sa::ProgramOp programOp = *programs.begin();
+  std::unique_ptr<sim::Program> program;
+  if (failed(sa::translateToProgram(programOp, program)))
+    return 1;
+  // Verified as the executable will load it, so a bad program fails here.
+  sim::Status verified = sim::verifyProgram(*program, sa::targetOf(programOp));
+  if (!verified.ok()) {
+    programOp.emitError("kilnc: the systolic program does not verify: ")
+        << verified.message();
+    return 1;
+  }
+  std::vector<uint8_t> bytes = sim::serializeProgram(*program);
+  timer.done("serialize the program");
+  if (options.emit == EmitStage::Program) {
+    if (options.output.empty() || options.output == "-") {
+      llvm::errs() << "kilnc: --emit=ksap needs -o FILE\n";
+      return 1;
+    }
+    sim::Status saved = sim::saveProgram(*program, options.output);
+    if (!saved.ok()) {
+      llvm::errs() << "kilnc: " << saved.message() << "\n";
+      return 1;
+    }
+    return 0;
+  }
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      embedProgram(llvmContext, bytes, *info);
+  if (options.emit == EmitStage::LLVM)
+    return writeOutput(options.output,
+                       [&](auto &os) { llvmModule->print(os, nullptr); });
+  std::string object = options.emit == EmitStage::Object
+                           ? options.output
+                           : options.output + ".o";
+  std::string error;
+  if (!emitObjectFile(*llvmModule, options.cpu, object, error)) {
+    llvm::errs() << "kilnc: " << error << "\n";
+    return 1;
+  }
+  timer.done("object file");
+  if (options.emit == EmitStage::Object)
+    return 0;
+#ifdef KILN_HAVE_SIMHOST
+  int status = link(object, options.output, {KILN_SIMHOST_LINK_ARGS});
+#else
+  llvm::errs() << "kilnc: this build has no systolic host runtime "
+                  "(KILN_BUILD_RUNTIME=OFF); use --emit=obj or --emit=ksap\n";
+  int status = 1;
+#endif
+  llvm::sys::fs::remove(object);
+  timer.done("link");
+  return status;
+}
+
 int compile(const CompileOptions &options) {
   DialectRegistry registry;
   registerAllKilnDialects(registry);
@@ -138,9 +367,21 @@ int compile(const CompileOptions &options) {
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
   StageTimer timer(options.printStats);
 
-  if (options.target != "x86") {
-    llvm::errs() << "kilnc: target '" << options.target
-                 << "' is not available yet (x86 is)\n";
+  if (options.target != "x86" && options.target != "systolic") {
+    llvm::errs() << "kilnc: unknown target '" << options.target
+                 << "' (expected x86 or systolic)\n";
+    return 1;
+  }
+  bool systolic = options.target == "systolic";
+  if (systolic && options.emit == EmitStage::Linalg) {
+    llvm::errs() << "kilnc: --emit=linalg is a stage of the x86 target; the "
+                    "systolic target writes kiln, train, sa, ksap, llvm, obj "
+                    "or exe\n";
+    return 1;
+  }
+  if (!systolic &&
+      (options.emit == EmitStage::Sa || options.emit == EmitStage::Program)) {
+    llvm::errs() << "kilnc: --emit=sa and --emit=ksap need --target=systolic\n";
     return 1;
   }
   if (options.precision != "fp32" && options.precision != "bf16") {
@@ -167,7 +408,9 @@ int compile(const CompileOptions &options) {
           pm.addPass(createKilnBf16());
         buildTrainStepPipeline(pm, *options.trainStep);
         pm.addNestedPass<func::FuncOp>(createKilnFoldCasts());
-        if (options.fuse)
+        // kiln-convert-to-sa lowers batch norm and relu as separate ops
+        // (the device's vector unit runs them back to back on chip).
+        if (options.fuse && !systolic)
           pm.addNestedPass<func::FuncOp>(createKilnFuse());
       })))
     return 1;
@@ -176,6 +419,8 @@ int compile(const CompileOptions &options) {
     printModelStats(computeModelStats(*module), llvm::errs(), /*perOp=*/false);
   if (options.emit == EmitStage::Train)
     return writeOutput(options.output, [&](auto &os) { module->print(os); });
+  if (systolic)
+    return compileSystolic(*module, options, timer);
 
   if (failed(runPasses(*module, [&](PassManager &pm) {
         KilnSpecializeBatchOptions batch;
@@ -214,7 +459,7 @@ int compile(const CompileOptions &options) {
   timer.done("LLVM -O3 and code generation");
   if (options.emit == EmitStage::Object)
     return 0;
-  int status = link(object, options.output);
+  int status = linkX86(object, options.output);
   llvm::sys::fs::remove(object);
   timer.done("link");
   return status;

@@ -15,12 +15,17 @@
 
 namespace kiln {
 
-enum class EmitStage { Kiln, Train, Linalg, LLVM, Object, Executable };
+/// The stages --emit can write. Linalg is x86 only; Sa (the sa dialect) and
+/// Program (the serialized FlatBuffers program) are systolic only.
+enum class EmitStage { Kiln, Train, Linalg, Sa, Program, LLVM, Object, Executable };
 
 struct CompileOptions {
   std::string input;
   std::string output;
+  /// x86, or systolic (the simulated device: docs/systolic.md).
   std::string target = "x86";
+  /// The systolic target's profile the program is planned for.
+  std::string systolicProfile = "tpuv3";
   std::string precision = "fp32";
   int64_t batch = 32;
   EmitStage emit = EmitStage::Executable;

@@ -1,6 +1,7 @@
 //===- kilnc.cpp - The Kiln compiler --------------------------------------===//
 //
-// kilnc MODEL.mlir -o EXE [--batch=N] [--optimizer=sgd|lars …] [--emit=…]
+// kilnc MODEL.mlir -o EXE [--target=x86|systolic] [--batch=N]
+//       [--optimizer=sgd|lars …] [--emit=…]
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +21,11 @@ static cl::opt<std::string> output("o", cl::desc("Output file"),
                                    cl::value_desc("file"), cl::cat(category));
 static cl::opt<std::string> target("target", cl::desc("x86 or systolic"),
                                    cl::init("x86"), cl::cat(category));
+static cl::opt<std::string> systolicProfile(
+    "systolic-profile",
+    cl::desc("--target=systolic: the device profile to plan for (tpuv3, "
+             "tpuv2, tpuv1)"),
+    cl::init("tpuv3"), cl::cat(category));
 static cl::opt<std::string> precision("precision", cl::desc("fp32 or bf16"),
                                       cl::init("fp32"), cl::cat(category));
 static cl::opt<int64_t> batch("batch", cl::desc("Batch size per rank"),
@@ -37,6 +43,10 @@ static cl::opt<kiln::EmitStage> emit(
                clEnumValN(kiln::EmitStage::Train, "train", "the training step"),
                clEnumValN(kiln::EmitStage::Linalg, "linalg",
                           "loops and runtime calls over the arena"),
+               clEnumValN(kiln::EmitStage::Sa, "sa",
+                          "the sa dialect program (--target=systolic)"),
+               clEnumValN(kiln::EmitStage::Program, "ksap",
+                          "the serialized device program (--target=systolic)"),
                clEnumValN(kiln::EmitStage::LLVM, "llvm", "LLVM IR"),
                clEnumValN(kiln::EmitStage::Object, "obj", "an object file"),
                clEnumValN(kiln::EmitStage::Executable, "exe",
@@ -92,6 +102,7 @@ int main(int argc, char **argv) {
                        ? (emit == kiln::EmitStage::Executable ? "a.out" : "-")
                        : output.getValue();
   options.target = target;
+  options.systolicProfile = systolicProfile;
   options.precision = precision;
   options.batch = batch;
   options.emit = emit;

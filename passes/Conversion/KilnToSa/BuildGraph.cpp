@@ -194,6 +194,11 @@ LogicalResult GraphBuilder::lower(Operation *op) {
         return addNode(op, n, false);
       })
       .Case([&](BatchNormTrainOp bn) -> LogicalResult {
+        // The fused forms of --kiln-fuse would lose their relu here.
+        if (bn.getRelu())
+          return bn.emitError("kiln-convert-to-sa: batch norm fused with "
+                              "relu (--kiln-fuse) is not lowered; convert "
+                              "the unfused step");
         Node n{NodeKind::BatchNormTrain};
         n.epsilon = bn.getEpsilonAttr().getValueAsDouble();
         n.momentum = bn.getMomentumAttr().getValueAsDouble();
@@ -203,6 +208,10 @@ LogicalResult GraphBuilder::lower(Operation *op) {
         return addNode(op, n, true);
       })
       .Case([&](BatchNormBackwardOp bn) -> LogicalResult {
+        if (bn.getReluOutput())
+          return bn.emitError("kiln-convert-to-sa: batch norm backward fused "
+                              "with relu backward (--kiln-fuse) is not "
+                              "lowered; convert the unfused step");
         Node n{NodeKind::BatchNormBackward};
         n.epsilon = bn.getEpsilonAttr().getValueAsDouble();
         n.layer = layerFromRead(bn.getScale());
