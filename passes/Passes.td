@@ -114,13 +114,28 @@ def KilnOptimizer : Pass<"kiln-optimizer", "mlir::ModuleOp"> {
 //===----------------------------------------------------------------------===//
 
 def KilnFuse : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
-  let summary = "Fuses batch norm with relu, forward and backward";
+  let summary = "Fuses batch norm with relu, elementwise chains and optimizer updates";
   let description = [{
-    Run on the training step (after autodiff): a relu that alone consumes a
-    batch norm's output becomes the batch norm's `relu` flag, and a
-    relu-backward that alone feeds a batch-norm backward becomes its
-    `relu_output` mask. Each fusion removes one pass over the activations
-    (read and write) from forward and backward.
+    Run on the training step (after autodiff and the optimizer), in three
+    rounds:
+
+    1. A relu that alone consumes a batch norm's output becomes the batch
+       norm's `relu` flag, and a relu-backward that alone feeds a
+       batch-norm backward becomes its `relu_output` mask.
+    2. Chains of ops implementing `ElementwiseOpInterface` (a residual add
+       and its relu; a gradient sum and the relu mask after it; casts)
+       become one `kiln.fused_elementwise`. A value of the chain used
+       elsewhere is yielded as well, and a chain stops where that use comes
+       before the chain's end.
+    3. The `kiln.sgd_update`s sharing learning rate, momentum, weight decay
+       and nesterov become one `kiln.fused_sgd_update` at the last of them.
+       LARS updates stay per parameter (their trust ratio needs each
+       parameter's norms first).
+
+    Rounds 1 and 2 each remove a pass over the activations (a write and a
+    read) per fusion; round 3 runs all updates as one kernel instead of one
+    small loop per parameter. kiln-run executes the fused ops, with the same
+    results to the bit.
   }];
 }
 

@@ -114,6 +114,26 @@ LogicalResult evalSgdUpdate(SgdUpdateOp op, EvalContext &ctx) {
   return success();
 }
 
+/// kiln.fused_sgd_update: kiln.sgd_update's computation per parameter.
+LogicalResult evalFusedSgdUpdate(FusedSgdUpdateOp op, EvalContext &ctx) {
+  ref::SgdParams params;
+  params.learningRate = ctx.get(op.getLearningRate()).floats[0];
+  params.momentum = op.getMomentum().convertToFloat();
+  params.weightDecay = op.getWeightDecay().convertToFloat();
+  params.nesterov = op.getNesterov();
+  for (unsigned i = 0, e = op.getWeights().size(); i < e; ++i) {
+    ref::Tensor w, g, v;
+    if (failed(prepareUpdate(op, ctx, op.getWeights()[i], op.getGradients()[i],
+                             op.getVelocities()[i], w, g, v)))
+      return failure();
+    ref::sgdMomentumUpdate(w, g, v, params,
+                           /*applyDecay=*/params.weightDecay != 0.0);
+    ctx.setFloat(op.getNewWeights()[i], std::move(w));
+    ctx.setFloat(op.getNewVelocities()[i], std::move(v));
+  }
+  return success();
+}
+
 LogicalResult evalLarsUpdate(LarsUpdateOp op, EvalContext &ctx) {
   ref::Tensor w, g, v;
   if (failed(prepareUpdate(op, ctx, op.getWeight(), op.getGradient(),
@@ -146,6 +166,7 @@ std::optional<LogicalResult> evaluateTrainingOp(Operation *op,
   return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
       .Case([&](LearningRateOp o) { return evalLearningRate(o, ctx); })
       .Case([&](SgdUpdateOp o) { return evalSgdUpdate(o, ctx); })
+      .Case([&](FusedSgdUpdateOp o) { return evalFusedSgdUpdate(o, ctx); })
       .Case([&](LarsUpdateOp o) { return evalLarsUpdate(o, ctx); })
       .Case([&](AllReduceOp o) { return evalAllReduce(o, ctx); })
       .Default([](Operation *) { return std::nullopt; });

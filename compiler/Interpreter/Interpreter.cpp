@@ -244,13 +244,60 @@ std::optional<LogicalResult> evaluateCoreOp(Operation *op, EvalContext &ctx) {
       .Default([](Operation *) { return std::nullopt; });
 }
 
+LogicalResult evaluateAndCheck(Operation *op, EvalContext &ctx);
+
+/// kiln.fused_elementwise: its body, op by op, as the ops it fused ran.
+LogicalResult evaluateFusedElementwise(FusedElementwiseOp fused,
+                                       EvalContext &ctx) {
+  Block &body = fused.getBody().front();
+  for (auto [arg, input] : llvm::zip(body.getArguments(), fused.getInputs()))
+    ctx.set(arg, ctx.get(input));
+  for (Operation &op : body.without_terminator())
+    if (failed(evaluateAndCheck(&op, ctx)))
+      return failure();
+  for (auto [result, value] :
+       llvm::zip(fused.getResults(),
+                 cast<YieldOp>(body.getTerminator()).getValues()))
+    ctx.set(result, ctx.get(value));
+  for (BlockArgument arg : body.getArguments())
+    ctx.erase(arg);
+  for (Operation &op : body.without_terminator())
+    for (Value v : op.getResults())
+      ctx.erase(v);
+  return success();
+}
+
 LogicalResult evaluate(Operation *op, EvalContext &ctx) {
+  if (auto fused = dyn_cast<FusedElementwiseOp>(op))
+    return evaluateFusedElementwise(fused, ctx);
   for (auto family : {evaluateCoreOp, detail::evaluateLayerOp,
                       detail::evaluateGradientOp, detail::evaluateTrainingOp})
     if (std::optional<LogicalResult> result = family(op, ctx))
       return *result;
   return ctx.error(op) << "is not supported by kiln-run (it executes the kiln "
                           "dialect, arith.constant and func.return)";
+}
+
+/// Evaluates `op`, rounds its bf16 results to bf16 and checks every result
+/// against its static type.
+LogicalResult evaluateAndCheck(Operation *op, EvalContext &ctx) {
+  if (failed(evaluate(op, ctx)))
+    return failure();
+  for (OpResult r : op->getResults()) {
+    auto type = dyn_cast<RankedTensorType>(r.getType());
+    if (!type)
+      return ctx.error(op)
+             << "result " << r.getResultNumber() << " is not a ranked tensor";
+    HostTensor &value = ctx.getMutable(r);
+    if (type.getElementType().isBF16() && ctx.options.roundBf16)
+      for (float &x : value.floats)
+        x = ref::roundToBf16(x);
+    std::string mismatch = describeMismatch(value, type);
+    if (!mismatch.empty())
+      return ctx.error(op) << "result " << r.getResultNumber() << " "
+                           << mismatch;
+  }
+  return success();
 }
 
 /// For each op of `block`, the values whose last use it is (values without
@@ -330,22 +377,8 @@ FailureOr<CallResult> call(func::FuncOp function,
       result.assignments = std::move(ctx.assignments);
       return result;
     }
-    if (failed(evaluate(&op, ctx)))
+    if (failed(evaluateAndCheck(&op, ctx)))
       return failure();
-    for (OpResult r : op.getResults()) {
-      auto type = dyn_cast<RankedTensorType>(r.getType());
-      if (!type)
-        return ctx.error(&op)
-               << "result " << r.getResultNumber() << " is not a ranked tensor";
-      HostTensor &value = ctx.getMutable(r);
-      if (type.getElementType().isBF16() && options.roundBf16)
-        for (float &x : value.floats)
-          x = ref::roundToBf16(x);
-      std::string mismatch = describeMismatch(value, type);
-      if (!mismatch.empty())
-        return ctx.error(&op)
-               << "result " << r.getResultNumber() << " " << mismatch;
-    }
     die(&op);
   }
   return fail() << "@" << function.getSymName() << " has no func.return";

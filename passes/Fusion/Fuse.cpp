@@ -5,7 +5,9 @@
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "passes/Passes.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 
@@ -50,12 +52,229 @@ struct FuseReluBackwardIntoBatchNormBackward
   }
 };
 
+/// Whether `op` computes elementwise over one shape: an op implementing
+/// ElementwiseOpInterface, or a chain already fused.
+static bool isElementwise(Operation *op) {
+  return op && (isa<FusedElementwiseOp>(op) ||
+                (isa<ElementwiseOpInterface>(op) && op->getNumResults() == 1));
+}
+
+/// Clones `op` (a fused chain: its body) with `mapping` at `b`'s insertion
+/// point and returns the values standing for its results.
+static SmallVector<Value> inlineElementwise(OpBuilder &b, Operation *op,
+                                            IRMapping &mapping) {
+  auto fused = dyn_cast<FusedElementwiseOp>(op);
+  if (!fused)
+    return b.clone(*op, mapping)->getResults();
+  Block &body = fused.getBody().front();
+  for (auto [arg, input] : llvm::zip(body.getArguments(), fused.getInputs()))
+    mapping.map(arg, mapping.lookupOrDefault(input));
+  for (Operation &inner : body.without_terminator())
+    b.clone(inner, mapping);
+  return llvm::map_to_vector(
+      cast<YieldOp>(body.getTerminator()).getValues(),
+      [&](Value v) { return mapping.lookup(v); });
+}
+
+/// consumer(producer(...)) -> kiln.fused_elementwise running both, when both
+/// are elementwise over one shape. The fused op takes the consumer's place;
+/// a producer result that is used elsewhere is yielded too, which is only
+/// possible when those uses come after the consumer (else nothing fuses and
+/// the value is materialized as before). Applied to a fixpoint this grows
+/// whole chains.
+struct FuseElementwiseChain : RewritePattern {
+  FuseElementwiseChain(MLIRContext *context)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, context) {}
+
+  LogicalResult matchAndRewrite(Operation *consumer,
+                                PatternRewriter &rewriter) const override {
+    // Ops inside a fused body are already one loop.
+    if (!isElementwise(consumer) ||
+        isa<FusedElementwiseOp>(consumer->getParentOp()))
+      return failure();
+    ArrayRef<int64_t> shape =
+        cast<RankedTensorType>(consumer->getResult(0).getType()).getShape();
+    Operation *producer = nullptr;
+    for (Value operand : consumer->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (!isElementwise(def) || def->getBlock() != consumer->getBlock() ||
+          cast<RankedTensorType>(operand.getType()).getShape() != shape)
+        continue;
+      bool usesAfterConsumer = llvm::all_of(def->getUsers(), [&](Operation *u) {
+        return u == consumer || (u->getBlock() == consumer->getBlock() &&
+                                 consumer->isBeforeInBlock(u));
+      });
+      if (usesAfterConsumer) {
+        producer = def;
+        break;
+      }
+    }
+    if (!producer)
+      return failure();
+
+    // Operands: those of the producer, then the consumer's other ones.
+    llvm::SetVector<Value> inputs;
+    inputs.insert(producer->operand_begin(), producer->operand_end());
+    for (Value operand : consumer->getOperands())
+      if (operand.getDefiningOp() != producer)
+        inputs.insert(operand);
+    // Results: the consumer's, then the producer's that are used elsewhere.
+    SmallVector<Value> kept, replaced(consumer->getResults());
+    for (Value result : producer->getResults())
+      if (llvm::any_of(result.getUsers(),
+                       [&](Operation *u) { return u != consumer; }))
+        kept.push_back(result);
+    replaced.append(kept);
+
+    rewriter.setInsertionPoint(consumer);
+    auto fused = FusedElementwiseOp::create(
+        rewriter, consumer->getLoc(), ValueRange(replaced).getTypes(),
+        inputs.getArrayRef());
+    Block *body = rewriter.createBlock(
+        &fused.getBody(), {}, ValueRange(inputs.getArrayRef()).getTypes(),
+        SmallVector<Location>(inputs.size(), consumer->getLoc()));
+    IRMapping mapping;
+    mapping.map(inputs.getArrayRef(), body->getArguments());
+    SmallVector<Value> producerValues =
+        inlineElementwise(rewriter, producer, mapping);
+    mapping.map(producer->getResults(), producerValues);
+    SmallVector<Value> yielded = inlineElementwise(rewriter, consumer, mapping);
+    for (Value result : kept)
+      yielded.push_back(mapping.lookup(result));
+    YieldOp::create(rewriter, consumer->getLoc(), yielded);
+
+    rewriter.replaceAllUsesWith(replaced, fused.getResults());
+    rewriter.eraseOp(consumer);
+    rewriter.eraseOp(producer);
+    return success();
+  }
+};
+
+/// The hyperparameters updates must share to run as one fused update.
+struct SgdKey {
+  Value learningRate;
+  float momentum, weightDecay;
+  bool nesterov;
+  bool operator==(const SgdKey &o) const {
+    return learningRate == o.learningRate && momentum == o.momentum &&
+           weightDecay == o.weightDecay && nesterov == o.nesterov;
+  }
+};
+
+template <typename Op> static SgdKey keyOf(Op op) {
+  return {op.getLearningRate(), op.getMomentum().convertToFloat(),
+          op.getWeightDecay().convertToFloat(), op.getNesterov()};
+}
+
+static std::optional<SgdKey> sgdKeyOf(Operation *op) {
+  if (auto update = dyn_cast<SgdUpdateOp>(op))
+    return keyOf(update);
+  if (auto update = dyn_cast<FusedSgdUpdateOp>(op))
+    return keyOf(update);
+  return std::nullopt;
+}
+
+/// All SGD updates of a block that share learning rate, momentum, weight
+/// decay and nesterov -> one kiln.fused_sgd_update at the last of them.
+/// Results read before that point (other than by kiln.assign, which takes
+/// effect at the end of the step wherever it stands) keep their update out
+/// of the group.
+struct FuseSgdUpdates : RewritePattern {
+  FuseSgdUpdates(MLIRContext *context)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, context) {}
+
+  LogicalResult matchAndRewrite(Operation *root,
+                                PatternRewriter &rewriter) const override {
+    std::optional<SgdKey> key = sgdKeyOf(root);
+    if (!key)
+      return failure();
+    SmallVector<Operation *> group;
+    for (Operation &op : *root->getBlock())
+      if (sgdKeyOf(&op) == key)
+        group.push_back(&op);
+    // Drop updates whose results are needed before the last update, until
+    // the group is stable (dropping one moves the last one earlier).
+    bool changed = true;
+    while (changed && group.size() >= 2) {
+      changed = false;
+      Operation *last = group.back();
+      llvm::erase_if(group, [&](Operation *op) {
+        bool early =
+            op != last && llvm::any_of(op->getUsers(), [&](Operation *u) {
+              return !isa<AssignOp>(u) && (u->getBlock() != last->getBlock() ||
+                                           u->isBeforeInBlock(last));
+            });
+        changed |= early;
+        return early;
+      });
+    }
+    if (group.size() < 2 || !llvm::is_contained(group, root))
+      return failure();
+
+    SmallVector<Value> weights, gradients, velocities;
+    for (Operation *op : group) {
+      if (auto update = dyn_cast<SgdUpdateOp>(op)) {
+        weights.push_back(update.getWeight());
+        gradients.push_back(update.getGradient());
+        velocities.push_back(update.getVelocity());
+        continue;
+      }
+      auto fused = cast<FusedSgdUpdateOp>(op);
+      llvm::append_range(weights, fused.getWeights());
+      llvm::append_range(gradients, fused.getGradients());
+      llvm::append_range(velocities, fused.getVelocities());
+    }
+    Operation *last = group.back();
+    rewriter.setInsertionPoint(last);
+    // New weights, then new velocities: the weights' types twice.
+    SmallVector<Type> types(ValueRange(weights).getTypes());
+    llvm::append_range(types, ValueRange(weights).getTypes());
+    auto fused = FusedSgdUpdateOp::create(
+        rewriter, last->getLoc(), types, weights, gradients, velocities,
+        key->learningRate, rewriter.getF32FloatAttr(key->momentum),
+        rewriter.getF32FloatAttr(key->weightDecay),
+        key->nesterov ? rewriter.getUnitAttr() : nullptr);
+    unsigned n = weights.size(), i = 0;
+    Operation *anchor = fused;
+    for (Operation *op : group) {
+      unsigned count = op->getNumResults() / 2;
+      SmallVector<Value> results(fused.getNewWeights().slice(i, count));
+      llvm::append_range(results, fused.getNewVelocities().slice(i, count));
+      i += count;
+      // Assignments of the results move after the fused update, in order.
+      SmallVector<Operation *> early;
+      for (Operation *user : op->getUsers())
+        if (user->isBeforeInBlock(fused))
+          early.push_back(user);
+      llvm::sort(early, [](Operation *a, Operation *b) {
+        return a->isBeforeInBlock(b);
+      });
+      for (Operation *user : early) {
+        rewriter.moveOpAfter(user, anchor);
+        anchor = user;
+      }
+      rewriter.replaceOp(op, results);
+    }
+    assert(i == n && "every parameter of the group is placed");
+    (void)n;
+    return success();
+  }
+};
+
 struct FusePass : impl::KilnFuseBase<FusePass> {
   using Base::Base;
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    populateBatchNormReluFusionPatterns(patterns);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    // Batch norm + relu first: where a relu could go either into a batch
+    // norm or into an elementwise chain, the batch norm takes it (one pass
+    // less, and the chain fusion then starts from what is left).
+    auto apply = [&](void (*populate)(RewritePatternSet &)) {
+      RewritePatternSet patterns(&getContext());
+      populate(patterns);
+      return applyPatternsGreedily(getOperation(), std::move(patterns));
+    };
+    if (failed(apply(populateBatchNormReluFusionPatterns)) ||
+        failed(apply(populateElementwiseFusionPatterns)) ||
+        failed(apply(populateOptimizerFusionPatterns)))
       signalPassFailure();
   }
 };
@@ -67,4 +286,11 @@ void populateBatchNormReluFusionPatterns(RewritePatternSet &patterns) {
                FuseReluBackwardIntoBatchNormBackward>(patterns.getContext());
 }
 
+void populateElementwiseFusionPatterns(RewritePatternSet &patterns) {
+  patterns.add<FuseElementwiseChain>(patterns.getContext());
+}
+
+void populateOptimizerFusionPatterns(RewritePatternSet &patterns) {
+  patterns.add<FuseSgdUpdates>(patterns.getContext());
+}
 } // namespace kiln

@@ -12,6 +12,16 @@ namespace kiln {
 /// activations disappears in each direction.
 void populateBatchNormReluFusionPatterns(mlir::RewritePatternSet &patterns);
 
+/// Chains of ops implementing ElementwiseOpInterface (a residual add and its
+/// relu, gradient sums and relu masks, casts) become kiln.fused_elementwise:
+/// one pass over memory instead of one per op. Values of the chain used
+/// elsewhere are yielded; chains stop where that would break dominance.
+void populateElementwiseFusionPatterns(mlir::RewritePatternSet &patterns);
+
+/// The kiln.sgd_update ops of a block that share their hyperparameters
+/// become one kiln.fused_sgd_update: one kernel for all parameters.
+void populateOptimizerFusionPatterns(mlir::RewritePatternSet &patterns);
+
 } // namespace kiln
 
 #endif // KILN_PASSES_FUSION_FUSE_H

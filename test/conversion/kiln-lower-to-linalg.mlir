@@ -59,3 +59,52 @@ func.func @train_step(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
   %y = kiln.relu %x : tensor<?x4xf32>
   return %y : tensor<?x4xf32>
 }
+
+// -----
+
+// A fused chain is one linalg.generic over all its operands and results; a
+// fused SGD update is one scf.parallel over the chunks of all its
+// parameters (here one chunk each), each chunk dispatched to its parameter.
+// CHECK-LABEL: func.func @kiln_model_train_step
+module @fused {
+  kiln.variable parameter @a : tensor<3x4xf32> init zeros
+  kiln.variable state @a.momentum : tensor<3x4xf32> init zeros
+  kiln.variable parameter @b : tensor<4xf32> init zeros
+  kiln.variable state @b.momentum : tensor<4xf32> init zeros
+  func.func @train_step(%x: tensor<2x4xf32>, %labels: tensor<2xi32>) -> (tensor<f32>, tensor<2x4xf32>) {
+    // CHECK: linalg.generic
+    // CHECK-SAME: ins(%{{.*}}, %{{.*}} : memref<2x4xf32>, memref<2x4xf32>) outs(%{{.*}} : memref<2x4xf32>)
+    // CHECK: %[[S:.*]] = arith.addf
+    // CHECK: %[[R:.*]] = arith.maximumf %[[S]]
+    // CHECK: linalg.yield %[[R]]
+    %f = kiln.fused_elementwise %x, %x : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32> {
+    ^bb0(%p: tensor<2x4xf32>, %q: tensor<2x4xf32>):
+      %s = kiln.add %p, %q : tensor<2x4xf32>
+      %r = kiln.relu %s : tensor<2x4xf32>
+      kiln.yield %r : tensor<2x4xf32>
+    }
+    %loss = kiln.softmax_cross_entropy %f, %labels : (tensor<2x4xf32>, tensor<2xi32>) -> tensor<f32>
+    %lr = arith.constant dense<0.1> : tensor<f32>
+    %wa = kiln.read @a : tensor<3x4xf32>
+    %va = kiln.read @a.momentum : tensor<3x4xf32>
+    %wb = kiln.read @b : tensor<4xf32>
+    %vb = kiln.read @b.momentum : tensor<4xf32>
+    // CHECK: scf.parallel (%[[CHUNK:.*]]) = (%{{.*}}) to (%{{.*}}) step
+    // CHECK: scf.index_switch
+    // CHECK: case 0 {
+    // CHECK: scf.for
+    // CHECK: math.fma
+    // CHECK: case 1 {
+    // CHECK: scf.for
+    // CHECK: math.fma
+    // CHECK-NOT: scf.parallel
+    // CHECK-NOT: memref.copy
+    // CHECK: return
+    %nw:2, %nv:2 = kiln.fused_sgd_update (%wa, %wb), (%wa, %wb), (%va, %vb), %lr momentum 0.9 weight_decay 0.0 : tensor<3x4xf32>, tensor<4xf32>
+    kiln.assign @a, %nw#0 : tensor<3x4xf32>
+    kiln.assign @a.momentum, %nv#0 : tensor<3x4xf32>
+    kiln.assign @b, %nw#1 : tensor<4xf32>
+    kiln.assign @b.momentum, %nv#1 : tensor<4xf32>
+    return %loss, %f : tensor<f32>, tensor<2x4xf32>
+  }
+}

@@ -38,3 +38,148 @@ func.func @shared_output(%x: tensor<2x4xf32>, %g: tensor<4xf32>) -> (tensor<2x4x
   %r = kiln.relu %y : tensor<2x4xf32>
   return %r, %y : tensor<2x4xf32>, tensor<2x4xf32>
 }
+
+// -----
+
+// A residual add and its relu become one loop.
+// CHECK-LABEL: func.func @add_relu
+// CHECK-SAME: (%[[A:.*]]: tensor<?x4xf32>, %[[B:.*]]: tensor<?x4xf32>)
+// CHECK: %[[F:.*]] = kiln.fused_elementwise %[[A]], %[[B]] : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32> {
+// CHECK-NEXT: ^bb0(%[[X:.*]]: tensor<?x4xf32>, %[[Y:.*]]: tensor<?x4xf32>):
+// CHECK-NEXT: %[[S:.*]] = kiln.add %[[X]], %[[Y]]
+// CHECK-NEXT: %[[R:.*]] = kiln.relu %[[S]]
+// CHECK-NEXT: kiln.yield %[[R]] : tensor<?x4xf32>
+// CHECK: return %[[F]]
+func.func @add_relu(%a: tensor<?x4xf32>, %b: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %s = kiln.add %a, %b : tensor<?x4xf32>
+  %r = kiln.relu %s : tensor<?x4xf32>
+  return %r : tensor<?x4xf32>
+}
+
+// -----
+
+// A gradient sum, the relu mask after it and a cast to bf16: the whole chain
+// is one op, the shared input %dy is one operand.
+// CHECK-LABEL: func.func @backward_chain
+// CHECK-SAME: (%[[DY:.*]]: tensor<2x4xf32>, %[[DZ:.*]]: tensor<2x4xf32>, %[[Y:.*]]: tensor<2x4xf32>)
+// CHECK: %[[F:.*]] = kiln.fused_elementwise %[[DY]], %[[DZ]], %[[Y]] : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xbf16> {
+// CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<2x4xf32>, %[[B:.*]]: tensor<2x4xf32>, %[[C:.*]]: tensor<2x4xf32>):
+// CHECK-NEXT: %[[S:.*]] = kiln.add %[[A]], %[[B]]
+// CHECK-NEXT: %[[M:.*]] = kiln.relu_backward %[[S]], %[[C]]
+// CHECK-NEXT: %[[H:.*]] = kiln.cast %[[M]] : tensor<2x4xf32> to tensor<2x4xbf16>
+// CHECK-NEXT: kiln.yield %[[H]] : tensor<2x4xbf16>
+// CHECK-NOT: kiln.add
+// CHECK: return %[[F]]
+func.func @backward_chain(%dy: tensor<2x4xf32>, %dz: tensor<2x4xf32>, %y: tensor<2x4xf32>) -> tensor<2x4xbf16> {
+  %s = kiln.add %dy, %dz : tensor<2x4xf32>
+  %m = kiln.relu_backward %s, %y : tensor<2x4xf32>
+  %h = kiln.cast %m : tensor<2x4xf32> to tensor<2x4xbf16>
+  return %h : tensor<2x4xbf16>
+}
+
+// -----
+
+// An intermediate used after the chain is yielded as a second result.
+// CHECK-LABEL: func.func @yield_intermediate
+// CHECK: %[[F:.*]]:2 = kiln.fused_elementwise {{.*}} -> (tensor<2x4xf32>, tensor<2x4xf32>) {
+// CHECK: %[[S:.*]] = kiln.add
+// CHECK-NEXT: %[[R:.*]] = kiln.relu %[[S]]
+// CHECK-NEXT: kiln.yield %[[R]], %[[S]] : tensor<2x4xf32>, tensor<2x4xf32>
+// CHECK: return %[[F]]#0, %[[F]]#1
+func.func @yield_intermediate(%a: tensor<2x4xf32>, %b: tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
+  %s = kiln.add %a, %b : tensor<2x4xf32>
+  %r = kiln.relu %s : tensor<2x4xf32>
+  return %r, %s : tensor<2x4xf32>, tensor<2x4xf32>
+}
+
+// -----
+
+// Negative case: the sum is read by a non-elementwise op before the relu,
+// so it must exist before the relu runs; nothing fuses.
+// CHECK-LABEL: func.func @used_before_chain_end
+// CHECK-NOT: kiln.fused_elementwise
+// CHECK: %[[S:.*]] = kiln.add
+// CHECK: kiln.global_avg_pool %[[S]]
+// CHECK: kiln.relu %[[S]]
+func.func @used_before_chain_end(%a: tensor<2x3x3x4xf32>, %b: tensor<2x3x3x4xf32>) -> (tensor<2x3x3x4xf32>, tensor<2x4xf32>) {
+  %s = kiln.add %a, %b : tensor<2x3x3x4xf32>
+  %p = kiln.global_avg_pool %s : (tensor<2x3x3x4xf32>) -> tensor<2x4xf32>
+  %r = kiln.relu %s : tensor<2x3x3x4xf32>
+  return %r, %p : tensor<2x3x3x4xf32>, tensor<2x4xf32>
+}
+
+// -----
+
+// Negative case: a relu-backward that alone feeds a batch-norm backward goes
+// into the batch norm (round 1), not into a chain with the add before it.
+// CHECK-LABEL: func.func @batch_norm_first
+// CHECK-NOT: kiln.fused_elementwise
+// CHECK: %[[S:.*]] = kiln.add
+// CHECK: kiln.batch_norm_backward %[[S]], {{.*}} relu_output
+func.func @batch_norm_first(%dy: tensor<2x4xf32>, %dz: tensor<2x4xf32>, %y: tensor<2x4xf32>, %x: tensor<2x4xf32>, %g: tensor<4xf32>) -> tensor<2x4xf32> {
+  %s = kiln.add %dy, %dz : tensor<2x4xf32>
+  %m = kiln.relu_backward %s, %y : tensor<2x4xf32>
+  %dx, %dg, %db = kiln.batch_norm_backward %m, %x, %g, %g, %g epsilon 1.0e-5 : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return %dx : tensor<2x4xf32>
+}
+
+// -----
+
+// SGD updates with the same hyperparameters become one update at the last
+// of them, the assignments of the results move after it; the update with
+// another weight decay stays alone.
+// CHECK-LABEL: func.func @sgd_updates
+// CHECK-SAME: (%[[G0:.*]]: tensor<3x4xf32>, %[[G1:.*]]: tensor<4xf32>, %[[G2:.*]]: tensor<4xf32>, %[[LR:.*]]: tensor<f32>)
+// CHECK: %[[W0:.*]] = kiln.read @w0
+// CHECK-NEXT: %[[V0:.*]] = kiln.read @v0
+// CHECK: kiln.sgd_update {{.*}} weight_decay 0.000000e+00 nesterov : tensor<4xf32>
+// CHECK: %[[W1:.*]] = kiln.read @w1
+// CHECK-NEXT: %[[V1:.*]] = kiln.read @v1
+// CHECK: %[[NW:.*]]:2, %[[NV:.*]]:2 = kiln.fused_sgd_update(%[[W0]], %[[W1]]), (%[[G0]], %[[G1]]), (%[[V0]], %[[V1]]), %[[LR]] momentum 0.899999976 weight_decay 5.000000e-04 nesterov : tensor<3x4xf32>, tensor<4xf32>
+// CHECK-NEXT: kiln.assign @w0, %[[NW]]#0
+// CHECK-NEXT: kiln.assign @v0, %[[NV]]#0
+// CHECK-NEXT: kiln.assign @w1, %[[NW]]#1
+// CHECK-NEXT: kiln.assign @v1, %[[NV]]#1
+module {
+  kiln.variable parameter @w0 : tensor<3x4xf32> init zeros
+  kiln.variable state @v0 : tensor<3x4xf32> init zeros
+  kiln.variable parameter @w1 : tensor<4xf32> init zeros
+  kiln.variable state @v1 : tensor<4xf32> init zeros
+  kiln.variable parameter @w2 : tensor<4xf32> init zeros
+  kiln.variable state @v2 : tensor<4xf32> init zeros
+  func.func @sgd_updates(%g0: tensor<3x4xf32>, %g1: tensor<4xf32>, %g2: tensor<4xf32>, %lr: tensor<f32>) {
+    %w0 = kiln.read @w0 : tensor<3x4xf32>
+    %v0 = kiln.read @v0 : tensor<3x4xf32>
+    %nw0, %nv0 = kiln.sgd_update %w0, %g0, %v0, %lr momentum 0.9 weight_decay 5.0e-4 nesterov : tensor<3x4xf32>
+    kiln.assign @w0, %nw0 : tensor<3x4xf32>
+    kiln.assign @v0, %nv0 : tensor<3x4xf32>
+    %w2 = kiln.read @w2 : tensor<4xf32>
+    %v2 = kiln.read @v2 : tensor<4xf32>
+    %nw2, %nv2 = kiln.sgd_update %w2, %g2, %v2, %lr momentum 0.9 weight_decay 0.0 nesterov : tensor<4xf32>
+    kiln.assign @w2, %nw2 : tensor<4xf32>
+    kiln.assign @v2, %nv2 : tensor<4xf32>
+    %w1 = kiln.read @w1 : tensor<4xf32>
+    %v1 = kiln.read @v1 : tensor<4xf32>
+    %nw1, %nv1 = kiln.sgd_update %w1, %g1, %v1, %lr momentum 0.9 weight_decay 5.0e-4 nesterov : tensor<4xf32>
+    kiln.assign @w1, %nw1 : tensor<4xf32>
+    kiln.assign @v1, %nv1 : tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
+// Negative case: a result of the first update is read (not assigned) before
+// the second update, so the first keeps its own op; with one update left
+// nothing fuses.
+// CHECK-LABEL: func.func @sgd_result_needed_early
+// CHECK-NOT: kiln.fused_sgd_update
+// CHECK: kiln.sgd_update
+// CHECK: kiln.relu
+// CHECK: kiln.sgd_update
+func.func @sgd_result_needed_early(%w: tensor<4xf32>, %g: tensor<4xf32>, %v: tensor<4xf32>, %lr: tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %nw0, %nv0 = kiln.sgd_update %w, %g, %v, %lr momentum 0.9 weight_decay 0.0 : tensor<4xf32>
+  %r = kiln.relu %nw0 : tensor<4xf32>
+  %nw1, %nv1 = kiln.sgd_update %r, %g, %v, %lr momentum 0.9 weight_decay 0.0 : tensor<4xf32>
+  return %nw1, %nv0, %nv1 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}

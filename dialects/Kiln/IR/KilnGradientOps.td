@@ -108,6 +108,7 @@ def Kiln_BatchNormBackwardOp : Kiln_BackwardOp<"batch_norm_backward", [
 }
 
 def Kiln_ReluBackwardOp : Kiln_BackwardOp<"relu_backward", [Elementwise,
+    DeclareOpInterfaceMethods<Kiln_ElementwiseOpInterface>,
     SameOperandsAndResultType]> {
   let summary = "gradient of relu: dy where the forward output is positive";
   let description = [{

@@ -74,6 +74,30 @@ def Kiln_PrecisionOpInterface : OpInterface<"PrecisionOpInterface"> {
   ];
 }
 
+def Kiln_ElementwiseOpInterface : OpInterface<"ElementwiseOpInterface"> {
+  let cppNamespace = "::kiln";
+  let description = [{
+    An op computing each element of its single result from the elements at
+    the same index of its operands, all of one shape. The op builds that
+    scalar computation itself, so one loop can run a chain of such ops:
+    `--kiln-fuse` joins chains into `kiln.fused_elementwise`, and the x86
+    lowering emits one `linalg.generic` whose body is the chain's scalar
+    bodies in order (an op alone is lowered through the same method, which
+    keeps fused and unfused results bitwise equal).
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Builds, at the builder's insertion point, the result element from
+        `operands` (one scalar per operand, of the operand's element type)
+        and returns it with the result's element type: bf16 results are
+        rounded there, as storing them would.
+      }],
+      "::mlir::Value", "buildScalar",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
+           "::mlir::ValueRange":$operands)>
+  ];
+}
+
 // Ops of the backward pass (kiln-model-stats counts their cost separately).
 def Kiln_BackwardOpTrait : NativeOpTrait<"BackwardOp"> {
   let cppNamespace = "::kiln::OpTrait";

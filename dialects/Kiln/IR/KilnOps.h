@@ -10,10 +10,32 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "dialects/Kiln/IR/KilnEnums.h.inc"
+
+namespace mlir {
+class OpAsmParser;
+class OpAsmPrinter;
+} // namespace mlir
+
+namespace kiln {
+/// The `custom<ParameterTypes>` directive of kiln.fused_sgd_update: one type
+/// per parameter, shared by its weight, gradient, velocity and results.
+mlir::ParseResult
+parseParameterTypes(mlir::OpAsmParser &parser,
+                    llvm::SmallVectorImpl<mlir::Type> &weights,
+                    llvm::SmallVectorImpl<mlir::Type> &gradients,
+                    llvm::SmallVectorImpl<mlir::Type> &velocities,
+                    llvm::SmallVectorImpl<mlir::Type> &newWeights,
+                    llvm::SmallVectorImpl<mlir::Type> &newVelocities);
+void printParameterTypes(mlir::OpAsmPrinter &printer, mlir::Operation *op,
+                         mlir::TypeRange weights, mlir::TypeRange gradients,
+                         mlir::TypeRange velocities, mlir::TypeRange newWeights,
+                         mlir::TypeRange newVelocities);
+} // namespace kiln
 
 #define GET_OP_CLASSES
 #include "dialects/Kiln/IR/KilnOps.h.inc"

@@ -12,6 +12,7 @@ include "dialects/Kiln/IR/KilnInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
 
 //===----------------------------------------------------------------------===//
@@ -207,7 +208,8 @@ def Kiln_BatchNormInferenceOp : Kiln_Op<"batch_norm_inference", [Pure, DeclareOp
   }];
 }
 
-def Kiln_ReluOp : Kiln_Op<"relu", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>, Elementwise, SameOperandsAndResultType]> {
+def Kiln_ReluOp : Kiln_Op<"relu", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>, Elementwise,
+    DeclareOpInterfaceMethods<Kiln_ElementwiseOpInterface>, SameOperandsAndResultType]> {
   let summary = "rectified linear unit, max(x, 0)";
   let description = [{
     Example:
@@ -222,6 +224,7 @@ def Kiln_ReluOp : Kiln_Op<"relu", [Pure, DeclareOpInterfaceMethods<Kiln_Precisio
 }
 
 def Kiln_AddOp : Kiln_Op<"add", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface, ["getPrecisionOperands"]>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>, Elementwise, Commutative,
+    DeclareOpInterfaceMethods<Kiln_ElementwiseOpInterface>,
     SameOperandsAndResultType]> {
   let summary = "elementwise sum of two tensors of the same type";
   let description = [{
@@ -328,7 +331,8 @@ def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure, DeclareOpInterfaceMethods<Kiln_Pr
   let hasVerifier = 1;
 }
 
-def Kiln_CastOp : Kiln_Op<"cast", [Pure, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>, Elementwise, SameOperandsAndResultShape]> {
+def Kiln_CastOp : Kiln_Op<"cast", [Pure, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>, Elementwise, SameOperandsAndResultShape,
+    DeclareOpInterfaceMethods<Kiln_ElementwiseOpInterface>]> {
   let summary = "converts between f32 and bf16 (round to nearest even)";
   let description = [{
     ```mlir
@@ -367,5 +371,6 @@ def Kiln_SoftmaxCrossEntropyOp : Kiln_Op<"softmax_cross_entropy", [Pure, Declare
 
 include "dialects/Kiln/IR/KilnGradientOps.td"
 include "dialects/Kiln/IR/KilnTrainingOps.td"
+include "dialects/Kiln/IR/KilnFusionOps.td"
 
 #endif // KILN_DIALECT_KILN_IR_KILNOPS_TD

@@ -9,6 +9,7 @@
 
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
 
@@ -33,61 +34,45 @@ static Type elementTypeOf(Value memref) {
 LogicalResult lowerElementwise(Lowering &l, Operation *op) {
   Location loc = op->getLoc();
   OpBuilder &b = l.b;
-  if (auto relu = dyn_cast<ReluOp>(op)) {
-    Value out = l.view(relu.getOutput());
-    Type element = elementTypeOf(out);
-    l.elementwise(loc, l.view(relu.getInput()), out,
+  // One op or a fused chain: one linalg.generic whose body is each op's
+  // scalar computation (ElementwiseOpInterface) in order, so a chain reads
+  // its inputs and writes its results once.
+  if (auto elementwise = dyn_cast<ElementwiseOpInterface>(op)) {
+    SmallVector<Value> inputs = llvm::map_to_vector(
+        op->getOperands(), [&](Value v) { return l.view(v); });
+    l.elementwise(loc, inputs, l.view(op->getResult(0)),
                   [&](OpBuilder &nb, Location loc, ValueRange args) {
-                    Value zero = arith::ConstantOp::create(
-                        nb, loc, nb.getFloatAttr(element, 0.0));
-                    // maximumf propagates NaN, as the reference does.
                     linalg::YieldOp::create(
-                        nb, loc, ValueRange{arith::MaximumFOp::create(
-                                     nb, loc, args[0], zero)});
+                        nb, loc,
+                        ValueRange{elementwise.buildScalar(
+                            nb, loc, args.take_front(inputs.size()))});
                   });
     return success();
   }
-  if (auto add = dyn_cast<AddOp>(op)) {
-    Value out = l.view(add.getOutput());
-    Type element = elementTypeOf(out);
-    l.elementwise(loc, ValueRange{l.view(add.getLhs()), l.view(add.getRhs())},
-                  out, [&](OpBuilder &nb, Location loc, ValueRange args) {
-                    Value sum = arith::AddFOp::create(
-                        nb, loc, widen(nb, loc, args[0]),
-                        widen(nb, loc, args[1]));
-                    linalg::YieldOp::create(
-                        nb, loc, ValueRange{narrow(nb, loc, sum, element)});
-                  });
-    return success();
-  }
-  if (auto backward = dyn_cast<ReluBackwardOp>(op)) {
-    Value out = l.view(backward.getInputGrad());
-    Type element = elementTypeOf(out);
+  if (auto fused = dyn_cast<FusedElementwiseOp>(op)) {
+    SmallVector<Value> inputs = llvm::map_to_vector(
+        fused.getInputs(), [&](Value v) { return l.view(v); });
+    SmallVector<Value> outputs = llvm::map_to_vector(
+        fused.getOutputs(), [&](Value v) { return l.view(v); });
+    Block &body = fused.getBody().front();
     l.elementwise(
-        loc,
-        ValueRange{l.view(backward.getOutputGrad()),
-                   l.view(backward.getOutput())},
-        out, [&](OpBuilder &nb, Location loc, ValueRange args) {
-          Value zero =
-              arith::ConstantOp::create(nb, loc, nb.getFloatAttr(element, 0.0));
-          Value positive = arith::CmpFOp::create(
-              nb, loc, arith::CmpFPredicate::OGT, args[1], zero);
+        loc, inputs, outputs, [&](OpBuilder &nb, Location loc, ValueRange args) {
+          IRMapping scalars;
+          scalars.map(body.getArguments(), args.take_front(inputs.size()));
+          for (Operation &inner : body.without_terminator()) {
+            SmallVector<Value> operands = llvm::map_to_vector(
+                inner.getOperands(),
+                [&](Value v) { return scalars.lookup(v); });
+            scalars.map(inner.getResult(0),
+                        cast<ElementwiseOpInterface>(inner).buildScalar(
+                            nb, loc, operands));
+          }
           linalg::YieldOp::create(
               nb, loc,
-              ValueRange{arith::SelectOp::create(nb, loc, positive, args[0],
-                                                 zero)});
+              llvm::map_to_vector(
+                  cast<YieldOp>(body.getTerminator()).getValues(),
+                  [&](Value v) { return scalars.lookup(v); }));
         });
-    return success();
-  }
-  if (auto cast = dyn_cast<CastOp>(op)) {
-    Value out = l.view(cast.getOutput());
-    Type element = elementTypeOf(out);
-    l.elementwise(loc, l.view(cast.getInput()), out,
-                  [&](OpBuilder &nb, Location loc, ValueRange args) {
-                    Value wide = widen(nb, loc, args[0]);
-                    linalg::YieldOp::create(
-                        nb, loc, ValueRange{narrow(nb, loc, wide, element)});
-                  });
     return success();
   }
   if (auto pool = dyn_cast<GlobalAvgPoolOp>(op)) {

@@ -143,8 +143,9 @@ void Lowering::loops(Location loc, ArrayRef<int64_t> bounds,
 
 LogicalResult lowerOp(Lowering &l, Operation *op) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<ReluOp, AddOp, ReluBackwardOp, CastOp, GlobalAvgPoolOp,
-            GlobalAvgPoolBackwardOp, ReduceSumOp, arith::ConstantOp>(
+      .Case<ReluOp, AddOp, ReluBackwardOp, CastOp, FusedElementwiseOp,
+            GlobalAvgPoolOp, GlobalAvgPoolBackwardOp, ReduceSumOp,
+            arith::ConstantOp>(
           [&](Operation *op) { return lowerElementwise(l, op); })
       .Case<BatchNormTrainOp, BatchNormInferenceOp, BatchNormBackwardOp>(
           [&](Operation *op) { return lowerBatchNorm(l, op); })
@@ -152,7 +153,7 @@ LogicalResult lowerOp(Lowering &l, Operation *op) {
           [&](Operation *op) { return lowerPooling(l, op); })
       .Case<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyBackwardOp>(
           [&](Operation *op) { return lowerLoss(l, op); })
-      .Case<SgdUpdateOp, LarsUpdateOp, LearningRateOp>(
+      .Case<SgdUpdateOp, FusedSgdUpdateOp, LarsUpdateOp, LearningRateOp>(
           [&](Operation *op) { return lowerOptimizer(l, op); })
       .Case<Conv2DOp, Conv2DBackwardDataOp, Conv2DBackwardFilterOp, DenseOp,
             MatmulOp>([&](Operation *op) { return lowerLibraryCall(l, op); })

@@ -36,6 +36,14 @@ VariableLayout layOutVariables(ModuleOp module) {
 static SmallVector<std::pair<unsigned, unsigned>> inPlacePairs(Operation *op) {
   if (isa<SgdUpdateOp, LarsUpdateOp>(op))
     return {{0, 0}, {1, 2}};
+  if (auto fused = dyn_cast<FusedSgdUpdateOp>(op)) {
+    // new_weights[i] over weights[i], new_velocities[i] over velocities[i].
+    unsigned n = fused.getWeights().size();
+    SmallVector<std::pair<unsigned, unsigned>> pairs;
+    for (unsigned i = 0; i < n; ++i)
+      pairs.append({{i, i}, {n + i, 2 * n + i}});
+    return pairs;
+  }
   if (isa<BatchNormTrainOp>(op))
     return {{3, 3}, {4, 4}};
   return {};

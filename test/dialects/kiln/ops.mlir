@@ -103,3 +103,28 @@ func.func @dense_and_loss(%x: tensor<?x1x1x8xf32>, %w: tensor<8x4xf32>, %b: tens
   %l1 = kiln.softmax_cross_entropy %z, %labels label_smoothing 0.1 : (tensor<?x4xf32>, tensor<?xi32>) -> tensor<f32>
   return %l0, %l1 : tensor<f32>, tensor<f32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @fused
+// CHECK-SAME: (%[[A:.*]]: tensor<?x4xf32>, %[[B:.*]]: tensor<?x4xbf16>, %[[W:.*]]: tensor<3x4xf32>, %[[V:.*]]: tensor<4xf32>, %[[LR:.*]]: tensor<f32>)
+func.func @fused(%a: tensor<?x4xf32>, %b: tensor<?x4xbf16>, %w: tensor<3x4xf32>, %v: tensor<4xf32>, %lr: tensor<f32>) -> (tensor<?x4xbf16>, tensor<?x4xbf16>, tensor<3x4xf32>, tensor<4xf32>) {
+  // CHECK: %[[F:.*]]:2 = kiln.fused_elementwise %[[A]], %[[B]] : (tensor<?x4xf32>, tensor<?x4xbf16>) -> (tensor<?x4xbf16>, tensor<?x4xbf16>) {
+  // CHECK-NEXT: ^bb0(%[[X:.*]]: tensor<?x4xf32>, %[[Y:.*]]: tensor<?x4xbf16>):
+  // CHECK-NEXT: %[[C:.*]] = kiln.cast %[[X]] : tensor<?x4xf32> to tensor<?x4xbf16>
+  // CHECK-NEXT: %[[S:.*]] = kiln.add %[[C]], %[[Y]] : tensor<?x4xbf16>
+  // CHECK-NEXT: %[[R:.*]] = kiln.relu %[[S]] : tensor<?x4xbf16>
+  // CHECK-NEXT: kiln.yield %[[R]], %[[S]] : tensor<?x4xbf16>, tensor<?x4xbf16>
+  // CHECK-NEXT: }
+  %f:2 = kiln.fused_elementwise %a, %b : (tensor<?x4xf32>, tensor<?x4xbf16>) -> (tensor<?x4xbf16>, tensor<?x4xbf16>) {
+  ^bb0(%x: tensor<?x4xf32>, %y: tensor<?x4xbf16>):
+    %c = kiln.cast %x : tensor<?x4xf32> to tensor<?x4xbf16>
+    %s = kiln.add %c, %y : tensor<?x4xbf16>
+    %r = kiln.relu %s : tensor<?x4xbf16>
+    kiln.yield %r, %s : tensor<?x4xbf16>, tensor<?x4xbf16>
+  }
+  // CHECK: %[[NW:.*]]:2, %[[NV:.*]]:2 = kiln.fused_sgd_update(%[[W]], %[[V]]), (%[[W]], %[[V]]), (%[[W]], %[[V]]), %[[LR]] momentum 0.899999976 weight_decay 5.000000e-04 nesterov : tensor<3x4xf32>, tensor<4xf32>
+  %nw:2, %nv:2 = kiln.fused_sgd_update (%w, %v), (%w, %v), (%w, %v), %lr momentum 0.9 weight_decay 5.0e-4 nesterov : tensor<3x4xf32>, tensor<4xf32>
+  // CHECK: return %[[F]]#0, %[[F]]#1, %[[NW]]#0, %[[NV]]#1
+  return %f#0, %f#1, %nw#0, %nv#1 : tensor<?x4xbf16>, tensor<?x4xbf16>, tensor<3x4xf32>, tensor<4xf32>
+}

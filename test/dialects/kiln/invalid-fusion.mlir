@@ -1,0 +1,81 @@
+// Every verifier message of the ops --kiln-fuse builds.
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics
+
+func.func @no_results(%a: tensor<4xf32>) {
+  // expected-error @+1 {{needs at least one operand and one result}}
+  kiln.fused_elementwise %a : (tensor<4xf32>) -> () {
+  ^bb0(%x: tensor<4xf32>):
+    kiln.yield
+  }
+  return
+}
+
+// -----
+
+func.func @shapes(%a: tensor<4xf32>, %b: tensor<2x2xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{operands and results must have one shape, got 'tensor<2x2xf32>' and 'tensor<4xf32>'}}
+  %r = kiln.fused_elementwise %a, %b : (tensor<4xf32>, tensor<2x2xf32>) -> tensor<4xf32> {
+  ^bb0(%x: tensor<4xf32>, %y: tensor<2x2xf32>):
+    kiln.yield %x : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @arguments(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{body arguments must have the operands' types}}
+  %r = kiln.fused_elementwise %a : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%x: tensor<4xbf16>):
+    %c = kiln.cast %x : tensor<4xbf16> to tensor<4xf32>
+    kiln.yield %c : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @not_elementwise(%a: tensor<2x1x1x4xf32>) -> tensor<2x1x1x4xf32> {
+  // expected-error @+1 {{body may hold only elementwise kiln ops, found kiln.max_pool}}
+  %r = kiln.fused_elementwise %a : (tensor<2x1x1x4xf32>) -> tensor<2x1x1x4xf32> {
+  ^bb0(%x: tensor<2x1x1x4xf32>):
+    %p = kiln.max_pool %x window [1, 1] stride [1, 1] pad [0, 0, 0, 0] : (tensor<2x1x1x4xf32>) -> tensor<2x1x1x4xf32>
+    kiln.yield %p : tensor<2x1x1x4xf32>
+  }
+  return %r : tensor<2x1x1x4xf32>
+}
+
+// -----
+
+func.func @yield_types(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{yields 1 values whose types differ from the results'}}
+  %r = kiln.fused_elementwise %a : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%x: tensor<4xf32>):
+    %c = kiln.cast %x : tensor<4xf32> to tensor<4xbf16>
+    kiln.yield %c : tensor<4xbf16>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @yield_outside(%a: tensor<4xf32>) {
+  // expected-error @+1 {{expects parent op 'kiln.fused_elementwise'}}
+  kiln.yield %a : tensor<4xf32>
+}
+
+// -----
+
+func.func @sgd_no_parameters(%lr: tensor<f32>) {
+  // expected-error @+1 {{needs at least one parameter}}
+  "kiln.fused_sgd_update"(%lr) {momentum = 0.9 : f32, weight_decay = 0.0 : f32} : (tensor<f32>) -> ()
+  return
+}
+
+// -----
+
+func.func @sgd_types(%w: tensor<4xf32>, %g: tensor<4xbf16>, %lr: tensor<f32>) {
+  // expected-error @+1 {{parameter 0: weight, gradient, velocity and results must have one type}}
+  %0:2 = "kiln.fused_sgd_update"(%w, %g, %w, %lr) {momentum = 0.9 : f32, weight_decay = 0.0 : f32} : (tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
