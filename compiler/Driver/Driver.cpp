@@ -152,36 +152,6 @@ static int linkX86(const std::string &object, const std::string &output) {
 // The systolic target
 //===----------------------------------------------------------------------===//
 
-/// The names of a schedule's parameter slots, as the x86 manifest writes
-/// them (KilnToLinalg's scheduleSlots): the runtime's --lr/--warmup-steps
-/// aliases resolve against these.
-static llvm::json::Array scheduleSlotNames(Schedule kind, int64_t count) {
-  SmallVector<std::string> names;
-  switch (kind) {
-  case Schedule::Constant:
-    names = {"lr"};
-    break;
-  case Schedule::LinearWarmupLinearDecay:
-    names = {"lr", "warmup_steps", "peak_lr", "total_steps"};
-    break;
-  case Schedule::WarmupPolynomialDecay:
-    names = {"lr", "warmup_steps", "total_steps", "end_lr", "power"};
-    break;
-  case Schedule::StepDecay:
-    names = {"lr", "warmup_init_lr", "warmup_steps", "factor"};
-    for (int64_t i = 4; i < count; ++i)
-      names.push_back("boundary" + std::to_string(i - 4));
-    break;
-  case Schedule::CosineDecay:
-    names = {"lr", "warmup_init_lr", "warmup_steps", "total_steps", "end_lr"};
-    break;
-  }
-  llvm::json::Array slots;
-  for (const std::string &name : names)
-    slots.push_back(name);
-  return slots;
-}
-
 /// The info JSON of kiln/rt/sa_program.h: which program buffers are the
 /// step's images, labels, step counter, loss, logits and learning rate (the
 /// conversion binds arguments and results by position), and the schedule's
@@ -238,8 +208,8 @@ static FailureOr<std::string> describeProgram(ModuleOp module,
     info["schedule"] = llvm::json::Object{
         {"kind", stringifySchedule(op.getSchedule())},
         {"variable", kScheduleVariable},
-        {"slots", scheduleSlotNames(op.getSchedule(),
-                                    op.getParams().getType().getDimSize(0))}};
+        {"slots", llvm::json::Array(getScheduleSlotNames(
+                      op.getSchedule(), op.getParams().getType().getDimSize(0)))}};
   });
   std::string text;
   llvm::raw_string_ostream os(text);

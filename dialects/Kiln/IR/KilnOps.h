@@ -44,6 +44,12 @@ namespace kiln {
 /// The fixed parameter slots of a learning-rate schedule (see
 /// kiln.learning_rate); step_decay has its boundaries after them.
 int64_t getScheduleParamCount(Schedule schedule);
+
+/// The names of a schedule's `count` parameter slots, in order: what the
+/// manifests call them and what the executables' --lr, --warmup-steps, ...
+/// flags set.
+llvm::SmallVector<std::string> getScheduleSlotNames(Schedule schedule,
+                                                    int64_t count);
 } // namespace kiln
 
 #endif // KILN_DIALECT_KILN_IR_KILNOPS_H

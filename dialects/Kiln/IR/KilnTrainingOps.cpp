@@ -21,6 +21,31 @@ int64_t kiln::getScheduleParamCount(Schedule schedule) {
   llvm_unreachable("unknown schedule");
 }
 
+SmallVector<std::string> kiln::getScheduleSlotNames(Schedule schedule,
+                                                   int64_t count) {
+  SmallVector<std::string> names;
+  switch (schedule) {
+  case Schedule::Constant:
+    names = {"lr"};
+    break;
+  case Schedule::LinearWarmupLinearDecay:
+    names = {"lr", "warmup_steps", "peak_lr", "total_steps"};
+    break;
+  case Schedule::WarmupPolynomialDecay:
+    names = {"lr", "warmup_steps", "total_steps", "end_lr", "power"};
+    break;
+  case Schedule::StepDecay:
+    names = {"lr", "warmup_init_lr", "warmup_steps", "factor"};
+    for (int64_t i = 4; i < count; ++i)
+      names.push_back("boundary" + std::to_string(i - 4));
+    break;
+  case Schedule::CosineDecay:
+    names = {"lr", "warmup_init_lr", "warmup_steps", "total_steps", "end_lr"};
+    break;
+  }
+  return names;
+}
+
 LogicalResult LearningRateOp::verify() {
   int64_t have = getParams().getType().getDimSize(0);
   int64_t want = getScheduleParamCount(getSchedule());

@@ -53,34 +53,6 @@ static llvm::json::Array describeVariables(ModuleOp module,
   return variables;
 }
 
-/// The names of the schedule's parameter slots (kiln.learning_rate).
-static llvm::json::Array scheduleSlots(Schedule kind, int64_t count) {
-  SmallVector<std::string> names;
-  switch (kind) {
-  case Schedule::Constant:
-    names = {"lr"};
-    break;
-  case Schedule::LinearWarmupLinearDecay:
-    names = {"lr", "warmup_steps", "peak_lr", "total_steps"};
-    break;
-  case Schedule::WarmupPolynomialDecay:
-    names = {"lr", "warmup_steps", "total_steps", "end_lr", "power"};
-    break;
-  case Schedule::StepDecay:
-    names = {"lr", "warmup_init_lr", "warmup_steps", "factor"};
-    for (int64_t i = 4; i < count; ++i)
-      names.push_back("boundary" + std::to_string(i - 4));
-    break;
-  case Schedule::CosineDecay:
-    names = {"lr", "warmup_init_lr", "warmup_steps", "total_steps", "end_lr"};
-    break;
-  }
-  llvm::json::Array array;
-  for (const std::string &name : names)
-    array.push_back(name);
-  return array;
-}
-
 namespace {
 /// Lowers one kiln function into `@kiln_model_<role>_step`.
 class FunctionLowering {
@@ -280,8 +252,8 @@ LogicalResult lowerKilnToLinalg(ModuleOp module) {
     manifest["schedule"] = llvm::json::Object{
         {"kind", stringifySchedule(op.getSchedule())},
         {"variable", kScheduleVariable},
-        {"slots", scheduleSlots(op.getSchedule(),
-                                op.getParams().getType().getDimSize(0))}};
+        {"slots", llvm::json::Array(getScheduleSlotNames(
+                      op.getSchedule(), op.getParams().getType().getDimSize(0)))}};
   });
 
   // The kiln program is now fully represented by the lowered functions.
