@@ -12,26 +12,31 @@ sync), so depth, width, image size and class count stay parameters:
 
 Conventions: NHWC activations, HWIO filters, a dynamic batch dimension,
 PyTorch state-dict names for the variables, He-normal (fan-in) convolutions,
-normal(0, 0.01) for the classifier, batch norm with momentum 0.9 and epsilon
-1e-5; the last gamma of every residual block starts at zero (--zero-gamma,
-the default of every preset; --no-zero-gamma starts it at one).
+batch norm with momentum 0.9 and epsilon 1e-5. The ImageNet presets follow
+the MLPerf reference: normal(0, 0.01) for the classifier and the last gamma of
+every residual block at zero (--zero-gamma). The Fashion-MNIST preset follows
+the PyTorch reference its recipe comes from: every gamma at one
+(--no-zero-gamma) and the classifier at PyTorch's nn.Linear scale, normal with
+std 1/sqrt(3 fan_in) (--fc-std fan-in); with it, the 3-epoch recipe reaches
+91.6% instead of 90.3% (docs/performance.md).
 """
 
 import argparse
+import math
 import sys
 
 PRESETS = {
     # ResNet-50 v1.5: bottleneck blocks, stride on the 3x3 convolution.
     "resnet50": dict(block="bottleneck", stages=[3, 4, 6, 3], widths=[64, 128, 256, 512],
                      stem="imagenet", image_size=224, channels=3, classes=1000,
-                     zero_gamma=True),
+                     zero_gamma=True, fc_std="0.01"),
     "resnet18": dict(block="basic", stages=[2, 2, 2, 2], widths=[64, 128, 256, 512],
                      stem="imagenet", image_size=224, channels=3, classes=1000,
-                     zero_gamma=True),
+                     zero_gamma=True, fc_std="0.01"),
     # ResNet-20 as in He et al. 2016 (CIFAR), with projection shortcuts.
     "fmnist_resnet20": dict(block="basic", stages=[3, 3, 3], widths=[16, 32, 64],
                             stem="small", image_size=28, channels=1, classes=10,
-                            zero_gamma=True),
+                            zero_gamma=False, fc_std="fan-in"),
 }
 
 BN_EPSILON = "1.000000e-05"
@@ -143,7 +148,8 @@ class Builder:
         return self.relu(self.add(y, skip, s), s), s
 
 
-def build(name, block, stages, widths, stem, image_size, channels, classes, zero_gamma=True):
+def build(name, block, stages, widths, stem, image_size, channels, classes, zero_gamma=True,
+          fc_std="0.01"):
     b = Builder(zero_gamma)
     shape = [None, image_size, image_size, channels]
     x = "%images"
@@ -167,7 +173,9 @@ def build(name, block, stages, widths, stem, image_size, channels, classes, zero
     pooled = b.fresh("gap")
     b.body.append(f"    {pooled} = kiln.global_avg_pool {x} : ({tensor(shape)}) -> "
                   f"{tensor([None, features])}")
-    b.variable("parameter", "fc.weight", [features, classes], "normal", std="1.000000e-02")
+    # "fan-in": the variance of PyTorch's nn.Linear default, uniform(+-1/sqrt(fan_in)).
+    std = 1 / math.sqrt(3 * features) if fc_std == "fan-in" else float(fc_std)
+    b.variable("parameter", "fc.weight", [features, classes], "normal", std=f"{std:.6e}")
     b.variable("parameter", "fc.bias", [classes], "zeros")
     w = b.read("fc.weight", [features, classes])
     bias = b.read("fc.bias", [classes])
@@ -209,11 +217,13 @@ def main(argv):
     parser.add_argument("--zero-gamma", dest="zero_gamma", action="store_true", default=None,
                         help="start the last batch-norm gamma of every block at 0")
     parser.add_argument("--no-zero-gamma", dest="zero_gamma", action="store_false")
+    parser.add_argument("--fc-std", help="std of the classifier's normal init: a number, or "
+                        "fan-in for 1/sqrt(3 fan_in) (PyTorch's nn.Linear scale)")
     parser.add_argument("-o", "--output", help="output file (default: stdout)")
     args = parser.parse_args(argv)
 
     config = dict(PRESETS.get(args.preset, {}))
-    for key in ("block", "stem", "image_size", "channels", "classes", "zero_gamma"):
+    for key in ("block", "stem", "image_size", "channels", "classes", "zero_gamma", "fc_std"):
         if getattr(args, key) is not None:
             config[key] = getattr(args, key)
     for key in ("stages", "widths"):

@@ -12,7 +12,7 @@ module @fmnist_resnet20 {
   kiln.variable state @layer1.0.bn1.running_mean : tensor<16xf32> init zeros
   kiln.variable state @layer1.0.bn1.running_var : tensor<16xf32> init ones
   kiln.variable parameter @layer1.0.conv2.weight : tensor<3x3x16x16xf32> init he_normal
-  kiln.variable parameter @layer1.0.bn2.weight : tensor<16xf32> init zeros
+  kiln.variable parameter @layer1.0.bn2.weight : tensor<16xf32> init ones
   kiln.variable parameter @layer1.0.bn2.bias : tensor<16xf32> init zeros
   kiln.variable state @layer1.0.bn2.running_mean : tensor<16xf32> init zeros
   kiln.variable state @layer1.0.bn2.running_var : tensor<16xf32> init ones
@@ -22,7 +22,7 @@ module @fmnist_resnet20 {
   kiln.variable state @layer1.1.bn1.running_mean : tensor<16xf32> init zeros
   kiln.variable state @layer1.1.bn1.running_var : tensor<16xf32> init ones
   kiln.variable parameter @layer1.1.conv2.weight : tensor<3x3x16x16xf32> init he_normal
-  kiln.variable parameter @layer1.1.bn2.weight : tensor<16xf32> init zeros
+  kiln.variable parameter @layer1.1.bn2.weight : tensor<16xf32> init ones
   kiln.variable parameter @layer1.1.bn2.bias : tensor<16xf32> init zeros
   kiln.variable state @layer1.1.bn2.running_mean : tensor<16xf32> init zeros
   kiln.variable state @layer1.1.bn2.running_var : tensor<16xf32> init ones
@@ -32,7 +32,7 @@ module @fmnist_resnet20 {
   kiln.variable state @layer1.2.bn1.running_mean : tensor<16xf32> init zeros
   kiln.variable state @layer1.2.bn1.running_var : tensor<16xf32> init ones
   kiln.variable parameter @layer1.2.conv2.weight : tensor<3x3x16x16xf32> init he_normal
-  kiln.variable parameter @layer1.2.bn2.weight : tensor<16xf32> init zeros
+  kiln.variable parameter @layer1.2.bn2.weight : tensor<16xf32> init ones
   kiln.variable parameter @layer1.2.bn2.bias : tensor<16xf32> init zeros
   kiln.variable state @layer1.2.bn2.running_mean : tensor<16xf32> init zeros
   kiln.variable state @layer1.2.bn2.running_var : tensor<16xf32> init ones
@@ -42,7 +42,7 @@ module @fmnist_resnet20 {
   kiln.variable state @layer2.0.bn1.running_mean : tensor<32xf32> init zeros
   kiln.variable state @layer2.0.bn1.running_var : tensor<32xf32> init ones
   kiln.variable parameter @layer2.0.conv2.weight : tensor<3x3x32x32xf32> init he_normal
-  kiln.variable parameter @layer2.0.bn2.weight : tensor<32xf32> init zeros
+  kiln.variable parameter @layer2.0.bn2.weight : tensor<32xf32> init ones
   kiln.variable parameter @layer2.0.bn2.bias : tensor<32xf32> init zeros
   kiln.variable state @layer2.0.bn2.running_mean : tensor<32xf32> init zeros
   kiln.variable state @layer2.0.bn2.running_var : tensor<32xf32> init ones
@@ -57,7 +57,7 @@ module @fmnist_resnet20 {
   kiln.variable state @layer2.1.bn1.running_mean : tensor<32xf32> init zeros
   kiln.variable state @layer2.1.bn1.running_var : tensor<32xf32> init ones
   kiln.variable parameter @layer2.1.conv2.weight : tensor<3x3x32x32xf32> init he_normal
-  kiln.variable parameter @layer2.1.bn2.weight : tensor<32xf32> init zeros
+  kiln.variable parameter @layer2.1.bn2.weight : tensor<32xf32> init ones
   kiln.variable parameter @layer2.1.bn2.bias : tensor<32xf32> init zeros
   kiln.variable state @layer2.1.bn2.running_mean : tensor<32xf32> init zeros
   kiln.variable state @layer2.1.bn2.running_var : tensor<32xf32> init ones
@@ -67,7 +67,7 @@ module @fmnist_resnet20 {
   kiln.variable state @layer2.2.bn1.running_mean : tensor<32xf32> init zeros
   kiln.variable state @layer2.2.bn1.running_var : tensor<32xf32> init ones
   kiln.variable parameter @layer2.2.conv2.weight : tensor<3x3x32x32xf32> init he_normal
-  kiln.variable parameter @layer2.2.bn2.weight : tensor<32xf32> init zeros
+  kiln.variable parameter @layer2.2.bn2.weight : tensor<32xf32> init ones
   kiln.variable parameter @layer2.2.bn2.bias : tensor<32xf32> init zeros
   kiln.variable state @layer2.2.bn2.running_mean : tensor<32xf32> init zeros
   kiln.variable state @layer2.2.bn2.running_var : tensor<32xf32> init ones
@@ -77,7 +77,7 @@ module @fmnist_resnet20 {
   kiln.variable state @layer3.0.bn1.running_mean : tensor<64xf32> init zeros
   kiln.variable state @layer3.0.bn1.running_var : tensor<64xf32> init ones
   kiln.variable parameter @layer3.0.conv2.weight : tensor<3x3x64x64xf32> init he_normal
-  kiln.variable parameter @layer3.0.bn2.weight : tensor<64xf32> init zeros
+  kiln.variable parameter @layer3.0.bn2.weight : tensor<64xf32> init ones
   kiln.variable parameter @layer3.0.bn2.bias : tensor<64xf32> init zeros
   kiln.variable state @layer3.0.bn2.running_mean : tensor<64xf32> init zeros
   kiln.variable state @layer3.0.bn2.running_var : tensor<64xf32> init ones
@@ -92,7 +92,7 @@ module @fmnist_resnet20 {
   kiln.variable state @layer3.1.bn1.running_mean : tensor<64xf32> init zeros
   kiln.variable state @layer3.1.bn1.running_var : tensor<64xf32> init ones
   kiln.variable parameter @layer3.1.conv2.weight : tensor<3x3x64x64xf32> init he_normal
-  kiln.variable parameter @layer3.1.bn2.weight : tensor<64xf32> init zeros
+  kiln.variable parameter @layer3.1.bn2.weight : tensor<64xf32> init ones
   kiln.variable parameter @layer3.1.bn2.bias : tensor<64xf32> init zeros
   kiln.variable state @layer3.1.bn2.running_mean : tensor<64xf32> init zeros
   kiln.variable state @layer3.1.bn2.running_var : tensor<64xf32> init ones
@@ -102,11 +102,11 @@ module @fmnist_resnet20 {
   kiln.variable state @layer3.2.bn1.running_mean : tensor<64xf32> init zeros
   kiln.variable state @layer3.2.bn1.running_var : tensor<64xf32> init ones
   kiln.variable parameter @layer3.2.conv2.weight : tensor<3x3x64x64xf32> init he_normal
-  kiln.variable parameter @layer3.2.bn2.weight : tensor<64xf32> init zeros
+  kiln.variable parameter @layer3.2.bn2.weight : tensor<64xf32> init ones
   kiln.variable parameter @layer3.2.bn2.bias : tensor<64xf32> init zeros
   kiln.variable state @layer3.2.bn2.running_mean : tensor<64xf32> init zeros
   kiln.variable state @layer3.2.bn2.running_var : tensor<64xf32> init ones
-  kiln.variable parameter @fc.weight : tensor<64x10xf32> init normal std 1.000000e-02
+  kiln.variable parameter @fc.weight : tensor<64x10xf32> init normal std 7.216878e-02
   kiln.variable parameter @fc.bias : tensor<10xf32> init zeros
   // Returns the mean loss over the batch and the logits.
   func.func @forward(%images: tensor<?x28x28x1xf32>, %labels: tensor<?xi32>) -> (tensor<f32>, tensor<?x10xf32>) {
