@@ -12,8 +12,19 @@
 // RUN: %python %S/Inputs/optimizer_reference.py check %t/lars %t/lars/after.safetensors lars | FileCheck %s
 // Negative case: the check notices a wrong optimizer.
 // RUN: not %python %S/Inputs/optimizer_reference.py check %t/lars %t/sgd/after.safetensors lars | FileCheck %s --check-prefix=WRONG
+// kiln-run executes a kiln.fused_sgd_update (--kiln-fuse; every parameter
+// decayed so that both updates share their hyperparameters) to the bit as
+// the updates it replaces.
+// RUN: kiln-opt %s --kiln-autodiff "--kiln-optimizer=optimizer=sgd nesterov=true momentum=0.9 weight-decay=0.01 decay-1d=true lr=0.1" -o %t/sgd/step-1d.mlir
+// RUN: kiln-opt %t/sgd/step-1d.mlir --pass-pipeline="builtin.module(func.func(kiln-fuse))" -o %t/sgd/fused.mlir
+// RUN: FileCheck %s --check-prefix=FUSED --input-file=%t/sgd/fused.mlir
+// RUN: kiln-run %t/sgd/step-1d.mlir --load=%t/sgd/weights.safetensors --inputs=%t/sgd/inputs.safetensors --save=%t/sgd/unfused-after.safetensors
+// RUN: kiln-run %t/sgd/fused.mlir --load=%t/sgd/weights.safetensors --inputs=%t/sgd/inputs.safetensors --save=%t/sgd/fused-after.safetensors
+// RUN: cmp %t/sgd/unfused-after.safetensors %t/sgd/fused-after.safetensors
 // CHECK: MATCH
 // WRONG: MISMATCH
+// FUSED: kiln.fused_sgd_update
+// FUSED-NOT: kiln.sgd_update
 kiln.variable parameter @w : tensor<3x2xf32> init he_normal
 kiln.variable parameter @b : tensor<2xf32> init zeros
 func.func @forward(%x: tensor<2x3xf32>, %labels: tensor<2xi32>) -> tensor<f32> {
