@@ -255,9 +255,8 @@ LogicalResult evaluateFusedElementwise(FusedElementwiseOp fused,
   for (Operation &op : body.without_terminator())
     if (failed(evaluateAndCheck(&op, ctx)))
       return failure();
-  for (auto [result, value] :
-       llvm::zip(fused.getResults(),
-                 cast<YieldOp>(body.getTerminator()).getValues()))
+  for (auto [result, value] : llvm::zip(
+           fused.getResults(), cast<YieldOp>(body.getTerminator()).getValues()))
     ctx.set(result, ctx.get(value));
   for (BlockArgument arg : body.getArguments())
     ctx.erase(arg);
@@ -286,8 +285,8 @@ LogicalResult evaluateAndCheck(Operation *op, EvalContext &ctx) {
   for (OpResult r : op->getResults()) {
     auto type = dyn_cast<RankedTensorType>(r.getType());
     if (!type)
-      return ctx.error(op)
-             << "result " << r.getResultNumber() << " is not a ranked tensor";
+      return ctx.error(op) << "result " << r.getResultNumber()
+                           << " is not a ranked tensor";
     HostTensor &value = ctx.getMutable(r);
     if (type.getElementType().isBF16() && ctx.options.roundBf16)
       for (float &x : value.floats)

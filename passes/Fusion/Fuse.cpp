@@ -4,9 +4,9 @@
 
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "passes/Passes.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "passes/Passes.h"
 #include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
@@ -71,9 +71,8 @@ static SmallVector<Value> inlineElementwise(OpBuilder &b, Operation *op,
     mapping.map(arg, mapping.lookupOrDefault(input));
   for (Operation &inner : body.without_terminator())
     b.clone(inner, mapping);
-  return llvm::map_to_vector(
-      cast<YieldOp>(body.getTerminator()).getValues(),
-      [&](Value v) { return mapping.lookup(v); });
+  return llvm::map_to_vector(cast<YieldOp>(body.getTerminator()).getValues(),
+                             [&](Value v) { return mapping.lookup(v); });
 }
 
 /// consumer(producer(...)) -> kiln.fused_elementwise running both, when both
@@ -127,9 +126,9 @@ struct FuseElementwiseChain : RewritePattern {
     replaced.append(kept);
 
     rewriter.setInsertionPoint(consumer);
-    auto fused = FusedElementwiseOp::create(
-        rewriter, consumer->getLoc(), ValueRange(replaced).getTypes(),
-        inputs.getArrayRef());
+    auto fused = FusedElementwiseOp::create(rewriter, consumer->getLoc(),
+                                            ValueRange(replaced).getTypes(),
+                                            inputs.getArrayRef());
     Block *body = rewriter.createBlock(
         &fused.getBody(), {}, ValueRange(inputs.getArrayRef()).getTypes(),
         SmallVector<Location>(inputs.size(), consumer->getLoc()));

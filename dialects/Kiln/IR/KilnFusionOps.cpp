@@ -109,7 +109,8 @@ LogicalResult FusedSgdUpdateOp::verify() {
         getNewWeights()[i].getType() != w ||
         getNewVelocities()[i].getType() != w)
       return emitOpError("parameter ")
-             << i << ": weight, gradient, velocity and results must have one "
+             << i
+             << ": weight, gradient, velocity and results must have one "
                 "type";
   return success();
 }

@@ -56,13 +56,14 @@ LogicalResult lowerElementwise(Lowering &l, Operation *op) {
         fused.getOutputs(), [&](Value v) { return l.view(v); });
     Block &body = fused.getBody().front();
     l.elementwise(
-        loc, inputs, outputs, [&](OpBuilder &nb, Location loc, ValueRange args) {
+        loc, inputs, outputs,
+        [&](OpBuilder &nb, Location loc, ValueRange args) {
           IRMapping scalars;
           scalars.map(body.getArguments(), args.take_front(inputs.size()));
           for (Operation &inner : body.without_terminator()) {
-            SmallVector<Value> operands = llvm::map_to_vector(
-                inner.getOperands(),
-                [&](Value v) { return scalars.lookup(v); });
+            SmallVector<Value> operands =
+                llvm::map_to_vector(inner.getOperands(),
+                                    [&](Value v) { return scalars.lookup(v); });
             scalars.map(inner.getResult(0),
                         cast<ElementwiseOpInterface>(inner).buildScalar(
                             nb, loc, operands));

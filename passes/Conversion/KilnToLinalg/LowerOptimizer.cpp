@@ -105,12 +105,12 @@ struct SgdStep {
                                 Value v) const {
     Value grad = math::FmaOp::create(b, loc, weightDecay, w, g);
     Value velocity = math::FmaOp::create(b, loc, momentum, v, grad);
-    Value step = nesterov
-                     ? math::FmaOp::create(b, loc, momentum, velocity, grad)
-                           .getResult()
-                     : velocity;
-    Value weight = arith::SubFOp::create(b, loc, w,
-                                         arith::MulFOp::create(b, loc, lr, step));
+    Value step =
+        nesterov
+            ? math::FmaOp::create(b, loc, momentum, velocity, grad).getResult()
+            : velocity;
+    Value weight = arith::SubFOp::create(
+        b, loc, w, arith::MulFOp::create(b, loc, lr, step));
     return {weight, velocity};
   }
 };
@@ -163,8 +163,9 @@ static LogicalResult lowerFusedSgdUpdate(Lowering &l, FusedSgdUpdateOp op) {
         // before this chunk.
         Value param = constant(0);
         for (const Param &p : ArrayRef(params).drop_front()) {
-          Value starts = arith::CmpIOp::create(
-              nb, loc, arith::CmpIPredicate::uge, chunk, constant(p.firstChunk));
+          Value starts =
+              arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::uge, chunk,
+                                    constant(p.firstChunk));
           param = arith::AddIOp::create(
               nb, loc, param,
               arith::IndexCastOp::create(
@@ -184,29 +185,30 @@ static LogicalResult lowerFusedSgdUpdate(Lowering &l, FusedSgdUpdateOp op) {
               cb, loc,
               arith::SubIOp::create(cb, loc, chunk, index(p.firstChunk)),
               index(kSgdChunk));
-          Value end = p.chunks == 1
-                          ? index(p.elements)
-                          : arith::MinSIOp::create(
-                                cb, loc,
-                                arith::AddIOp::create(cb, loc, begin,
-                                                      index(kSgdChunk)),
-                                index(p.elements))
-                                .getResult();
+          Value end =
+              p.chunks == 1
+                  ? index(p.elements)
+                  : arith::MinSIOp::create(
+                        cb, loc,
+                        arith::AddIOp::create(cb, loc, begin, index(kSgdChunk)),
+                        index(p.elements))
+                        .getResult();
           scf::ForOp::create(
               cb, loc, begin, end, index(1), ValueRange{},
               [&](OpBuilder &fb, Location loc, Value i, ValueRange) {
                 auto load = [&](Value memref) {
                   return memref::LoadOp::create(fb, loc, memref, ValueRange{i});
                 };
-                auto [w, v] = step.build(fb, loc, load(p.w), load(p.g), load(p.v));
+                auto [w, v] =
+                    step.build(fb, loc, load(p.w), load(p.g), load(p.v));
                 memref::StoreOp::create(fb, loc, w, p.newW, ValueRange{i});
                 memref::StoreOp::create(fb, loc, v, p.newV, ValueRange{i});
                 scf::YieldOp::create(fb, loc);
               });
           scf::YieldOp::create(cb, loc);
         }
-        OpBuilder db =
-            OpBuilder::atBlockBegin(&dispatch.getDefaultRegion().emplaceBlock());
+        OpBuilder db = OpBuilder::atBlockBegin(
+            &dispatch.getDefaultRegion().emplaceBlock());
         scf::YieldOp::create(db, loc);
       });
   return success();
@@ -236,15 +238,16 @@ LogicalResult lowerOptimizer(Lowering &l, Operation *op) {
                  l.f32(loc, update.getMomentum().convertToFloat()),
                  l.f32(loc, update.getWeightDecay().convertToFloat()),
                  update.getNesterov()};
-    l.elementwise(
-        loc,
-        ValueRange{l.view(update.getWeight()), l.view(update.getGradient()),
-                   l.view(update.getVelocity())},
-        ValueRange{l.view(update.getNewWeight()), l.view(update.getNewVelocity())},
-        [&](OpBuilder &nb, Location loc, ValueRange a) {
-          auto [w, v] = step.build(nb, loc, a[0], a[1], a[2]);
-          yield(nb, loc, ValueRange{w, v});
-        });
+    l.elementwise(loc,
+                  ValueRange{l.view(update.getWeight()),
+                             l.view(update.getGradient()),
+                             l.view(update.getVelocity())},
+                  ValueRange{l.view(update.getNewWeight()),
+                             l.view(update.getNewVelocity())},
+                  [&](OpBuilder &nb, Location loc, ValueRange a) {
+                    auto [w, v] = step.build(nb, loc, a[0], a[1], a[2]);
+                    yield(nb, loc, ValueRange{w, v});
+                  });
     return success();
   }
   if (auto fused = dyn_cast<FusedSgdUpdateOp>(op))

@@ -157,9 +157,8 @@ LogicalResult lowerOp(Lowering &l, Operation *op) {
           [&](Operation *op) { return lowerOptimizer(l, op); })
       .Case<Conv2DOp, Conv2DBackwardDataOp, Conv2DBackwardFilterOp, DenseOp,
             MatmulOp>([&](Operation *op) { return lowerLibraryCall(l, op); })
-      .Default([](Operation *op) {
-        return op->emitOpError("has no x86 lowering");
-      });
+      .Default(
+          [](Operation *op) { return op->emitOpError("has no x86 lowering"); });
 }
 
 } // namespace kiln
