@@ -1,0 +1,170 @@
+//===- conv_layout_bench.cpp - NHWC against nChw16c activations -----------===//
+//
+// Times oneDNN's forward, backward-data and backward-weights convolutions on
+// ResNet-50's layer shapes with NHWC activations (what Kiln's generated code
+// and memory plan use today) and with oneDNN's blocked nChw16c, weights in
+// the format each primitive prefers. This is the measurement a --kiln-layout
+// pass would decide from (docs/performance.md).
+//
+//   kiln-bench-conv-layout [--threads N] [--batch N] [--dtype f32|bf16]
+//                          [--seconds S]
+//
+//===----------------------------------------------------------------------===//
+
+#include <dnnl.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace dnnl;
+using Tag = memory::format_tag;
+
+extern "C" void omp_set_num_threads(int);
+
+namespace {
+struct Layer {
+  int hw, cin, cout, k, stride;
+};
+
+// One of each distinct convolution shape of ResNet-50's training step.
+const Layer kLayers[] = {
+    {56, 64, 64, 1, 1},     {56, 64, 64, 3, 1},     {56, 64, 256, 1, 1},
+    {56, 256, 64, 1, 1},    {56, 256, 128, 1, 1},   {56, 128, 128, 3, 2},
+    {28, 128, 512, 1, 1},   {56, 256, 512, 1, 2},   {28, 512, 128, 1, 1},
+    {28, 128, 128, 3, 1},   {28, 512, 256, 1, 1},   {28, 256, 256, 3, 2},
+    {14, 256, 1024, 1, 1},  {28, 512, 1024, 1, 2},  {14, 1024, 256, 1, 1},
+    {14, 256, 256, 3, 1},   {14, 1024, 512, 1, 1},  {14, 512, 512, 3, 2},
+    {7, 512, 2048, 1, 1},   {14, 1024, 2048, 1, 2}, {7, 2048, 512, 1, 1},
+    {7, 512, 512, 3, 1}};
+
+template <typename Fn> double secondsPerCall(Fn fn, double budget) {
+  fn(); // first call: JIT and page faults
+  auto start = std::chrono::steady_clock::now();
+  int calls = 0;
+  double elapsed = 0;
+  do {
+    fn();
+    ++calls;
+    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                            start)
+                  .count();
+  } while (elapsed < budget);
+  return elapsed / calls;
+}
+
+/// Forward, backward-data and backward-weights seconds per call.
+std::vector<double> timeLayer(const Layer &l, int batch, memory::data_type dt,
+                              Tag activations, double budget) {
+  engine eng(engine::kind::cpu, 0);
+  stream s(eng);
+  int pad = l.k / 2;
+  int out = (l.hw + 2 * pad - l.k) / l.stride + 1;
+  memory::desc src({batch, l.cin, l.hw, l.hw}, dt, activations);
+  memory::desc dst({batch, l.cout, out, out}, dt, activations);
+  memory::desc weights({l.cout, l.cin, l.k, l.k}, dt, Tag::any);
+  memory::dims strides = {l.stride, l.stride}, padding = {pad, pad};
+  convolution_forward::primitive_desc fwd(
+      convolution_forward::desc(prop_kind::forward_training,
+                                algorithm::convolution_direct, src, weights,
+                                dst, strides, padding, padding),
+      eng);
+  convolution_backward_data::primitive_desc bwdData(
+      convolution_backward_data::desc(algorithm::convolution_direct, src,
+                                      weights, dst, strides, padding, padding),
+      eng, fwd);
+  convolution_backward_weights::primitive_desc bwdWeights(
+      convolution_backward_weights::desc(algorithm::convolution_direct, src,
+                                         weights, dst, strides, padding,
+                                         padding),
+      eng, fwd);
+  memory x(src, eng), y(dst, eng), w(fwd.weights_desc(), eng),
+      wData(bwdData.weights_desc(), eng),
+      dw(bwdWeights.diff_weights_desc(), eng);
+  memory scratch1(fwd.scratchpad_desc(), eng),
+      scratch2(bwdData.scratchpad_desc(), eng),
+      scratch3(bwdWeights.scratchpad_desc(), eng);
+  convolution_forward f(fwd);
+  convolution_backward_data bd(bwdData);
+  convolution_backward_weights bw(bwdWeights);
+  return {
+      secondsPerCall(
+          [&] {
+            f.execute(s, {{DNNL_ARG_SRC, x},
+                          {DNNL_ARG_WEIGHTS, w},
+                          {DNNL_ARG_DST, y},
+                          {DNNL_ARG_SCRATCHPAD, scratch1}});
+            s.wait();
+          },
+          budget),
+      secondsPerCall(
+          [&] {
+            bd.execute(s, {{DNNL_ARG_DIFF_DST, y},
+                           {DNNL_ARG_WEIGHTS, wData},
+                           {DNNL_ARG_DIFF_SRC, x},
+                           {DNNL_ARG_SCRATCHPAD, scratch2}});
+            s.wait();
+          },
+          budget),
+      secondsPerCall(
+          [&] {
+            bw.execute(s, {{DNNL_ARG_SRC, x},
+                           {DNNL_ARG_DIFF_DST, y},
+                           {DNNL_ARG_DIFF_WEIGHTS, dw},
+                           {DNNL_ARG_SCRATCHPAD, scratch3}});
+            s.wait();
+          },
+          budget)};
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  int threads = 2, batch = 32;
+  double budget = 0.5;
+  memory::data_type dt = memory::data_type::f32;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> const char * {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--threads")
+      threads = std::atoi(next());
+    else if (a == "--batch")
+      batch = std::atoi(next());
+    else if (a == "--seconds")
+      budget = std::atof(next());
+    else if (a == "--dtype")
+      dt = std::strcmp(next(), "bf16") == 0 ? memory::data_type::bf16
+                                            : memory::data_type::f32;
+    else {
+      std::fprintf(stderr, "unknown flag %s\n", a.c_str());
+      return 2;
+    }
+  }
+  omp_set_num_threads(threads);
+  std::printf("%-24s %27s %27s  (ms per call: fwd / bwd-data / bwd-weights)\n",
+              "layer (hw cin->cout kxk/s)", "NHWC", "nChw16c");
+  double total[2][3] = {};
+  for (const Layer &l : kLayers) {
+    std::vector<double> t[2] = {timeLayer(l, batch, dt, Tag::nhwc, budget),
+                                timeLayer(l, batch, dt, Tag::nChw16c, budget)};
+    for (int layout = 0; layout < 2; ++layout)
+      for (int p = 0; p < 3; ++p)
+        total[layout][p] += t[layout][p];
+    std::printf("%3d %4d->%-4d %dx%d/%d      %8.1f %8.1f %8.1f  %8.1f %8.1f %8.1f\n",
+                l.hw, l.cin, l.cout, l.k, l.k, l.stride, t[0][0] * 1e3,
+                t[0][1] * 1e3, t[0][2] * 1e3, t[1][0] * 1e3, t[1][1] * 1e3,
+                t[1][2] * 1e3);
+  }
+  std::printf("%-24s %8.1f %8.1f %8.1f  %8.1f %8.1f %8.1f\n", "sum of shapes",
+              total[0][0] * 1e3, total[0][1] * 1e3, total[0][2] * 1e3,
+              total[1][0] * 1e3, total[1][1] * 1e3, total[1][2] * 1e3);
+  return 0;
+}
