@@ -135,8 +135,15 @@ def KilnFuse : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
     Rounds 1 and 2 each remove a pass over the activations (a write and a
     read) per fusion; round 3 runs all updates as one kernel instead of one
     small loop per parameter. kiln-run executes the fused ops, with the same
-    results to the bit.
+    results to the bit. Rounds 2 and 3 can be switched off (to measure what
+    each buys).
   }];
+  let options = [
+    Option<"elementwiseChains", "elementwise-chains", "bool", /*default=*/"true",
+           "Fuse chains of elementwise ops (round 2)">,
+    Option<"optimizerUpdates", "optimizer-updates", "bool", /*default=*/"true",
+           "Fuse SGD updates sharing their hyperparameters (round 3)">
+  ];
 }
 
 //===----------------------------------------------------------------------===//

@@ -272,8 +272,9 @@ struct FusePass : impl::KilnFuseBase<FusePass> {
       return applyPatternsGreedily(getOperation(), std::move(patterns));
     };
     if (failed(apply(populateBatchNormReluFusionPatterns)) ||
-        failed(apply(populateElementwiseFusionPatterns)) ||
-        failed(apply(populateOptimizerFusionPatterns)))
+        (elementwiseChains &&
+         failed(apply(populateElementwiseFusionPatterns))) ||
+        (optimizerUpdates && failed(apply(populateOptimizerFusionPatterns))))
       signalPassFailure();
   }
 };

@@ -1,4 +1,11 @@
 // RUN: kiln-opt %s -split-input-file --pass-pipeline="builtin.module(func.func(kiln-fuse))" | FileCheck %s
+// With rounds 2 and 3 off, only batch norm takes relus.
+// RUN: kiln-opt %s -split-input-file --pass-pipeline="builtin.module(func.func(kiln-fuse{elementwise-chains=false optimizer-updates=false}))" | FileCheck %s --check-prefix=OFF
+// OFF-NOT: kiln.fused_elementwise
+// OFF-NOT: kiln.fused_sgd_update
+// OFF: kiln.batch_norm_train {{.*}} relu
+// OFF-NOT: kiln.fused_elementwise
+// OFF-NOT: kiln.fused_sgd_update
 
 // CHECK-LABEL: func.func @forward_and_backward
 // CHECK-SAME: (%[[X:.*]]: tensor<2x4xf32>, %[[G:.*]]: tensor<4xf32>, %[[DY:.*]]: tensor<2x4xf32>)
