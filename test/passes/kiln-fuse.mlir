@@ -190,3 +190,16 @@ func.func @sgd_result_needed_early(%w: tensor<4xf32>, %g: tensor<4xf32>, %v: ten
   %nw1, %nv1 = kiln.sgd_update %r, %g, %v, %lr momentum 0.9 weight_decay 0.0 : tensor<4xf32>
   return %nw1, %nv0, %nv1 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// Negative case: LARS updates stay per parameter (each needs its own norms
+// before its update).
+// CHECK-LABEL: func.func @lars_updates
+// CHECK-NOT: kiln.fused_sgd_update
+// CHECK-COUNT-2: kiln.lars_update
+func.func @lars_updates(%w: tensor<4xf32>, %g: tensor<4xf32>, %v: tensor<4xf32>, %lr: tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %nw0, %nv0 = kiln.lars_update %w, %g, %v, %lr momentum 0.9 eta 0.001 weight_decay 0.0001 epsilon 0.0 : tensor<4xf32>
+  %nw1, %nv1 = kiln.lars_update %g, %w, %v, %lr momentum 0.9 eta 0.001 weight_decay 0.0001 epsilon 0.0 : tensor<4xf32>
+  return %nw0, %nv0, %nw1, %nv1 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
