@@ -3,7 +3,6 @@
 #include "kiln/rt/exec/trainer.h"
 
 #include "kiln/rt/exec/arena.h"
-#include "kiln/rt/exec/checkpoint.h"
 #include "kiln/rt/exec/comm.h"
 #include "kiln/rt/exec/context.h"
 #include "kiln/rt/exec/eval.h"
@@ -12,6 +11,7 @@
 #include "kiln/rt/exec/manifest.h"
 #include "kiln/rt/exec/metrics.h"
 #include "kiln/rt/exec/options.h"
+#include "kiln/rt/exec/run_loop.h"
 #include "kiln/rt/exec/schedule.h"
 #include "kiln/rt/exec/variables.h"
 #include "kiln/rt/files.h"
@@ -20,7 +20,6 @@
 #include <fmt/format.h>
 
 #include <sched.h>
-#include <signal.h>
 
 #include <chrono>
 #include <cmath>
@@ -32,33 +31,6 @@ namespace kiln::rt::exec {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-/// Set by SIGINT/SIGTERM; the loop stops at the next step boundary.
-volatile sig_atomic_t stopSignal = 0;
-
-void onStopSignal(int signal) { stopSignal = signal; }
-
-/// Installs the stop handlers for the lifetime of a run; the first signal
-/// asks for an orderly stop, a second one (SA_RESETHAND) kills as usual.
-class StopSignals {
-public:
-  StopSignals() {
-    stopSignal = 0;
-    struct sigaction action = {};
-    action.sa_handler = onStopSignal;
-    action.sa_flags = SA_RESETHAND;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, &oldInt);
-    sigaction(SIGTERM, &action, &oldTerm);
-  }
-  ~StopSignals() {
-    sigaction(SIGINT, &oldInt, nullptr);
-    sigaction(SIGTERM, &oldTerm, nullptr);
-  }
-
-private:
-  struct sigaction oldInt, oldTerm;
-};
 
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -76,11 +48,6 @@ int defaultThreads() {
   return std::max(1, cores / local);
 }
 
-std::string formatLr(double lr) {
-  return (lr >= 1e-3 && lr < 1e4) || lr == 0 ? fmt::format("{:.4f}", lr)
-                                             : fmt::format("{:.3e}", lr);
-}
-
 std::string formatBytes(double bytes) {
   if (bytes >= double(1ull << 30))
     return fmt::format("{:.2f} GiB", bytes / double(1ull << 30));
@@ -89,19 +56,19 @@ std::string formatBytes(double bytes) {
   return fmt::format("{:.1f} KiB", bytes / 1024.0);
 }
 
-class Trainer {
+class Trainer : public TrainingPhases {
 public:
   Trainer(const RunOptions &options, const ModelEntryPoints &model, Comm &comm)
       : options(options), model(model), comm(comm) {}
 
   /// Everything before the first step. Collective: all ranks call it.
-  Status setup();
+  Status setup() override;
   /// The loop; sets `exitCode` to kExitNonFiniteLoss on NaN/Inf.
-  Status train(int &exitCode);
+  Status train(int &exitCode) override;
   /// Evaluation over the validation data (or the synthetic batches).
   Status evaluate();
   /// Final checkpoint, replica check, summary.
-  Status finish();
+  Status finish() override;
 
 private:
   const RunOptions &options;
@@ -118,30 +85,14 @@ private:
   const Function *trainFn = nullptr;
   const Function *evalFn = nullptr;
 
-  uint64_t seed = 0;
-  int64_t startStep = 0;   ///< steps already taken (resume)
-  int64_t totalSteps = 0;  ///< the step count to reach
-  int64_t stepsPerEpoch = 0;
-  int64_t step = 0;        ///< steps taken so far
-  int64_t lastCheckpointStep = -1;
+  RunState run;
   int64_t checkpointStepsPerEpoch = -1; ///< of the resumed checkpoint
-  std::string lastCheckpoint;
-  double lastLoss = NAN;
-  double trainSeconds = 0;
   bool haveEval = false;
   EvalTotals lastEval;
 
   bool isRoot() const { return comm.rank() == 0; }
   double globalBatch() const {
     return double(manifest.batch) * double(comm.size());
-  }
-
-  template <typename... Args>
-  void say(fmt::format_string<Args...> format, Args &&...args) {
-    if (!isRoot())
-      return;
-    fmt::print(format, std::forward<Args>(args)...);
-    std::fflush(stdout);
   }
 
   Status resumeAndBroadcast();
@@ -170,8 +121,8 @@ Status Trainer::setup() {
   KILN_RETURN_IF_ERROR(setComputeThreads(threads));
 
   KILN_ASSIGN_OR_RETURN(arena, Arena::allocate(manifest.arenaBytes));
-  seed = options.seed;
-  KILN_RETURN_IF_ERROR(initializeVariables(manifest, arena->data(), seed));
+  run.seed = options.seed;
+  KILN_RETURN_IF_ERROR(initializeVariables(manifest, arena->data(), run.seed));
   KILN_RETURN_IF_ERROR(resumeAndBroadcast());
 
   KernelOptions kernelOptions;
@@ -184,218 +135,107 @@ Status Trainer::setup() {
   context.comm = &comm;
   arenaRef = arena->ref();
 
-  if (options.synthetic) {
-    input = openSyntheticInput(*trainFn, comm.rank(), seed,
-                               options.syntheticBatches);
-  } else {
-    KILN_ASSIGN_OR_RETURN(
-        input, openDatasetInput(options, *trainFn, comm, seed, startStep));
-  }
-  stepsPerEpoch = input->stepsPerEpoch();
-  if (checkpointStepsPerEpoch >= 0 && checkpointStepsPerEpoch != stepsPerEpoch)
+  KILN_ASSIGN_OR_RETURN(input, openTrainingInput(options, *trainFn, comm, run));
+  if (checkpointStepsPerEpoch >= 0 &&
+      checkpointStepsPerEpoch != run.stepsPerEpoch)
     fmt::print(stderr,
                "kiln: warning: the checkpoint was written with {} steps per "
                "epoch, this data gives {}: the data order from here on "
                "differs from an uninterrupted run\n",
-               checkpointStepsPerEpoch, stepsPerEpoch);
+               checkpointStepsPerEpoch, run.stepsPerEpoch);
 
-  totalSteps = options.steps
-                   ? *options.steps
-                   : static_cast<int64_t>(
-                         std::llround(*options.epochs * double(stepsPerEpoch)));
-
-  // Schedule overrides go in after a checkpoint is loaded: the command line
-  // wins over the schedule the checkpoint carries.
-  auto overrides = options.scheduleOverrides;
-  if (options.warmupEpochs)
-    overrides.emplace_back(
-        "warmup_steps",
-        double(std::llround(*options.warmupEpochs * double(stepsPerEpoch))));
-  KILN_RETURN_IF_ERROR(
-      applyScheduleOverrides(manifest, arena->data(), overrides));
+  KILN_RETURN_IF_ERROR(applyScheduleOverrides(
+      manifest, arena->data(), scheduleOverrides(options, run.stepsPerEpoch)));
 
   if (!options.modelDir.empty() && isRoot())
     KILN_RETURN_IF_ERROR(metrics.open(options.modelDir));
 
-  say("kiln: model {} (model ABI {}), batch {} x {} rank{} ({}), {} "
+  say(comm,
+      "kiln: model {} (model ABI {}), batch {} x {} rank{} ({}), {} "
       "thread{}/rank, arena {}\n",
       manifest.model, manifest.abi, manifest.batch, comm.size(),
       comm.size() == 1 ? "" : "s", comm.backend(), threads,
       threads == 1 ? "" : "s", formatBytes(double(manifest.arenaBytes)));
-  say("kiln: {} library calls, {} allreduce buckets, {} variables; schedule "
+  say(comm,
+      "kiln: {} library calls, {} allreduce buckets, {} variables; schedule "
       "{}\n",
-      manifest.calls.size(), manifest.buckets.size(),
-      manifest.variables.size(), describeSchedule(manifest, arena->data()));
-  if (stepsPerEpoch)
-    say("kiln: data {}: {} steps per epoch; training to step {} ({:.2f} "
-        "epochs){}\n",
-        options.dataDir, stepsPerEpoch, totalSteps,
-        double(totalSteps) / double(stepsPerEpoch),
-        startStep ? fmt::format(", resuming at step {}", startStep) : "");
-  else
-    say("kiln: synthetic data ({} batch{}); training to step {}{}\n",
-        options.syntheticBatches, options.syntheticBatches == 1 ? "" : "es",
-        totalSteps,
-        startStep ? fmt::format(", resuming at step {}", startStep) : "");
+      manifest.calls.size(), manifest.buckets.size(), manifest.variables.size(),
+      describeSchedule(manifest, arena->data()));
+  say(comm, "{}", describeTrainingData(options, run));
   return Status::ok();
 }
 
 Status Trainer::resumeAndBroadcast() {
-  // Rank 0 reads the checkpoint (the model directory may be on its disk
-  // only) and every rank receives the variables from it, so all replicas
-  // start identical even if initialization differed somewhere.
-  int64_t header[3] = {0, 0, 0}; // found, step, seed
-  if (options.resume && isRoot()) {
-    std::vector<std::string> warnings;
-    auto loaded = loadNewestCheckpoint(options.modelDir, manifest,
-                                       arena->data(), warnings);
-    for (const std::string &w : warnings)
-      fmt::print(stderr, "kiln: warning: {}\n", w);
-    KILN_RETURN_IF_ERROR(loaded.status());
-    if (*loaded) {
-      const LoadedCheckpoint &c = **loaded;
-      header[0] = 1;
-      header[1] = c.info.step;
-      header[2] = static_cast<int64_t>(c.info.seed);
-      lastCheckpoint = c.path;
-      lastCheckpointStep = c.info.step;
-      checkpointStepsPerEpoch = c.info.stepsPerEpoch;
-      if (options.seedSet && c.info.seed != options.seed)
-        fmt::print(stderr,
-                   "kiln: warning: --seed {} ignored: the checkpoint was "
-                   "trained with seed {}, which fixes the data order\n",
-                   options.seed, c.info.seed);
-      if (c.info.worldSize != comm.size())
-        fmt::print(stderr,
-                   "kiln: warning: the checkpoint was written by {} ranks, "
-                   "this run has {}: the data order from here on differs "
-                   "from an uninterrupted run\n",
-                   c.info.worldSize, comm.size());
-      fmt::print("kiln: resuming from {} (step {})\n", c.path, c.info.step);
-    } else {
-      fmt::print("kiln: --resume: no checkpoint in {}; starting fresh\n",
-                 options.modelDir);
-    }
+  KILN_ASSIGN_OR_RETURN(
+      Resumed resumed,
+      resumeOrBroadcast(options, comm, manifest, arena->data(), run));
+  // What the x86 data order depends on besides the seed: steps per epoch
+  // (compared once the input is open) and the world size.
+  if (resumed.info) {
+    checkpointStepsPerEpoch = resumed.info->stepsPerEpoch;
+    if (resumed.info->worldSize != comm.size())
+      fmt::print(stderr,
+                 "kiln: warning: the checkpoint was written by {} ranks, "
+                 "this run has {}: the data order from here on differs "
+                 "from an uninterrupted run\n",
+                 resumed.info->worldSize, comm.size());
   }
-  if (comm.size() > 1) {
-    KILN_RETURN_IF_ERROR(comm.broadcast(header, sizeof(header), 0));
-    KILN_RETURN_IF_ERROR(comm.broadcast(
-        arena->data(), static_cast<size_t>(manifest.persistentBytes), 0));
-  }
-  if (header[0]) {
-    startStep = header[1];
-    seed = static_cast<uint64_t>(header[2]);
-  }
-  step = startStep;
   return Status::ok();
 }
 
 Status Trainer::checkpoint() {
-  if (options.modelDir.empty() || step == lastCheckpointStep)
-    return Status::ok();
-  if (isRoot()) {
-    CheckpointInfo info;
-    info.step = step;
-    info.seed = seed;
-    info.stepsPerEpoch = stepsPerEpoch;
-    info.worldSize = comm.size();
-    info.data = options.synthetic ? "synthetic" : options.dataDir;
-    KILN_RETURN_IF_ERROR(saveCheckpoint(options.modelDir, manifest,
-                                        arena->data(), info,
-                                        options.keepCheckpoints));
-  }
-  lastCheckpointStep = step;
-  lastCheckpoint = checkpointPath(options.modelDir, step);
-  return Status::ok();
+  return writeCheckpoint(options, comm, manifest, arena->data(), run);
 }
 
 Status Trainer::train(int &exitCode) {
   const TensorRef &stepSlot = *trainFn->input("step");
   const TensorRef &lossSlot = *trainFn->output("loss");
   const TensorRef &lrSlot = *trainFn->output("learning_rate");
-  auto loopStart = Clock::now();
-  auto intervalStart = loopStart;
-  int64_t intervalFirst = step;
+  ProgressClock clock(run.step);
 
-  while (step < totalSteps) {
-    KILN_RETURN_IF_ERROR(input->fill(step, arena->data()));
+  while (run.step < run.totalSteps) {
+    KILN_RETURN_IF_ERROR(input->fill(run.step, arena->data()));
     storeElement(arena->data() + stepSlot.offset, DType::I64, 0,
-                 double(step));
+                 double(run.step));
     model.train(&context, &arenaRef);
-    ++step;
+    ++run.step;
 
     // One small reduction per step: the loss every rank reports, whether
     // any rank's loss is not finite and whether any rank was asked to stop,
     // so that all ranks stop at the same step.
     double local = readScalar(lossSlot);
-    double sums[3] = {std::isfinite(local) ? local : 0.0,
-                      std::isfinite(local) ? 0.0 : 1.0,
-                      stopSignal ? 1.0 : 0.0};
-    bool nan = std::isnan(local);
-    KILN_RETURN_IF_ERROR(comm.allreduceSum(sums, 3));
-    if (sums[1] > 0) {
-      double nans = nan ? 1 : 0;
+    KILN_ASSIGN_OR_RETURN(StepOutcome outcome,
+                          reduceStepOutcome(comm, local, run));
+    if (outcome.nonFiniteRanks > 0) {
+      // Telling NaN from Inf takes a second reduction: paid only when the
+      // run stops.
+      double nans = std::isnan(local) ? 1 : 0;
       KILN_RETURN_IF_ERROR(comm.allreduceSum(&nans, 1));
-      if (isRoot())
-        fmt::print(stderr,
-                   "kiln: step {}: loss is {}{}; stopping (last checkpoint: "
-                   "{})\n",
-                   step, nans > 0 ? "NaN" : "Inf",
-                   comm.size() > 1
-                       ? fmt::format(" on {} of {} ranks", sums[1], comm.size())
-                       : "",
-                   lastCheckpoint.empty() ? "none" : lastCheckpoint);
-      exitCode = kExitNonFiniteLoss;
+      exitCode =
+          reportNonFiniteLoss(comm, run, outcome, nans > 0 ? "NaN" : "Inf");
       return Status::ok();
     }
-    if (sums[2] > 0) {
-      lastLoss = sums[0] / comm.size();
+    if (outcome.stop) {
       KILN_RETURN_IF_ERROR(checkpoint());
-      if (isRoot())
-        fmt::print(stderr,
-                   "kiln: step {}: interrupted; stopping (checkpoint: {})\n",
-                   step, lastCheckpoint.empty() ? "none (no --model-dir)"
-                                                : lastCheckpoint);
-      exitCode = kExitInterrupted;
+      exitCode = reportInterrupted(comm, run);
       return Status::ok();
     }
-    lastLoss = sums[0] / comm.size();
 
-    bool last = step == totalSteps;
-    if (options.logEvery > 0 && (step % options.logEvery == 0 || last)) {
-      double interval = secondsSince(intervalStart);
-      double rate = double(step - intervalFirst) * globalBatch() /
-                    std::max(interval, 1e-9);
-      double elapsed = secondsSince(loopStart);
-      double eta = elapsed / double(step - startStep) *
-                   double(totalSteps - step);
-      double lr = readScalar(lrSlot);
-      std::string epoch =
-          stepsPerEpoch
-              ? fmt::format("  epoch {:.2f}", double(step) / double(stepsPerEpoch))
-              : "";
-      say("step {}/{}{}  loss {:.4f}  lr {}  {:.1f} img/s  ETA {}\n", step,
-          totalSteps, epoch, lastLoss, formatLr(lr), rate,
-          formatDuration(eta));
-      if (metrics.isOpen())
-        KILN_RETURN_IF_ERROR(metrics.write(
-            {JsonField::text("kind", "train"), JsonField::integer("step", step),
-             JsonField::number("epoch", stepsPerEpoch ? double(step) /
-                                                            double(stepsPerEpoch)
-                                                      : 0.0),
-             JsonField::number("loss", lastLoss), JsonField::number("lr", lr),
-             JsonField::number("images_per_sec", rate),
-             JsonField::number("elapsed_sec", elapsed)}));
-      intervalStart = Clock::now();
-      intervalFirst = step;
+    if (std::optional<ProgressClock::Interval> interval =
+            clock.lap(options, run, globalBatch())) {
+      KILN_RETURN_IF_ERROR(
+          reportProgress(comm, run, readScalar(lrSlot),
+                         fmt::format("{:.1f} img/s", interval->imagesPerSecond),
+                         *interval, metrics));
+      clock.restart(run.step);
     }
-    if (options.checkpointEvery > 0 && step % options.checkpointEvery == 0)
+    if (checkpointDue(options, run))
       KILN_RETURN_IF_ERROR(checkpoint());
-    if (options.evalEveryEpoch && stepsPerEpoch && step % stepsPerEpoch == 0 &&
-        !last)
+    if (options.evalEveryEpoch && run.stepsPerEpoch &&
+        run.step % run.stepsPerEpoch == 0 && run.step != run.totalSteps)
       KILN_RETURN_IF_ERROR(evaluate());
   }
-  trainSeconds = secondsSince(loopStart);
+  run.trainSeconds = clock.elapsed();
   return Status::ok();
 }
 
@@ -406,7 +246,7 @@ Status Trainer::evaluate() {
   auto start = Clock::now();
   const TensorRef &labels = *evalFn->input("labels");
   if (options.synthetic) {
-    auto source = openSyntheticInput(*evalFn, comm.rank(), seed,
+    auto source = openSyntheticInput(*evalFn, comm.rank(), run.seed,
                                      options.syntheticBatches);
     for (int64_t b = 0; b < options.syntheticBatches; ++b) {
       KILN_RETURN_IF_ERROR(source->fill(b, arena->data()));
@@ -414,10 +254,9 @@ Status Trainer::evaluate() {
       scoreBatch(*evalFn, arena->data(), manifest.batch, totals);
     }
   } else {
-    KILN_ASSIGN_OR_RETURN(
-        kiln_rt_dataset_config_t config,
-        datasetConfig(options, *evalFn->input("images"), "validation", comm,
-                      seed));
+    KILN_ASSIGN_OR_RETURN(kiln_rt_dataset_config_t config,
+                          datasetConfig(options, *evalFn->input("images"),
+                                        "validation", comm, run.seed));
     auto files = listShards(options.dataDir, "validation");
     KILN_RETURN_IF_ERROR(files.status());
     // Ranks beyond the shard count have nothing to evaluate but still join
@@ -449,15 +288,16 @@ Status Trainer::evaluate() {
     return KILN_STATUS(kNotFound, "evaluation found no validation examples");
   lastEval = {sums[0], sums[1] / sums[0], sums[2] / sums[0], sums[3] / sums[0]};
   haveEval = true;
-  double epoch = stepsPerEpoch ? double(step) / double(stepsPerEpoch) : 0;
-  say("eval at step {}{}: top-1 {:.2f}%  top-5 {:.2f}%  loss {:.4f}  ({} "
+  double epoch = run.epoch();
+  say(comm,
+      "eval at step {}{}: top-1 {:.2f}%  top-5 {:.2f}%  loss {:.4f}  ({} "
       "examples, {})\n",
-      step, stepsPerEpoch ? fmt::format(" (epoch {:.2f})", epoch) : "",
+      run.step, run.stepsPerEpoch ? fmt::format(" (epoch {:.2f})", epoch) : "",
       100 * lastEval.top1, 100 * lastEval.top5, lastEval.lossSum,
       static_cast<long long>(sums[0]), formatDuration(secondsSince(start)));
   if (metrics.isOpen())
     KILN_RETURN_IF_ERROR(metrics.write(
-        {JsonField::text("kind", "eval"), JsonField::integer("step", step),
+        {JsonField::text("kind", "eval"), JsonField::integer("step", run.step),
          JsonField::number("epoch", epoch),
          JsonField::number("top1", lastEval.top1),
          JsonField::number("top5", lastEval.top5),
@@ -467,54 +307,46 @@ Status Trainer::evaluate() {
 }
 
 Status Trainer::finish() {
-  if (step > startStep || lastCheckpointStep < 0)
+  if (run.step > run.startStep || run.lastCheckpointStep < 0)
     KILN_RETURN_IF_ERROR(checkpoint());
   if (options.eval)
     KILN_RETURN_IF_ERROR(evaluate());
 
-  if (options.verifyReplicas) {
-    VariableKind parameters = VariableKind::Parameter;
-    uint64_t hash = hashVariables(manifest, arena->data(), &parameters);
-    KILN_ASSIGN_OR_RETURN(std::vector<uint64_t> all, comm.allgather(hash));
-    for (size_t r = 1; r < all.size(); ++r)
-      if (all[r] != all[0])
-        return KILN_STATUS(kInternal,
-                           fmt::format("replicas diverged: the parameters of "
-                                       "rank {} (hash {:016x}) differ from "
-                                       "rank 0's ({:016x})",
-                                       r, all[r], all[0]));
-    say("kiln: parameters identical on all {} ranks (hash {:016x})\n",
-        all.size(), all[0]);
-  }
+  if (options.verifyReplicas)
+    KILN_RETURN_IF_ERROR(verifyReplicas(manifest, arena->data(), comm));
 
-  int64_t taken = step - startStep;
-  double rate = trainSeconds > 0 ? double(taken) * globalBatch() / trainSeconds
-                                 : 0;
+  int64_t taken = run.step - run.startStep;
+  double rate = run.trainSeconds > 0
+                    ? double(taken) * globalBatch() / run.trainSeconds
+                    : 0;
   std::string wait =
-      input && input->waitSeconds() > 0.05 * trainSeconds && trainSeconds > 0
+      input && input->waitSeconds() > 0.05 * run.trainSeconds &&
+              run.trainSeconds > 0
           ? fmt::format(" ({:.0f}% of it waiting for data)",
-                        100 * input->waitSeconds() / trainSeconds)
+                        100 * input->waitSeconds() / run.trainSeconds)
           : "";
-  say("kiln: done: {} steps in {}{}, {:.1f} img/s{}{}{}\n", taken,
-      formatDuration(trainSeconds), wait, rate,
-      taken ? fmt::format(", final loss {:.4f}", lastLoss) : "",
+  say(comm, "kiln: done: {} steps in {}{}, {:.1f} img/s{}{}{}\n", taken,
+      formatDuration(run.trainSeconds), wait, rate,
+      taken ? fmt::format(", final loss {:.4f}", run.lastLoss) : "",
       haveEval ? fmt::format(", top-1 {:.2f}%", 100 * lastEval.top1) : "",
-      lastCheckpoint.empty() ? "" : "; checkpoint " + lastCheckpoint);
+      run.lastCheckpoint.empty() ? "" : "; checkpoint " + run.lastCheckpoint);
   OverlapStats overlap = comm.overlapStats();
   if (overlap.reductions > 0 && overlap.inFlightSeconds > 0)
-    say("kiln: gradient allreduce: {} reductions, {:.1f} ms in flight per "
+    say(comm,
+        "kiln: gradient allreduce: {} reductions, {:.1f} ms in flight per "
         "step, {:.1f} ms exposed: {:.0f}% hidden behind the backward pass\n",
         overlap.reductions, 1000 * overlap.inFlightSeconds / double(taken),
         1000 * overlap.exposedSeconds / double(taken),
         100 * (1 - overlap.exposedSeconds / overlap.inFlightSeconds));
   if (metrics.isOpen()) {
     std::vector<JsonField> fields = {
-        JsonField::text("kind", "summary"), JsonField::integer("steps", taken),
-        JsonField::integer("step", step),
-        JsonField::number("seconds", trainSeconds),
+        JsonField::text("kind", "summary"),
+        JsonField::integer("steps", taken),
+        JsonField::integer("step", run.step),
+        JsonField::number("seconds", run.trainSeconds),
         JsonField::number("images_per_sec", rate),
-        JsonField::number("final_loss", lastLoss),
-        JsonField::text("checkpoint", lastCheckpoint)};
+        JsonField::number("final_loss", run.lastLoss),
+        JsonField::text("checkpoint", run.lastCheckpoint)};
     if (haveEval) {
       fields.push_back(JsonField::number("top1", lastEval.top1));
       fields.push_back(JsonField::number("top5", lastEval.top5));
@@ -527,63 +359,21 @@ Status Trainer::finish() {
   return Status::ok();
 }
 
-/// Prints `status` and ends this rank: under MPI the whole job must end, or
-/// the other ranks would wait in a collective forever.
-int fail(const Status &status, Comm *comm) {
-  std::fflush(stdout);
-  if (comm && comm->size() > 1) {
-    fmt::print(stderr, "kiln: rank {}: error: {}\n", comm->rank(),
-               status.message());
-    comm->abort(kExitError);
-  }
-  fmt::print(stderr, "kiln: error: {}\n", status.message());
-  return kExitError;
-}
-
 } // namespace
 
 int runMain(int argc, char **argv, const ModelEntryPoints &model) {
   const char *program = argc > 0 ? argv[0] : "kiln-train";
   auto parsed = parseOptions(argc, argv);
-  if (!parsed.isOk()) {
-    fmt::print(stderr, "{}: {}\n(see {} --help)\n", program,
-               parsed.status().message(), program);
-    return kExitUsage;
-  }
+  if (!parsed.isOk())
+    return usageError(program, parsed.status().message());
   const RunOptions &options = *parsed;
   if (options.help) {
     fmt::print("{}", usage(program));
     return kExitOk;
   }
-
-  std::unique_ptr<Comm> comm;
-  bool mpi = options.comm == CommBackend::Mpi ||
-             (options.comm == CommBackend::Auto && launchedByMpirun());
-  if (mpi) {
-    MpiOptions mpiOptions;
-    mpiOptions.timeoutSeconds = options.commTimeout;
-    auto created = createMpiComm(mpiOptions);
-    if (!created.isOk())
-      return fail(created.status(), nullptr);
-    comm = std::move(*created);
-  } else {
-    comm = createLocalComm();
-  }
-
-  int exitCode = kExitOk;
-  {
-    StopSignals signals;
-    Trainer trainer(options, model, *comm);
-    Status status = trainer.setup();
-    if (status.isOk())
-      status = trainer.train(exitCode);
-    if (status.isOk() && exitCode == kExitOk)
-      status = trainer.finish();
-    if (!status.isOk())
-      return fail(status, comm.get());
-  }
-  comm->finalize();
-  return exitCode;
+  return runTraining(options, [&](Comm &comm) {
+    return std::make_unique<Trainer>(options, model, comm);
+  });
 }
 
 } // namespace kiln::rt::exec

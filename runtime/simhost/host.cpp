@@ -16,12 +16,12 @@
 
 #include "json.h" // kiln_safetensors' minimal JSON reader (runtime/checkpoint)
 #include "kiln/ref/bf16.h"
-#include "kiln/rt/exec/checkpoint.h"
 #include "kiln/rt/exec/comm.h"
 #include "kiln/rt/exec/input.h"
 #include "kiln/rt/exec/manifest.h"
 #include "kiln/rt/exec/metrics.h"
 #include "kiln/rt/exec/options.h"
+#include "kiln/rt/exec/run_loop.h"
 #include "kiln/rt/exec/schedule.h"
 #include "kiln/rt/exec/trainer.h"
 #include "kiln/rt/exec/variables.h"
@@ -30,10 +30,7 @@
 
 #include <fmt/format.h>
 
-#include <signal.h>
-
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -48,41 +45,11 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::string formatLr(double lr) {
-  return (lr >= 1e-3 && lr < 1e4) || lr == 0 ? fmt::format("{:.4f}", lr)
-                                             : fmt::format("{:.3e}", lr);
-}
-
 Status fromSim(const sim::Status &s, const std::string &context) {
   if (s.ok())
     return Status::ok();
   return KILN_STATUS(kInternal, context + ": " + s.message());
 }
-
-volatile sig_atomic_t stopSignal = 0;
-void onStopSignal(int signal) { stopSignal = signal; }
-
-/// SIGINT/SIGTERM ask for an orderly stop at the next step boundary (with a
-/// checkpoint), as in the x86 executable; a second signal kills.
-class StopSignals {
-public:
-  StopSignals() {
-    stopSignal = 0;
-    struct sigaction action = {};
-    action.sa_handler = onStopSignal;
-    action.sa_flags = SA_RESETHAND;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, &oldInt);
-    sigaction(SIGTERM, &action, &oldTerm);
-  }
-  ~StopSignals() {
-    sigaction(SIGINT, &oldInt, nullptr);
-    sigaction(SIGTERM, &oldTerm, nullptr);
-  }
-
-private:
-  struct sigaction oldInt, oldTerm;
-};
 
 //===----------------------------------------------------------------------===//
 // The command line: the x86 executable's flags plus the target's.
@@ -232,16 +199,16 @@ StatusOr<ProgramInfo> parseInfo(const char *text) {
 // The trainer.
 //===----------------------------------------------------------------------===//
 
-class SimTrainer {
+class SimTrainer : public TrainingPhases {
 public:
   SimTrainer(const RunOptions &options, const TargetOptions &targetOptions,
              const kiln_rt_sa_program_v1_t &embedded, Comm &comm)
       : options(options), targetOptions(targetOptions), embedded(embedded),
         comm(comm) {}
 
-  Status setup();
-  Status train(int &exitCode);
-  Status finish();
+  Status setup() override;
+  Status train(int &exitCode) override;
+  Status finish() override;
 
 private:
   const RunOptions &options;
@@ -267,12 +234,7 @@ private:
   size_t nextBucket = 0;
 
   sim::Report device;
-  uint64_t seed = 0;
-  int64_t startStep = 0, totalSteps = 0, stepsPerEpoch = 0, step = 0;
-  int64_t lastCheckpointStep = -1;
-  std::string lastCheckpoint;
-  double lastLoss = NAN;
-  double trainSeconds = 0;
+  RunState run;
 
   bool isRoot() const { return comm.rank() == 0; }
   double globalBatch() const {
@@ -280,14 +242,6 @@ private:
   }
   double deviceImagesPerSecond() const {
     return device.seconds > 0 ? globalBatch() / device.seconds : 0;
-  }
-
-  template <typename... Args>
-  void say(fmt::format_string<Args...> format, Args &&...args) {
-    if (!isRoot())
-      return;
-    fmt::print(format, std::forward<Args>(args)...);
-    std::fflush(stdout);
   }
 
   Status loadProgram();
@@ -510,47 +464,13 @@ Status SimTrainer::variablesFromArena(const std::vector<std::string> *only) {
 }
 
 Status SimTrainer::resumeAndBroadcast() {
-  // As the x86 runtime: rank 0 reads the checkpoint and every rank takes
-  // the variables from it, so all replicas start identical.
+  // The shared resume works on the host arena: the variables go there from
+  // the simulator, and back once a checkpoint or rank 0 replaced them.
   KILN_RETURN_IF_ERROR(variablesToArena());
-  int64_t header[3] = {0, 0, 0}; // found, step, seed
-  if (options.resume && isRoot()) {
-    std::vector<std::string> warnings;
-    auto loaded =
-        loadNewestCheckpoint(options.modelDir, manifest, arena, warnings);
-    for (const std::string &w : warnings)
-      fmt::print(stderr, "kiln: warning: {}\n", w);
-    KILN_RETURN_IF_ERROR(loaded.status());
-    if (*loaded) {
-      const LoadedCheckpoint &c = **loaded;
-      header[0] = 1;
-      header[1] = c.info.step;
-      header[2] = static_cast<int64_t>(c.info.seed);
-      lastCheckpoint = c.path;
-      lastCheckpointStep = c.info.step;
-      if (options.seedSet && c.info.seed != options.seed)
-        fmt::print(stderr,
-                   "kiln: warning: --seed {} ignored: the checkpoint was "
-                   "trained with seed {}, which fixes the data order\n",
-                   options.seed, c.info.seed);
-      fmt::print("kiln: resuming from {} (step {})\n", c.path, c.info.step);
-    } else {
-      fmt::print("kiln: --resume: no checkpoint in {}; starting fresh\n",
-                 options.modelDir);
-    }
-  }
-  if (comm.size() > 1) {
-    KILN_RETURN_IF_ERROR(comm.broadcast(header, sizeof(header), 0));
-    KILN_RETURN_IF_ERROR(comm.broadcast(
-        arena, static_cast<size_t>(manifest.persistentBytes), 0));
-  }
-  if (header[0]) {
-    startStep = header[1];
-    seed = static_cast<uint64_t>(header[2]);
-  }
-  if (header[0] || comm.size() > 1)
+  KILN_ASSIGN_OR_RETURN(Resumed resumed,
+                        resumeOrBroadcast(options, comm, manifest, arena, run));
+  if (resumed.found || comm.size() > 1)
     KILN_RETURN_IF_ERROR(variablesFromArena());
-  step = startStep;
   return Status::ok();
 }
 
@@ -563,31 +483,16 @@ Status SimTrainer::setup() {
                        "evaluate a checkpoint with the x86 executable or "
                        "kiln-run --load)");
   KILN_RETURN_IF_ERROR(buildManifest());
-  seed = options.seed;
-  KILN_RETURN_IF_ERROR(
-      fromSim(simulator->initializeVariables(seed), "initializing variables"));
+  run.seed = options.seed;
+  KILN_RETURN_IF_ERROR(fromSim(simulator->initializeVariables(run.seed),
+                               "initializing variables"));
   KILN_RETURN_IF_ERROR(resumeAndBroadcast());
   KILN_RETURN_IF_ERROR(setUpAllReduce());
 
-  if (options.synthetic) {
-    input = openSyntheticInput(*trainFn, comm.rank(), seed,
-                               options.syntheticBatches);
-  } else {
-    KILN_ASSIGN_OR_RETURN(
-        input, openDatasetInput(options, *trainFn, comm, seed, startStep));
-  }
-  stepsPerEpoch = input->stepsPerEpoch();
-  totalSteps = options.steps
-                   ? *options.steps
-                   : static_cast<int64_t>(
-                         std::llround(*options.epochs * double(stepsPerEpoch)));
+  KILN_ASSIGN_OR_RETURN(input, openTrainingInput(options, *trainFn, comm, run));
 
   // Schedule overrides after a checkpoint: the command line wins.
-  auto overrides = options.scheduleOverrides;
-  if (options.warmupEpochs)
-    overrides.emplace_back(
-        "warmup_steps",
-        double(std::llround(*options.warmupEpochs * double(stepsPerEpoch))));
+  auto overrides = scheduleOverrides(options, run.stepsPerEpoch);
   if (!overrides.empty()) {
     KILN_RETURN_IF_ERROR(applyScheduleOverrides(manifest, arena, overrides));
     std::vector<std::string> only = {manifest.schedule->variable};
@@ -606,18 +511,21 @@ Status SimTrainer::setup() {
   double timedSeconds = secondsSince(timedStart);
   const sim::TargetConfig &target = simulator->target();
 
-  say("kiln: model {} on the systolic target (simulated), batch {} x {} "
+  say(comm,
+      "kiln: model {} on the systolic target (simulated), batch {} x {} "
       "rank{} ({}), precision {}\n",
       manifest.model, manifest.batch, comm.size(), comm.size() == 1 ? "" : "s",
       comm.backend(), info.precision.empty() ? "?" : info.precision);
-  say("kiln: device {}: {} MXU{} of {}x{} at {:g} MHz, {} MiB on chip; "
+  say(comm,
+      "kiln: device {}: {} MXU{} of {}x{} at {:g} MHz, {} MiB on chip; "
       "program: {} instructions, {} allreduce{}, {} variables; schedule {}\n",
       target.name, target.mxuCount, target.mxuCount == 1 ? "" : "s",
       target.arrayRows, target.arrayCols, target.clockHz / 1e6,
       target.onChipBytes >> 20, device.instructions, bucketBuffers.size(),
       bucketBuffers.size() == 1 ? "" : "s", manifest.variables.size(),
       describeSchedule(manifest, arena));
-  say("kiln: simulated step: {} cycles = {:.3f} ms at {:g} MHz -> {:.1f} "
+  say(comm,
+      "kiln: simulated step: {} cycles = {:.3f} ms at {:g} MHz -> {:.1f} "
       "img/s on {} chip{} (MXU utilization {:.1f}%; timed in {:.2f} s)\n",
       device.cycles, 1e3 * device.seconds, target.clockHz / 1e6,
       deviceImagesPerSecond(), comm.size(), comm.size() == 1 ? "" : "s",
@@ -631,17 +539,7 @@ Status SimTrainer::setup() {
     if (!out)
       return KILN_STATUS(kIoError, "cannot write " + path);
   }
-  if (stepsPerEpoch)
-    say("kiln: data {}: {} steps per epoch; training to step {} ({:.2f} "
-        "epochs){}\n",
-        options.dataDir, stepsPerEpoch, totalSteps,
-        double(totalSteps) / double(stepsPerEpoch),
-        startStep ? fmt::format(", resuming at step {}", startStep) : "");
-  else
-    say("kiln: synthetic data ({} batch{}); training to step {}{}\n",
-        options.syntheticBatches, options.syntheticBatches == 1 ? "" : "es",
-        totalSteps,
-        startStep ? fmt::format(", resuming at step {}", startStep) : "");
+  say(comm, "{}", describeTrainingData(options, run));
   return Status::ok();
 }
 
@@ -674,157 +572,85 @@ StatusOr<double> SimTrainer::readScalar(const std::string &output) {
 }
 
 Status SimTrainer::checkpoint() {
-  if (options.modelDir.empty() || step == lastCheckpointStep)
-    return Status::ok();
-  if (isRoot()) {
-    KILN_RETURN_IF_ERROR(variablesToArena());
-    CheckpointInfo c;
-    c.step = step;
-    c.seed = seed;
-    c.stepsPerEpoch = stepsPerEpoch;
-    c.worldSize = comm.size();
-    c.data = options.synthetic ? "synthetic" : options.dataDir;
-    KILN_RETURN_IF_ERROR(saveCheckpoint(options.modelDir, manifest, arena, c,
-                                        options.keepCheckpoints));
-  }
-  lastCheckpointStep = step;
-  lastCheckpoint = checkpointPath(options.modelDir, step);
-  return Status::ok();
+  return writeCheckpoint(options, comm, manifest, arena, run,
+                         [this] { return variablesToArena(); });
 }
 
 Status SimTrainer::train(int &exitCode) {
-  auto loopStart = Clock::now();
-  auto intervalStart = loopStart;
-  int64_t intervalFirst = step;
-  while (step < totalSteps) {
-    KILN_RETURN_IF_ERROR(feed(step));
+  ProgressClock clock(run.step);
+  while (run.step < run.totalSteps) {
+    KILN_RETURN_IF_ERROR(feed(run.step));
     nextBucket = 0;
-    KILN_RETURN_IF_ERROR(fromSim(simulator->runStep(),
-                                 fmt::format("step {}", step)));
-    ++step;
+    KILN_RETURN_IF_ERROR(
+        fromSim(simulator->runStep(), fmt::format("step {}", run.step)));
+    ++run.step;
 
     // As on x86: one small reduction per step for the reported loss, a
     // non-finite loss on any rank, and a stop request on any rank.
     KILN_ASSIGN_OR_RETURN(double local, readScalar("loss"));
-    double sums[3] = {std::isfinite(local) ? local : 0.0,
-                      std::isfinite(local) ? 0.0 : 1.0,
-                      stopSignal ? 1.0 : 0.0};
-    KILN_RETURN_IF_ERROR(comm.allreduceSum(sums, 3));
-    if (sums[1] > 0) {
-      if (isRoot())
-        fmt::print(stderr,
-                   "kiln: step {}: loss is not finite{}; stopping (last "
-                   "checkpoint: {})\n",
-                   step,
-                   comm.size() > 1
-                       ? fmt::format(" on {} of {} ranks", sums[1], comm.size())
-                       : "",
-                   lastCheckpoint.empty() ? "none" : lastCheckpoint);
-      exitCode = kExitNonFiniteLoss;
+    KILN_ASSIGN_OR_RETURN(StepOutcome outcome,
+                          reduceStepOutcome(comm, local, run));
+    if (outcome.nonFiniteRanks > 0) {
+      exitCode = reportNonFiniteLoss(comm, run, outcome, "not finite");
       return Status::ok();
     }
-    lastLoss = sums[0] / comm.size();
-    if (sums[2] > 0) {
+    if (outcome.stop) {
       KILN_RETURN_IF_ERROR(checkpoint());
-      if (isRoot())
-        fmt::print(stderr,
-                   "kiln: step {}: interrupted; stopping (checkpoint: {})\n",
-                   step, lastCheckpoint.empty() ? "none (no --model-dir)"
-                                                : lastCheckpoint);
-      exitCode = kExitInterrupted;
+      exitCode = reportInterrupted(comm, run);
       return Status::ok();
     }
 
-    bool last = step == totalSteps;
-    if (options.logEvery > 0 && (step % options.logEvery == 0 || last)) {
-      double interval = secondsSince(intervalStart);
-      double rate = double(step - intervalFirst) * globalBatch() /
-                    std::max(interval, 1e-9);
-      double elapsed = secondsSince(loopStart);
-      double eta =
-          elapsed / double(step - startStep) * double(totalSteps - step);
+    if (std::optional<ProgressClock::Interval> interval =
+            clock.lap(options, run, globalBatch())) {
       KILN_ASSIGN_OR_RETURN(double lr, readScalar("learning_rate"));
-      std::string epoch =
-          stepsPerEpoch ? fmt::format("  epoch {:.2f}",
-                                      double(step) / double(stepsPerEpoch))
-                        : "";
-      say("step {}/{}{}  loss {:.4f}  lr {}  {:.1f} img/s host  {:.1f} img/s "
-          "device  ETA {}\n",
-          step, totalSteps, epoch, lastLoss, formatLr(lr), rate,
-          deviceImagesPerSecond(), formatDuration(eta));
-      if (metrics.isOpen())
-        KILN_RETURN_IF_ERROR(metrics.write(
-            {JsonField::text("kind", "train"), JsonField::integer("step", step),
-             JsonField::number("epoch", stepsPerEpoch ? double(step) /
-                                                            double(stepsPerEpoch)
-                                                      : 0.0),
-             JsonField::number("loss", lastLoss), JsonField::number("lr", lr),
-             JsonField::number("images_per_sec", rate),
-             JsonField::number("device_images_per_sec",
-                               deviceImagesPerSecond()),
-             JsonField::number("elapsed_sec", elapsed)}));
-      intervalStart = Clock::now();
-      intervalFirst = step;
+      KILN_RETURN_IF_ERROR(reportProgress(
+          comm, run, lr,
+          fmt::format("{:.1f} img/s host  {:.1f} img/s device",
+                      interval->imagesPerSecond, deviceImagesPerSecond()),
+          *interval, metrics,
+          {JsonField::number("device_images_per_sec",
+                             deviceImagesPerSecond())}));
+      clock.restart(run.step);
     }
-    if (options.checkpointEvery > 0 && step % options.checkpointEvery == 0)
+    if (checkpointDue(options, run))
       KILN_RETURN_IF_ERROR(checkpoint());
   }
-  trainSeconds = secondsSince(loopStart);
+  run.trainSeconds = clock.elapsed();
   return Status::ok();
 }
 
 Status SimTrainer::finish() {
-  if (step > startStep || lastCheckpointStep < 0)
+  if (run.step > run.startStep || run.lastCheckpointStep < 0)
     KILN_RETURN_IF_ERROR(checkpoint());
   if (options.verifyReplicas) {
     KILN_RETURN_IF_ERROR(variablesToArena());
-    VariableKind parameters = VariableKind::Parameter;
-    uint64_t hash = hashVariables(manifest, arena, &parameters);
-    KILN_ASSIGN_OR_RETURN(std::vector<uint64_t> all, comm.allgather(hash));
-    for (size_t r = 1; r < all.size(); ++r)
-      if (all[r] != all[0])
-        return KILN_STATUS(kInternal,
-                           fmt::format("replicas diverged: the parameters of "
-                                       "rank {} (hash {:016x}) differ from "
-                                       "rank 0's ({:016x})",
-                                       r, all[r], all[0]));
-    say("kiln: parameters identical on all {} ranks (hash {:016x})\n",
-        all.size(), all[0]);
+    KILN_RETURN_IF_ERROR(verifyReplicas(manifest, arena, comm));
   }
-  int64_t taken = step - startStep;
-  double rate = trainSeconds > 0 ? double(taken) * globalBatch() / trainSeconds
-                                 : 0;
-  say("kiln: done: {} steps in {} on the host ({:.1f} img/s); simulated "
+  int64_t taken = run.step - run.startStep;
+  double rate = run.trainSeconds > 0
+                    ? double(taken) * globalBatch() / run.trainSeconds
+                    : 0;
+  say(comm,
+      "kiln: done: {} steps in {} on the host ({:.1f} img/s); simulated "
       "device {:.1f} img/s ({:.3f} ms per step){}{}\n",
-      taken, formatDuration(trainSeconds), rate, deviceImagesPerSecond(),
+      taken, formatDuration(run.trainSeconds), rate, deviceImagesPerSecond(),
       1e3 * device.seconds,
-      taken ? fmt::format(", final loss {:.4f}", lastLoss) : "",
-      lastCheckpoint.empty() ? "" : "; checkpoint " + lastCheckpoint);
+      taken ? fmt::format(", final loss {:.4f}", run.lastLoss) : "",
+      run.lastCheckpoint.empty() ? "" : "; checkpoint " + run.lastCheckpoint);
   if (metrics.isOpen())
     KILN_RETURN_IF_ERROR(metrics.write(
         {JsonField::text("kind", "summary"), JsonField::integer("steps", taken),
-         JsonField::integer("step", step),
-         JsonField::number("seconds", trainSeconds),
+         JsonField::integer("step", run.step),
+         JsonField::number("seconds", run.trainSeconds),
          JsonField::number("images_per_sec", rate),
          JsonField::number("device_images_per_sec", deviceImagesPerSecond()),
          JsonField::number("device_step_sec", device.seconds),
          JsonField::integer("device_step_cycles",
                             static_cast<long long>(device.cycles)),
-         JsonField::number("final_loss", lastLoss),
-         JsonField::text("checkpoint", lastCheckpoint)}));
+         JsonField::number("final_loss", run.lastLoss),
+         JsonField::text("checkpoint", run.lastCheckpoint)}));
   std::fflush(stdout);
   return Status::ok();
-}
-
-int fail(const Status &status, Comm *comm) {
-  std::fflush(stdout);
-  if (comm && comm->size() > 1) {
-    fmt::print(stderr, "kiln: rank {}: error: {}\n", comm->rank(),
-               status.message());
-    comm->abort(kExitError);
-  }
-  fmt::print(stderr, "kiln: error: {}\n", status.message());
-  return kExitError;
 }
 
 } // namespace
@@ -834,22 +660,16 @@ int runSimHost(int argc, char **argv, const kiln_rt_sa_program_v1_t &program) {
   TargetOptions target;
   std::vector<char *> rest;
   Status split = splitTargetFlags(argc, argv, target, rest);
-  if (!split.isOk()) {
-    fmt::print(stderr, "{}: {}\n(see {} --help)\n", name, split.message(),
-               name);
-    return kExitUsage;
-  }
+  if (!split.isOk())
+    return usageError(name, split.message());
   if (target.listFields) {
     for (const sim::TargetField &f : sim::targetFields())
       fmt::print("{:<16} {} [source: {}]\n", f.name, f.meaning, f.source);
     return kExitOk;
   }
   auto parsed = parseOptions(int(rest.size()), rest.data());
-  if (!parsed.isOk()) {
-    fmt::print(stderr, "{}: {}\n(see {} --help)\n", name,
-               parsed.status().message(), name);
-    return kExitUsage;
-  }
+  if (!parsed.isOk())
+    return usageError(name, parsed.status().message());
   const RunOptions &options = *parsed;
   if (options.help) {
     fmt::print("{}{}", usage(name), targetUsage());
@@ -858,34 +678,9 @@ int runSimHost(int argc, char **argv, const kiln_rt_sa_program_v1_t &program) {
   if (options.profile) // unreachable: --profile is taken above
     return kExitUsage;
 
-  std::unique_ptr<Comm> comm;
-  bool mpi = options.comm == CommBackend::Mpi ||
-             (options.comm == CommBackend::Auto && launchedByMpirun());
-  if (mpi) {
-    MpiOptions mpiOptions;
-    mpiOptions.timeoutSeconds = options.commTimeout;
-    auto created = createMpiComm(mpiOptions);
-    if (!created.isOk())
-      return fail(created.status(), nullptr);
-    comm = std::move(*created);
-  } else {
-    comm = createLocalComm();
-  }
-
-  int exitCode = kExitOk;
-  {
-    StopSignals signals;
-    SimTrainer trainer(options, target, program, *comm);
-    Status status = trainer.setup();
-    if (status.isOk())
-      status = trainer.train(exitCode);
-    if (status.isOk() && exitCode == kExitOk)
-      status = trainer.finish();
-    if (!status.isOk())
-      return fail(status, comm.get());
-  }
-  comm->finalize();
-  return exitCode;
+  return runTraining(options, [&](Comm &comm) {
+    return std::make_unique<SimTrainer>(options, target, program, comm);
+  });
 }
 
 } // namespace kiln::rt::simhost
