@@ -28,6 +28,7 @@ for precision in fp32 bf16; do
   build/bin/kilnc models/resnet50.mlir --batch=32 --precision=$precision \
     --nesterov=true --weight-decay=1e-4 -o "$out/resnet50_$precision"
   compile=$(echo "$(date +%s.%N) - $start" | bc)
+  rm -rf "$out/run_$precision"  # metrics.jsonl appends to an existing run
   # Peak memory of the whole process, from the kernel's accounting.
   /usr/bin/time -f "%M" -o "$out/rss_$precision" "$out/resnet50_$precision" \
     --synthetic --steps $((steps + 2)) --threads 2 --log-every 1 \
