@@ -64,7 +64,10 @@ func.func @train_step(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
 
 // A fused chain is one linalg.generic over all its operands and results; a
 // fused SGD update is one scf.parallel over the chunks of all its
-// parameters (here one chunk each), each chunk dispatched to its parameter.
+// parameters (here one chunk each), each chunk looking its parameter up in
+// constant tables.
+// CHECK-DAG: memref.global "private" constant @[[$PARAMS:kiln_sgd_params[_0-9]*]] : memref<10xi64> = dense<[12, 0, 0, 0, 64, 4, 1, 128, 128, 192]>
+// CHECK-DAG: memref.global "private" constant @[[$CHUNKS:kiln_sgd_chunks[_0-9]*]] : memref<2xi64> = dense<[0, 1]>
 // CHECK-LABEL: func.func @kiln_model_train_step
 module @fused {
   kiln.variable parameter @a : tensor<3x4xf32> init zeros
@@ -89,15 +92,19 @@ module @fused {
     %va = kiln.read @a.momentum : tensor<3x4xf32>
     %wb = kiln.read @b : tensor<4xf32>
     %vb = kiln.read @b.momentum : tensor<4xf32>
+    // One loop over the chunks of both parameters, looking each chunk's
+    // parameter up in constant tables (size, first chunk, arena offsets of
+    // weight, gradient, velocity: updated in place).
+    // CHECK: %[[CT:.*]] = memref.get_global @[[$CHUNKS]]
+    // CHECK: %[[PT:.*]] = memref.get_global @[[$PARAMS]]
     // CHECK: scf.parallel (%[[CHUNK:.*]]) = (%{{.*}}) to (%{{.*}}) step
-    // CHECK: scf.index_switch
-    // CHECK: case 0 {
+    // CHECK: memref.load %[[CT]][%[[CHUNK]]]
+    // CHECK: %[[W:.*]] = memref.view %{{.*}}[%{{.*}}][%{{.*}}] : memref<?xi8> to memref<?xf32>
     // CHECK: scf.for
     // CHECK: math.fma
-    // CHECK: case 1 {
-    // CHECK: scf.for
-    // CHECK: math.fma
+    // CHECK: memref.store %{{.*}}, %[[W]]
     // CHECK-NOT: scf.parallel
+    // CHECK-NOT: scf.index_switch
     // CHECK-NOT: memref.copy
     // CHECK: return
     %nw:2, %nv:2 = kiln.fused_sgd_update (%wa, %wb), (%wa, %wb), (%va, %vb), %lr momentum 0.9 weight_decay 0.0 : tensor<3x4xf32>, tensor<4xf32>

@@ -122,10 +122,13 @@ static constexpr int64_t kSgdChunk = 4096;
 /// All parameters of a kiln.fused_sgd_update in one loop: the parameters'
 /// elements are cut into chunks of kSgdChunk (a parameter's last chunk may
 /// be short), the chunks of all parameters numbered one after the other, and
-/// one scf.parallel runs over the chunk numbers; each iteration finds its
-/// parameter and runs a plain loop over its chunk. One kernel launch for the
-/// whole group, the work spread evenly over the threads, the inner loops
-/// contiguous and vectorizable.
+/// one scf.parallel runs over the chunk numbers. Each iteration looks its
+/// parameter up in constant tables (which parameter a chunk belongs to; each
+/// parameter's size, first chunk and arena offsets) and runs one loop over
+/// its chunk: one kernel launch for the whole group, the work spread evenly
+/// over the threads, and one vectorized loop of code whatever the number of
+/// parameters (unrolling a case per parameter made ResNet-50's update kernel
+/// 8,000 lines of LLVM IR and doubled its compile time).
 static LogicalResult lowerFusedSgdUpdate(Lowering &l, FusedSgdUpdateOp op) {
   Location loc = op.getLoc();
   OpBuilder &b = l.b;
@@ -133,83 +136,87 @@ static LogicalResult lowerFusedSgdUpdate(Lowering &l, FusedSgdUpdateOp op) {
                l.f32(loc, op.getMomentum().convertToFloat()),
                l.f32(loc, op.getWeightDecay().convertToFloat()),
                op.getNesterov()};
-  struct Param {
-    Value w, g, v, newW, newV;
-    int64_t elements, firstChunk, chunks;
-  };
-  SmallVector<Param> params;
-  int64_t chunks = 0;
+  Type elementType =
+      cast<RankedTensorType>(op.getWeights()[0].getType()).getElementType();
+  // In place when the plan put every new weight and velocity on its old
+  // one: then the loop stores through the views it loads from, which lets
+  // LLVM vectorize without a run-time overlap check that would fail.
+  bool inPlace = true;
+  for (unsigned i = 0, e = op.getWeights().size(); i < e; ++i) {
+    if (cast<RankedTensorType>(op.getWeights()[i].getType()).getElementType() !=
+        elementType)
+      return op.emitOpError("x86 lowering: parameters of one fused update "
+                            "must share an element type");
+    inPlace &= l.offsetOf(op.getNewWeights()[i]) ==
+                   l.offsetOf(op.getWeights()[i]) &&
+               l.offsetOf(op.getNewVelocities()[i]) ==
+                   l.offsetOf(op.getVelocities()[i]);
+  }
+  // Per parameter: elements, first chunk, then the byte offsets of weight,
+  // gradient, velocity (and new weight, new velocity when not in place).
+  const int64_t columns = inPlace ? 5 : 7;
+  SmallVector<int64_t> paramOfChunk, params;
   for (unsigned i = 0, e = op.getWeights().size(); i < e; ++i) {
     int64_t n =
         cast<RankedTensorType>(op.getWeights()[i].getType()).getNumElements();
-    auto flat = [&](Value v) { return l.viewAs(v, {n}); };
-    int64_t count = llvm::divideCeil(n, kSgdChunk);
-    params.push_back({flat(op.getWeights()[i]), flat(op.getGradients()[i]),
-                      flat(op.getVelocities()[i]), flat(op.getNewWeights()[i]),
-                      flat(op.getNewVelocities()[i]), n, chunks, count});
-    chunks += count;
+    params.append({n, int64_t(paramOfChunk.size()),
+                   l.offsetOf(op.getWeights()[i]),
+                   l.offsetOf(op.getGradients()[i]),
+                   l.offsetOf(op.getVelocities()[i])});
+    if (!inPlace)
+      params.append({l.offsetOf(op.getNewWeights()[i]),
+                     l.offsetOf(op.getNewVelocities()[i])});
+    paramOfChunk.append(llvm::divideCeil(n, kSgdChunk), int64_t(i));
   }
-  SmallVector<int64_t> cases = llvm::to_vector(
-      llvm::seq<int64_t>(0, static_cast<int64_t>(params.size())));
+  Value chunkTable = l.constantTable(loc, "kiln_sgd_chunks", paramOfChunk);
+  Value paramTable = l.constantTable(loc, "kiln_sgd_params", params);
   scf::ParallelOp::create(
-      b, loc, ValueRange{l.index(loc, 0)}, ValueRange{l.index(loc, chunks)},
+      b, loc, ValueRange{l.index(loc, 0)},
+      ValueRange{l.index(loc, int64_t(paramOfChunk.size()))},
       ValueRange{l.index(loc, 1)},
       [&](OpBuilder &nb, Location loc, ValueRange ivs) {
         Value chunk = ivs[0];
-        auto constant = [&](int64_t v) {
+        auto index = [&](int64_t v) {
           return arith::ConstantIndexOp::create(nb, loc, v).getResult();
         };
-        // The parameter: how many parameters after the first start at or
-        // before this chunk.
-        Value param = constant(0);
-        for (const Param &p : ArrayRef(params).drop_front()) {
-          Value starts =
-              arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::uge, chunk,
-                                    constant(p.firstChunk));
-          param = arith::AddIOp::create(
-              nb, loc, param,
-              arith::IndexCastOp::create(
-                  nb, loc, nb.getIndexType(),
-                  arith::ExtUIOp::create(nb, loc, nb.getI64Type(), starts)));
-        }
-        auto dispatch = scf::IndexSwitchOp::create(nb, loc, TypeRange{}, param,
-                                                   cases, cases.size());
-        for (auto [caseRegion, caseParam] :
-             llvm::zip(dispatch.getCaseRegions(), params)) {
-          const Param &p = caseParam;
-          OpBuilder cb = OpBuilder::atBlockBegin(&caseRegion.emplaceBlock());
-          auto index = [&](int64_t v) {
-            return arith::ConstantIndexOp::create(cb, loc, v).getResult();
-          };
-          Value begin = arith::MulIOp::create(
-              cb, loc,
-              arith::SubIOp::create(cb, loc, chunk, index(p.firstChunk)),
-              index(kSgdChunk));
-          Value end =
-              p.chunks == 1
-                  ? index(p.elements)
-                  : arith::MinSIOp::create(
-                        cb, loc,
-                        arith::AddIOp::create(cb, loc, begin, index(kSgdChunk)),
-                        index(p.elements))
-                        .getResult();
-          scf::ForOp::create(
-              cb, loc, begin, end, index(1), ValueRange{},
-              [&](OpBuilder &fb, Location loc, Value i, ValueRange) {
-                auto load = [&](Value memref) {
-                  return memref::LoadOp::create(fb, loc, memref, ValueRange{i});
-                };
-                auto [w, v] =
-                    step.build(fb, loc, load(p.w), load(p.g), load(p.v));
-                memref::StoreOp::create(fb, loc, w, p.newW, ValueRange{i});
-                memref::StoreOp::create(fb, loc, v, p.newV, ValueRange{i});
-                scf::YieldOp::create(fb, loc);
-              });
-          scf::YieldOp::create(cb, loc);
-        }
-        OpBuilder db = OpBuilder::atBlockBegin(
-            &dispatch.getDefaultRegion().emplaceBlock());
-        scf::YieldOp::create(db, loc);
+        auto load = [&](Value table, Value at) {
+          return arith::IndexCastOp::create(
+              nb, loc, nb.getIndexType(),
+              memref::LoadOp::create(nb, loc, table, ValueRange{at}));
+        };
+        Value row = arith::MulIOp::create(nb, loc, load(chunkTable, chunk),
+                                          index(columns));
+        auto column = [&](int64_t c) {
+          return load(paramTable, arith::AddIOp::create(nb, loc, row, index(c)));
+        };
+        Value n = column(0);
+        auto viewOf = [&](int64_t c) {
+          return l.viewAt(loc, column(c), n, elementType);
+        };
+        // Lowering::viewAt builds with l.b: keep it at this point.
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        Value begin = arith::MulIOp::create(
+            b, loc, arith::SubIOp::create(b, loc, chunk, column(1)),
+            index(kSgdChunk));
+        Value end = arith::MinSIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, begin, index(kSgdChunk)), n);
+        Value w = viewOf(2), g = viewOf(3), v = viewOf(4);
+        Value newW = inPlace ? w : viewOf(5);
+        Value newV = inPlace ? v : viewOf(6);
+        scf::ForOp::create(
+            b, loc, begin, end, index(1), ValueRange{},
+            [&](OpBuilder &fb, Location loc, Value i, ValueRange) {
+              auto at = [&](Value memref) {
+                return memref::LoadOp::create(fb, loc, memref, ValueRange{i});
+              };
+              auto [newWeight, newVelocity] =
+                  step.build(fb, loc, at(w), at(g), at(v));
+              memref::StoreOp::create(fb, loc, newWeight, newW, ValueRange{i});
+              memref::StoreOp::create(fb, loc, newVelocity, newV,
+                                      ValueRange{i});
+              scf::YieldOp::create(fb, loc);
+            });
       });
   return success();
 }

@@ -6,6 +6,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -21,6 +23,31 @@ static MemRefType memrefTypeOf(Type tensorType) {
 Value Lowering::viewAt(Location loc, int64_t offset, MemRefType type) {
   return memref::ViewOp::create(b, loc, type, arena, index(loc, offset),
                                 ValueRange{});
+}
+
+Value Lowering::viewAt(Location loc, Value offset, Value size,
+                       Type elementType) {
+  return memref::ViewOp::create(
+      b, loc, MemRefType::get({ShapedType::kDynamic}, elementType), arena,
+      offset, ValueRange{size});
+}
+
+int64_t Lowering::offsetOf(Value value) const { return plan.offsetOf(value); }
+
+Value Lowering::constantTable(Location loc, StringRef name,
+                              ArrayRef<int64_t> values) {
+  auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  auto type = MemRefType::get({int64_t(values.size())}, b.getI64Type());
+  SymbolTable symbols(module);
+  OpBuilder gb(b.getContext()); // detached: SymbolTable::insert places it
+  auto global = memref::GlobalOp::create(
+      gb, loc, name, gb.getStringAttr("private"), type,
+      DenseElementsAttr::get(RankedTensorType::get(type.getShape(),
+                                                   gb.getI64Type()),
+                             values),
+      /*constant=*/true, /*alignment=*/nullptr);
+  symbols.insert(global, module.getBody()->begin()); // makes the name unique
+  return memref::GetGlobalOp::create(b, loc, type, global.getSymName());
 }
 
 Value Lowering::view(Value value) {

@@ -44,6 +44,17 @@ public:
   mlir::Value viewAs(mlir::Value value, llvm::ArrayRef<int64_t> shape);
   /// A view at an arbitrary arena offset.
   mlir::Value viewAt(mlir::Location loc, int64_t offset, mlir::MemRefType type);
+  /// A one-dimensional view of `size` elements at a byte offset computed at
+  /// run time.
+  mlir::Value viewAt(mlir::Location loc, mlir::Value offset, mlir::Value size,
+                     mlir::Type elementType);
+  /// The arena byte offset the memory plan gave `value`.
+  int64_t offsetOf(mlir::Value value) const;
+  /// A constant i64 table in the module (a private memref.global) and its
+  /// memref, for loops that look their operands up instead of having them
+  /// unrolled into code.
+  mlir::Value constantTable(mlir::Location loc, llvm::StringRef name,
+                            llvm::ArrayRef<int64_t> values);
 
   /// `{"offset", "shape", "dtype"}` of `value` for the manifest, with the
   /// `layout` of 4-D activations (filters are HWIO, not activations).
