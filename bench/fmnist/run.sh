@@ -10,14 +10,8 @@ cd "$(dirname "$0")/../.."
 epochs=${1:-1}
 out=build/bench/fmnist
 mkdir -p "$out"
-missing=()
-for p in python3-torch python3-numpy; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-    --no-install-recommends "${missing[@]}"
-fi
+source bench/ensure-packages.sh
+ensure_packages python3-torch python3-numpy
 bash scripts/build.sh >/dev/null
 bin=build/bin
 [[ -f "$out/data/validation-00003-of-00004" ]] ||

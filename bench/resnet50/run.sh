@@ -10,15 +10,8 @@ cd "$(dirname "$0")/../.."
 steps=${1:-6}
 out=build/bench/resnet50
 mkdir -p "$out"
-# PyTorch, torchvision and matplotlib are only needed here.
-missing=()
-for p in python3-torch python3-torchvision python3-matplotlib; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-    --no-install-recommends "${missing[@]}"
-fi
+source bench/ensure-packages.sh
+ensure_packages python3-torch python3-torchvision python3-matplotlib
 bash scripts/build.sh >/dev/null
 
 results=$out/results.jsonl

@@ -115,3 +115,28 @@ module @fused {
     return %loss, %f : tensor<f32>, tensor<2x4xf32>
   }
 }
+
+// -----
+
+// Negative case: one fused update over parameters of different element types
+// has no single loop body.
+module @mixed {
+  kiln.variable parameter @a : tensor<4xf32> init zeros
+  kiln.variable state @a.momentum : tensor<4xf32> init zeros
+  kiln.variable parameter @b : tensor<4xbf16> init zeros
+  kiln.variable state @b.momentum : tensor<4xbf16> init zeros
+  func.func @train_step(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+    %lr = arith.constant dense<0.1> : tensor<f32>
+    %wa = kiln.read @a : tensor<4xf32>
+    %va = kiln.read @a.momentum : tensor<4xf32>
+    %wb = kiln.read @b : tensor<4xbf16>
+    %vb = kiln.read @b.momentum : tensor<4xbf16>
+    // expected-error @+1 {{x86 lowering: parameters of one fused update must share an element type}}
+    %nw:2, %nv:2 = kiln.fused_sgd_update (%wa, %wb), (%wa, %wb), (%va, %vb), %lr momentum 0.9 weight_decay 0.0 : tensor<4xf32>, tensor<4xbf16>
+    kiln.assign @a, %nw#0 : tensor<4xf32>
+    kiln.assign @a.momentum, %nv#0 : tensor<4xf32>
+    kiln.assign @b, %nw#1 : tensor<4xbf16>
+    kiln.assign @b.momentum, %nv#1 : tensor<4xbf16>
+    return %x : tensor<2x4xf32>
+  }
+}

@@ -14,18 +14,6 @@
 using namespace mlir;
 using namespace kiln;
 
-static Value widen(OpBuilder &b, Location loc, Value v) {
-  if (v.getType().isBF16())
-    return arith::ExtFOp::create(b, loc, b.getF32Type(), v);
-  return v;
-}
-
-static Value narrow(OpBuilder &b, Location loc, Value v, Type type) {
-  if (type != v.getType())
-    return arith::TruncFOp::create(b, loc, type, v);
-  return v;
-}
-
 static Type elementTypeOf(Value tensor) {
   return cast<RankedTensorType>(tensor.getType()).getElementType();
 }
@@ -39,9 +27,9 @@ Value ReluOp::buildScalar(OpBuilder &b, Location loc, ValueRange operands) {
 }
 
 Value AddOp::buildScalar(OpBuilder &b, Location loc, ValueRange operands) {
-  Value sum = arith::AddFOp::create(b, loc, widen(b, loc, operands[0]),
-                                    widen(b, loc, operands[1]));
-  return narrow(b, loc, sum, elementTypeOf(getOutput()));
+  Value sum = arith::AddFOp::create(b, loc, widenToF32(b, loc, operands[0]),
+                                    widenToF32(b, loc, operands[1]));
+  return narrowTo(b, loc, sum, elementTypeOf(getOutput()));
 }
 
 Value ReluBackwardOp::buildScalar(OpBuilder &b, Location loc,
@@ -55,7 +43,7 @@ Value ReluBackwardOp::buildScalar(OpBuilder &b, Location loc,
 }
 
 Value CastOp::buildScalar(OpBuilder &b, Location loc, ValueRange operands) {
-  return narrow(b, loc, widen(b, loc, operands[0]), elementTypeOf(getOutput()));
+  return narrowTo(b, loc, widenToF32(b, loc, operands[0]), elementTypeOf(getOutput()));
 }
 
 //===----------------------------------------------------------------------===//

@@ -2,4 +2,20 @@
 
 #include "dialects/Kiln/IR/KilnInterfaces.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+using namespace mlir;
+
 #include "dialects/Kiln/IR/KilnInterfaces.cpp.inc"
+
+Value kiln::widenToF32(OpBuilder &b, Location loc, Value v) {
+  if (v.getType().isBF16())
+    return arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+  return v;
+}
+
+Value kiln::narrowTo(OpBuilder &b, Location loc, Value v, Type type) {
+  if (type != v.getType())
+    return arith::TruncFOp::create(b, loc, type, v);
+  return v;
+}

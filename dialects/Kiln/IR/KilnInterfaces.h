@@ -10,6 +10,13 @@
 namespace kiln {
 /// How an op takes part in mixed precision (PrecisionOpInterface).
 enum class Bf16Policy { Compute, Follow, F32 };
+
+/// Scalar arithmetic runs in f32 (ElementwiseOpInterface and the loops of
+/// the x86 lowering): a bf16 value is widened after loading and the result
+/// rounded back to the element type before storing.
+mlir::Value widenToF32(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v);
+mlir::Value narrowTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                     mlir::Type type);
 } // namespace kiln
 
 namespace kiln::OpTrait {

@@ -15,17 +15,6 @@ using namespace mlir;
 
 namespace kiln {
 
-static Value widen(OpBuilder &b, Location loc, Value v) {
-  if (v.getType().isBF16())
-    return arith::ExtFOp::create(b, loc, b.getF32Type(), v);
-  return v;
-}
-
-static Value narrow(OpBuilder &b, Location loc, Value v, Type type) {
-  if (type != v.getType())
-    return arith::TruncFOp::create(b, loc, type, v);
-  return v;
-}
 
 static Type elementTypeOf(Value memref) {
   return cast<MemRefType>(memref.getType()).getElementType();
@@ -98,14 +87,14 @@ LogicalResult lowerElementwise(Lowering &l, Operation *op) {
                 linalg::YieldOp::create(
                     nb, loc,
                     ValueRange{arith::AddFOp::create(
-                        nb, loc, widen(nb, loc, args[0]), args[1])});
+                        nb, loc, widenToF32(nb, loc, args[0]), args[1])});
               });
     Value scale = l.f32(loc, 1.0 / double(spatial));
     l.elementwise(loc, sum, out,
                   [&](OpBuilder &nb, Location loc, ValueRange args) {
                     Value mean = arith::MulFOp::create(nb, loc, args[0], scale);
                     linalg::YieldOp::create(
-                        nb, loc, ValueRange{narrow(nb, loc, mean, element)});
+                        nb, loc, ValueRange{narrowTo(nb, loc, mean, element)});
                   });
     return success();
   }
@@ -123,10 +112,10 @@ LogicalResult lowerElementwise(Lowering &l, Operation *op) {
                AffineMap::get(4, 0, {n, h, w, c}, ctx)},
               SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
               [&](OpBuilder &nb, Location loc, ValueRange args) {
-                Value v = arith::MulFOp::create(nb, loc, widen(nb, loc, args[0]),
+                Value v = arith::MulFOp::create(nb, loc, widenToF32(nb, loc, args[0]),
                                                 scale);
                 linalg::YieldOp::create(nb, loc,
-                                        ValueRange{narrow(nb, loc, v, element)});
+                                        ValueRange{narrowTo(nb, loc, v, element)});
               });
     return success();
   }
@@ -149,12 +138,12 @@ LogicalResult lowerElementwise(Lowering &l, Operation *op) {
                 linalg::YieldOp::create(
                     nb, loc,
                     ValueRange{arith::AddFOp::create(
-                        nb, loc, widen(nb, loc, args[0]), args[1])});
+                        nb, loc, widenToF32(nb, loc, args[0]), args[1])});
               });
     l.elementwise(loc, sum, out,
                   [&](OpBuilder &nb, Location loc, ValueRange args) {
                     linalg::YieldOp::create(
-                        nb, loc, ValueRange{narrow(nb, loc, args[0], element)});
+                        nb, loc, ValueRange{narrowTo(nb, loc, args[0], element)});
                   });
     return success();
   }

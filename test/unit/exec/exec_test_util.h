@@ -7,6 +7,8 @@
 #include "kiln/ref/tensor.h"
 #include "kiln/rt/exec/manifest.h"
 
+#include "../common/temp_dir.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -44,14 +46,15 @@ inline ref::Tensor randomTensor(const ref::Shape &shape, uint64_t seed) {
   return t;
 }
 
-/// Copies a logical NHWC tensor into the arena slot `t` (any layout/dtype).
-inline void storeTensor(uint8_t *arena, const TensorRef &t,
-                        const ref::Tensor &value) {
-  int64_t n = t.shape.size() == 4 ? t.shape[0] : 1;
-  int64_t h = t.shape.size() == 4 ? t.shape[1] : 1;
-  int64_t w = t.shape.size() == 4 ? t.shape[2] : 1;
-  int64_t c = t.shape.size() == 4 ? t.shape[3] : value.size();
-  int64_t cPadded = (c + 15) / 16 * 16;
+/// Calls `fn(logical, physical)` for every element of arena slot `t`
+/// (`elements` in all): its index in logical NHWC order and its element
+/// index in the slot's layout (NHWC, NCHW or nChw16c).
+template <typename Fn>
+void forEachElement(const TensorRef &t, int64_t elements, Fn fn) {
+  bool image = t.shape.size() == 4;
+  int64_t n = image ? t.shape[0] : 1, h = image ? t.shape[1] : 1;
+  int64_t w = image ? t.shape[2] : 1, c = image ? t.shape[3] : elements;
+  int64_t blocks = (c + 15) / 16;
   for (int64_t in = 0; in < n; ++in)
     for (int64_t ih = 0; ih < h; ++ih)
       for (int64_t iw = 0; iw < w; ++iw)
@@ -61,44 +64,36 @@ inline void storeTensor(uint8_t *arena, const TensorRef &t,
           if (t.layout == Layout::Nchw)
             physical = ((in * c + ic) * h + ih) * w + iw;
           else if (t.layout == Layout::NChw16c)
-            physical = (((in * (cPadded / 16) + ic / 16) * h + ih) * w + iw) * 16 +
-                       ic % 16;
-          float v = value[logical];
-          if (t.dtype == DType::BF16) {
-            uint16_t bits = ref::floatToBf16Bits(v);
-            std::memcpy(arena + t.offset + 2 * physical, &bits, 2);
-          } else {
-            std::memcpy(arena + t.offset + 4 * physical, &v, 4);
-          }
+            physical = (((in * blocks + ic / 16) * h + ih) * w + iw) * 16 + ic % 16;
+          fn(logical, physical);
         }
+}
+
+/// Copies a logical NHWC tensor into the arena slot `t` (any layout/dtype).
+inline void storeTensor(uint8_t *arena, const TensorRef &t,
+                        const ref::Tensor &value) {
+  forEachElement(t, value.size(), [&](int64_t logical, int64_t physical) {
+    float v = value[logical];
+    if (t.dtype == DType::BF16) {
+      uint16_t bits = ref::floatToBf16Bits(v);
+      std::memcpy(arena + t.offset + 2 * physical, &bits, 2);
+    } else {
+      std::memcpy(arena + t.offset + 4 * physical, &v, 4);
+    }
+  });
 }
 
 inline ref::Tensor loadTensor(const uint8_t *arena, const TensorRef &t) {
   ref::Tensor out(ref::Shape(t.shape.begin(), t.shape.end()));
-  int64_t n = t.shape.size() == 4 ? t.shape[0] : 1;
-  int64_t h = t.shape.size() == 4 ? t.shape[1] : 1;
-  int64_t w = t.shape.size() == 4 ? t.shape[2] : 1;
-  int64_t c = t.shape.size() == 4 ? t.shape[3] : out.size();
-  int64_t cPadded = (c + 15) / 16 * 16;
-  for (int64_t in = 0; in < n; ++in)
-    for (int64_t ih = 0; ih < h; ++ih)
-      for (int64_t iw = 0; iw < w; ++iw)
-        for (int64_t ic = 0; ic < c; ++ic) {
-          int64_t logical = ((in * h + ih) * w + iw) * c + ic;
-          int64_t physical = logical;
-          if (t.layout == Layout::Nchw)
-            physical = ((in * c + ic) * h + ih) * w + iw;
-          else if (t.layout == Layout::NChw16c)
-            physical = (((in * (cPadded / 16) + ic / 16) * h + ih) * w + iw) * 16 +
-                       ic % 16;
-          if (t.dtype == DType::BF16) {
-            uint16_t bits;
-            std::memcpy(&bits, arena + t.offset + 2 * physical, 2);
-            out[logical] = ref::bf16BitsToFloat(bits);
-          } else {
-            std::memcpy(&out[logical], arena + t.offset + 4 * physical, 4);
-          }
-        }
+  forEachElement(t, out.size(), [&](int64_t logical, int64_t physical) {
+    if (t.dtype == DType::BF16) {
+      uint16_t bits;
+      std::memcpy(&bits, arena + t.offset + 2 * physical, 2);
+      out[logical] = ref::bf16BitsToFloat(bits);
+    } else {
+      std::memcpy(&out[logical], arena + t.offset + 4 * physical, 4);
+    }
+  });
   return out;
 }
 
@@ -125,27 +120,10 @@ inline ::testing::AssertionResult closeTo(const ref::Tensor &actual,
   return ::testing::AssertionSuccess();
 }
 
-/// A fresh directory under $TMPDIR, removed when the object dies.
-class TempDir {
+/// A scratch directory named kiln-exec-*.
+class TempDir : public kiln::test::TempDir {
 public:
-  TempDir() {
-    const char *base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base ? base : "/tmp") + "/kiln-exec-XXXXXX";
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    if (!::mkdtemp(buf.data()))
-      ADD_FAILURE() << "mkdtemp failed";
-    path_ = buf.data();
-  }
-  ~TempDir() {
-    std::string cmd = "rm -rf '" + path_ + "'";
-    if (std::system(cmd.c_str()) != 0)
-      std::fprintf(stderr, "could not remove %s\n", path_.c_str());
-  }
-  const std::string &path() const { return path_; }
-
-private:
-  std::string path_;
+  TempDir() : kiln::test::TempDir("kiln-exec") {}
 };
 
 } // namespace kiln::rt::exec::test

@@ -9,6 +9,8 @@
 #include "kiln/rt/tfrecord.h"
 #include "kiln/rt/transform.h"
 
+#include "../common/temp_dir.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,28 +24,10 @@
 
 namespace kiln::rt::test {
 
-/// A fresh directory under $TMPDIR, removed when the object dies.
-class TempDir {
+/// A scratch directory named kiln-rt-test-*.
+class TempDir : public kiln::test::TempDir {
 public:
-  TempDir() {
-    const char *base = std::getenv("TMPDIR");
-    std::string tmpl =
-        std::string(base ? base : "/tmp") + "/kiln-rt-test-XXXXXX";
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    if (!::mkdtemp(buf.data()))
-      ADD_FAILURE() << "mkdtemp failed";
-    path_ = buf.data();
-  }
-  ~TempDir() {
-    std::string cmd = "rm -rf '" + path_ + "'";
-    if (std::system(cmd.c_str()) != 0)
-      std::fprintf(stderr, "could not remove %s\n", path_.c_str());
-  }
-  const std::string &path() const { return path_; }
-
-private:
-  std::string path_;
+  TempDir() : kiln::test::TempDir("kiln-rt-test") {}
 };
 
 inline void writeFile(const std::string &path, const std::string &bytes) {
