@@ -147,6 +147,35 @@ def KilnFuse : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Layout
+//===----------------------------------------------------------------------===//
+
+def KilnLayout : Pass<"kiln-layout", "mlir::func::FuncOp"> {
+  let summary = "Chooses NHWC or nChw16c storage per op and inserts the reorders";
+  let description = [{
+    For the x86 backend, after fusion: every op implementing
+    `LayoutOpInterface` gets the layout it computes in (`kiln.layout`, NHWC
+    when absent), and a `kiln.reorder` goes before the first op reading a
+    value in another layout than it is stored in. oneDNN's convolutions fall
+    back to reference code when their activations disagree, so each op has
+    one layout for all its activations; layouts therefore propagate through
+    batch norm, ReLU, adds and pooling, forward and backward, and change only
+    where a reorder pays for itself.
+
+    `mode=auto` minimizes the estimated step time: each convolution's time
+    in each layout (`getLayoutCost`, from measured oneDNN ratios) plus one
+    reorder per value whose producer and reader disagree, solved exactly as
+    a minimum cut. `mode=blocked` blocks every op that can be (all its
+    activations with a multiple of 16 channels); `mode=nhwc` changes
+    nothing. Ops without the interface read and write NHWC.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"auto\"",
+           "auto, nhwc or blocked">
+  ];
+}
+
+//===----------------------------------------------------------------------===//
 // Precision
 //===----------------------------------------------------------------------===//
 
@@ -322,7 +351,8 @@ def KilnModelStats : Pass<"kiln-model-stats", "mlir::ModuleOp"> {
     static batch reports per step and per example. The numbers follow the
     published convention (convolutions and dense layers), so ResNet-50 v1.5
     reports 25,557,032 parameters and 4.09 G multiply-adds per 224x224 image.
-    Changes nothing.
+    After `--kiln-layout` it also counts the ops computing in nChw16c and the
+    `kiln.reorder`s with the bytes they copy per example. Changes nothing.
   }];
   let options = [
     Option<"perOp", "per-op", "bool", /*default=*/"false",

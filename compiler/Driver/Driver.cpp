@@ -359,6 +359,12 @@ int compile(const CompileOptions &options) {
                  << "' (expected fp32 or bf16)\n";
     return 1;
   }
+  if (options.layout != "auto" && options.layout != "nhwc" &&
+      options.layout != "blocked") {
+    llvm::errs() << "kilnc: unknown layout '" << options.layout
+                 << "' (expected auto, nhwc or blocked)\n";
+    return 1;
+  }
   if (options.batch <= 0) {
     llvm::errs() << "kilnc: --batch must be positive\n";
     return 1;
@@ -382,6 +388,13 @@ int compile(const CompileOptions &options) {
         // (the device's vector unit runs them back to back on chip).
         if (options.fuse && !systolic)
           pm.addNestedPass<func::FuncOp>(createKilnFuse());
+        // Layouts are the x86 library's business; the systolic planner
+        // chooses its own tiling.
+        if (!systolic) {
+          KilnLayoutOptions layout;
+          layout.mode = options.layout;
+          pm.addNestedPass<func::FuncOp>(createKilnLayout(layout));
+        }
       })))
     return 1;
   timer.done("autodiff and optimizer");

@@ -214,7 +214,8 @@ namespace {
 
 using detail::EvalContext;
 
-/// kiln.read, kiln.assign, arith.constant: the ops that are not kernels.
+/// kiln.read, kiln.assign, kiln.reorder, arith.constant: the ops that are not
+/// kernels.
 std::optional<LogicalResult> evaluateCoreOp(Operation *op, EvalContext &ctx) {
   return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
       .Case([&](ReadOp read) -> LogicalResult {
@@ -228,6 +229,11 @@ std::optional<LogicalResult> evaluateCoreOp(Operation *op, EvalContext &ctx) {
       .Case([&](AssignOp assign) -> LogicalResult {
         ctx.assignments.push_back(
             {assign.getVariable().str(), ctx.get(assign.getValue())});
+        return success();
+      })
+      .Case([&](ReorderOp reorder) -> LogicalResult {
+        // Layouts are storage; the interpreter's tensors are logical.
+        ctx.set(reorder.getOutput(), ctx.get(reorder.getInput()));
         return success();
       })
       .Case([&](arith::ConstantOp constant) -> LogicalResult {

@@ -2,6 +2,7 @@
 
 #include "passes/Analysis/ModelStats.h"
 
+#include "dialects/Kiln/IR/KilnLayout.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Format.h"
@@ -55,6 +56,19 @@ ModelStats computeModelStats(ModuleOp module) {
         cost.backwardMultiplyAdds += macs;
       cost.multiplyAddsByOp[op->getName().getStringRef()] += macs;
     });
+    func.walk([&](Operation *op) {
+      if (isa<LayoutOpInterface>(op) &&
+          getComputeLayout(op) == Layout::NChw16c)
+        ++cost.blockedOps;
+      if (auto reorder = dyn_cast<ReorderOp>(op)) {
+        auto type = reorder.getType();
+        int64_t perExample = type.getElementTypeBitWidth() / 8;
+        for (int64_t d : type.getShape().drop_front())
+          perExample *= d;
+        ++cost.reorders;
+        cost.reorderBytes += perExample;
+      }
+    });
     stats.functions.push_back(std::move(cost));
   }
   return stats;
@@ -84,6 +98,11 @@ void printModelStats(const ModelStats &stats, llvm::raw_ostream &os,
          << llvm::format("%.2f", forward > 0 ? backward / forward : 0.0)
          << "x forward)\n";
     }
+    if (cost.blockedOps > 0 || cost.reorders > 0)
+      os << "  layouts: " << cost.blockedOps << " ops in nChw16c, "
+         << cost.reorders << " reorders ("
+         << llvm::format("%.2f", double(cost.reorderBytes) / (1 << 20))
+         << " MiB per example)\n";
     if (perOp)
       for (auto [name, macs] : cost.multiplyAddsByOp)
         os << "    " << name << ": " << formatThousands(macs) << "\n";

@@ -23,6 +23,11 @@ struct FunctionCost {
   /// The part of multiplyAdds in ops of the backward pass.
   int64_t backwardMultiplyAdds = 0;
   llvm::MapVector<llvm::StringRef, int64_t> multiplyAddsByOp;
+  /// Ops computing in nChw16c, and the kiln.reorder ops between layouts
+  /// (`--kiln-layout`) with the bytes they copy per example.
+  int64_t blockedOps = 0;
+  int64_t reorders = 0;
+  int64_t reorderBytes = 0;
 };
 
 struct ModelStats {

@@ -48,7 +48,7 @@ struct DeriveEvalPass : impl::KilnDeriveEvalBase<DeriveEvalPass> {
       Value output = BatchNormInferenceOp::create(
           builder, op.getLoc(), op.getInput(), op.getScale(), op.getOffset(),
           op.getRunningMean(), op.getRunningVar(), op.getEpsilonAttr(),
-          op.getLayoutAttr(), op.getReluAttr());
+          op.getReluAttr());
       op.getOutput().replaceAllUsesWith(output);
       op.erase();
     });

@@ -143,6 +143,7 @@ struct Kernels::Impl {
 
   Status planConv(const Call &call, CallPlan &plan);
   Status planMatmul(const Call &call, CallPlan &plan);
+  Status planReorder(const Call &call, CallPlan &plan);
   Status allocateShared();
 };
 
@@ -302,6 +303,20 @@ Status Kernels::Impl::planMatmul(const Call &call, CallPlan &plan) {
   return Status::ok();
 }
 
+Status Kernels::Impl::planReorder(const Call &call, CallPlan &plan) {
+  const TensorRef &in = call.operand("input"), &out = call.operand("output");
+  memory from = bind(activationDesc(in), in), to = bind(activationDesc(out), out);
+  plan.summary = fmt::format("{} {} -> {}", shapeString(in.shape),
+                             layoutName(in.layout), layoutName(out.layout));
+  dnnl::reorder::primitive_desc pd(from, to);
+  Step s;
+  s.primitive = dnnl::reorder(pd);
+  s.args = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+  plan.steps.push_back(std::move(s));
+  plan.impl = implName(pd);
+  return Status::ok();
+}
+
 Status Kernels::Impl::allocateShared() {
   auto allocate = [](size_t bytes, const char *what,
                      std::unique_ptr<uint8_t, void (*)(void *)> &out) -> Status {
@@ -342,6 +357,8 @@ StatusOr<std::unique_ptr<Kernels>> Kernels::create(const Manifest &manifest,
     try {
       Status s = call.kind == CallKind::Matmul || call.kind == CallKind::Dense
                      ? impl->planMatmul(call, impl->plans[i])
+                 : call.kind == CallKind::Reorder
+                     ? impl->planReorder(call, impl->plans[i])
                      : impl->planConv(call, impl->plans[i]);
       KILN_RETURN_IF_ERROR(s);
     } catch (const dnnl::error &e) {

@@ -63,6 +63,7 @@ const char *callKindName(CallKind kind) {
   case CallKind::Conv2dBackwardFilter: return "conv2d_backward_filter";
   case CallKind::Matmul: return "matmul";
   case CallKind::Dense: return "dense";
+  case CallKind::Reorder: return "reorder";
   }
   return "?";
 }
@@ -577,11 +578,15 @@ Status Parser::parseCall(const Value &v, const std::string &path, Call &out) {
     operands = {"input", "weight", "output"};
     optionalOperands = {"bias"};
     isConv = false;
+  } else if (kind == "reorder") {
+    out.kind = CallKind::Reorder;
+    operands = {"input", "output"};
+    isConv = false;
   } else {
     return error(join(path, "kind"),
                  "unknown call kind \"" + kind +
                      "\" (expected conv2d_forward, conv2d_backward_data, "
-                     "conv2d_backward_filter, matmul or dense)");
+                     "conv2d_backward_filter, matmul, dense or reorder)");
   }
   if (isConv)
     KILN_RETURN_IF_ERROR(onlyKnownMembers(
@@ -718,6 +723,18 @@ Status Parser::checkCallShapes(const Call &call, const std::string &path) {
     expected = {x[0], w[1]};
     if (shapeOf("output") != expected)
       return mismatch("output", expected);
+    return Status::ok();
+  }
+  case CallKind::Reorder: {
+    const TensorRef &in = call.operand("input"), &out = call.operand("output");
+    if (in.shape.size() != 4)
+      return error(path, "reorder needs a 4-D activation, got " +
+                             shapeString(in.shape));
+    if (out.shape != in.shape)
+      return mismatch("output", in.shape);
+    if (out.dtype != in.dtype)
+      return error(path + ".operands.output",
+                   "a reorder keeps the element type");
     return Status::ok();
   }
   }

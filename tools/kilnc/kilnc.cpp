@@ -37,6 +37,11 @@ static cl::opt<bool> stats("print-stats",
                            cl::cat(category));
 static cl::opt<bool> fuse("fuse", cl::desc("Fuse batch norm with relu (default on)"),
                           cl::init(true), cl::cat(category));
+static cl::opt<std::string>
+    layout("layout",
+           cl::desc("Activation layouts on x86: auto (per op, by estimated "
+                    "time), nhwc or blocked (nChw16c wherever possible)"),
+           cl::init("auto"), cl::cat(category));
 static cl::opt<kiln::EmitStage> emit(
     "emit", cl::desc("The stage to write"), cl::init(kiln::EmitStage::Executable),
     cl::values(clEnumValN(kiln::EmitStage::Kiln, "kiln", "the parsed model"),
@@ -109,6 +114,7 @@ int main(int argc, char **argv) {
   options.cpu = cpu;
   options.printStats = stats;
   options.fuse = fuse;
+  options.layout = layout;
   options.trainStep = trainStep.get();
   return kiln::compile(options);
 }

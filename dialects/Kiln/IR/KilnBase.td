@@ -21,12 +21,17 @@ def Kiln_Dialect : Dialect {
   let description = [{
     A `kiln` module holds the variables of a model (`kiln.variable`, at module
     level) and functions over tensors that read them. Activations are NHWC and
-    filters HWIO in their logical shapes; a `layout` attribute on the ops that
-    produce activations records how a backend stores them physically.
+    filters HWIO in their logical shapes, whatever their physical layout.
 
     Shapes are static except, optionally, the batch dimension, which is
     dynamic (`?`) in model files and fixed when a training step is compiled.
+
+    The physical layout of activations is a backend decision
+    (`--kiln-layout`): an op that computes in another layout than NHWC
+    carries the discardable attribute `kiln.layout` (see
+    LayoutOpInterface), and `kiln.reorder` converts between layouts.
   }];
+  let hasOperationAttrVerify = 1;
 }
 
 class Kiln_Op<string mnemonic, list<Trait> traits = []>

@@ -9,7 +9,7 @@
 #ifndef KILN_DIALECT_KILN_IR_KILNFUSIONOPS_TD
 #define KILN_DIALECT_KILN_IR_KILNFUSIONOPS_TD
 
-def Kiln_FusedElementwiseOp : Kiln_Op<"fused_elementwise", [Pure,
+def Kiln_FusedElementwiseOp : Kiln_Op<"fused_elementwise", [Pure, Kiln_LayoutOpInterface,
     IsolatedFromAbove, SingleBlock]> {
   let summary = "a chain of elementwise ops run as one loop";
   let description = [{

@@ -13,6 +13,7 @@ class Kiln_BackwardOp<string mnemonic, list<Trait> traits = []>
     : Kiln_Op<mnemonic, !listconcat([Pure, Kiln_BackwardOpTrait], traits)>;
 
 def Kiln_Conv2DBackwardDataOp : Kiln_BackwardOp<"conv2d_backward_data", [
+    DeclareOpInterfaceMethods<Kiln_LayoutOpInterface, ["getLayoutOperands", "getLayoutResults", "getLayoutCost"]>,
     DeclareOpInterfaceMethods<Kiln_CostOpInterface>]> {
   let summary = "gradient of conv2d with respect to its input";
   let description = [{
@@ -41,6 +42,7 @@ def Kiln_Conv2DBackwardDataOp : Kiln_BackwardOp<"conv2d_backward_data", [
 }
 
 def Kiln_Conv2DBackwardFilterOp : Kiln_BackwardOp<"conv2d_backward_filter", [
+    DeclareOpInterfaceMethods<Kiln_LayoutOpInterface, ["getLayoutOperands", "getLayoutResults", "getLayoutCost"]>,
     DeclareOpInterfaceMethods<Kiln_CostOpInterface>]> {
   let summary = "gradient of conv2d with respect to its filter";
   let description = [{
@@ -67,7 +69,7 @@ def Kiln_Conv2DBackwardFilterOp : Kiln_BackwardOp<"conv2d_backward_filter", [
   let hasVerifier = 1;
 }
 
-def Kiln_BatchNormBackwardOp : Kiln_BackwardOp<"batch_norm_backward", [
+def Kiln_BatchNormBackwardOp : Kiln_BackwardOp<"batch_norm_backward", [Kiln_LayoutOpInterface,
     InferTypeOpAdaptor]> {
   let summary = "gradients of training-mode batch normalization";
   let description = [{
@@ -107,7 +109,7 @@ def Kiln_BatchNormBackwardOp : Kiln_BackwardOp<"batch_norm_backward", [
   }];
 }
 
-def Kiln_ReluBackwardOp : Kiln_BackwardOp<"relu_backward", [Elementwise,
+def Kiln_ReluBackwardOp : Kiln_BackwardOp<"relu_backward", [Kiln_LayoutOpInterface, Elementwise,
     DeclareOpInterfaceMethods<Kiln_ElementwiseOpInterface>,
     SameOperandsAndResultType]> {
   let summary = "gradient of relu: dy where the forward output is positive";
@@ -123,7 +125,7 @@ def Kiln_ReluBackwardOp : Kiln_BackwardOp<"relu_backward", [Elementwise,
   let assemblyFormat = "$output_grad `,` $output attr-dict `:` type($input_grad)";
 }
 
-def Kiln_MaxPoolBackwardOp : Kiln_BackwardOp<"max_pool_backward"> {
+def Kiln_MaxPoolBackwardOp : Kiln_BackwardOp<"max_pool_backward", [Kiln_LayoutOpInterface]> {
   let summary = "gradient of max_pool: dy routed to each window's maximum";
   let description = [{
     Each window's gradient goes to the first maximum in scan order.
@@ -148,7 +150,7 @@ def Kiln_MaxPoolBackwardOp : Kiln_BackwardOp<"max_pool_backward"> {
   let hasVerifier = 1;
 }
 
-def Kiln_AvgPoolBackwardOp : Kiln_BackwardOp<"avg_pool_backward"> {
+def Kiln_AvgPoolBackwardOp : Kiln_BackwardOp<"avg_pool_backward", [Kiln_LayoutOpInterface]> {
   let summary = "gradient of avg_pool: dy spread evenly over each window";
   let description = [{
     ```mlir
@@ -170,7 +172,7 @@ def Kiln_AvgPoolBackwardOp : Kiln_BackwardOp<"avg_pool_backward"> {
   let hasVerifier = 1;
 }
 
-def Kiln_GlobalAvgPoolBackwardOp : Kiln_BackwardOp<"global_avg_pool_backward"> {
+def Kiln_GlobalAvgPoolBackwardOp : Kiln_BackwardOp<"global_avg_pool_backward", [Kiln_LayoutOpInterface]> {
   let summary = "gradient of global_avg_pool: dy / (H*W) broadcast over H, W";
   let description = [{
     ```mlir

@@ -6,6 +6,9 @@
 #include "mlir/IR/OpDefinition.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include "dialects/Kiln/IR/KilnEnums.h.inc"
 
 namespace kiln {
 /// How an op takes part in mixed precision (PrecisionOpInterface).
@@ -17,6 +20,12 @@ enum class Bf16Policy { Compute, Follow, F32 };
 mlir::Value widenToF32(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v);
 mlir::Value narrowTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
                      mlir::Type type);
+
+namespace detail {
+/// Indices of the 4-D float tensors among `types` (LayoutOpInterface's
+/// default activation operands and results).
+llvm::SmallVector<unsigned> fourDimensionalFloats(mlir::TypeRange types);
+} // namespace detail
 } // namespace kiln
 
 namespace kiln::OpTrait {

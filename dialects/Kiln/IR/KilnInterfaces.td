@@ -98,6 +98,39 @@ def Kiln_ElementwiseOpInterface : OpInterface<"ElementwiseOpInterface"> {
   ];
 }
 
+def Kiln_LayoutOpInterface : OpInterface<"LayoutOpInterface"> {
+  let cppNamespace = "::kiln";
+  let description = [{
+    An op that can compute with its activations stored either NHWC or in
+    oneDNN's channel-blocked nChw16c (`--kiln-layout`). The op computes in one
+    layout, recorded as its `kiln.layout` attribute (NHWC when absent): every
+    layout operand must arrive stored that way and every layout result is
+    stored that way. Other 4-D operands (filters) are not affected. An op
+    without this interface reads and writes NHWC only.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Indices of the activation operands whose storage follows the op's
+        layout; by default every operand that is a 4-D float tensor.
+      }],
+      "::llvm::SmallVector<unsigned>", "getLayoutOperands", (ins), [{}],
+      [{ return ::kiln::detail::fourDimensionalFloats($_op->getOperandTypes()); }]>,
+    InterfaceMethod<[{
+        Indices of the results stored in the op's layout; by default every
+        result that is a 4-D float tensor.
+      }],
+      "::llvm::SmallVector<unsigned>", "getLayoutResults", (ins), [{}],
+      [{ return ::kiln::detail::fourDimensionalFloats($_op->getResultTypes()); }]>,
+    InterfaceMethod<[{
+        Estimated seconds per example of computing in `layout`, for the ops
+        whose speed depends on it (library convolutions); 0 by default, for
+        loops that stream memory the same way in either layout.
+      }],
+      "double", "getLayoutCost", (ins "::kiln::Layout":$layout), [{}],
+      [{ return 0.0; }]>
+  ];
+}
+
 // Ops of the backward pass (kiln-model-stats counts their cost separately).
 def Kiln_BackwardOpTrait : NativeOpTrait<"BackwardOp"> {
   let cppNamespace = "::kiln::OpTrait";

@@ -14,8 +14,6 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
-#include "dialects/Kiln/IR/KilnEnums.h.inc"
-
 namespace mlir {
 class OpAsmParser;
 class OpAsmPrinter;

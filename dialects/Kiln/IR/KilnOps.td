@@ -97,7 +97,7 @@ def Kiln_AssignOp : Kiln_Op<"assign", [
 //===----------------------------------------------------------------------===//
 
 def Kiln_Conv2DOp : Kiln_Op<"conv2d", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface, ["getPrecisionOperands"]>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
-    InferTypeOpAdaptor,
+    InferTypeOpAdaptor, DeclareOpInterfaceMethods<Kiln_LayoutOpInterface, ["getLayoutOperands", "getLayoutResults", "getLayoutCost"]>,
     DeclareOpInterfaceMethods<Kiln_CostOpInterface>]> {
   let summary = "2-D convolution, NHWC input and HWIO filter";
   let description = [{
@@ -118,18 +118,17 @@ def Kiln_Conv2DOp : Kiln_Op<"conv2d", [Pure, DeclareOpInterfaceMethods<Kiln_Prec
     Kiln_ActivationTensor:$filter,
     Kiln_Positive2:$strides,
     Kiln_Padding4:$padding,
-    DefaultValuedAttr<Kiln_Positive2, "{1, 1}">:$dilations,
-    OptionalAttr<Kiln_Layout>:$layout
+    DefaultValuedAttr<Kiln_Positive2, "{1, 1}">:$dilations
   );
   let results = (outs Kiln_ActivationTensor:$output);
   let assemblyFormat = [{
     $input `,` $filter `stride` $strides `pad` $padding
-    (`dilation` $dilations^)? (`layout` $layout^)? attr-dict
+    (`dilation` $dilations^)? attr-dict
     `:` functional-type(operands, results)
   }];
 }
 
-def Kiln_BatchNormTrainOp : Kiln_Op<"batch_norm_train", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
+def Kiln_BatchNormTrainOp : Kiln_Op<"batch_norm_train", [Pure, Kiln_LayoutOpInterface, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
     InferTypeOpAdaptor]> {
   let summary = "batch normalization over the batch, training form";
   let description = [{
@@ -159,7 +158,6 @@ def Kiln_BatchNormTrainOp : Kiln_Op<"batch_norm_train", [Pure, DeclareOpInterfac
     Kiln_VectorF32:$running_var,
     ConfinedAttr<F32Attr, [Kiln_FloatPositive]>:$epsilon,
     ConfinedAttr<F32Attr, [Kiln_FloatNonNegative]>:$momentum,
-    OptionalAttr<Kiln_Layout>:$layout,
     UnitAttr:$relu
   );
   let results = (outs
@@ -171,12 +169,12 @@ def Kiln_BatchNormTrainOp : Kiln_Op<"batch_norm_train", [Pure, DeclareOpInterfac
   );
   let assemblyFormat = [{
     $input `,` $scale `,` $offset `,` $running_mean `,` $running_var
-    `epsilon` $epsilon `momentum` $momentum (`relu` $relu^)? (`layout` $layout^)?
+    `epsilon` $epsilon `momentum` $momentum (`relu` $relu^)?
     attr-dict `:` functional-type(operands, results)
   }];
 }
 
-def Kiln_BatchNormInferenceOp : Kiln_Op<"batch_norm_inference", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>,
+def Kiln_BatchNormInferenceOp : Kiln_Op<"batch_norm_inference", [Pure, Kiln_LayoutOpInterface, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>,
     InferTypeOpAdaptor]> {
   let summary = "batch normalization with fixed statistics, inference form";
   let description = [{
@@ -198,17 +196,16 @@ def Kiln_BatchNormInferenceOp : Kiln_Op<"batch_norm_inference", [Pure, DeclareOp
     Kiln_VectorF32:$mean,
     Kiln_VectorF32:$variance,
     ConfinedAttr<F32Attr, [Kiln_FloatPositive]>:$epsilon,
-    OptionalAttr<Kiln_Layout>:$layout,
     UnitAttr:$relu
   );
   let results = (outs Kiln_FloatTensor:$output);
   let assemblyFormat = [{
     $input `,` $scale `,` $offset `,` $mean `,` $variance `epsilon` $epsilon
-    (`relu` $relu^)? (`layout` $layout^)? attr-dict `:` functional-type(operands, results)
+    (`relu` $relu^)? attr-dict `:` functional-type(operands, results)
   }];
 }
 
-def Kiln_ReluOp : Kiln_Op<"relu", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>, Elementwise,
+def Kiln_ReluOp : Kiln_Op<"relu", [Pure, Kiln_LayoutOpInterface, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>, Elementwise,
     DeclareOpInterfaceMethods<Kiln_ElementwiseOpInterface>, SameOperandsAndResultType]> {
   let summary = "rectified linear unit, max(x, 0)";
   let description = [{
@@ -223,7 +220,7 @@ def Kiln_ReluOp : Kiln_Op<"relu", [Pure, DeclareOpInterfaceMethods<Kiln_Precisio
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Kiln_AddOp : Kiln_Op<"add", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface, ["getPrecisionOperands"]>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>, Elementwise, Commutative,
+def Kiln_AddOp : Kiln_Op<"add", [Pure, Kiln_LayoutOpInterface, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface, ["getPrecisionOperands"]>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>, Elementwise, Commutative,
     DeclareOpInterfaceMethods<Kiln_ElementwiseOpInterface>,
     SameOperandsAndResultType]> {
   let summary = "elementwise sum of two tensors of the same type";
@@ -239,20 +236,19 @@ def Kiln_AddOp : Kiln_Op<"add", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionO
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($output)";
 }
 
-class Kiln_PoolOp<string mnemonic, string what> : Kiln_Op<mnemonic, [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
+class Kiln_PoolOp<string mnemonic, string what> : Kiln_Op<mnemonic, [Pure, Kiln_LayoutOpInterface, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
     InferTypeOpAdaptor]> {
   let summary = what # " pooling over windows of an NHWC tensor";
   let arguments = (ins
     Kiln_ActivationTensor:$input,
     Kiln_Positive2:$window,
     Kiln_Positive2:$strides,
-    Kiln_Padding4:$padding,
-    OptionalAttr<Kiln_Layout>:$layout
+    Kiln_Padding4:$padding
   );
   let results = (outs Kiln_ActivationTensor:$output);
   let assemblyFormat = [{
     $input `window` $window `stride` $strides `pad` $padding
-    (`layout` $layout^)? attr-dict `:` functional-type(operands, results)
+    attr-dict `:` functional-type(operands, results)
   }];
 }
 
@@ -278,7 +274,7 @@ def Kiln_AvgPoolOp : Kiln_PoolOp<"avg_pool", "average"> {
   }];
 }
 
-def Kiln_GlobalAvgPoolOp : Kiln_Op<"global_avg_pool", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
+def Kiln_GlobalAvgPoolOp : Kiln_Op<"global_avg_pool", [Pure, Kiln_LayoutOpInterface, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
     InferTypeOpAdaptor]> {
   let summary = "mean over the spatial dimensions, NHWC to NC";
   let description = [{
@@ -331,7 +327,7 @@ def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure, DeclareOpInterfaceMethods<Kiln_Pr
   let hasVerifier = 1;
 }
 
-def Kiln_CastOp : Kiln_Op<"cast", [Pure, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>, Elementwise, SameOperandsAndResultShape,
+def Kiln_CastOp : Kiln_Op<"cast", [Pure, Kiln_LayoutOpInterface, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>, Elementwise, SameOperandsAndResultShape,
     DeclareOpInterfaceMethods<Kiln_ElementwiseOpInterface>]> {
   let summary = "converts between f32 and bf16 (round to nearest even)";
   let description = [{
@@ -342,6 +338,24 @@ def Kiln_CastOp : Kiln_Op<"cast", [Pure, DeclareOpInterfaceMethods<Kiln_Gradient
   let arguments = (ins Kiln_FloatTensor:$input);
   let results = (outs Kiln_FloatTensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($output)";
+}
+
+def Kiln_ReorderOp : Kiln_Op<"reorder", [Pure, SameOperandsAndResultType]> {
+  let summary = "the same activation, stored in another physical layout";
+  let description = [{
+    Logically the identity: the result holds the input's values, stored as
+    `layout` (the input is stored as its producer's `kiln.layout` says).
+    `--kiln-layout` inserts these where a value is produced in one layout and
+    read in another; the x86 lowering runs them as oneDNN reorders.
+
+    ```mlir
+    %y = kiln.reorder %x to nChw16c : tensor<32x56x56x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_ActivationTensor:$input, Kiln_Layout:$layout);
+  let results = (outs Kiln_ActivationTensor:$output);
+  let assemblyFormat = "$input `to` $layout attr-dict `:` type($input)";
+  let hasVerifier = 1;
 }
 
 def Kiln_SoftmaxCrossEntropyOp : Kiln_Op<"softmax_cross_entropy", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>]> {

@@ -1,14 +1,17 @@
 //===- LowerBatchNorm.cpp - Batch normalization, forward and backward -----===//
 //
-// The input is viewed as [M, C] (M = elements per channel) with the channel
-// loop innermost, so every loop runs over contiguous memory. Statistics are
-// two-pass (mean, then squared deviations) for accuracy; per-channel
-// coefficients go to stack temporaries so the big loops do one fma each.
+// An NHWC input is viewed as [M, C] (M = elements per channel), an nChw16c
+// one as [N, C/16, H*W, 16] with per-channel vectors as [C/16, 16]: either
+// way the channel loop is innermost and every loop runs over contiguous
+// memory. Statistics are two-pass (mean, then squared deviations) for
+// accuracy; per-channel coefficients go to temporaries so the big loops do
+// one fma each.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Conversion/KilnToLinalg/Lowering.h"
 
+#include "dialects/Kiln/IR/KilnLayout.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -18,21 +21,51 @@ using namespace mlir;
 namespace kiln {
 
 namespace {
-/// The [M, C] view of a batch-norm operand and the maps of its loops.
+/// The views of a batch-norm operand and of its per-channel vectors in the
+/// op's layout, and the maps of the loops over them.
 struct ChannelLoops {
+  bool blocked;
   int64_t m, c;
+  /// [M, C], or [N, C/16, H*W, 16] when blocked.
+  SmallVector<int64_t> rowShape;
+  /// [C], or [C/16, 16] when blocked.
+  SmallVector<int64_t> channelShape;
   AffineMap full, channel;
-  SmallVector<utils::IteratorType> reduce, parallel;
+  SmallVector<utils::IteratorType> parallel;
 
-  ChannelLoops(MLIRContext *ctx, RankedTensorType type) {
-    c = type.getShape().back();
+  ChannelLoops(MLIRContext *ctx, RankedTensorType type, Layout layout)
+      : blocked(layout == Layout::NChw16c) {
+    ArrayRef<int64_t> shape = type.getShape();
+    c = shape.back();
     m = type.getNumElements() / c;
-    AffineExpr i, j;
-    bindDims(ctx, i, j);
-    full = AffineMap::get(2, 0, {i, j}, ctx);
-    channel = AffineMap::get(2, 0, {j}, ctx);
-    reduce = {utils::IteratorType::reduction, utils::IteratorType::parallel};
-    parallel = {utils::IteratorType::parallel, utils::IteratorType::parallel};
+    if (blocked) {
+      rowShape = {shape[0], c / 16, shape[1] * shape[2], 16};
+      channelShape = {c / 16, 16};
+      AffineExpr n, cb, s, ci;
+      bindDims(ctx, n, cb, s, ci);
+      full = AffineMap::get(4, 0, {n, cb, s, ci}, ctx);
+      channel = AffineMap::get(4, 0, {cb, ci}, ctx);
+    } else {
+      rowShape = {m, c};
+      channelShape = {c};
+      AffineExpr i, j;
+      bindDims(ctx, i, j);
+      full = AffineMap::get(2, 0, {i, j}, ctx);
+      channel = AffineMap::get(2, 0, {j}, ctx);
+    }
+    parallel.assign(rowShape.size(), utils::IteratorType::parallel);
+  }
+
+  /// The view of an activation operand.
+  Value rows(Lowering &l, Value value) const {
+    return l.viewAs(value, rowShape);
+  }
+  /// The view of a per-channel vector.
+  Value channels(Lowering &l, Value value) const {
+    return l.viewAs(value, channelShape);
+  }
+  Value temporary(Lowering &l, Location loc) const {
+    return l.temporary(loc, channelShape, l.b.getF32Type());
   }
 };
 } // namespace
@@ -58,6 +91,63 @@ static int64_t rowBlocks(int64_t m) {
   return 1;
 }
 
+/// Sums the block's partial sums `partials` (leading dimension summed) into
+/// `outs`.
+static void sumPartials(Lowering &l, Location loc, ValueRange partials,
+                        ValueRange outs) {
+  OpBuilder &b = l.b;
+  MLIRContext *ctx = b.getContext();
+  unsigned rank = cast<MemRefType>(partials.front().getType()).getRank();
+  SmallVector<AffineMap> maps(partials.size(),
+                              AffineMap::getMultiDimIdentityMap(rank, ctx));
+  for (size_t n = 0; n < outs.size(); ++n)
+    maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx).dropResult(0));
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  iterators[0] = utils::IteratorType::reduction;
+  for (Value out : outs)
+    l.fill(loc, out, 0.0);
+  l.generic(loc, partials, outs, maps, iterators,
+            [&](OpBuilder &nb, Location loc, ValueRange a) {
+              SmallVector<Value> sums;
+              size_t n = a.size() / 2;
+              for (size_t t = 0; t < n; ++t)
+                sums.push_back(arith::AddFOp::create(nb, loc, a[t], a[n + t]));
+              linalg::YieldOp::create(nb, loc, sums);
+            });
+}
+
+/// blockedChannelSums for an nChw16c operand [N, C/16, H*W, 16]: partial
+/// sums per image and channel (parallel over images), then over images.
+static void imageChannelSums(
+    Lowering &l, Location loc, const ChannelLoops &cl, ValueRange rowInputs,
+    ValueRange channelInputs, ValueRange outs,
+    function_ref<void(OpBuilder &, Location, ValueRange)> body) {
+  OpBuilder &b = l.b;
+  MLIRContext *ctx = b.getContext();
+  AffineExpr n, cb, s, ci;
+  bindDims(ctx, n, cb, s, ci);
+  SmallVector<Value> inputs(rowInputs), partials;
+  SmallVector<AffineMap> maps(rowInputs.size(), cl.full);
+  for (Value in : channelInputs) {
+    inputs.push_back(in);
+    maps.push_back(cl.channel);
+  }
+  int64_t images = cl.rowShape[0];
+  for (size_t k = 0; k < outs.size(); ++k) {
+    Value partial =
+        l.temporary(loc, {images, cl.c / 16, 16}, b.getF32Type());
+    l.fill(loc, partial, 0.0);
+    partials.push_back(partial);
+    maps.push_back(AffineMap::get(4, 0, {n, cb, ci}, ctx));
+  }
+  l.generic(loc, inputs, partials, maps,
+            {utils::IteratorType::parallel, utils::IteratorType::parallel,
+             utils::IteratorType::reduction, utils::IteratorType::parallel},
+            body);
+  sumPartials(l, loc, partials, outs);
+}
+
 /// out[c] = sum over m of f(row m), computed as per-block partial sums (one
 /// parallel loop over blocks) then a sum over the blocks. `body` gets the
 /// block arguments of the generic (x-like inputs, per-channel inputs,
@@ -68,6 +158,8 @@ static void blockedChannelSums(
     function_ref<void(OpBuilder &, Location, ValueRange)> body) {
   OpBuilder &b = l.b;
   MLIRContext *ctx = b.getContext();
+  if (cl.blocked)
+    return imageChannelSums(l, loc, cl, rowInputs, channelInputs, outs, body);
   int64_t blocks = rowBlocks(cl.m);
   AffineExpr k, i, j;
   bindDims(ctx, k, i, j);
@@ -95,25 +187,7 @@ static void blockedChannelSums(
             {utils::IteratorType::parallel, utils::IteratorType::reduction,
              utils::IteratorType::parallel},
             body);
-  // Sum the blocks' partial sums.
-  AffineExpr block, channel;
-  bindDims(ctx, block, channel);
-  SmallVector<AffineMap> sumMaps;
-  for (size_t n = 0; n < outs.size(); ++n)
-    sumMaps.push_back(AffineMap::get(2, 0, {block, channel}, ctx));
-  for (size_t n = 0; n < outs.size(); ++n)
-    sumMaps.push_back(AffineMap::get(2, 0, {channel}, ctx));
-  for (Value out : outs)
-    l.fill(loc, out, 0.0);
-  l.generic(loc, partials, outs, sumMaps,
-            {utils::IteratorType::reduction, utils::IteratorType::parallel},
-            [&](OpBuilder &nb, Location loc, ValueRange a) {
-              SmallVector<Value> sums;
-              size_t n = a.size() / 2;
-              for (size_t t = 0; t < n; ++t)
-                sums.push_back(arith::AddFOp::create(nb, loc, a[t], a[n + t]));
-              linalg::YieldOp::create(nb, loc, sums);
-            });
+  sumPartials(l, loc, partials, outs);
 }
 
 /// mean[c] = sum_m x[m, c] / M and var[c] = sum_m (x - mean)^2 / M.
@@ -145,9 +219,8 @@ static void emitStatistics(Lowering &l, Location loc, const ChannelLoops &cl,
 static void emitNormalize(Lowering &l, Location loc, const ChannelLoops &cl,
                           Value x, Value gamma, Value beta, Value mean,
                           Value var, float epsilon, Value y, bool relu) {
-  OpBuilder &b = l.b;
-  Value scale = l.temporary(loc, {cl.c}, b.getF32Type());
-  Value shift = l.temporary(loc, {cl.c}, b.getF32Type());
+  Value scale = cl.temporary(l, loc);
+  Value shift = cl.temporary(l, loc);
   Value eps = l.f32(loc, epsilon);
   l.elementwise(loc, ValueRange{gamma, beta, mean, var}, ValueRange{scale, shift},
                 [&](OpBuilder &nb, Location loc, ValueRange a) {
@@ -175,16 +248,19 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
   Location loc = op->getLoc();
   OpBuilder &b = l.b;
   MLIRContext *ctx = b.getContext();
+  Layout layout = getComputeLayout(op);
 
   if (auto bn = dyn_cast<BatchNormTrainOp>(op)) {
     auto type = bn.getInput().getType();
-    ChannelLoops cl(ctx, type);
-    Value x = l.viewAs(bn.getInput(), {cl.m, cl.c});
-    Value mean = l.view(bn.getBatchMean()), var = l.view(bn.getBatchVar());
+    ChannelLoops cl(ctx, type, layout);
+    Value x = cl.rows(l, bn.getInput());
+    Value mean = cl.channels(l, bn.getBatchMean());
+    Value var = cl.channels(l, bn.getBatchVar());
     emitStatistics(l, loc, cl, x, mean, var);
-    emitNormalize(l, loc, cl, x, l.view(bn.getScale()), l.view(bn.getOffset()),
-                  mean, var, bn.getEpsilon().convertToFloat(),
-                  l.viewAs(bn.getOutput(), {cl.m, cl.c}), bn.getRelu());
+    emitNormalize(l, loc, cl, x, cl.channels(l, bn.getScale()),
+                  cl.channels(l, bn.getOffset()), mean, var,
+                  bn.getEpsilon().convertToFloat(),
+                  cl.rows(l, bn.getOutput()), bn.getRelu());
     // Running statistics with the unbiased variance (Bessel's correction;
     // none for a single element per channel, as TF does).
     double momentum = bn.getMomentum().convertToFloat();
@@ -192,10 +268,10 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
     Value keep = l.f32(loc, momentum), take = l.f32(loc, 1.0 - momentum);
     Value takeVar = l.f32(loc, (1.0 - momentum) * bessel);
     l.elementwise(loc,
-                  ValueRange{l.view(bn.getRunningMean()), l.view(bn.getRunningVar()),
-                             mean, var},
-                  ValueRange{l.view(bn.getNewRunningMean()),
-                             l.view(bn.getNewRunningVar())},
+                  ValueRange{cl.channels(l, bn.getRunningMean()),
+                             cl.channels(l, bn.getRunningVar()), mean, var},
+                  ValueRange{cl.channels(l, bn.getNewRunningMean()),
+                             cl.channels(l, bn.getNewRunningVar())},
                   [&](OpBuilder &nb, Location loc, ValueRange a) {
                     Value rm = math::FmaOp::create(
                         nb, loc, a[0], keep, arith::MulFOp::create(nb, loc, a[2], take));
@@ -208,24 +284,26 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
   }
 
   if (auto bn = dyn_cast<BatchNormInferenceOp>(op)) {
-    ChannelLoops cl(ctx, bn.getInput().getType());
-    emitNormalize(l, loc, cl, l.viewAs(bn.getInput(), {cl.m, cl.c}),
-                  l.view(bn.getScale()), l.view(bn.getOffset()),
-                  l.view(bn.getMean()), l.view(bn.getVariance()),
-                  bn.getEpsilon().convertToFloat(),
-                  l.viewAs(bn.getOutput(), {cl.m, cl.c}), bn.getRelu());
+    ChannelLoops cl(ctx, bn.getInput().getType(), layout);
+    emitNormalize(l, loc, cl, cl.rows(l, bn.getInput()),
+                  cl.channels(l, bn.getScale()), cl.channels(l, bn.getOffset()),
+                  cl.channels(l, bn.getMean()),
+                  cl.channels(l, bn.getVariance()),
+                  bn.getEpsilon().convertToFloat(), cl.rows(l, bn.getOutput()),
+                  bn.getRelu());
     return success();
   }
 
   auto bn = cast<BatchNormBackwardOp>(op);
-  ChannelLoops cl(ctx, bn.getInput().getType());
-  Value dy = l.viewAs(bn.getOutputGrad(), {cl.m, cl.c});
-  Value x = l.viewAs(bn.getInput(), {cl.m, cl.c});
-  Value mean = l.view(bn.getBatchMean());
-  Value dgamma = l.view(bn.getScaleGrad()), dbeta = l.view(bn.getOffsetGrad());
+  ChannelLoops cl(ctx, bn.getInput().getType(), layout);
+  Value dy = cl.rows(l, bn.getOutputGrad());
+  Value x = cl.rows(l, bn.getInput());
+  Value mean = cl.channels(l, bn.getBatchMean());
+  Value dgamma = cl.channels(l, bn.getScaleGrad());
+  Value dbeta = cl.channels(l, bn.getOffsetGrad());
   Value eps = l.f32(loc, bn.getEpsilon().convertToFloat());
-  Value rstd = l.temporary(loc, {cl.c}, b.getF32Type());
-  l.elementwise(loc, l.view(bn.getBatchVar()), rstd,
+  Value rstd = cl.temporary(l, loc);
+  l.elementwise(loc, cl.channels(l, bn.getBatchVar()), rstd,
                 [&](OpBuilder &nb, Location loc, ValueRange a) {
                   yield(nb, loc, math::RsqrtOp::create(
                                      nb, loc, arith::AddFOp::create(nb, loc, a[0], eps))
@@ -233,7 +311,7 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
                 });
   // With a fused rectifier, dy counts only where its output is positive.
   Value reluOutput =
-      bn.getReluOutput() ? l.viewAs(bn.getReluOutput(), {cl.m, cl.c}) : Value();
+      bn.getReluOutput() ? cl.rows(l, bn.getReluOutput()) : Value();
   auto masked = [&](OpBuilder &nb, Location loc, Value g, ValueRange rest) {
     if (!reluOutput)
       return g;
@@ -263,11 +341,11 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
   // dx = gamma * rstd * (dy - dbeta / M - xhat * dgamma / M)
   //    = k * dy + k2 * (x - mean) + k3, per channel:
   //   k = gamma * rstd, k2 = -k * rstd * dgamma / M, k3 = -k * dbeta / M.
-  Value k = l.temporary(loc, {cl.c}, b.getF32Type());
-  Value k2 = l.temporary(loc, {cl.c}, b.getF32Type());
-  Value k3 = l.temporary(loc, {cl.c}, b.getF32Type());
+  Value k = cl.temporary(l, loc);
+  Value k2 = cl.temporary(l, loc);
+  Value k3 = cl.temporary(l, loc);
   Value inverseM = l.f32(loc, 1.0 / double(cl.m));
-  l.elementwise(loc, ValueRange{l.view(bn.getScale()), rstd, dgamma, dbeta},
+  l.elementwise(loc, ValueRange{cl.channels(l, bn.getScale()), rstd, dgamma, dbeta},
                 ValueRange{k, k2, k3},
                 [&](OpBuilder &nb, Location loc, ValueRange a) {
                   Value kk = arith::MulFOp::create(nb, loc, a[0], a[1]);
@@ -280,7 +358,7 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
                       nb, loc, arith::MulFOp::create(nb, loc, kOverM, a[3]));
                   yield(nb, loc, ValueRange{kk, kk2, kk3});
                 });
-  Value dx = l.viewAs(bn.getInputGrad(), {cl.m, cl.c});
+  Value dx = cl.rows(l, bn.getInputGrad());
   SmallVector<Value> dxInputs = rows;
   dxInputs.append({mean, k, k2, k3});
   SmallVector<AffineMap> dxMaps(rows.size(), cl.full);

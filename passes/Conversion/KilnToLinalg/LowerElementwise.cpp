@@ -7,6 +7,7 @@
 
 #include "passes/Conversion/KilnToLinalg/Lowering.h"
 
+#include "dialects/Kiln/IR/KilnLayout.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/IRMapping.h"
@@ -19,6 +20,43 @@ namespace kiln {
 static Type elementTypeOf(Value memref) {
   return cast<MemRefType>(memref.getType()).getElementType();
 }
+
+namespace {
+/// A global average pool's image [N, H, W, C] and pooled [N, C] operands,
+/// viewed in the op's layout with the loops over them: (n, h, w, c), or
+/// (n, c / 16, h, w, c % 16) over [N, C/16, H, W, 16] and [N, C/16, 16].
+struct SpatialView {
+  Value image, pooled;
+  AffineMap imageMap, pooledMap;
+  SmallVector<utils::IteratorType> sumIterators;
+
+  SpatialView(Lowering &l, Value imageValue, Value pooledValue,
+              Layout layout) {
+    MLIRContext *ctx = l.b.getContext();
+    ArrayRef<int64_t> s =
+        cast<RankedTensorType>(imageValue.getType()).getShape();
+    auto parallel = utils::IteratorType::parallel;
+    auto reduction = utils::IteratorType::reduction;
+    if (layout == Layout::NChw16c) {
+      image = l.viewAs(imageValue, {s[0], s[3] / 16, s[1], s[2], 16});
+      pooled = l.viewAs(pooledValue, {s[0], s[3] / 16, 16});
+      AffineExpr n, cb, h, w, ci;
+      bindDims(ctx, n, cb, h, w, ci);
+      imageMap = AffineMap::get(5, 0, {n, cb, h, w, ci}, ctx);
+      pooledMap = AffineMap::get(5, 0, {n, cb, ci}, ctx);
+      sumIterators = {parallel, parallel, reduction, reduction, parallel};
+      return;
+    }
+    image = l.view(imageValue);
+    pooled = l.view(pooledValue);
+    AffineExpr n, h, w, c;
+    bindDims(ctx, n, h, w, c);
+    imageMap = AffineMap::get(4, 0, {n, h, w, c}, ctx);
+    pooledMap = AffineMap::get(4, 0, {n, c}, ctx);
+    sumIterators = {parallel, reduction, reduction, parallel};
+  }
+};
+} // namespace
 
 LogicalResult lowerElementwise(Lowering &l, Operation *op) {
   Location loc = op->getLoc();
@@ -66,23 +104,16 @@ LogicalResult lowerElementwise(Lowering &l, Operation *op) {
     return success();
   }
   if (auto pool = dyn_cast<GlobalAvgPoolOp>(op)) {
-    // Sum over (h, w) with the channel loop innermost (contiguous in NHWC),
-    // then scale.
+    // Sum over (h, w) with the channel loop innermost (contiguous in either
+    // layout), then scale.
     auto inputType = pool.getInput().getType();
     int64_t spatial = inputType.getDimSize(1) * inputType.getDimSize(2);
-    Value out = l.view(pool.getOutput());
-    Type element = elementTypeOf(out);
-    Value sum = l.temporary(loc, cast<MemRefType>(out.getType()).getShape(),
+    SpatialView v(l, pool.getInput(), pool.getOutput(), getComputeLayout(op));
+    Type element = elementTypeOf(v.pooled);
+    Value sum = l.temporary(loc, cast<MemRefType>(v.pooled.getType()).getShape(),
                             b.getF32Type());
     l.fill(loc, sum, 0.0);
-    MLIRContext *ctx = b.getContext();
-    AffineExpr n, h, w, c;
-    bindDims(ctx, n, h, w, c);
-    l.generic(loc, l.view(pool.getInput()), sum,
-              {AffineMap::get(4, 0, {n, h, w, c}, ctx),
-               AffineMap::get(4, 0, {n, c}, ctx)},
-              {utils::IteratorType::parallel, utils::IteratorType::reduction,
-               utils::IteratorType::reduction, utils::IteratorType::parallel},
+    l.generic(loc, v.image, sum, {v.imageMap, v.pooledMap}, v.sumIterators,
               [&](OpBuilder &nb, Location loc, ValueRange args) {
                 linalg::YieldOp::create(
                     nb, loc,
@@ -90,7 +121,7 @@ LogicalResult lowerElementwise(Lowering &l, Operation *op) {
                         nb, loc, widenToF32(nb, loc, args[0]), args[1])});
               });
     Value scale = l.f32(loc, 1.0 / double(spatial));
-    l.elementwise(loc, sum, out,
+    l.elementwise(loc, sum, v.pooled,
                   [&](OpBuilder &nb, Location loc, ValueRange args) {
                     Value mean = arith::MulFOp::create(nb, loc, args[0], scale);
                     linalg::YieldOp::create(
@@ -101,21 +132,18 @@ LogicalResult lowerElementwise(Lowering &l, Operation *op) {
   if (auto backward = dyn_cast<GlobalAvgPoolBackwardOp>(op)) {
     auto type = backward.getInputGrad().getType();
     int64_t spatial = type.getDimSize(1) * type.getDimSize(2);
-    Value out = l.view(backward.getInputGrad());
-    Type element = elementTypeOf(out);
+    SpatialView v(l, backward.getInputGrad(), backward.getOutputGrad(),
+                  getComputeLayout(op));
+    Type element = elementTypeOf(v.image);
     Value scale = l.f32(loc, 1.0 / double(spatial));
-    MLIRContext *ctx = b.getContext();
-    AffineExpr n, h, w, c;
-    bindDims(ctx, n, h, w, c);
-    l.generic(loc, l.view(backward.getOutputGrad()), out,
-              {AffineMap::get(4, 0, {n, c}, ctx),
-               AffineMap::get(4, 0, {n, h, w, c}, ctx)},
-              SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
+    l.generic(loc, v.pooled, v.image, {v.pooledMap, v.imageMap},
+              SmallVector<utils::IteratorType>(v.sumIterators.size(),
+                                               utils::IteratorType::parallel),
               [&](OpBuilder &nb, Location loc, ValueRange args) {
-                Value v = arith::MulFOp::create(nb, loc, widenToF32(nb, loc, args[0]),
+                Value g = arith::MulFOp::create(nb, loc, widenToF32(nb, loc, args[0]),
                                                 scale);
                 linalg::YieldOp::create(nb, loc,
-                                        ValueRange{narrowTo(nb, loc, v, element)});
+                                        ValueRange{narrowTo(nb, loc, g, element)});
               });
     return success();
   }

@@ -65,6 +65,15 @@ LogicalResult lowerLibraryCall(Lowering &l, Operation *op) {
                                               {"operands", std::move(operands)}});
     return success();
   }
+  if (auto reorder = dyn_cast<ReorderOp>(op)) {
+    l.emitLibraryCall(
+        loc, llvm::json::Object{
+                 {"kind", "reorder"},
+                 {"operands",
+                  llvm::json::Object{{"input", l.describe(reorder.getInput())},
+                                     {"output", l.describe(reorder.getOutput())}}}});
+    return success();
+  }
   auto matmul = cast<MatmulOp>(op);
   l.emitLibraryCall(
       loc, llvm::json::Object{{"kind", "matmul"},

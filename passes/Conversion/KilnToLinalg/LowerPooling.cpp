@@ -2,12 +2,14 @@
 //
 // Windowed ops are scf loop nests: (n, oh, ow, kh, kw) outside with the
 // bounds check of the padded window, and the channel loop innermost where it
-// is contiguous (NHWC), for LLVM to vectorize.
+// is contiguous, for LLVM to vectorize: over C in NHWC, over (C/16, 16) in
+// nChw16c, whose 16 channels of one pixel are contiguous.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Conversion/KilnToLinalg/Lowering.h"
 
+#include "dialects/Kiln/IR/KilnLayout.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -44,6 +46,34 @@ struct Window {
     return arith::AndIOp::create(b, loc, ge, lt);
   }
 };
+
+/// An activation's view in the op's layout: [N, H, W, C], or
+/// [N, C/16, H, W, 16] when blocked. A channel is one index (c) or two
+/// (c / 16, c % 16).
+struct ActivationView {
+  Value memref;
+  bool blocked;
+
+  ActivationView(Lowering &l, Value value, Layout layout)
+      : blocked(layout == Layout::NChw16c) {
+    ArrayRef<int64_t> s = cast<RankedTensorType>(value.getType()).getShape();
+    memref = blocked ? l.viewAs(value, {s[0], s[3] / 16, s[1], s[2], 16})
+                     : l.view(value);
+  }
+
+  SmallVector<Value> at(Value n, Value h, Value w, ValueRange channel) const {
+    if (blocked)
+      return {n, channel[0], h, w, channel[1]};
+    return {n, h, w, channel[0]};
+  }
+};
+
+/// The loop bounds of a channel index.
+SmallVector<int64_t> channelBounds(int64_t channels, bool blocked) {
+  if (blocked)
+    return {channels / 16, 16};
+  return {channels};
+}
 
 template <typename PoolOp>
 Window windowOf(PoolOp op, RankedTensorType input) {
@@ -101,10 +131,10 @@ static Value inverseCount(OpBuilder &b, Location loc, const Window &w, Value oh,
   return arith::DivFOp::create(b, loc, one, asFloat);
 }
 
-/// Loops over channels: body(c).
+/// Loops over channels: body(channel index).
 static void channelLoop(Lowering &l, Location loc, int64_t channels,
-                        std::function<void(Value)> body) {
-  l.loops(loc, {channels}, [&](ValueRange ivs) { body(ivs[0]); });
+                        bool blocked, std::function<void(ValueRange)> body) {
+  l.loops(loc, channelBounds(channels, blocked), body);
 }
 
 static Value load(OpBuilder &b, Location loc, Value memref, ValueRange idx) {
@@ -123,19 +153,21 @@ static void store(OpBuilder &b, Location loc, Value v, Value memref,
 LogicalResult lowerPooling(Lowering &l, Operation *op) {
   Location loc = op->getLoc();
   OpBuilder &b = l.b;
+  Layout layout = getComputeLayout(op);
+  bool blocked = layout == Layout::NChw16c;
 
   if (auto pool = dyn_cast<MaxPoolOp>(op)) {
     Window w = windowOf(pool, pool.getInput().getType());
-    Value x = l.view(pool.getInput()), y = l.view(pool.getOutput());
-    l.fill(loc, y, -std::numeric_limits<double>::infinity());
+    ActivationView x(l, pool.getInput(), layout), y(l, pool.getOutput(), layout);
+    l.fill(loc, y.memref, -std::numeric_limits<double>::infinity());
     forEachValidTap(l, loc, w, pool.getOutput().getType().getShape(),
                     [&](ValueRange nhw, Value ih, Value iw) {
-                      channelLoop(l, loc, w.channels, [&](Value c) {
-                        SmallVector<Value> out = {nhw[0], nhw[1], nhw[2], c};
-                        Value cur = load(b, loc, y, out);
-                        Value v = load(b, loc, x, {nhw[0], ih, iw, c});
+                      channelLoop(l, loc, w.channels, blocked, [&](ValueRange c) {
+                        SmallVector<Value> out = y.at(nhw[0], nhw[1], nhw[2], c);
+                        Value cur = load(b, loc, y.memref, out);
+                        Value v = load(b, loc, x.memref, x.at(nhw[0], ih, iw, c));
                         store(b, loc, arith::MaximumFOp::create(b, loc, cur, v),
-                              y, out);
+                              y.memref, out);
                       });
                     });
     return success();
@@ -143,16 +175,17 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
 
   if (auto pool = dyn_cast<AvgPoolOp>(op)) {
     Window w = windowOf(pool, pool.getInput().getType());
-    Value x = l.view(pool.getInput()), y = l.view(pool.getOutput());
+    ActivationView x(l, pool.getInput(), layout), y(l, pool.getOutput(), layout);
     auto outShape = pool.getOutput().getType().getShape();
-    l.fill(loc, y, 0.0);
+    l.fill(loc, y.memref, 0.0);
     forEachValidTap(l, loc, w, outShape, [&](ValueRange nhw, Value ih, Value iw) {
       Value scale = inverseCount(b, loc, w, nhw[1], nhw[2]);
-      channelLoop(l, loc, w.channels, [&](Value c) {
-        SmallVector<Value> out = {nhw[0], nhw[1], nhw[2], c};
-        Value v = load(b, loc, x, {nhw[0], ih, iw, c});
-        Value acc = math::FmaOp::create(b, loc, v, scale, load(b, loc, y, out));
-        store(b, loc, acc, y, out);
+      channelLoop(l, loc, w.channels, blocked, [&](ValueRange c) {
+        SmallVector<Value> out = y.at(nhw[0], nhw[1], nhw[2], c);
+        Value v = load(b, loc, x.memref, x.at(nhw[0], ih, iw, c));
+        Value acc =
+            math::FmaOp::create(b, loc, v, scale, load(b, loc, y.memref, out));
+        store(b, loc, acc, y.memref, out);
       });
     });
     return success();
@@ -160,18 +193,19 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
 
   if (auto backward = dyn_cast<AvgPoolBackwardOp>(op)) {
     Window w = windowOf(backward, backward.getInputGrad().getType());
-    Value dy = l.view(backward.getOutputGrad());
-    Value dx = l.view(backward.getInputGrad());
-    l.fill(loc, dx, 0.0);
+    ActivationView dy(l, backward.getOutputGrad(), layout);
+    ActivationView dx(l, backward.getInputGrad(), layout);
+    l.fill(loc, dx.memref, 0.0);
     forEachValidTap(l, loc, w, backward.getOutputGrad().getType().getShape(),
                     [&](ValueRange nhw, Value ih, Value iw) {
                       Value scale = inverseCount(b, loc, w, nhw[1], nhw[2]);
-                      channelLoop(l, loc, w.channels, [&](Value c) {
-                        SmallVector<Value> in = {nhw[0], ih, iw, c};
-                        Value g = load(b, loc, dy, {nhw[0], nhw[1], nhw[2], c});
-                        Value acc = math::FmaOp::create(b, loc, g, scale,
-                                                        load(b, loc, dx, in));
-                        store(b, loc, acc, dx, in);
+                      channelLoop(l, loc, w.channels, blocked, [&](ValueRange c) {
+                        SmallVector<Value> in = dx.at(nhw[0], ih, iw, c);
+                        Value g = load(b, loc, dy.memref,
+                                       dy.at(nhw[0], nhw[1], nhw[2], c));
+                        Value acc = math::FmaOp::create(
+                            b, loc, g, scale, load(b, loc, dx.memref, in));
+                        store(b, loc, acc, dx.memref, in);
                       });
                     });
     return success();
@@ -179,15 +213,19 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
 
   auto backward = cast<MaxPoolBackwardOp>(op);
   Window w = windowOf(backward, backward.getInput().getType());
-  Value dy = l.view(backward.getOutputGrad()), x = l.view(backward.getInput());
-  Value dx = l.view(backward.getInputGrad());
-  l.fill(loc, dx, 0.0);
+  ActivationView dy(l, backward.getOutputGrad(), layout);
+  ActivationView x(l, backward.getInput(), layout);
+  ActivationView dx(l, backward.getInputGrad(), layout);
+  l.fill(loc, dx.memref, 0.0);
   auto outShape = backward.getOutputGrad().getType().getShape();
+  SmallVector<int64_t> bounds = {outShape[0], outShape[1], outShape[2]};
+  bounds.append(channelBounds(w.channels, blocked));
   // Per output element: the first maximum of the window in scan order gets
   // the gradient (strict '>' keeps the first of equal values).
-  l.loops(loc, {outShape[0], outShape[1], outShape[2], w.channels},
+  l.loops(loc, bounds,
           [&](ValueRange ivs) {
-            Value n = ivs[0], oh = ivs[1], ow = ivs[2], c = ivs[3];
+            Value n = ivs[0], oh = ivs[1], ow = ivs[2];
+            ValueRange c = ivs.drop_front(3);
             Value lowest = arith::ConstantOp::create(
                 b, loc,
                 b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
@@ -211,7 +249,7 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
                             ib, loc, valid,
                             [&](OpBuilder &tb, Location loc) {
                               // Clamp is not needed: the load only runs when valid.
-                              Value v = load(tb, loc, x, {n, ih, iw, c});
+                              Value v = load(tb, loc, x.memref, x.at(n, ih, iw, c));
                               Value better = arith::CmpFOp::create(
                                   tb, loc, arith::CmpFPredicate::OGT, v, best[0]);
                               Value nv = arith::SelectOp::create(tb, loc, better, v, best[0]);
@@ -234,10 +272,11 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
             auto ifFound = scf::IfOp::create(b, loc, found, /*withElse=*/false);
             OpBuilder::InsertionGuard guard(b);
             b.setInsertionPointToStart(&ifFound.getThenRegion().front());
-            SmallVector<Value> in = {n, bh, bw, c};
-            Value g = load(b, loc, dy, {n, oh, ow, c});
-            store(b, loc, arith::AddFOp::create(b, loc, load(b, loc, dx, in), g),
-                  dx, in);
+            SmallVector<Value> in = dx.at(n, bh, bw, c);
+            Value g = load(b, loc, dy.memref, dy.at(n, oh, ow, c));
+            store(b, loc,
+                  arith::AddFOp::create(b, loc, load(b, loc, dx.memref, in), g),
+                  dx.memref, in);
           });
   return success();
 }

@@ -2,6 +2,7 @@
 
 #include "passes/Conversion/KilnToLinalg/Lowering.h"
 
+#include "dialects/Kiln/IR/KilnLayout.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -88,7 +89,8 @@ llvm::json::Object Lowering::describe(Value value, bool activation) const {
                             {"shape", std::move(shape)},
                             {"dtype", dtypeName(tensor.getElementType())}};
   if (activation && tensor.getRank() == 4)
-    object["layout"] = "nhwc";
+    object["layout"] = getStorageLayout(value) == Layout::NChw16c ? "nChw16c"
+                                                                   : "nhwc";
   return object;
 }
 
@@ -169,6 +171,10 @@ void Lowering::loops(Location loc, ArrayRef<int64_t> bounds,
 }
 
 LogicalResult lowerOp(Lowering &l, Operation *op) {
+  // The loops index each operand as its layout says; a mismatch would
+  // silently compute garbage.
+  if (failed(verifyLayouts(op)))
+    return failure();
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<ReluOp, AddOp, ReluBackwardOp, CastOp, FusedElementwiseOp,
             GlobalAvgPoolOp, GlobalAvgPoolBackwardOp, ReduceSumOp,
@@ -183,7 +189,8 @@ LogicalResult lowerOp(Lowering &l, Operation *op) {
       .Case<SgdUpdateOp, FusedSgdUpdateOp, LarsUpdateOp, LearningRateOp>(
           [&](Operation *op) { return lowerOptimizer(l, op); })
       .Case<Conv2DOp, Conv2DBackwardDataOp, Conv2DBackwardFilterOp, DenseOp,
-            MatmulOp>([&](Operation *op) { return lowerLibraryCall(l, op); })
+            MatmulOp, ReorderOp>(
+          [&](Operation *op) { return lowerLibraryCall(l, op); })
       .Default(
           [](Operation *op) { return op->emitOpError("has no x86 lowering"); });
 }

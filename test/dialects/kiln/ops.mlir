@@ -30,8 +30,8 @@ module @variables {
 func.func @conv2d(%x: tensor<?x8x8x3xf32>, %w: tensor<3x3x3x8xf32>) -> (tensor<?x4x4x8xf32>, tensor<?x4x4x8xf32>) {
   // CHECK: kiln.conv2d %[[X]], %[[W]] stride [2, 2] pad [1, 1, 1, 1] : (tensor<?x8x8x3xf32>, tensor<3x3x3x8xf32>) -> tensor<?x4x4x8xf32>
   %a = kiln.conv2d %x, %w stride [2, 2] pad [1, 1, 1, 1] : (tensor<?x8x8x3xf32>, tensor<3x3x3x8xf32>) -> tensor<?x4x4x8xf32>
-  // CHECK: kiln.conv2d %[[X]], %[[W]] stride [1, 1] pad [0, 0, 0, 0] dilation [2, 2] layout nChw16c
-  %b = kiln.conv2d %x, %w stride [1, 1] pad [0, 0, 0, 0] dilation [2, 2] layout nChw16c : (tensor<?x8x8x3xf32>, tensor<3x3x3x8xf32>) -> tensor<?x4x4x8xf32>
+  // CHECK: kiln.conv2d %[[X]], %[[W]] stride [1, 1] pad [0, 0, 0, 0] dilation [2, 2] :
+  %b = kiln.conv2d %x, %w stride [1, 1] pad [0, 0, 0, 0] dilation [2, 2] : (tensor<?x8x8x3xf32>, tensor<3x3x3x8xf32>) -> tensor<?x4x4x8xf32>
   return %a, %b : tensor<?x4x4x8xf32>, tensor<?x4x4x8xf32>
 }
 
@@ -43,8 +43,8 @@ func.func @batch_norm(%x: tensor<2x4x4x8xbf16>, %g: tensor<8xf32>, %b: tensor<8x
   // CHECK: kiln.batch_norm_train %[[X]], %[[G]], %[[B]], %[[M]], %[[V]] epsilon 1.000000e-03 momentum 0.949999988 :
   // CHECK-SAME: -> (tensor<2x4x4x8xbf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
   %y, %bm, %bv, %nm, %nv = kiln.batch_norm_train %x, %g, %b, %m, %v epsilon 1.0e-3 momentum 0.95 : (tensor<2x4x4x8xbf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x4x8xbf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
-  // CHECK: kiln.batch_norm_inference %[[X]], %[[G]], %[[B]], %[[M]], %[[V]] epsilon 9.99999974E-6 layout nhwc :
-  %z = kiln.batch_norm_inference %x, %g, %b, %m, %v epsilon 1.0e-5 layout nhwc : (tensor<2x4x4x8xbf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x4x8xbf16>
+  // CHECK: kiln.batch_norm_inference %[[X]], %[[G]], %[[B]], %[[M]], %[[V]] epsilon 9.99999974E-6 :
+  %z = kiln.batch_norm_inference %x, %g, %b, %m, %v epsilon 1.0e-5 : (tensor<2x4x4x8xbf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x4x8xbf16>
   return %y, %z : tensor<2x4x4x8xbf16>, tensor<2x4x4x8xbf16>
 }
 
@@ -79,8 +79,8 @@ func.func @elementwise(%a: tensor<?x4x4x8xf32>, %b: tensor<?x4x4x8xf32>) -> tens
 func.func @pooling(%x: tensor<?x9x9x8xf32>) -> (tensor<?x5x5x8xf32>, tensor<?x4x4x8xf32>, tensor<?x8xf32>) {
   // CHECK: kiln.max_pool %[[X]] window [3, 3] stride [2, 2] pad [1, 1, 1, 1] : (tensor<?x9x9x8xf32>) -> tensor<?x5x5x8xf32>
   %m = kiln.max_pool %x window [3, 3] stride [2, 2] pad [1, 1, 1, 1] : (tensor<?x9x9x8xf32>) -> tensor<?x5x5x8xf32>
-  // CHECK: kiln.avg_pool %[[X]] window [2, 2] stride [2, 2] pad [0, 0, 0, 0] layout nchw : (tensor<?x9x9x8xf32>) -> tensor<?x4x4x8xf32>
-  %a = kiln.avg_pool %x window [2, 2] stride [2, 2] pad [0, 0, 0, 0] layout nchw : (tensor<?x9x9x8xf32>) -> tensor<?x4x4x8xf32>
+  // CHECK: kiln.avg_pool %[[X]] window [2, 2] stride [2, 2] pad [0, 0, 0, 0] : (tensor<?x9x9x8xf32>) -> tensor<?x4x4x8xf32>
+  %a = kiln.avg_pool %x window [2, 2] stride [2, 2] pad [0, 0, 0, 0] : (tensor<?x9x9x8xf32>) -> tensor<?x4x4x8xf32>
   // CHECK: kiln.global_avg_pool %[[X]] : (tensor<?x9x9x8xf32>) -> tensor<?x8xf32>
   %g = kiln.global_avg_pool %x : (tensor<?x9x9x8xf32>) -> tensor<?x8xf32>
   return %m, %a, %g : tensor<?x5x5x8xf32>, tensor<?x4x4x8xf32>, tensor<?x8xf32>

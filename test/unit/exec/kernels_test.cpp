@@ -288,6 +288,40 @@ TEST_P(DenseKernelTest, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Bias, DenseKernelTest, ::testing::Bool());
 
+class ReorderKernelTest
+    : public ::testing::TestWithParam<std::tuple<Layout, Layout, DType>> {};
+
+// A reorder keeps every logical element, whichever way and in either type.
+TEST_P(ReorderKernelTest, KeepsEveryElement) {
+  auto [from, to, dtype] = GetParam();
+  ArenaLayout layout;
+  TensorRef in = layout.place({3, 5, 7, 32}, dtype, from);
+  TensorRef out = layout.place({3, 5, 7, 32}, dtype, to);
+  Manifest manifest;
+  manifest.arenaBytes = layout.bytes();
+  Call call;
+  call.kind = CallKind::Reorder;
+  call.operands = {{"input", in}, {"output", out}};
+  manifest.calls = {call};
+  auto arena = Arena::allocate(manifest.arenaBytes);
+  ASSERT_TRUE(arena.isOk());
+  auto kernels = Kernels::create(manifest, (*arena)->data(), KernelOptions());
+  ASSERT_TRUE(kernels.isOk()) << kernels.status().toString();
+  ref::Tensor value = randomTensor({3, 5, 7, 32}, 14);
+  storeTensor((*arena)->data(), in, value);
+  ref::Tensor stored = loadTensor((*arena)->data(), in); // bf16-rounded
+  (*kernels)->execute(0);
+  EXPECT_EQ(loadTensor((*arena)->data(), out).data, stored.data);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, ReorderKernelTest,
+    ::testing::Values(
+        std::make_tuple(Layout::Nhwc, Layout::NChw16c, DType::F32),
+        std::make_tuple(Layout::NChw16c, Layout::Nhwc, DType::F32),
+        std::make_tuple(Layout::Nhwc, Layout::NChw16c, DType::BF16),
+        std::make_tuple(Layout::NChw16c, Layout::Nhwc, DType::BF16)));
+
 TEST(KernelsTest, ProfileCountsCallsAndMultiplyAdds) {
   ArenaLayout layout;
   TensorRef a = layout.place({4, 8}), b = layout.place({8, 2});

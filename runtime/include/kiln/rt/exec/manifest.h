@@ -93,6 +93,8 @@ enum class CallKind {
   Conv2dBackwardFilter,
   Matmul,
   Dense,
+  /// The same activation into another layout (input -> output).
+  Reorder,
 };
 const char *callKindName(CallKind kind);
 

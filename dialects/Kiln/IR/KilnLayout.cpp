@@ -1,0 +1,209 @@
+//===- KilnLayout.cpp - Physical layouts of activations --------------------===//
+//
+// The layout an op computes in is the discardable `kiln.layout` attribute of
+// a LayoutOpInterface op (NHWC when absent); a value is stored in the layout
+// of the op that produced it. The convolutions say what a layout costs them;
+// everything else streams memory the same way in either layout.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Kiln/IR/KilnLayout.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+SmallVector<unsigned> detail::fourDimensionalFloats(TypeRange types) {
+  SmallVector<unsigned> indices;
+  for (auto [i, type] : llvm::enumerate(types))
+    if (auto tensor = dyn_cast<RankedTensorType>(type);
+        tensor && tensor.getRank() == 4 &&
+        isa<FloatType>(tensor.getElementType()))
+      indices.push_back(i);
+  return indices;
+}
+
+//===----------------------------------------------------------------------===//
+// What a layout costs a convolution.
+//===----------------------------------------------------------------------===//
+
+namespace {
+enum class ConvDirection { Forward, BackwardData, BackwardFilter };
+} // namespace
+
+/// oneDNN's time in nChw16c relative to NHWC, summed over ResNet-50's
+/// convolution shapes (batch 32, weights in each primitive's preferred
+/// format): `kiln-bench-conv-layout [--dtype bf16]` on this project's AVX-512
+/// machine, docs/performance.md. In f32 the blocked kernels win backward and
+/// lose a little forward; in bf16 the two are within a few per cent.
+static double blockedTimeRatio(ConvDirection direction, Type elementType) {
+  bool bf16 = elementType.isBF16();
+  switch (direction) {
+  case ConvDirection::Forward:
+    return bf16 ? 0.99 : 1.04;
+  case ConvDirection::BackwardData:
+    return bf16 ? 0.99 : 0.94;
+  case ConvDirection::BackwardFilter:
+    return bf16 ? 1.024 : 0.87;
+  }
+  llvm_unreachable("unknown direction");
+}
+
+/// Seconds per example of a convolution with `multiplyAdds` per example:
+/// oneDNN sustains about 100 G multiply-adds/s in f32 on two cores, twice
+/// that in bf16 (`--profile` of a ResNet-50 step).
+static double convSeconds(ConvDirection direction, Type elementType,
+                          int64_t multiplyAdds, Layout layout) {
+  double rate = elementType.isBF16() ? 200e9 : 100e9;
+  double seconds = double(multiplyAdds) / rate;
+  return layout == Layout::NChw16c
+             ? seconds * blockedTimeRatio(direction, elementType)
+             : seconds;
+}
+
+static Type elementTypeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getElementType();
+}
+
+SmallVector<unsigned> Conv2DOp::getLayoutOperands() { return {0}; }
+SmallVector<unsigned> Conv2DOp::getLayoutResults() { return {0}; }
+double Conv2DOp::getLayoutCost(Layout layout) {
+  return convSeconds(ConvDirection::Forward, elementTypeOf(getInput()),
+                     getMultiplyAdds(1), layout);
+}
+
+SmallVector<unsigned> Conv2DBackwardDataOp::getLayoutOperands() { return {0}; }
+SmallVector<unsigned> Conv2DBackwardDataOp::getLayoutResults() { return {0}; }
+double Conv2DBackwardDataOp::getLayoutCost(Layout layout) {
+  return convSeconds(ConvDirection::BackwardData,
+                     elementTypeOf(getOutputGrad()), getMultiplyAdds(1),
+                     layout);
+}
+
+SmallVector<unsigned> Conv2DBackwardFilterOp::getLayoutOperands() {
+  return {0, 1};
+}
+SmallVector<unsigned> Conv2DBackwardFilterOp::getLayoutResults() {
+  return {}; // the filter gradient is HWIO
+}
+double Conv2DBackwardFilterOp::getLayoutCost(Layout layout) {
+  return convSeconds(ConvDirection::BackwardFilter, elementTypeOf(getInput()),
+                     getMultiplyAdds(1), layout);
+}
+
+//===----------------------------------------------------------------------===//
+// Reading and checking layouts.
+//===----------------------------------------------------------------------===//
+
+bool canComputeIn(Operation *op, Layout layout) {
+  auto layoutOp = dyn_cast<LayoutOpInterface>(op);
+  if (!layoutOp)
+    return layout == Layout::NHWC;
+  if (layout == Layout::NHWC)
+    return true;
+  if (layout != Layout::NChw16c)
+    return false;
+  auto blockable = [](Type type) {
+    return cast<RankedTensorType>(type).getDimSize(3) % 16 == 0;
+  };
+  for (unsigned i : layoutOp.getLayoutOperands())
+    if (!blockable(op->getOperand(i).getType()))
+      return false;
+  for (unsigned i : layoutOp.getLayoutResults())
+    if (!blockable(op->getResult(i).getType()))
+      return false;
+  return true;
+}
+
+Layout getComputeLayout(Operation *op) {
+  if (auto attr = op->getAttrOfType<StringAttr>(kLayoutAttrName))
+    if (std::optional<Layout> layout = symbolizeLayout(attr.getValue()))
+      return *layout;
+  return Layout::NHWC;
+}
+
+void setComputeLayout(Operation *op, Layout layout) {
+  if (layout == Layout::NHWC)
+    op->removeAttr(kLayoutAttrName);
+  else
+    op->setAttr(kLayoutAttrName,
+                StringAttr::get(op->getContext(), stringifyLayout(layout)));
+}
+
+Layout getStorageLayout(Value value) {
+  auto result = dyn_cast<OpResult>(value);
+  if (!result)
+    return Layout::NHWC;
+  Operation *op = result.getOwner();
+  if (auto reorder = dyn_cast<ReorderOp>(op))
+    return reorder.getLayout();
+  auto layoutOp = dyn_cast<LayoutOpInterface>(op);
+  if (!layoutOp ||
+      !llvm::is_contained(layoutOp.getLayoutResults(), result.getResultNumber()))
+    return Layout::NHWC;
+  return getComputeLayout(op);
+}
+
+std::optional<Layout> getExpectedLayout(OpOperand &use) {
+  Operation *op = use.getOwner();
+  if (isa<ReorderOp>(op))
+    return std::nullopt; // reads any layout
+  auto tensor = dyn_cast<RankedTensorType>(use.get().getType());
+  if (!tensor || tensor.getRank() != 4)
+    return std::nullopt;
+  auto layoutOp = dyn_cast<LayoutOpInterface>(op);
+  if (layoutOp &&
+      llvm::is_contained(layoutOp.getLayoutOperands(), use.getOperandNumber()))
+    return getComputeLayout(op);
+  return Layout::NHWC;
+}
+
+LogicalResult verifyLayouts(Operation *root) {
+  WalkResult result = root->walk([](Operation *op) {
+    for (OpOperand &use : op->getOpOperands()) {
+      std::optional<Layout> expected = getExpectedLayout(use);
+      Layout stored = getStorageLayout(use.get());
+      if (expected && *expected != stored) {
+        op->emitOpError() << "reads operand #" << use.getOperandNumber()
+                          << " as " << stringifyLayout(*expected)
+                          << " but it is stored " << stringifyLayout(stored)
+                          << " (a kiln.reorder is missing)";
+        return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
+LogicalResult ReorderOp::verify() {
+  if (getLayout() != Layout::NHWC && getLayout() != Layout::NChw16c)
+    return emitOpError("reorders to nhwc or nChw16c only");
+  if (getLayout() == Layout::NChw16c && getType().getDimSize(3) % 16 != 0)
+    return emitOpError("nChw16c needs a multiple of 16 channels, not ")
+           << getType().getDimSize(3);
+  return success();
+}
+
+LogicalResult KilnDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attribute) {
+  // Other kiln.* attributes (the lowering's manifest) are not about ops.
+  if (attribute.getName() != kLayoutAttrName)
+    return success();
+  auto name = dyn_cast<StringAttr>(attribute.getValue());
+  std::optional<Layout> layout =
+      name ? symbolizeLayout(name.getValue()) : std::nullopt;
+  if (!layout || *layout == Layout::NCHW)
+    return op->emitError("'kiln.layout' must be \"nhwc\" or \"nChw16c\"");
+  if (!isa<LayoutOpInterface>(op))
+    return op->emitError("'kiln.layout' on an op that computes in NHWC only");
+  if (!canComputeIn(op, *layout))
+    return op->emitError("cannot compute in ")
+           << stringifyLayout(*layout)
+           << ": nChw16c needs a multiple of 16 channels in every activation";
+  return success();
+}
+
+} // namespace kiln
