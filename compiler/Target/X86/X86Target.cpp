@@ -13,6 +13,7 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Linalg/Passes.h"
@@ -51,6 +52,8 @@ void registerX86TargetDialects(DialectRegistry &registry) {
   registerConvertMemRefToLLVMInterface(registry);
   index::registerConvertIndexToLLVMInterface(registry);
   ub::registerConvertUBToLLVMInterface(registry);
+  // vector<16xT> elements of nChw16c loops (broadcasts, splat constants).
+  vector::registerConvertVectorToLLVMInterface(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
 }

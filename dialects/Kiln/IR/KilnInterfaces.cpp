@@ -9,6 +9,9 @@ using namespace mlir;
 #include "dialects/Kiln/IR/KilnInterfaces.cpp.inc"
 
 Value kiln::widenToF32(OpBuilder &b, Location loc, Value v) {
+  if (auto vector = dyn_cast<VectorType>(v.getType());
+      vector && vector.getElementType().isBF16())
+    return arith::ExtFOp::create(b, loc, vector.clone(b.getF32Type()), v);
   if (v.getType().isBF16())
     return arith::ExtFOp::create(b, loc, b.getF32Type(), v);
   return v;

@@ -1,9 +1,10 @@
 //===- LowerBatchNorm.cpp - Batch normalization, forward and backward -----===//
 //
 // An NHWC input is viewed as [M, C] (M = elements per channel), an nChw16c
-// one as [N, C/16, H*W, 16] with per-channel vectors as [C/16, 16]: either
-// way the channel loop is innermost and every loop runs over contiguous
-// memory. Statistics are two-pass (mean, then squared deviations) for
+// one as [N, C/16, H*W] of vector<16xT> with per-channel vectors as [C/16]
+// of vector<16xf32>: either way the channels are innermost and every loop
+// runs over contiguous memory (a loop over 16 channels would be unrolled to
+// scalar code by LLVM before its vectorizer sees it). Statistics are two-pass (mean, then squared deviations) for
 // accuracy; per-channel coefficients go to temporaries so the big loops do
 // one fma each.
 //
@@ -26,9 +27,9 @@ namespace {
 struct ChannelLoops {
   bool blocked;
   int64_t m, c;
-  /// [M, C], or [N, C/16, H*W, 16] when blocked.
+  /// [M, C], or [N, C/16, H*W] of vector<16xT> when blocked.
   SmallVector<int64_t> rowShape;
-  /// [C], or [C/16, 16] when blocked.
+  /// [C], or [C/16] of vector<16xf32> when blocked.
   SmallVector<int64_t> channelShape;
   AffineMap full, channel;
   SmallVector<utils::IteratorType> parallel;
@@ -39,12 +40,12 @@ struct ChannelLoops {
     c = shape.back();
     m = type.getNumElements() / c;
     if (blocked) {
-      rowShape = {shape[0], c / 16, shape[1] * shape[2], 16};
-      channelShape = {c / 16, 16};
-      AffineExpr n, cb, s, ci;
-      bindDims(ctx, n, cb, s, ci);
-      full = AffineMap::get(4, 0, {n, cb, s, ci}, ctx);
-      channel = AffineMap::get(4, 0, {cb, ci}, ctx);
+      rowShape = {shape[0], c / 16, shape[1] * shape[2]};
+      channelShape = {c / 16};
+      AffineExpr n, cb, s;
+      bindDims(ctx, n, cb, s);
+      full = AffineMap::get(3, 0, {n, cb, s}, ctx);
+      channel = AffineMap::get(3, 0, {cb}, ctx);
     } else {
       rowShape = {m, c};
       channelShape = {c};
@@ -56,23 +57,40 @@ struct ChannelLoops {
     parallel.assign(rowShape.size(), utils::IteratorType::parallel);
   }
 
+  /// The element type of the views: `scalar`, or 16 of it when blocked.
+  Type element(Type scalar) const {
+    return blocked ? VectorType::get({16}, scalar) : scalar;
+  }
   /// The view of an activation operand.
   Value rows(Lowering &l, Value value) const {
-    return l.viewAs(value, rowShape);
+    Type scalar = cast<RankedTensorType>(value.getType()).getElementType();
+    return l.viewAs(value, rowShape, element(scalar));
   }
   /// The view of a per-channel vector.
   Value channels(Lowering &l, Value value) const {
-    return l.viewAs(value, channelShape);
+    return l.viewAs(value, channelShape, element(l.b.getF32Type()));
   }
   Value temporary(Lowering &l, Location loc) const {
-    return l.temporary(loc, channelShape, l.b.getF32Type());
+    return l.temporary(loc, channelShape, element(l.b.getF32Type()));
+  }
+  /// An f32 constant for the loop bodies (a splat when blocked).
+  Value f32(Lowering &l, Location loc, double value) const {
+    return l.constant(loc, element(l.b.getF32Type()), value);
   }
 };
 } // namespace
 
 static Value widen(OpBuilder &b, Location loc, Value v) {
-  return v.getType().isBF16() ? arith::ExtFOp::create(b, loc, b.getF32Type(), v)
-                              : v;
+  return widenToF32(b, loc, v);
+}
+/// Zero of `v`'s type (scalar or vector).
+static Value zeroLike(OpBuilder &b, Location loc, Value v) {
+  Type type = v.getType();
+  if (auto vector = dyn_cast<VectorType>(type))
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(vector, b.getFloatAttr(
+                                                   vector.getElementType(), 0.0)));
+  return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, 0.0));
 }
 static Value narrowTo(OpBuilder &b, Location loc, Value v, Value memref) {
   Type t = cast<MemRefType>(memref.getType()).getElementType();
@@ -117,7 +135,7 @@ static void sumPartials(Lowering &l, Location loc, ValueRange partials,
             });
 }
 
-/// blockedChannelSums for an nChw16c operand [N, C/16, H*W, 16]: partial
+/// blockedChannelSums for an nChw16c operand [N, C/16, H*W] x 16: partial
 /// sums per image and channel (parallel over images), then over images.
 static void imageChannelSums(
     Lowering &l, Location loc, const ChannelLoops &cl, ValueRange rowInputs,
@@ -125,8 +143,8 @@ static void imageChannelSums(
     function_ref<void(OpBuilder &, Location, ValueRange)> body) {
   OpBuilder &b = l.b;
   MLIRContext *ctx = b.getContext();
-  AffineExpr n, cb, s, ci;
-  bindDims(ctx, n, cb, s, ci);
+  AffineExpr n, cb, s;
+  bindDims(ctx, n, cb, s);
   SmallVector<Value> inputs(rowInputs), partials;
   SmallVector<AffineMap> maps(rowInputs.size(), cl.full);
   for (Value in : channelInputs) {
@@ -136,14 +154,14 @@ static void imageChannelSums(
   int64_t images = cl.rowShape[0];
   for (size_t k = 0; k < outs.size(); ++k) {
     Value partial =
-        l.temporary(loc, {images, cl.c / 16, 16}, b.getF32Type());
+        l.temporary(loc, {images, cl.c / 16}, cl.element(b.getF32Type()));
     l.fill(loc, partial, 0.0);
     partials.push_back(partial);
-    maps.push_back(AffineMap::get(4, 0, {n, cb, ci}, ctx));
+    maps.push_back(AffineMap::get(3, 0, {n, cb}, ctx));
   }
   l.generic(loc, inputs, partials, maps,
             {utils::IteratorType::parallel, utils::IteratorType::parallel,
-             utils::IteratorType::reduction, utils::IteratorType::parallel},
+             utils::IteratorType::reduction},
             body);
   sumPartials(l, loc, partials, outs);
 }
@@ -193,7 +211,7 @@ static void blockedChannelSums(
 /// mean[c] = sum_m x[m, c] / M and var[c] = sum_m (x - mean)^2 / M.
 static void emitStatistics(Lowering &l, Location loc, const ChannelLoops &cl,
                            Value x, Value mean, Value var) {
-  Value inverseM = l.f32(loc, 1.0 / double(cl.m));
+  Value inverseM = cl.f32(l, loc, 1.0 / double(cl.m));
   blockedChannelSums(l, loc, cl, x, {}, mean,
                      [&](OpBuilder &nb, Location loc, ValueRange a) {
                        yield(nb, loc,
@@ -221,7 +239,7 @@ static void emitNormalize(Lowering &l, Location loc, const ChannelLoops &cl,
                           Value var, float epsilon, Value y, bool relu) {
   Value scale = cl.temporary(l, loc);
   Value shift = cl.temporary(l, loc);
-  Value eps = l.f32(loc, epsilon);
+  Value eps = cl.f32(l, loc, epsilon);
   l.elementwise(loc, ValueRange{gamma, beta, mean, var}, ValueRange{scale, shift},
                 [&](OpBuilder &nb, Location loc, ValueRange a) {
                   Value rstd = math::RsqrtOp::create(
@@ -237,9 +255,7 @@ static void emitNormalize(Lowering &l, Location loc, const ChannelLoops &cl,
               Value v = math::FmaOp::create(nb, loc, widen(nb, loc, a[0]), a[1], a[2]);
               // A fused rectifier costs nothing in the same pass.
               if (relu)
-                v = arith::MaximumFOp::create(
-                    nb, loc, v,
-                    arith::ConstantOp::create(nb, loc, nb.getF32FloatAttr(0.0f)));
+                v = arith::MaximumFOp::create(nb, loc, v, zeroLike(nb, loc, v));
               yield(nb, loc, narrowTo(nb, loc, v, y));
             });
 }
@@ -265,8 +281,9 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
     // none for a single element per channel, as TF does).
     double momentum = bn.getMomentum().convertToFloat();
     double bessel = cl.m > 1 ? double(cl.m) / double(cl.m - 1) : 1.0;
-    Value keep = l.f32(loc, momentum), take = l.f32(loc, 1.0 - momentum);
-    Value takeVar = l.f32(loc, (1.0 - momentum) * bessel);
+    Value keep = cl.f32(l, loc, momentum);
+    Value take = cl.f32(l, loc, 1.0 - momentum);
+    Value takeVar = cl.f32(l, loc, (1.0 - momentum) * bessel);
     l.elementwise(loc,
                   ValueRange{cl.channels(l, bn.getRunningMean()),
                              cl.channels(l, bn.getRunningVar()), mean, var},
@@ -301,7 +318,7 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
   Value mean = cl.channels(l, bn.getBatchMean());
   Value dgamma = cl.channels(l, bn.getScaleGrad());
   Value dbeta = cl.channels(l, bn.getOffsetGrad());
-  Value eps = l.f32(loc, bn.getEpsilon().convertToFloat());
+  Value eps = cl.f32(l, loc, bn.getEpsilon().convertToFloat());
   Value rstd = cl.temporary(l, loc);
   l.elementwise(loc, cl.channels(l, bn.getBatchVar()), rstd,
                 [&](OpBuilder &nb, Location loc, ValueRange a) {
@@ -315,7 +332,7 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
   auto masked = [&](OpBuilder &nb, Location loc, Value g, ValueRange rest) {
     if (!reluOutput)
       return g;
-    Value zero = arith::ConstantOp::create(nb, loc, nb.getF32FloatAttr(0.0f));
+    Value zero = zeroLike(nb, loc, g);
     Value positive = arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OGT,
                                            widen(nb, loc, rest[0]), zero);
     return arith::SelectOp::create(nb, loc, positive, g, zero).getResult();
@@ -344,7 +361,7 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
   Value k = cl.temporary(l, loc);
   Value k2 = cl.temporary(l, loc);
   Value k3 = cl.temporary(l, loc);
-  Value inverseM = l.f32(loc, 1.0 / double(cl.m));
+  Value inverseM = cl.f32(l, loc, 1.0 / double(cl.m));
   l.elementwise(loc, ValueRange{cl.channels(l, bn.getScale()), rstd, dgamma, dbeta},
                 ValueRange{k, k2, k3},
                 [&](OpBuilder &nb, Location loc, ValueRange a) {

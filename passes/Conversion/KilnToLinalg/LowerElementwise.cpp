@@ -24,11 +24,13 @@ static Type elementTypeOf(Value memref) {
 namespace {
 /// A global average pool's image [N, H, W, C] and pooled [N, C] operands,
 /// viewed in the op's layout with the loops over them: (n, h, w, c), or
-/// (n, c / 16, h, w, c % 16) over [N, C/16, H, W, 16] and [N, C/16, 16].
+/// (n, c / 16, h, w) over [N, C/16, H, W] and [N, C/16] of vector<16xT>.
 struct SpatialView {
   Value image, pooled;
   AffineMap imageMap, pooledMap;
   SmallVector<utils::IteratorType> sumIterators;
+  /// f32, or vector<16xf32> when blocked: the type the loops compute in.
+  Type f32;
 
   SpatialView(Lowering &l, Value imageValue, Value pooledValue,
               Layout layout) {
@@ -37,14 +39,21 @@ struct SpatialView {
         cast<RankedTensorType>(imageValue.getType()).getShape();
     auto parallel = utils::IteratorType::parallel;
     auto reduction = utils::IteratorType::reduction;
+    f32 = l.b.getF32Type();
     if (layout == Layout::NChw16c) {
-      image = l.viewAs(imageValue, {s[0], s[3] / 16, s[1], s[2], 16});
-      pooled = l.viewAs(pooledValue, {s[0], s[3] / 16, 16});
-      AffineExpr n, cb, h, w, ci;
-      bindDims(ctx, n, cb, h, w, ci);
-      imageMap = AffineMap::get(5, 0, {n, cb, h, w, ci}, ctx);
-      pooledMap = AffineMap::get(5, 0, {n, cb, ci}, ctx);
-      sumIterators = {parallel, parallel, reduction, reduction, parallel};
+      auto lanes = [](Value v) {
+        return VectorType::get(
+            {16}, cast<RankedTensorType>(v.getType()).getElementType());
+      };
+      image = l.viewAs(imageValue, {s[0], s[3] / 16, s[1], s[2]},
+                       lanes(imageValue));
+      pooled = l.viewAs(pooledValue, {s[0], s[3] / 16}, lanes(pooledValue));
+      f32 = VectorType::get({16}, f32);
+      AffineExpr n, cb, h, w;
+      bindDims(ctx, n, cb, h, w);
+      imageMap = AffineMap::get(4, 0, {n, cb, h, w}, ctx);
+      pooledMap = AffineMap::get(4, 0, {n, cb}, ctx);
+      sumIterators = {parallel, parallel, reduction, reduction};
       return;
     }
     image = l.view(imageValue);
@@ -111,7 +120,7 @@ LogicalResult lowerElementwise(Lowering &l, Operation *op) {
     SpatialView v(l, pool.getInput(), pool.getOutput(), getComputeLayout(op));
     Type element = elementTypeOf(v.pooled);
     Value sum = l.temporary(loc, cast<MemRefType>(v.pooled.getType()).getShape(),
-                            b.getF32Type());
+                            v.f32);
     l.fill(loc, sum, 0.0);
     l.generic(loc, v.image, sum, {v.imageMap, v.pooledMap}, v.sumIterators,
               [&](OpBuilder &nb, Location loc, ValueRange args) {
@@ -120,7 +129,7 @@ LogicalResult lowerElementwise(Lowering &l, Operation *op) {
                     ValueRange{arith::AddFOp::create(
                         nb, loc, widenToF32(nb, loc, args[0]), args[1])});
               });
-    Value scale = l.f32(loc, 1.0 / double(spatial));
+    Value scale = l.constant(loc, v.f32, 1.0 / double(spatial));
     l.elementwise(loc, sum, v.pooled,
                   [&](OpBuilder &nb, Location loc, ValueRange args) {
                     Value mean = arith::MulFOp::create(nb, loc, args[0], scale);
@@ -135,7 +144,7 @@ LogicalResult lowerElementwise(Lowering &l, Operation *op) {
     SpatialView v(l, backward.getInputGrad(), backward.getOutputGrad(),
                   getComputeLayout(op));
     Type element = elementTypeOf(v.image);
-    Value scale = l.f32(loc, 1.0 / double(spatial));
+    Value scale = l.constant(loc, v.f32, 1.0 / double(spatial));
     l.generic(loc, v.pooled, v.image, {v.pooledMap, v.imageMap},
               SmallVector<utils::IteratorType>(v.sumIterators.size(),
                                                utils::IteratorType::parallel),

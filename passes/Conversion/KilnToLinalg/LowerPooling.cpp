@@ -2,8 +2,10 @@
 //
 // Windowed ops are scf loop nests: (n, oh, ow, kh, kw) outside with the
 // bounds check of the padded window, and the channel loop innermost where it
-// is contiguous, for LLVM to vectorize: over C in NHWC, over (C/16, 16) in
-// nChw16c, whose 16 channels of one pixel are contiguous.
+// is contiguous, for LLVM to vectorize: over C in NHWC; in nChw16c, whose
+// 16 channels of a pixel are contiguous, over C/16 elements of vector<16xT>
+// (a 16-trip loop would be unrolled to scalar code before LLVM's vectorizer
+// sees it).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +16,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <limits>
 
@@ -47,32 +50,46 @@ struct Window {
   }
 };
 
+/// The element type the loops of a pooling op work on: `scalar`, or 16
+/// channels of it when blocked.
+Type laneType(Type scalar, bool blocked) {
+  return blocked ? VectorType::get({16}, scalar) : scalar;
+}
+
 /// An activation's view in the op's layout: [N, H, W, C], or
-/// [N, C/16, H, W, 16] when blocked. A channel is one index (c) or two
-/// (c / 16, c % 16).
+/// [N, C/16, H, W] of vector<16xT> when blocked. A channel index is c, or
+/// the block c / 16.
 struct ActivationView {
   Value memref;
   bool blocked;
 
   ActivationView(Lowering &l, Value value, Layout layout)
       : blocked(layout == Layout::NChw16c) {
-    ArrayRef<int64_t> s = cast<RankedTensorType>(value.getType()).getShape();
-    memref = blocked ? l.viewAs(value, {s[0], s[3] / 16, s[1], s[2], 16})
+    auto type = cast<RankedTensorType>(value.getType());
+    ArrayRef<int64_t> s = type.getShape();
+    memref = blocked ? l.viewAs(value, {s[0], s[3] / 16, s[1], s[2]},
+                                laneType(type.getElementType(), true))
                      : l.view(value);
   }
 
   SmallVector<Value> at(Value n, Value h, Value w, ValueRange channel) const {
     if (blocked)
-      return {n, channel[0], h, w, channel[1]};
+      return {n, channel[0], h, w};
     return {n, h, w, channel[0]};
   }
 };
 
 /// The loop bounds of a channel index.
 SmallVector<int64_t> channelBounds(int64_t channels, bool blocked) {
-  if (blocked)
-    return {channels / 16, 16};
-  return {channels};
+  return {blocked ? channels / 16 : channels};
+}
+
+/// `scalar` as the loops' lane type (broadcast when blocked).
+Value splat(OpBuilder &b, Location loc, Value scalar, bool blocked) {
+  if (!blocked)
+    return scalar;
+  return vector::BroadcastOp::create(b, loc, laneType(scalar.getType(), true),
+                                     scalar);
 }
 
 template <typename PoolOp>
@@ -91,7 +108,8 @@ static void forEachValidTap(Lowering &l, Location loc, const Window &w,
                             std::function<void(ValueRange nhw, Value ih,
                                                Value iw)>
                                 body) {
-  l.loops(loc, {outShape[0], outShape[1], outShape[2], w.kh, w.kw},
+  // Images are independent: one per thread at a time.
+  l.parallelLoops(loc, {outShape[0], outShape[1], outShape[2], w.kh, w.kw},
           [&](ValueRange ivs) {
             OpBuilder &b = l.b;
             Value ih = Window::input(b, loc, ivs[1], ivs[3], w.sh, w.pt);
@@ -138,9 +156,7 @@ static void channelLoop(Lowering &l, Location loc, int64_t channels,
 }
 
 static Value load(OpBuilder &b, Location loc, Value memref, ValueRange idx) {
-  Value v = memref::LoadOp::create(b, loc, memref, idx);
-  return v.getType().isBF16() ? arith::ExtFOp::create(b, loc, b.getF32Type(), v)
-                              : v;
+  return widenToF32(b, loc, memref::LoadOp::create(b, loc, memref, idx));
 }
 static void store(OpBuilder &b, Location loc, Value v, Value memref,
                   ValueRange idx) {
@@ -183,8 +199,8 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
       channelLoop(l, loc, w.channels, blocked, [&](ValueRange c) {
         SmallVector<Value> out = y.at(nhw[0], nhw[1], nhw[2], c);
         Value v = load(b, loc, x.memref, x.at(nhw[0], ih, iw, c));
-        Value acc =
-            math::FmaOp::create(b, loc, v, scale, load(b, loc, y.memref, out));
+        Value acc = math::FmaOp::create(b, loc, v, splat(b, loc, scale, blocked),
+                                        load(b, loc, y.memref, out));
         store(b, loc, acc, y.memref, out);
       });
     });
@@ -204,7 +220,8 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
                         Value g = load(b, loc, dy.memref,
                                        dy.at(nhw[0], nhw[1], nhw[2], c));
                         Value acc = math::FmaOp::create(
-                            b, loc, g, scale, load(b, loc, dx.memref, in));
+                            b, loc, g, splat(b, loc, scale, blocked),
+                            load(b, loc, dx.memref, in));
                         store(b, loc, acc, dx.memref, in);
                       });
                     });
@@ -218,66 +235,94 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
   ActivationView dx(l, backward.getInputGrad(), layout);
   l.fill(loc, dx.memref, 0.0);
   auto outShape = backward.getOutputGrad().getType().getShape();
-  SmallVector<int64_t> bounds = {outShape[0], outShape[1], outShape[2]};
-  bounds.append(channelBounds(w.channels, blocked));
-  // Per output element: the first maximum of the window in scan order gets
-  // the gradient (strict '>' keeps the first of equal values).
-  l.loops(loc, bounds,
-          [&](ValueRange ivs) {
-            Value n = ivs[0], oh = ivs[1], ow = ivs[2];
-            ValueRange c = ivs.drop_front(3);
-            Value lowest = arith::ConstantOp::create(
-                b, loc,
-                b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
-            Value noIndex = arith::ConstantIndexOp::create(b, loc, -1);
-            Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-            Value one = arith::ConstantIndexOp::create(b, loc, 1);
-            auto outer = scf::ForOp::create(
-                b, loc, zero, arith::ConstantIndexOp::create(b, loc, w.kh), one,
-                ValueRange{lowest, noIndex, noIndex},
-                [&](OpBuilder &ob, Location loc, Value kh, ValueRange acc) {
-                  Value ih = Window::input(ob, loc, oh, kh, w.sh, w.pt);
-                  Value validH = Window::inRange(ob, loc, ih, w.height);
-                  auto inner = scf::ForOp::create(
-                      ob, loc, zero, arith::ConstantIndexOp::create(ob, loc, w.kw),
-                      one, acc,
-                      [&](OpBuilder &ib, Location loc, Value kw, ValueRange best) {
-                        Value iw = Window::input(ib, loc, ow, kw, w.sw, w.pl);
-                        Value valid = arith::AndIOp::create(
-                            ib, loc, validH, Window::inRange(ib, loc, iw, w.width));
-                        auto ifValid = scf::IfOp::create(
-                            ib, loc, valid,
-                            [&](OpBuilder &tb, Location loc) {
-                              // Clamp is not needed: the load only runs when valid.
-                              Value v = load(tb, loc, x.memref, x.at(n, ih, iw, c));
-                              Value better = arith::CmpFOp::create(
-                                  tb, loc, arith::CmpFPredicate::OGT, v, best[0]);
-                              Value nv = arith::SelectOp::create(tb, loc, better, v, best[0]);
-                              Value nh = arith::SelectOp::create(tb, loc, better, ih, best[1]);
-                              Value nw = arith::SelectOp::create(tb, loc, better, iw, best[2]);
-                              scf::YieldOp::create(tb, loc, ValueRange{nv, nh, nw});
-                            },
-                            [&](OpBuilder &eb, Location loc) {
-                              scf::YieldOp::create(eb, loc, best);
-                            });
-                        scf::YieldOp::create(ib, loc, ifValid.getResults());
-                      });
-                  scf::YieldOp::create(ob, loc, inner.getResults());
-                });
-            Value bh = outer.getResult(1), bw = outer.getResult(2);
-            // A window always holds a real element (padding < window), but
-            // an all-NaN window has no maximum: then nothing is routed.
-            Value found = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
-                                                bh, zero);
-            auto ifFound = scf::IfOp::create(b, loc, found, /*withElse=*/false);
-            OpBuilder::InsertionGuard guard(b);
-            b.setInsertionPointToStart(&ifFound.getThenRegion().front());
-            SmallVector<Value> in = dx.at(n, bh, bw, c);
-            Value g = load(b, loc, dy.memref, dy.at(n, oh, ow, c));
-            store(b, loc,
-                  arith::AddFOp::create(b, loc, load(b, loc, dx.memref, in), g),
-                  dx.memref, in);
+  // Per output element, the first maximum of its window in scan order gets
+  // the gradient (strict '>' keeps the first of equal values; an all-NaN
+  // window routes nothing). Channels innermost so that the loops vectorize:
+  // per output pixel, a scan of the valid taps keeps each channel's best
+  // value and tap, then a second scan adds dy where the tap is the winner.
+  // The per-image rows of best values and taps are arena temporaries, so
+  // images run in parallel.
+  SmallVector<int64_t> rowShape = {outShape[0]};
+  rowShape.append(channelBounds(w.channels, blocked));
+  Value bestValue =
+      l.temporary(loc, rowShape, laneType(b.getF32Type(), blocked));
+  Value bestTap = l.temporary(loc, rowShape, laneType(b.getI32Type(), blocked));
+  auto constant = [&](Type type, TypedAttr value) -> Value {
+    if (!blocked)
+      return arith::ConstantOp::create(b, loc, value);
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(VectorType::get({16}, type), value));
+  };
+  auto taps = [&](Value oh, Value ow,
+                  std::function<void(Value ih, Value iw, Value tap)> body) {
+    l.loops(loc, {w.kh, w.kw}, [&](ValueRange k) {
+      Value ih = Window::input(b, loc, oh, k[0], w.sh, w.pt);
+      Value iw = Window::input(b, loc, ow, k[1], w.sw, w.pl);
+      Value valid =
+          arith::AndIOp::create(b, loc, Window::inRange(b, loc, ih, w.height),
+                                Window::inRange(b, loc, iw, w.width));
+      auto ifValid = scf::IfOp::create(b, loc, valid, /*withElse=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&ifValid.getThenRegion().front());
+      Value tap = arith::AddIOp::create(
+          b, loc,
+          arith::MulIOp::create(b, loc, k[0],
+                                arith::ConstantIndexOp::create(b, loc, w.kw)),
+          k[1]);
+      body(ih, iw,
+           splat(b, loc,
+                 arith::IndexCastOp::create(b, loc, b.getI32Type(), tap),
+                 blocked));
+    });
+  };
+  l.parallelLoops(
+      loc, {outShape[0], outShape[1], outShape[2]}, [&](ValueRange ivs) {
+        Value n = ivs[0], oh = ivs[1], ow = ivs[2];
+        auto row = [&](ValueRange c) {
+          SmallVector<Value> at = {n};
+          at.append(c.begin(), c.end());
+          return at;
+        };
+        channelLoop(l, loc, w.channels, blocked, [&](ValueRange c) {
+          memref::StoreOp::create(
+              b, loc,
+              constant(b.getF32Type(), b.getF32FloatAttr(
+                                           -std::numeric_limits<float>::infinity())),
+              bestValue, row(c));
+          memref::StoreOp::create(
+              b, loc, constant(b.getI32Type(), b.getI32IntegerAttr(-1)),
+              bestTap, row(c));
+        });
+        taps(oh, ow, [&](Value ih, Value iw, Value tap) {
+          channelLoop(l, loc, w.channels, blocked, [&](ValueRange c) {
+            Value v = load(b, loc, x.memref, x.at(n, ih, iw, c));
+            Value best = memref::LoadOp::create(b, loc, bestValue, row(c));
+            Value better = arith::CmpFOp::create(
+                b, loc, arith::CmpFPredicate::OGT, v, best);
+            memref::StoreOp::create(
+                b, loc, arith::SelectOp::create(b, loc, better, v, best),
+                bestValue, row(c));
+            Value winner = memref::LoadOp::create(b, loc, bestTap, row(c));
+            memref::StoreOp::create(
+                b, loc, arith::SelectOp::create(b, loc, better, tap, winner),
+                bestTap, row(c));
           });
+        });
+        taps(oh, ow, [&](Value ih, Value iw, Value tap) {
+          channelLoop(l, loc, w.channels, blocked, [&](ValueRange c) {
+            Value won = arith::CmpIOp::create(
+                b, loc, arith::CmpIPredicate::eq,
+                memref::LoadOp::create(b, loc, bestTap, row(c)), tap);
+            Value g = load(b, loc, dy.memref, dy.at(n, oh, ow, c));
+            Value zero = constant(b.getF32Type(), b.getF32FloatAttr(0.0f));
+            SmallVector<Value> in = dx.at(n, ih, iw, c);
+            Value sum = arith::AddFOp::create(
+                b, loc, load(b, loc, dx.memref, in),
+                arith::SelectOp::create(b, loc, won, g, zero));
+            store(b, loc, sum, dx.memref, in);
+          });
+        });
+      });
   return success();
 }
 

@@ -62,8 +62,12 @@ Value Lowering::view(Value value) {
 
 Value Lowering::viewAs(Value value, ArrayRef<int64_t> shape) {
   auto tensor = cast<RankedTensorType>(value.getType());
+  return viewAs(value, shape, tensor.getElementType());
+}
+
+Value Lowering::viewAs(Value value, ArrayRef<int64_t> shape, Type elementType) {
   return viewAt(value.getLoc(), plan.offsetOf(value),
-                MemRefType::get(shape, tensor.getElementType()));
+                MemRefType::get(shape, elementType));
 }
 
 static StringRef dtypeName(Type type) {
@@ -114,6 +118,19 @@ Value Lowering::f32(Location loc, double value) {
   return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
 }
 
+static Value constantOf(OpBuilder &b, Location loc, Type type, double value) {
+  if (auto vector = dyn_cast<VectorType>(type))
+    return arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(vector,
+                               b.getFloatAttr(vector.getElementType(), value)));
+  return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
+}
+
+Value Lowering::constant(Location loc, Type type, double value) {
+  return constantOf(b, loc, type, value);
+}
+
 Value Lowering::loadScalar(Location loc, Value value) {
   return memref::LoadOp::create(b, loc, view(value), ValueRange{});
 }
@@ -139,16 +156,21 @@ void Lowering::elementwise(
 
 void Lowering::fill(Location loc, Value memref, double value) {
   Type element = cast<MemRefType>(memref.getType()).getElementType();
-  Value constant =
-      arith::ConstantOp::create(b, loc, b.getFloatAttr(element, value));
-  linalg::FillOp::create(b, loc, ValueRange{constant}, ValueRange{memref});
+  linalg::FillOp::create(b, loc, ValueRange{constantOf(b, loc, element, value)},
+                         ValueRange{memref});
 }
 
 Value Lowering::temporary(Location loc, ArrayRef<int64_t> shape,
                           Type elementType) {
   auto type = MemRefType::get(shape, elementType);
-  int64_t bytes = type.getNumElements() *
-                  std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
+  int64_t elementBits = 0;
+  if (auto vector = dyn_cast<VectorType>(elementType))
+    elementBits = vector.getNumElements() *
+                  vector.getElementType().getIntOrFloatBitWidth();
+  else
+    elementBits = elementType.getIntOrFloatBitWidth();
+  int64_t bytes =
+      type.getNumElements() * std::max<int64_t>(elementBits / 8, 1);
   Value view = viewAt(loc, plan.scratchEnd + temporaryBytes, type);
   temporaryBytes += alignSlot(bytes);
   temporaryRegionBytes = std::max(temporaryRegionBytes, temporaryBytes);
@@ -168,6 +190,28 @@ void Lowering::loops(Location loc, ArrayRef<int64_t> bounds,
                                            nested.getInsertionPoint());
                        body(ivs);
                      });
+}
+
+void Lowering::parallelLoops(Location loc, ArrayRef<int64_t> bounds,
+                             std::function<void(ValueRange)> body) {
+  scf::ParallelOp::create(
+      b, loc, ValueRange{index(loc, 0)}, ValueRange{index(loc, bounds[0])},
+      ValueRange{index(loc, 1)},
+      [&](OpBuilder &nested, Location, ValueRange outer) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nested.getInsertionBlock(),
+                            nested.getInsertionPoint());
+        Value first = outer[0];
+        if (bounds.size() == 1) {
+          body(first);
+          return;
+        }
+        loops(loc, bounds.drop_front(), [&](ValueRange inner) {
+          SmallVector<Value> ivs = {first};
+          ivs.append(inner.begin(), inner.end());
+          body(ivs);
+        });
+      });
 }
 
 LogicalResult lowerOp(Lowering &l, Operation *op) {

@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/JSON.h"
 
@@ -42,6 +43,11 @@ public:
   mlir::Value view(mlir::Value value);
   /// A view of `value`'s storage with another shape of the same size.
   mlir::Value viewAs(mlir::Value value, llvm::ArrayRef<int64_t> shape);
+  /// The same with another element type: vector<16xT> elements over the
+  /// channel blocks of an nChw16c activation (the loops then compute 16
+  /// channels per element, whatever LLVM would do with 16-trip loops).
+  mlir::Value viewAs(mlir::Value value, llvm::ArrayRef<int64_t> shape,
+                     mlir::Type elementType);
   /// A view at an arbitrary arena offset.
   mlir::Value viewAt(mlir::Location loc, int64_t offset, mlir::MemRefType type);
   /// A one-dimensional view of `size` elements at a byte offset computed at
@@ -70,6 +76,8 @@ public:
   /// Index and float constants.
   mlir::Value index(mlir::Location loc, int64_t value);
   mlir::Value f32(mlir::Location loc, double value);
+  /// A float constant of `type`, a splat if it is a vector type.
+  mlir::Value constant(mlir::Location loc, mlir::Type type, double value);
 
   /// Loads the single element of a rank-0 value.
   mlir::Value loadScalar(mlir::Location loc, mlir::Value value);
@@ -104,6 +112,11 @@ public:
   /// the induction variables at the innermost level.
   void loops(mlir::Location loc, llvm::ArrayRef<int64_t> bounds,
              std::function<void(mlir::ValueRange)> body);
+  /// The same nest with an scf.parallel as its outermost loop, for nests
+  /// whose first dimension (the batch) has independent iterations: the
+  /// outlining pass runs it on every thread.
+  void parallelLoops(mlir::Location loc, llvm::ArrayRef<int64_t> bounds,
+                     std::function<void(mlir::ValueRange)> body);
 
   llvm::StringRef getRole() const { return role; }
 
