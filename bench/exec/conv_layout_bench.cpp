@@ -7,7 +7,7 @@
 // pass would decide from (docs/performance.md).
 //
 //   kiln-bench-conv-layout [--threads N] [--batch N] [--dtype f32|bf16]
-//                          [--seconds S]
+//                          [--seconds S] [--model resnet50|fmnist]
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,7 +31,7 @@ struct Layer {
 };
 
 // One of each distinct convolution shape of ResNet-50's training step.
-const Layer kLayers[] = {
+const Layer kResNet50[] = {
     {56, 64, 64, 1, 1},     {56, 64, 64, 3, 1},     {56, 64, 256, 1, 1},
     {56, 256, 64, 1, 1},    {56, 256, 128, 1, 1},   {56, 128, 128, 3, 2},
     {28, 128, 512, 1, 1},   {56, 256, 512, 1, 2},   {28, 512, 128, 1, 1},
@@ -40,6 +40,13 @@ const Layer kLayers[] = {
     {14, 256, 256, 3, 1},   {14, 1024, 512, 1, 1},  {14, 512, 512, 3, 2},
     {7, 512, 2048, 1, 1},   {14, 1024, 2048, 1, 2}, {7, 2048, 512, 1, 1},
     {7, 512, 512, 3, 1}};
+
+// The Fashion-MNIST ResNet-20's (28x28 input, 16/32/64 channels; the
+// 1-channel stem stays NHWC).
+const Layer kFmnist[] = {{28, 16, 16, 3, 1}, {28, 16, 32, 3, 2},
+                         {14, 32, 32, 3, 1}, {28, 16, 32, 1, 2},
+                         {14, 32, 64, 3, 2}, {7, 64, 64, 3, 1},
+                         {14, 32, 64, 1, 2}};
 
 template <typename Fn> double secondsPerCall(Fn fn, double budget) {
   fn(); // first call: JIT and page faults
@@ -123,6 +130,7 @@ std::vector<double> timeLayer(const Layer &l, int batch, memory::data_type dt,
 
 int main(int argc, char **argv) {
   int threads = 2, batch = 32;
+  bool fmnist = false;
   double budget = 0.5;
   memory::data_type dt = memory::data_type::f32;
   for (int i = 1; i < argc; ++i) {
@@ -140,6 +148,8 @@ int main(int argc, char **argv) {
       batch = std::atoi(next());
     else if (a == "--seconds")
       budget = std::atof(next());
+    else if (a == "--model")
+      fmnist = std::strcmp(next(), "fmnist") == 0;
     else if (a == "--dtype")
       dt = std::strcmp(next(), "bf16") == 0 ? memory::data_type::bf16
                                             : memory::data_type::f32;
@@ -152,7 +162,10 @@ int main(int argc, char **argv) {
   std::printf("%-24s %27s %27s  (ms per call: fwd / bwd-data / bwd-weights)\n",
               "layer (hw cin->cout kxk/s)", "NHWC", "nChw16c");
   double total[2][3] = {};
-  for (const Layer &l : kLayers) {
+  std::vector<Layer> layers(std::begin(kResNet50), std::end(kResNet50));
+  if (fmnist)
+    layers.assign(std::begin(kFmnist), std::end(kFmnist));
+  for (const Layer &l : layers) {
     std::vector<double> t[2] = {timeLayer(l, batch, dt, Tag::nhwc, budget),
                                 timeLayer(l, batch, dt, Tag::nChw16c, budget)};
     for (int layout = 0; layout < 2; ++layout)

@@ -16,6 +16,7 @@
 
 #include "dialects/Kiln/IR/KilnOps.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -137,6 +138,45 @@ bool isLayoutResult(Value value) {
       cast<LayoutOpInterface>(result.getOwner()).getLayoutResults(),
       result.getResultNumber());
 }
+/// The activations `op` reads and writes in its layout.
+SmallVector<Value> layoutValues(LayoutOpInterface op) {
+  SmallVector<Value> values;
+  for (unsigned i : op.getLayoutOperands())
+    values.push_back(op->getOperand(i));
+  for (unsigned i : op.getLayoutResults())
+    values.push_back(op->getResult(i));
+  return values;
+}
+
+/// The 4-D values of `body` that hold filters or their gradients rather
+/// than activations: what a LayoutOpInterface op declares 4-D but not an
+/// activation (a convolution's filter and filter gradient), and everything
+/// sharing an op with one of those (casts of weights to bf16, sums of filter
+/// gradients). Such ops are no layout nodes: filters stay HWIO.
+llvm::DenseSet<Value> filterValues(Block &body) {
+  llvm::DenseSet<Value> filters;
+  for (auto op : body.getOps<LayoutOpInterface>()) {
+    SmallVector<unsigned> operands = op.getLayoutOperands();
+    SmallVector<unsigned> results = op.getLayoutResults();
+    for (unsigned i : detail::fourDimensionalFloats(op->getOperandTypes()))
+      if (!llvm::is_contained(operands, i))
+        filters.insert(op->getOperand(i));
+    for (unsigned i : detail::fourDimensionalFloats(op->getResultTypes()))
+      if (!llvm::is_contained(results, i))
+        filters.insert(op->getResult(i));
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto op : body.getOps<LayoutOpInterface>()) {
+      SmallVector<Value> values = layoutValues(op);
+      if (!llvm::any_of(values, [&](Value v) { return filters.contains(v); }))
+        continue;
+      for (Value v : values)
+        changed |= filters.insert(v).second;
+    }
+  }
+  return filters;
+}
 } // namespace
 
 double reorderSeconds(Value value) {
@@ -156,9 +196,13 @@ llvm::DenseMap<Operation *, Layout> chooseLayouts(func::FuncOp func,
   llvm::DenseMap<Operation *, Layout> layouts;
   if (func.isExternal())
     return layouts;
+  Block &body = func.getBody().front();
+  llvm::DenseSet<Value> filters = filterValues(body);
   llvm::MapVector<Operation *, int> nodes;
-  for (Operation &op : func.getBody().front())
-    if (isLayoutNode(&op))
+  for (Operation &op : body)
+    if (isLayoutNode(&op) &&
+        llvm::none_of(layoutValues(cast<LayoutOpInterface>(op)),
+                      [&](Value v) { return filters.contains(v); }))
       nodes.insert({&op, int(nodes.size()) + 2});
   if (mode == LayoutMode::Nhwc || nodes.empty()) {
     for (auto &[op, node] : nodes)

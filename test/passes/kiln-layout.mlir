@@ -70,6 +70,25 @@ func.func @backward_bf16(%x: tensor<8x32x32x256xbf16>, %dy: tensor<8x32x32x256xb
 
 // -----
 
+// Filters are HWIO whatever the mode: the casts of weights to bf16 and of
+// filter gradients back to f32 are 4-D elementwise ops but no activations.
+// BLOCKED-LABEL: func.func @filters
+// BLOCKED: %[[WB:[a-z0-9_]+]] = kiln.cast %{{.*}} : tensor<3x3x16x16xf32> to tensor<3x3x16x16xbf16>
+// BLOCKED-NEXT: %[[X:[a-z0-9_]+]] = kiln.reorder %{{.*}} to nChw16c
+// BLOCKED-NEXT: kiln.conv2d %[[X]], %[[WB]] {{.*}} {kiln.layout = "nChw16c"}
+// BLOCKED: %[[DW:[a-z0-9_]+]] = kiln.conv2d_backward_filter {{.*}} {kiln.layout = "nChw16c"}
+// BLOCKED-NEXT: kiln.cast %[[DW]] : tensor<3x3x16x16xbf16> to tensor<3x3x16x16xf32>
+// BLOCKED-NOT: kiln.reorder {{.*}} : tensor<3x3
+func.func @filters(%x: tensor<8x16x16x16xbf16>, %w: tensor<3x3x16x16xf32>) -> (tensor<8x16x16x16xbf16>, tensor<3x3x16x16xf32>) {
+  %wb = kiln.cast %w : tensor<3x3x16x16xf32> to tensor<3x3x16x16xbf16>
+  %y = kiln.conv2d %x, %wb stride [1, 1] pad [1, 1, 1, 1] : (tensor<8x16x16x16xbf16>, tensor<3x3x16x16xbf16>) -> tensor<8x16x16x16xbf16>
+  %dw = kiln.conv2d_backward_filter %x, %y stride [1, 1] pad [1, 1, 1, 1] : (tensor<8x16x16x16xbf16>, tensor<8x16x16x16xbf16>) -> tensor<3x3x16x16xbf16>
+  %dwf = kiln.cast %dw : tensor<3x3x16x16xbf16> to tensor<3x3x16x16xf32>
+  return %y, %dwf : tensor<8x16x16x16xbf16>, tensor<3x3x16x16xf32>
+}
+
+// -----
+
 // Channels that are not a multiple of 16 stay NHWC whatever the mode.
 // BLOCKED-LABEL: func.func @narrow
 // BLOCKED-NOT: kiln.layout
