@@ -1,10 +1,13 @@
 //===- LowerBatchNorm.cpp - Batch normalization, forward and backward -----===//
 //
-// An NHWC input is viewed as [M, C] (M = elements per channel), an nChw16c
-// one as [N, C/16, H*W] of vector<16xT> with per-channel vectors as [C/16]
-// of vector<16xf32>: either way the channels are innermost and every loop
-// runs over contiguous memory (a loop over 16 channels would be unrolled to
-// scalar code by LLVM before its vectorizer sees it). Statistics are two-pass (mean, then squared deviations) for
+// An NHWC input is viewed as [M, C/16] (M = elements per channel), an
+// nChw16c one as [N, C/16, H*W], both of vector<16xT>, with per-channel
+// vectors as [C/16] of vector<16xf32>: the channels are innermost, 16 to an
+// element, and every loop runs over contiguous memory. (A plain loop over 16
+// or 32 channels would be unrolled to scalar code by LLVM before its
+// vectorizer sees it.) Each lane sums its channel in the same order as a
+// scalar loop would, so the results do not depend on the vector form. NHWC
+// with channels not a multiple of 16 stays [M, C] of scalars. Statistics are two-pass (mean, then squared deviations) for
 // accuracy; per-channel coefficients go to temporaries so the big loops do
 // one fma each.
 //
@@ -26,10 +29,12 @@ namespace {
 /// op's layout, and the maps of the loops over them.
 struct ChannelLoops {
   bool blocked;
+  /// Elements are vector<16xT> (16 channels).
+  bool lanes;
   int64_t m, c;
-  /// [M, C], or [N, C/16, H*W] of vector<16xT> when blocked.
+  /// [M, C/16] or [N, C/16, H*W] when blocked, of vector<16xT>; [M, C].
   SmallVector<int64_t> rowShape;
-  /// [C], or [C/16] of vector<16xf32> when blocked.
+  /// [C/16] of vector<16xf32>, or [C].
   SmallVector<int64_t> channelShape;
   AffineMap full, channel;
   SmallVector<utils::IteratorType> parallel;
@@ -39,6 +44,7 @@ struct ChannelLoops {
     ArrayRef<int64_t> shape = type.getShape();
     c = shape.back();
     m = type.getNumElements() / c;
+    lanes = c % 16 == 0;
     if (blocked) {
       rowShape = {shape[0], c / 16, shape[1] * shape[2]};
       channelShape = {c / 16};
@@ -47,8 +53,8 @@ struct ChannelLoops {
       full = AffineMap::get(3, 0, {n, cb, s}, ctx);
       channel = AffineMap::get(3, 0, {cb}, ctx);
     } else {
-      rowShape = {m, c};
-      channelShape = {c};
+      rowShape = {m, lanes ? c / 16 : c};
+      channelShape = {rowShape[1]};
       AffineExpr i, j;
       bindDims(ctx, i, j);
       full = AffineMap::get(2, 0, {i, j}, ctx);
@@ -57,9 +63,9 @@ struct ChannelLoops {
     parallel.assign(rowShape.size(), utils::IteratorType::parallel);
   }
 
-  /// The element type of the views: `scalar`, or 16 of it when blocked.
+  /// The element type of the views: 16 of `scalar`, or `scalar`.
   Type element(Type scalar) const {
-    return blocked ? VectorType::get({16}, scalar) : scalar;
+    return lanes ? VectorType::get({16}, scalar) : scalar;
   }
   /// The view of an activation operand.
   Value rows(Lowering &l, Value value) const {
@@ -185,9 +191,11 @@ static void blockedChannelSums(
   SmallVector<AffineMap> maps;
   for (Value in : rowInputs) {
     auto type = cast<MemRefType>(in.getType());
-    // A contiguous [M, C] view reinterpreted as [blocks, M / blocks, C].
+    // A contiguous [M, C'] view reinterpreted as [blocks, M / blocks, C'].
     inputs.push_back(memref::ExpandShapeOp::create(
-        b, loc, MemRefType::get({blocks, cl.m / blocks, cl.c}, type.getElementType()),
+        b, loc,
+        MemRefType::get({blocks, cl.m / blocks, cl.rowShape[1]},
+                        type.getElementType()),
         in, ArrayRef<ReassociationIndices>{{0, 1}, {2}}));
     maps.push_back(AffineMap::get(3, 0, {k, i, j}, ctx));
   }
@@ -196,7 +204,8 @@ static void blockedChannelSums(
     maps.push_back(AffineMap::get(3, 0, {j}, ctx));
   }
   for (size_t n = 0; n < outs.size(); ++n) {
-    Value partial = l.temporary(loc, {blocks, cl.c}, b.getF32Type());
+    Value partial = l.temporary(loc, {blocks, cl.rowShape[1]},
+                                cl.element(b.getF32Type()));
     l.fill(loc, partial, 0.0);
     partials.push_back(partial);
     maps.push_back(AffineMap::get(3, 0, {k, j}, ctx));

@@ -29,7 +29,9 @@ struct SpatialView {
   Value image, pooled;
   AffineMap imageMap, pooledMap;
   SmallVector<utils::IteratorType> sumIterators;
-  /// f32, or vector<16xf32> when blocked: the type the loops compute in.
+  /// The type the loops compute in: vector<16xf32> with 16 channels to an
+  /// element (nChw16c, or NHWC with a multiple of 16 channels, as in
+  /// LowerBatchNorm.cpp), else f32.
   Type f32;
 
   SpatialView(Lowering &l, Value imageValue, Value pooledValue,
@@ -39,27 +41,33 @@ struct SpatialView {
         cast<RankedTensorType>(imageValue.getType()).getShape();
     auto parallel = utils::IteratorType::parallel;
     auto reduction = utils::IteratorType::reduction;
+    auto lanes = [](Value v) {
+      return VectorType::get(
+          {16}, cast<RankedTensorType>(v.getType()).getElementType());
+    };
     f32 = l.b.getF32Type();
+    AffineExpr n, h, w, c;
+    bindDims(ctx, n, h, w, c);
     if (layout == Layout::NChw16c) {
-      auto lanes = [](Value v) {
-        return VectorType::get(
-            {16}, cast<RankedTensorType>(v.getType()).getElementType());
-      };
+      // Loops (n, c / 16, h, w): c is the second dimension here.
       image = l.viewAs(imageValue, {s[0], s[3] / 16, s[1], s[2]},
                        lanes(imageValue));
       pooled = l.viewAs(pooledValue, {s[0], s[3] / 16}, lanes(pooledValue));
       f32 = VectorType::get({16}, f32);
-      AffineExpr n, cb, h, w;
-      bindDims(ctx, n, cb, h, w);
-      imageMap = AffineMap::get(4, 0, {n, cb, h, w}, ctx);
-      pooledMap = AffineMap::get(4, 0, {n, cb}, ctx);
+      imageMap = AffineMap::get(4, 0, {n, h, w, c}, ctx);
+      pooledMap = AffineMap::get(4, 0, {n, h}, ctx);
       sumIterators = {parallel, parallel, reduction, reduction};
       return;
     }
-    image = l.view(imageValue);
-    pooled = l.view(pooledValue);
-    AffineExpr n, h, w, c;
-    bindDims(ctx, n, h, w, c);
+    if (s[3] % 16 == 0) {
+      image = l.viewAs(imageValue, {s[0], s[1], s[2], s[3] / 16},
+                       lanes(imageValue));
+      pooled = l.viewAs(pooledValue, {s[0], s[3] / 16}, lanes(pooledValue));
+      f32 = VectorType::get({16}, f32);
+    } else {
+      image = l.view(imageValue);
+      pooled = l.view(pooledValue);
+    }
     imageMap = AffineMap::get(4, 0, {n, h, w, c}, ctx);
     pooledMap = AffineMap::get(4, 0, {n, c}, ctx);
     sumIterators = {parallel, reduction, reduction, parallel};

@@ -2,10 +2,10 @@
 //
 // Windowed ops are scf loop nests: (n, oh, ow, kh, kw) outside with the
 // bounds check of the padded window, and the channel loop innermost where it
-// is contiguous, for LLVM to vectorize: over C in NHWC; in nChw16c, whose
-// 16 channels of a pixel are contiguous, over C/16 elements of vector<16xT>
-// (a 16-trip loop would be unrolled to scalar code before LLVM's vectorizer
-// sees it).
+// is contiguous, over C/16 elements of vector<16xT> (NHWC with a multiple of
+// 16 channels, and nChw16c, whose 16 channels of a pixel are contiguous) or
+// over C scalars (other NHWC): a plain loop of 16 or 32 channels would be
+// unrolled to scalar code before LLVM's vectorizer sees it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,15 +50,21 @@ struct Window {
   }
 };
 
-/// The element type the loops of a pooling op work on: `scalar`, or 16
-/// channels of it when blocked.
-Type laneType(Type scalar, bool blocked) {
-  return blocked ? VectorType::get({16}, scalar) : scalar;
+/// The element type the loops of a pooling op work on: 16 channels of
+/// `scalar` with `lanes`, else `scalar`.
+Type laneType(Type scalar, bool lanes) {
+  return lanes ? VectorType::get({16}, scalar) : scalar;
 }
 
-/// An activation's view in the op's layout: [N, H, W, C], or
-/// [N, C/16, H, W] of vector<16xT> when blocked. A channel index is c, or
-/// the block c / 16.
+/// Whether the channel loops of an op on `type` take 16 channels at a time.
+bool hasLanes(Type type, Layout layout) {
+  return layout == Layout::NChw16c ||
+         cast<RankedTensorType>(type).getDimSize(3) % 16 == 0;
+}
+
+/// An activation's view in the op's layout: [N, H, W, C/16] or, blocked,
+/// [N, C/16, H, W] of vector<16xT>; [N, H, W, C] of scalars without lanes.
+/// A channel index is the block c / 16, or c.
 struct ActivationView {
   Value memref;
   bool blocked;
@@ -67,9 +73,13 @@ struct ActivationView {
       : blocked(layout == Layout::NChw16c) {
     auto type = cast<RankedTensorType>(value.getType());
     ArrayRef<int64_t> s = type.getShape();
-    memref = blocked ? l.viewAs(value, {s[0], s[3] / 16, s[1], s[2]},
-                                laneType(type.getElementType(), true))
-                     : l.view(value);
+    Type lanes = laneType(type.getElementType(), true);
+    if (blocked)
+      memref = l.viewAs(value, {s[0], s[3] / 16, s[1], s[2]}, lanes);
+    else if (hasLanes(type, layout))
+      memref = l.viewAs(value, {s[0], s[1], s[2], s[3] / 16}, lanes);
+    else
+      memref = l.view(value);
   }
 
   SmallVector<Value> at(Value n, Value h, Value w, ValueRange channel) const {
@@ -80,13 +90,13 @@ struct ActivationView {
 };
 
 /// The loop bounds of a channel index.
-SmallVector<int64_t> channelBounds(int64_t channels, bool blocked) {
-  return {blocked ? channels / 16 : channels};
+SmallVector<int64_t> channelBounds(int64_t channels, bool lanes) {
+  return {lanes ? channels / 16 : channels};
 }
 
-/// `scalar` as the loops' lane type (broadcast when blocked).
-Value splat(OpBuilder &b, Location loc, Value scalar, bool blocked) {
-  if (!blocked)
+/// `scalar` as the loops' element type (broadcast with lanes).
+Value splat(OpBuilder &b, Location loc, Value scalar, bool lanes) {
+  if (!lanes)
     return scalar;
   return vector::BroadcastOp::create(b, loc, laneType(scalar.getType(), true),
                                      scalar);
@@ -151,8 +161,8 @@ static Value inverseCount(OpBuilder &b, Location loc, const Window &w, Value oh,
 
 /// Loops over channels: body(channel index).
 static void channelLoop(Lowering &l, Location loc, int64_t channels,
-                        bool blocked, std::function<void(ValueRange)> body) {
-  l.loops(loc, channelBounds(channels, blocked), body);
+                        bool lanes, std::function<void(ValueRange)> body) {
+  l.loops(loc, channelBounds(channels, lanes), body);
 }
 
 static Value load(OpBuilder &b, Location loc, Value memref, ValueRange idx) {
@@ -170,7 +180,8 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
   Location loc = op->getLoc();
   OpBuilder &b = l.b;
   Layout layout = getComputeLayout(op);
-  bool blocked = layout == Layout::NChw16c;
+  // Pooling keeps the channels: every operand has the first one's.
+  bool lanes = hasLanes(op->getOperand(0).getType(), layout);
 
   if (auto pool = dyn_cast<MaxPoolOp>(op)) {
     Window w = windowOf(pool, pool.getInput().getType());
@@ -178,7 +189,7 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
     l.fill(loc, y.memref, -std::numeric_limits<double>::infinity());
     forEachValidTap(l, loc, w, pool.getOutput().getType().getShape(),
                     [&](ValueRange nhw, Value ih, Value iw) {
-                      channelLoop(l, loc, w.channels, blocked, [&](ValueRange c) {
+                      channelLoop(l, loc, w.channels, lanes, [&](ValueRange c) {
                         SmallVector<Value> out = y.at(nhw[0], nhw[1], nhw[2], c);
                         Value cur = load(b, loc, y.memref, out);
                         Value v = load(b, loc, x.memref, x.at(nhw[0], ih, iw, c));
@@ -196,10 +207,10 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
     l.fill(loc, y.memref, 0.0);
     forEachValidTap(l, loc, w, outShape, [&](ValueRange nhw, Value ih, Value iw) {
       Value scale = inverseCount(b, loc, w, nhw[1], nhw[2]);
-      channelLoop(l, loc, w.channels, blocked, [&](ValueRange c) {
+      channelLoop(l, loc, w.channels, lanes, [&](ValueRange c) {
         SmallVector<Value> out = y.at(nhw[0], nhw[1], nhw[2], c);
         Value v = load(b, loc, x.memref, x.at(nhw[0], ih, iw, c));
-        Value acc = math::FmaOp::create(b, loc, v, splat(b, loc, scale, blocked),
+        Value acc = math::FmaOp::create(b, loc, v, splat(b, loc, scale, lanes),
                                         load(b, loc, y.memref, out));
         store(b, loc, acc, y.memref, out);
       });
@@ -215,12 +226,12 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
     forEachValidTap(l, loc, w, backward.getOutputGrad().getType().getShape(),
                     [&](ValueRange nhw, Value ih, Value iw) {
                       Value scale = inverseCount(b, loc, w, nhw[1], nhw[2]);
-                      channelLoop(l, loc, w.channels, blocked, [&](ValueRange c) {
+                      channelLoop(l, loc, w.channels, lanes, [&](ValueRange c) {
                         SmallVector<Value> in = dx.at(nhw[0], ih, iw, c);
                         Value g = load(b, loc, dy.memref,
                                        dy.at(nhw[0], nhw[1], nhw[2], c));
                         Value acc = math::FmaOp::create(
-                            b, loc, g, splat(b, loc, scale, blocked),
+                            b, loc, g, splat(b, loc, scale, lanes),
                             load(b, loc, dx.memref, in));
                         store(b, loc, acc, dx.memref, in);
                       });
@@ -243,12 +254,12 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
   // The per-image rows of best values and taps are arena temporaries, so
   // images run in parallel.
   SmallVector<int64_t> rowShape = {outShape[0]};
-  rowShape.append(channelBounds(w.channels, blocked));
+  rowShape.append(channelBounds(w.channels, lanes));
   Value bestValue =
-      l.temporary(loc, rowShape, laneType(b.getF32Type(), blocked));
-  Value bestTap = l.temporary(loc, rowShape, laneType(b.getI32Type(), blocked));
+      l.temporary(loc, rowShape, laneType(b.getF32Type(), lanes));
+  Value bestTap = l.temporary(loc, rowShape, laneType(b.getI32Type(), lanes));
   auto constant = [&](Type type, TypedAttr value) -> Value {
-    if (!blocked)
+    if (!lanes)
       return arith::ConstantOp::create(b, loc, value);
     return arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(VectorType::get({16}, type), value));
@@ -272,7 +283,7 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
       body(ih, iw,
            splat(b, loc,
                  arith::IndexCastOp::create(b, loc, b.getI32Type(), tap),
-                 blocked));
+                 lanes));
     });
   };
   l.parallelLoops(
@@ -283,7 +294,7 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
           at.append(c.begin(), c.end());
           return at;
         };
-        channelLoop(l, loc, w.channels, blocked, [&](ValueRange c) {
+        channelLoop(l, loc, w.channels, lanes, [&](ValueRange c) {
           memref::StoreOp::create(
               b, loc,
               constant(b.getF32Type(), b.getF32FloatAttr(
@@ -294,7 +305,7 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
               bestTap, row(c));
         });
         taps(oh, ow, [&](Value ih, Value iw, Value tap) {
-          channelLoop(l, loc, w.channels, blocked, [&](ValueRange c) {
+          channelLoop(l, loc, w.channels, lanes, [&](ValueRange c) {
             Value v = load(b, loc, x.memref, x.at(n, ih, iw, c));
             Value best = memref::LoadOp::create(b, loc, bestValue, row(c));
             Value better = arith::CmpFOp::create(
@@ -309,7 +320,7 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
           });
         });
         taps(oh, ow, [&](Value ih, Value iw, Value tap) {
-          channelLoop(l, loc, w.channels, blocked, [&](ValueRange c) {
+          channelLoop(l, loc, w.channels, lanes, [&](ValueRange c) {
             Value won = arith::CmpIOp::create(
                 b, loc, arith::CmpIPredicate::eq,
                 memref::LoadOp::create(b, loc, bestTap, row(c)), tap);
