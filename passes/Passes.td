@@ -322,14 +322,22 @@ def KilnOutlineParallelLoops : Pass<"kiln-outline-parallel-loops", "mlir::Module
     serial loops included) becomes a private kernel
     `(arena, begin, end, table)` that runs the loop over `[begin, end)` of its
     first dimension, and the step calls
-    `kiln_rt_parallel_for(ctx, kernel, arena, begin, end, table)`, which
-    splits the range over the threads (docs/model-abi.md). Other top-level
-    loops without results become kernels called directly, so a step is a
+    `kiln_rt_parallel_for(ctx, kernel, arena, begin, end, table, site)`,
+    which splits the range over the threads (docs/model-abi.md). Other
+    top-level loops without results become kernels called through
+    `kiln_rt_serial_call(ctx, kernel, arena, table, site)`, so a step is a
     short sequence of calls. What a loop uses from the step is recomputed in
     the kernel from the arena; a loop that needs anything else (such as the
     runtime context) stays in the step. The arena offsets of the kernel's
     views come from `table`, a constant `memref.global` per call, so loops
     that differ only in their buffers' offsets share one kernel.
+
+    `site` numbers the call. When the module has a `kiln.manifest`, the pass
+    adds to it `sites` (per site: the kiln op and `file:line` taken from the
+    loop's location, which `--kiln-lower-to-linalg` makes a `NameLoc` of the
+    kiln op, the step function, the kernel, parallel or not) and
+    `call_sites` (the same for each `kiln_rt_kernel_call` id), which the
+    runtime's `--profile` reads to attribute time to the model.
   }];
   let options = [
     Option<"minElements", "min-elements", "int64_t", /*default=*/"4096",

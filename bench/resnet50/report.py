@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Prints run.sh's comparison table and plots Kiln's per-layer profile."""
+"""Prints run.sh's comparison table and Kiln's per-layer profile (the
+profile_layer rows --profile writes to metrics.jsonl: library calls and
+generated code per model layer), and plots the profile."""
 
 import json
 import os
-import re
 import sys
 
 
@@ -20,34 +21,76 @@ def main():
         print(f"{precision:10} {k['images_per_sec']:11.2f} {t['images_per_sec']:14.2f} "
               f"{k['images_per_sec'] / t['images_per_sec']:6.2f} {k['compile_sec']:12.1f}s "
               f"{k['peak_rss_mib']:8.0f}MiB {t['peak_rss_mib']:11.0f}MiB")
-    # Per-layer time of Kiln's library calls (from --profile), as a plot.
     for precision in ("fp32", "bf16"):
-        log = os.path.join(out, f"kiln_{precision}.log")
-        if not os.path.exists(log):
-            continue
-        rows = []
-        for line in open(log):
-            m = re.match(r"\s*(\d+)\s+(\S+)\s+.*?(\d+) calls\s+([\d.]+) s", line)
-            if m and int(m.group(3)) > 0:
-                rows.append((int(m.group(1)), m.group(2), float(m.group(4))))
-        if not rows:
-            continue
-        try:
-            import matplotlib
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError:
-            continue
-        fig, ax = plt.subplots(figsize=(12, 4))
-        colors = {"conv2d_forward": "tab:blue", "conv2d_backward_data": "tab:orange",
-                  "conv2d_backward_filter": "tab:green"}
-        ax.bar(range(len(rows)), [r[2] for r in rows],
-               color=[colors.get(r[1], "tab:gray") for r in rows])
-        ax.set_xlabel("library call")
-        ax.set_ylabel("seconds over the run")
-        ax.set_title(f"Kiln ResNet-50 {precision}: time per library call")
-        fig.savefig(os.path.join(out, f"layers_{precision}.png"), dpi=100)
-        print(f"per-layer plot: {os.path.join(out, f'layers_{precision}.png')}")
+        profile = read_profile(os.path.join(out, f"run_{precision}", "metrics.jsonl"))
+        if profile:
+            print_profile(precision, *profile)
+            plot_profile(precision, *profile, out)
+
+
+def read_profile(metrics):
+    """The per-layer rows and the totals --profile wrote to metrics.jsonl."""
+    if not os.path.exists(metrics):
+        return None
+    rows = [json.loads(l) for l in open(metrics)]
+    layers = [r for r in rows if r.get("kind") == "profile_layer"]
+    totals = [r for r in rows if r.get("kind") == "profile"]
+    if not layers or not totals:
+        return None
+    return layers, totals[-1]
+
+
+def line_of(layer):
+    """The model line of a layer ("resnet50.mlir:282" -> 282), for model order."""
+    _, _, line = layer["loc"].rpartition(":")
+    return int(line) if line.isdigit() else 1 << 30
+
+
+def print_profile(precision, layers, totals, top=15):
+    """Where Kiln's train step goes: the split, then the layers with most time,
+    library calls and generated code together."""
+    loop = totals["loop_sec"]
+    lib, gen = totals["library_sec"], totals["generated_sec"]
+    other = loop - lib - gen
+    warm = " after the first" if totals.get("warm_up_steps") else ""
+    print(f"\nKiln ResNet-50 {precision}, {totals['steps']} steps{warm}, "
+          f"{loop / totals['steps']:.3f} s/step: "
+          f"library calls {100 * lib / loop:.1f}%, generated code {100 * gen / loop:.1f}%, "
+          f"other {100 * other / loop:.1f}%")
+    print(f"  {'layer':22} {'library s':>10} {'generated s':>12} {'% step':>7}  kiln ops")
+    ranked = sorted(layers, key=lambda r: r["library_sec"] + r["generated_sec"], reverse=True)
+    for r in ranked[:top]:
+        total = r["library_sec"] + r["generated_sec"]
+        print(f"  {r['loc']:22} {r['library_sec']:10.3f} {r['generated_sec']:12.3f} "
+              f"{100 * total / loop:6.1f}%  {r['ops']}")
+
+
+def plot_profile(precision, layers, totals, out):
+    """Seconds per layer in model order, library calls and generated code
+    stacked."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("no matplotlib: no plot (run.sh installs python3-matplotlib for /usr/bin/python3)")
+        return
+    ordered = sorted(layers, key=line_of)
+    x = range(len(ordered))
+    lib = [r["library_sec"] / totals["steps"] * 1000 for r in ordered]
+    gen = [r["generated_sec"] / totals["steps"] * 1000 for r in ordered]
+    fig, ax = plt.subplots(figsize=(14, 4.5))
+    ax.bar(x, lib, color="tab:blue", label="library calls (oneDNN)")
+    ax.bar(x, gen, bottom=lib, color="tab:orange", label="generated code")
+    ax.set_xlabel("layer (kiln op line in models/resnet50.mlir, model order)")
+    ax.set_ylabel("ms per step")
+    ax.set_title(f"Kiln ResNet-50 {precision}, batch 32: time per layer "
+                 f"({sum(lib):.0f} ms library, {sum(gen):.0f} ms generated per step)")
+    ax.legend()
+    fig.tight_layout()
+    path = os.path.join(out, f"layers_{precision}.png")
+    fig.savefig(path, dpi=100)
+    print(f"per-layer plot: {path}")
 
 
 if __name__ == "__main__":

@@ -41,4 +41,5 @@ PY
     /usr/bin/python3 bench/resnet50/pytorch_resnet50.py --precision $precision --steps "$steps" \
     >> "$results"
 done
-python3 bench/resnet50/report.py "$results" "$out"
+# Debian's python3 has the python3-matplotlib installed above.
+/usr/bin/python3 bench/resnet50/report.py "$results" "$out"

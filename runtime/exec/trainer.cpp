@@ -11,6 +11,7 @@
 #include "kiln/rt/exec/manifest.h"
 #include "kiln/rt/exec/metrics.h"
 #include "kiln/rt/exec/options.h"
+#include "kiln/rt/exec/profile.h"
 #include "kiln/rt/exec/run_loop.h"
 #include "kiln/rt/exec/schedule.h"
 #include "kiln/rt/exec/variables.h"
@@ -78,6 +79,11 @@ private:
   Manifest manifest;
   std::unique_ptr<Arena> arena;
   std::unique_ptr<Kernels> kernels;
+  /// --profile: time per call site of generated code, and in the step,
+  /// from the end of the warm-up step on.
+  std::unique_ptr<SiteProfile> sites;
+  StepTimes profiled;
+  Clock::time_point profileStart;
   kiln_rt_context_t context;
   kiln_rt_arena_ref_t arenaRef{};
   std::unique_ptr<InputSource> input;
@@ -97,6 +103,11 @@ private:
 
   Status resumeAndBroadcast();
   Status checkpoint();
+  /// One train step, timed with --profile.
+  void trainStep();
+  /// --profile: restarts the count after the first step of several.
+  void endWarmUp();
+  Status reportProfile();
   double readScalar(const TensorRef &t) const {
     return loadElement(arena->data() + t.offset, t.dtype, 0);
   }
@@ -133,6 +144,10 @@ Status Trainer::setup() {
   KILN_RETURN_IF_ERROR(comm.setBuckets(manifest.buckets, arena->data()));
   context.kernels = kernels.get();
   context.comm = &comm;
+  if (options.profile) {
+    KILN_ASSIGN_OR_RETURN(sites, SiteProfile::create(model.manifest()));
+    context.sites = sites.get();
+  }
   arenaRef = arena->ref();
 
   KILN_ASSIGN_OR_RETURN(input, openTrainingInput(options, *trainFn, comm, run));
@@ -187,17 +202,38 @@ Status Trainer::checkpoint() {
   return writeCheckpoint(options, comm, manifest, arena->data(), run);
 }
 
+void Trainer::trainStep() {
+  if (!sites) {
+    model.train(&context, &arenaRef);
+    return;
+  }
+  auto start = Clock::now();
+  model.train(&context, &arenaRef);
+  profiled.stepSeconds += secondsSince(start);
+  ++profiled.steps;
+}
+
+void Trainer::endWarmUp() {
+  if (!sites || run.step != run.startStep + 1 || run.step >= run.totalSteps)
+    return;
+  sites->startAfterWarmUp(*kernels);
+  profiled = StepTimes{};
+  profiled.warmUpSteps = 1;
+  profileStart = Clock::now();
+}
+
 Status Trainer::train(int &exitCode) {
   const TensorRef &stepSlot = *trainFn->input("step");
   const TensorRef &lossSlot = *trainFn->output("loss");
   const TensorRef &lrSlot = *trainFn->output("learning_rate");
   ProgressClock clock(run.step);
+  profileStart = Clock::now();
 
   while (run.step < run.totalSteps) {
     KILN_RETURN_IF_ERROR(input->fill(run.step, arena->data()));
     storeElement(arena->data() + stepSlot.offset, DType::I64, 0,
                  double(run.step));
-    model.train(&context, &arenaRef);
+    trainStep();
     ++run.step;
 
     // One small reduction per step: the loss every rank reports, whether
@@ -234,8 +270,10 @@ Status Trainer::train(int &exitCode) {
     if (options.evalEveryEpoch && run.stepsPerEpoch &&
         run.step % run.stepsPerEpoch == 0 && run.step != run.totalSteps)
       KILN_RETURN_IF_ERROR(evaluate());
+    endWarmUp();
   }
   run.trainSeconds = clock.elapsed();
+  profiled.loopSeconds = secondsSince(profileStart);
   return Status::ok();
 }
 
@@ -354,8 +392,19 @@ Status Trainer::finish() {
     KILN_RETURN_IF_ERROR(metrics.write(fields));
   }
   if (options.profile && isRoot())
-    fmt::print("kiln: library calls (rank 0):\n{}", kernels->profileReport());
+    KILN_RETURN_IF_ERROR(reportProfile());
   std::fflush(stdout);
+  return Status::ok();
+}
+
+Status Trainer::reportProfile() {
+  // Every step, the first included (the tables after it leave it out).
+  fmt::print("kiln: library calls (rank 0):\n{}", kernels->profileReport());
+  fmt::print("{}", profileReport(*sites, *kernels, manifest, profiled));
+  if (metrics.isOpen())
+    for (const std::vector<JsonField> &row :
+         profileMetrics(*sites, *kernels, manifest, profiled))
+      KILN_RETURN_IF_ERROR(metrics.write(row));
   return Status::ok();
 }
 

@@ -1,13 +1,27 @@
 // RUN: kiln-opt %s --kiln-outline-parallel-loops=min-elements=64 | FileCheck %s
 
 // A big parallel loop runs on the pool; a small one and a serial loop become
-// kernels called directly; a loop that needs the runtime context stays.
-// Loops that differ only in the arena offsets of their views share a kernel,
-// which reads the offsets from the table the call passes.
+// kernels called through the runtime; a loop that needs the runtime context
+// stays. Loops that differ only in the arena offsets of their views share a
+// kernel, which reads the offsets from the table the call passes.
+//
+// Every call gets a site id, and the manifest gets the site table: the kiln
+// op and model line of each site (from the NameLoc the lowering gives the
+// loops), and of each library call, by call id. The table is not part of
+// the kernels: the relu and the add share kiln_kernel_0.
+// CHECK: module attributes {kiln.manifest = "{\22abi\22:3,
+// CHECK-SAME: \22call_sites\22:[{\22loc\22:\22model.mlir:9\22,\22op\22:\22kiln.conv2d\22}],
+// CHECK-SAME: \22sites\22:[
+// CHECK-SAME: {\22function\22:\22train\22,\22kernel\22:\22kiln_kernel_0\22,\22loc\22:\22model.mlir:12\22,\22op\22:\22kiln.relu\22,\22parallel\22:true},
+// CHECK-SAME: {\22function\22:\22train\22,\22kernel\22:\22kiln_kernel_0\22,\22loc\22:\22model.mlir:20\22,\22op\22:\22kiln.add\22,\22parallel\22:true},
+// CHECK-SAME: {\22function\22:\22train\22,\22kernel\22:\22kiln_kernel_1\22,\22loc\22:\22model.mlir:12\22,\22op\22:\22kiln.relu\22,\22parallel\22:false},
+// CHECK-SAME: {\22function\22:\22train\22,\22kernel\22:\22kiln_kernel_2\22,\22loc\22:\22model.mlir:30\22,\22op\22:\22kiln.fused_elementwise(add+relu)\22,\22parallel\22:false},
+// CHECK-SAME: {\22function\22:\22train\22,\22kernel\22:\22kiln_kernel_3\22,\22loc\22:\22model.mlir:40\22,\22op\22:\22?\22,\22parallel\22:false}]}"}
 // CHECK-DAG: memref.global "private" constant @[[$T0:kiln_offsets_[0-9]+]] : memref<1xi64> = dense<0>
 // CHECK-DAG: memref.global "private" constant @[[$T1:kiln_offsets_[0-9]+]] : memref<1xi64> = dense<1024>
 // CHECK-DAG: memref.global "private" constant @[[$T2:kiln_offsets_[0-9]+]] : memref<2xi64> = dense<[0, 2048]>
-// CHECK-DAG: func.func private @kiln_rt_parallel_for(!llvm.ptr, (memref<?xi8>, index, index, memref<?xi64>) -> (), memref<?xi8>, index, index, memref<?xi64>)
+// CHECK-DAG: func.func private @kiln_rt_parallel_for(!llvm.ptr, (memref<?xi8>, index, index, memref<?xi64>) -> (), memref<?xi8>, index, index, memref<?xi64>, i32)
+// CHECK-DAG: func.func private @kiln_rt_serial_call(!llvm.ptr, (memref<?xi8>, index, index, memref<?xi64>) -> (), memref<?xi8>, memref<?xi64>, i32)
 // CHECK: func.func private @kiln_kernel_0(%[[A:.*]]: memref<?xi8>, %[[B:.*]]: index, %[[E:.*]]: index, %[[T:.*]]: memref<?xi64>)
 // CHECK: %[[OFF:.*]] = memref.load %[[T]][%{{.*}}] : memref<?xi64>
 // CHECK: %[[SHIFT:.*]] = arith.index_cast %[[OFF]]
@@ -26,55 +40,75 @@
 // CHECK: %[[G0:.*]] = memref.get_global @[[$T0]]
 // CHECK: %[[C0:.*]] = memref.cast %[[G0]] : memref<1xi64> to memref<?xi64>
 // CHECK: %[[K0:.*]] = constant @kiln_kernel_0
-// CHECK: call @kiln_rt_parallel_for(%[[CTX]], %[[K0]], %[[ARENA]], %{{.*}}, %{{.*}}, %[[C0]])
-// The same loop over another buffer: the same kernel, another table.
+// CHECK: %[[S0:.*]] = arith.constant 0 : i32
+// CHECK: call @kiln_rt_parallel_for(%[[CTX]], %[[K0]], %[[ARENA]], %{{.*}}, %{{.*}}, %[[C0]], %[[S0]])
+// The same loop over another buffer: the same kernel, another table and
+// another site.
 // CHECK: %[[G1:.*]] = memref.get_global @[[$T1]]
 // CHECK: %[[C1:.*]] = memref.cast %[[G1]]
 // CHECK: %[[K0B:.*]] = constant @kiln_kernel_0
-// CHECK: call @kiln_rt_parallel_for(%[[CTX]], %[[K0B]], %[[ARENA]], %{{.*}}, %{{.*}}, %[[C1]])
-// CHECK: call @kiln_kernel_1(%[[ARENA]],
-// CHECK: call @kiln_kernel_2(%[[ARENA]],
-// CHECK: call @kiln_kernel_3(%[[ARENA]], %{{.*}}, %{{.*}}, %{{.*}})
-// Negative case: the loop calls the runtime with the context, so it stays.
+// CHECK: %[[S1:.*]] = arith.constant 1 : i32
+// CHECK: call @kiln_rt_parallel_for(%[[CTX]], %[[K0B]], %[[ARENA]], %{{.*}}, %{{.*}}, %[[C1]], %[[S1]])
+// CHECK: %[[K1:.*]] = constant @kiln_kernel_1
+// CHECK: %[[S2:.*]] = arith.constant 2 : i32
+// CHECK: call @kiln_rt_serial_call(%[[CTX]], %[[K1]], %[[ARENA]], %{{.*}}, %[[S2]])
+// CHECK: %[[K2:.*]] = constant @kiln_kernel_2
+// CHECK: %[[S3:.*]] = arith.constant 3 : i32
+// CHECK: call @kiln_rt_serial_call(%[[CTX]], %[[K2]], %[[ARENA]], %{{.*}}, %[[S3]])
+// CHECK: %[[G2:.*]] = memref.get_global @[[$T2]]
+// CHECK: %[[C2:.*]] = memref.cast %[[G2]]
+// CHECK: %[[K3:.*]] = constant @kiln_kernel_3
+// CHECK: %[[S4:.*]] = arith.constant 4 : i32
+// CHECK: call @kiln_rt_serial_call(%[[CTX]], %[[K3]], %[[ARENA]], %[[C2]], %[[S4]])
+// Negative case: the loop calls the runtime with the context, so it stays
+// and has no site.
 // CHECK: scf.for
 // CHECK: call @kiln_rt_kernel_call(%[[CTX]],
 // CHECK-NOT: kiln_kernel_4
-func.func private @kiln_rt_kernel_call(!llvm.ptr, i32)
-func.func @kiln_model_train_step(%ctx: !llvm.ptr, %arena: memref<?xi8>) {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c4 = arith.constant 4 : index
-  %c256 = arith.constant 256 : index
-  %c1024 = arith.constant 1024 : index
-  %c2048 = arith.constant 2048 : index
-  %one = arith.constant 1.0 : f32
-  %big = memref.view %arena[%c0][] : memref<?xi8> to memref<256xf32>
-  scf.parallel (%i) = (%c0) to (%c256) step (%c1) {
-    memref.store %one, %big[%i] : memref<256xf32>
-    scf.reduce
+// CHECK-NOT: kiln_rt_serial_call
+module attributes {kiln.manifest = "{\22abi\22:3}"} {
+  func.func private @kiln_rt_kernel_call(!llvm.ptr, i32)
+  func.func @kiln_model_train_step(%ctx: !llvm.ptr, %arena: memref<?xi8>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c256 = arith.constant 256 : index
+    %c1024 = arith.constant 1024 : index
+    %c2048 = arith.constant 2048 : index
+    %one = arith.constant 1.0 : f32
+    %big = memref.view %arena[%c0][] : memref<?xi8> to memref<256xf32>
+    scf.parallel (%i) = (%c0) to (%c256) step (%c1) {
+      memref.store %one, %big[%i] : memref<256xf32>
+      scf.reduce
+    } loc(#relu)
+    %other = memref.view %arena[%c1024][] : memref<?xi8> to memref<256xf32>
+    scf.parallel (%i) = (%c0) to (%c256) step (%c1) {
+      memref.store %one, %other[%i] : memref<256xf32>
+      scf.reduce
+    } loc(#add)
+    %small = memref.view %arena[%c0][] : memref<?xi8> to memref<4xf32>
+    scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+      memref.store %one, %small[%i] : memref<4xf32>
+      scf.reduce
+    } loc(#relu)
+    scf.for %i = %c0 to %c4 step %c1 {
+      memref.store %one, %small[%i] : memref<4xf32>
+    } loc(#fused)
+    // Copies one buffer into another: two offsets in its table. Without a
+    // kiln op in its location, the site's op is "?".
+    %to = memref.view %arena[%c2048][] : memref<?xi8> to memref<4xf32>
+    scf.for %i = %c0 to %c4 step %c1 {
+      %x = memref.load %small[%i] : memref<4xf32>
+      memref.store %x, %to[%i] : memref<4xf32>
+    } loc("model.mlir":40:5)
+    %id = arith.constant 0 : i32
+    scf.for %i = %c0 to %c4 step %c1 {
+      func.call @kiln_rt_kernel_call(%ctx, %id) : (!llvm.ptr, i32) -> () loc(#conv)
+    }
+    return
   }
-  %other = memref.view %arena[%c1024][] : memref<?xi8> to memref<256xf32>
-  scf.parallel (%i) = (%c0) to (%c256) step (%c1) {
-    memref.store %one, %other[%i] : memref<256xf32>
-    scf.reduce
-  }
-  %small = memref.view %arena[%c0][] : memref<?xi8> to memref<4xf32>
-  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
-    memref.store %one, %small[%i] : memref<4xf32>
-    scf.reduce
-  }
-  scf.for %i = %c0 to %c4 step %c1 {
-    memref.store %one, %small[%i] : memref<4xf32>
-  }
-  // Copies one buffer into another: two offsets in its table.
-  %to = memref.view %arena[%c2048][] : memref<?xi8> to memref<4xf32>
-  scf.for %i = %c0 to %c4 step %c1 {
-    %x = memref.load %small[%i] : memref<4xf32>
-    memref.store %x, %to[%i] : memref<4xf32>
-  }
-  %id = arith.constant 0 : i32
-  scf.for %i = %c0 to %c4 step %c1 {
-    func.call @kiln_rt_kernel_call(%ctx, %id) : (!llvm.ptr, i32) -> ()
-  }
-  return
 }
+#relu = loc("kiln.relu"("model.mlir":12:5))
+#add = loc("kiln.add"("model.mlir":20:5))
+#fused = loc("kiln.fused_elementwise(add+relu)"("model.mlir":30:5))
+#conv = loc("kiln.conv2d"("some/dir/model.mlir":9:5))

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 
@@ -51,6 +52,32 @@ static llvm::json::Array describeVariables(ModuleOp module,
     variables.push_back(std::move(object));
   }
   return variables;
+}
+
+/// What the profile calls `op`: its name, and for a fused op the ops it
+/// fused, e.g. "kiln.fused_elementwise(add+relu)".
+static std::string sourceName(Operation *op) {
+  std::string name = op->getName().getStringRef().str();
+  if (op->getNumRegions() != 1 || op->getRegion(0).empty())
+    return name;
+  SmallVector<StringRef> inner;
+  for (Operation &nested : op->getRegion(0).front().without_terminator())
+    inner.push_back(nested.getName().stripDialect());
+  return inner.empty() ? name : name + "(" + llvm::join(inner, "+") + ")";
+}
+
+/// Gives every op emitted for `source` (the range [begin, end) of the step,
+/// nested ops included) the location NameLoc(<source's name>, <source's
+/// location>), so that the kernels outlined later, and the profile of their
+/// call sites, name the kiln op and its line in the model
+/// (kiln-outline-parallel-loops). One location per kiln op: cheap to build.
+static void attributeToSource(Operation *source, Block::iterator begin,
+                              Block::iterator end) {
+  Location loc =
+      NameLoc::get(StringAttr::get(source->getContext(), sourceName(source)),
+                   source->getLoc());
+  for (Operation &op : llvm::make_range(begin, end))
+    op.walk([&](Operation *nested) { nested->setLoc(loc); });
 }
 
 namespace {
@@ -169,8 +196,12 @@ FailureOr<llvm::json::Object> FunctionLowering::run() {
     if (isa<func::ReturnOp>(op))
       continue;
     l.beginOp();
+    Operation *last = entry->empty() ? nullptr : &entry->back();
     if (failed(lowerOp(l, &op)))
       return failure();
+    attributeToSource(&op, last ? std::next(Block::iterator(last))
+                                : entry->begin(),
+                      entry->end());
   }
   Location end = func.front().getTerminator()->getLoc();
   for (int64_t bucket : SmallVector<int64_t>(pending.begin(), pending.end()))
@@ -239,7 +270,7 @@ LogicalResult lowerKilnToLinalg(ModuleOp module) {
                             "@train_step nor @eval_step");
 
   llvm::json::Object manifest{
-      {"abi", 2}, // KILN_RT_MODEL_ABI_VERSION (runtime/include/kiln/rt/model.h)
+      {"abi", 3}, // KILN_RT_MODEL_ABI_VERSION (runtime/include/kiln/rt/model.h)
       {"model", module.getSymName() ? *module.getSymName() : "model"},
       {"batch", batch},
       {"arena_bytes", arenaBytes},

@@ -4,12 +4,21 @@
 // (the OpenMP pool oneDNN uses, so the two never compete): each top-level
 // scf.parallel of a compiled step becomes a kernel function over a range of
 // its first dimension, and the step calls
-//   kiln_rt_parallel_for(ctx, kernel, arena, begin, end)
+//   kiln_rt_parallel_for(ctx, kernel, arena, begin, end, table, site)
 // which runs the kernel on one chunk of [begin, end) per thread. Serial
-// loops become kernels called directly, so that the step itself is a short
-// sequence of calls: later passes and LLVM then work on many small
-// functions instead of one huge one (the compile time of ResNet-50 depends
-// on it).
+// loops become kernels too, called through
+//   kiln_rt_serial_call(ctx, kernel, arena, table, site)
+// (not directly, so that the runtime can time them as it times parallel
+// ones), and the step itself is a short sequence of calls: later passes and
+// LLVM then work on many small functions instead of one huge one (the
+// compile time of ResNet-50 depends on it).
+//
+// Every call carries a site id. The manifest's "sites" says, for each id,
+// which kiln op the loop was emitted for and its line in the model (the
+// location the lowering gave the loop), and "call_sites" says the same of
+// each library call: the profile of a run then names the source of the time
+// spent in generated code. Names stay out of the kernels, which are shared
+// between call sites.
 //
 // A kernel reaches its data through the arena, so everything the loop uses
 // from outside (views, constants, scalars loaded from the arena) is
@@ -22,6 +31,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/Conversion/KilnToLinalg/KilnToLinalg.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -30,9 +40,12 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
 
 #include <map>
 
@@ -43,6 +56,93 @@ namespace kiln {
 #include "passes/Passes.h.inc"
 
 inline constexpr llvm::StringLiteral kParallelFor = "kiln_rt_parallel_for";
+inline constexpr llvm::StringLiteral kSerialCall = "kiln_rt_serial_call";
+inline constexpr llvm::StringLiteral kKernelCall = "kiln_rt_kernel_call";
+
+/// The kiln op and the model line that `loc` names: kiln-lower-to-linalg
+/// gives what it emits for an op NameLoc("kiln.relu", "model.mlir":12:3),
+/// which yields {"kiln.relu", "model.mlir:12"}. Parts it cannot find are
+/// "?".
+static std::pair<std::string, std::string> describeSource(Location loc) {
+  std::string op = "?", where = "?";
+  loc->walk([&](Location inner) {
+    if (auto name = dyn_cast<NameLoc>(inner); name && op == "?")
+      op = name.getName().str();
+    if (auto file = dyn_cast<FileLineColLoc>(inner); file && where == "?")
+      where = (llvm::sys::path::filename(file.getFilename().getValue()) + ":" +
+               Twine(file.getLine()))
+                  .str();
+    return WalkResult::advance();
+  });
+  return {op, where};
+}
+
+/// `{"op", "loc"}` of the source of `loc`, for the manifest.
+static llvm::json::Object sourceJson(Location loc) {
+  auto [op, where] = describeSource(loc);
+  return llvm::json::Object{{"op", op}, {"loc", where}};
+}
+
+/// The source of every library call of `steps`, by call id (null for an id
+/// no step calls with a constant).
+static llvm::json::Array describeCallSites(ArrayRef<func::FuncOp> steps) {
+  llvm::json::Array callSites;
+  for (func::FuncOp step : steps)
+    step.walk([&](func::CallOp call) {
+      IntegerAttr id;
+      if (call.getCallee() != kKernelCall || call.getNumOperands() != 2 ||
+          !matchPattern(call.getOperand(1), m_Constant(&id)))
+        return;
+      size_t index = id.getInt();
+      while (callSites.size() <= index)
+        callSites.push_back(nullptr);
+      callSites[index] = sourceJson(call.getLoc());
+    });
+  return callSites;
+}
+
+/// Adds the site tables to the module's manifest, if it has one (the
+/// runtime reads them from there; model-abi.md).
+static void recordSites(ModuleOp module, llvm::json::Array sites,
+                        llvm::json::Array callSites) {
+  auto attr = module->getAttrOfType<StringAttr>(kManifestAttr);
+  if (!attr)
+    return;
+  llvm::Expected<llvm::json::Value> manifest =
+      llvm::json::parse(attr.getValue());
+  if (!manifest || !manifest->getAsObject()) {
+    llvm::consumeError(manifest.takeError());
+    module.emitWarning("the manifest is not a JSON object: no call sites "
+                       "recorded for the profile");
+    return;
+  }
+  llvm::json::Object &root = *manifest->getAsObject();
+  root["sites"] = std::move(sites);
+  root["call_sites"] = std::move(callSites);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << *manifest;
+  module->setAttr(kManifestAttr, StringAttr::get(module.getContext(), text));
+}
+
+/// "train" for @kiln_model_train_step.
+static std::string stepRole(func::FuncOp step) {
+  StringRef name = step.getSymName();
+  name.consume_front("kiln_model_");
+  name.consume_back("_step");
+  return name.str();
+}
+
+/// Declares the runtime entry point `name` once.
+static void declareRuntimeFunction(ModuleOp module, SymbolTable &symbols,
+                                   StringRef name, FunctionType type) {
+  if (symbols.lookup(name))
+    return;
+  OpBuilder db = OpBuilder::atBlockBegin(module.getBody());
+  auto decl = func::FuncOp::create(db, module.getLoc(), name, type);
+  decl.setPrivate();
+  symbols.insert(decl);
+}
 
 /// Collects into `slice` (in dependency order) the ops that compute `value`
 /// from the arena argument and constants, or fails if it depends on
@@ -158,8 +258,16 @@ struct OutlineParallelLoopsPass
     auto kernelType = builder.getFunctionType(
         {arenaType, builder.getIndexType(), builder.getIndexType(), tableType},
         {});
-    bool declared = false;
+    auto siteType = builder.getI32Type();
+    auto ptrType = LLVM::LLVMPointerType::get(ctx);
+    auto parallelForType = builder.getFunctionType(
+        {ptrType, kernelType, arenaType, builder.getIndexType(),
+         builder.getIndexType(), tableType, siteType},
+        {});
+    auto serialCallType = builder.getFunctionType(
+        {ptrType, kernelType, arenaType, tableType, siteType}, {});
     unsigned counter = 0;
+    llvm::json::Array sites;
     llvm::StringMap<func::FuncOp> kernelsByKey;
     std::map<SmallVector<int64_t>, memref::GlobalOp> tables;
     // The offset table of one call, shared by calls with the same offsets.
@@ -184,6 +292,7 @@ struct OutlineParallelLoopsPass
     };
     for (func::FuncOp step : steps) {
       Value context = step.getArgument(0), arena = step.getArgument(1);
+      std::string role = stepRole(step);
       SmallVector<Operation *> loops;
       for (Operation &op : step.front())
         if (isa<scf::ParallelOp, scf::ForOp>(op))
@@ -259,34 +368,32 @@ struct OutlineParallelLoopsPass
             builder, loc, tableType,
             memref::GetGlobalOp::create(builder, loc, global.getType(),
                                         global.getSymName()));
-        if (!runParallel) {
-          Value zero = arith::ConstantIndexOp::create(builder, loc, 0);
-          func::CallOp::create(builder, loc, kernel,
-                               ValueRange{arena, zero, zero, table});
-          loop->erase();
-          continue;
-        }
-
-        if (!declared) {
-          OpBuilder db = OpBuilder::atBlockBegin(module.getBody());
-          auto decl = func::FuncOp::create(
-              db, module.getLoc(), kParallelFor,
-              db.getFunctionType({LLVM::LLVMPointerType::get(ctx), kernelType,
-                                  arenaType, db.getIndexType(),
-                                  db.getIndexType(), tableType},
-                                 {}));
-          decl.setPrivate();
-          declared = true;
-        }
         Value fn = func::ConstantOp::create(builder, loc, kernelType,
                                             SymbolRefAttr::get(kernel));
-        func::CallOp::create(builder, loc, kParallelFor, TypeRange{},
-                             ValueRange{context, fn, arena,
-                                        parallel.getLowerBound()[0],
-                                        parallel.getUpperBound()[0], table});
+        Value site =
+            arith::ConstantIntOp::create(builder, loc, siteType, sites.size());
+        llvm::json::Object source = sourceJson(loc);
+        source["function"] = role;
+        source["kernel"] = kernel.getSymName().str();
+        source["parallel"] = runParallel;
+        sites.push_back(std::move(source));
+        if (runParallel) {
+          declareRuntimeFunction(module, symbols, kParallelFor,
+                                 parallelForType);
+          func::CallOp::create(builder, loc, kParallelFor, TypeRange{},
+                               ValueRange{context, fn, arena,
+                                          parallel.getLowerBound()[0],
+                                          parallel.getUpperBound()[0], table,
+                                          site});
+        } else {
+          declareRuntimeFunction(module, symbols, kSerialCall, serialCallType);
+          func::CallOp::create(builder, loc, kSerialCall, TypeRange{},
+                               ValueRange{context, fn, arena, table, site});
+        }
         loop->erase();
       }
     }
+    recordSites(module, std::move(sites), describeCallSites(steps));
   }
 };
 } // namespace

@@ -92,9 +92,9 @@ std::vector<BadCase> badCases() {
       {"truncated", testManifest().substr(0, 200),
        "manifest: malformed JSON"},
       {"not_an_object", "[1, 2]", "expected an object, got an array"},
-      {"abi", mutated("\"abi\": 2", "\"abi\": 1"),
+      {"abi", mutated("\"abi\": 3", "\"abi\": 1"),
        "the model was compiled for model ABI 1, but this runtime implements "
-       "ABI 2"},
+       "ABI 3"},
       {"no_arena", mutated("\"arena_bytes\"", "\"arena\""),
        "missing member \"arena_bytes\""},
       {"small_arena",
@@ -181,7 +181,7 @@ TEST(ManifestTest, OverlappingVariablesAreRejected) {
 }
 
 TEST(ManifestTest, UnknownTopLevelMembersAreIgnored) {
-  auto m = parseManifest(mutated("\"abi\": 2,", "\"abi\": 2, \"compiler\": "
+  auto m = parseManifest(mutated("\"abi\": 3,", "\"abi\": 3, \"compiler\": "
                                                 "\"kilnc 0.1\","));
   EXPECT_TRUE(m.isOk()) << m.status().toString();
 }

@@ -200,7 +200,8 @@ std::string buildManifest() {
                "\"constant\", \"value\": [0.1, 0.0, 0.0, 1000.0, 0.0]") +
       "\n]";
 
-  return "{\n\"abi\": 2,\n\"model\": \"exec_test_model\",\n\"batch\": " +
+  return "{\n\"abi\": " + std::to_string(KILN_RT_MODEL_ABI_VERSION) +
+         ",\n\"model\": \"exec_test_model\",\n\"batch\": " +
          std::to_string(kBatch) + ",\n\"arena_bytes\": " +
          std::to_string(l.arena) + ",\n\"persistent_bytes\": " +
          std::to_string(l.persistent) + ",\n\"variables\": " + variables +

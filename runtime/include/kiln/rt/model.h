@@ -3,8 +3,8 @@
  * The C side of docs/model-abi.md. `kilnc` compiles a model into one object
  * file that provides the three symbols declared under "provided by the
  * compiled model"; the runtime's `main` (runtime/exec) is linked with it and
- * provides the three symbols under "provided by the runtime", which the
- * generated code calls back.
+ * provides the symbols under "provided by the runtime", which the generated
+ * code calls back.
  *
  * Versioning (as abi.h and IREE's executable_library.h): the manifest carries
  * "abi": KILN_RT_MODEL_ABI_VERSION. The runtime refuses a manifest whose
@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-#define KILN_RT_MODEL_ABI_VERSION 2
+#define KILN_RT_MODEL_ABI_VERSION 3
 
 /* The runtime's per-process state (kernels, communicator). Opaque to the
  * generated code, which only passes it back. */
@@ -85,10 +85,19 @@ typedef void (*kiln_rt_loop_kernel_t)(KILN_RT_MEMREF1D(uint8_t, arena),
 
 /* Runs `kernel` over [begin, end) split into one contiguous chunk per thread
  * of the runtime's pool (the OpenMP pool oneDNN uses), and returns when all
- * are done. */
+ * are done. `site` identifies the call: an index into the manifest's
+ * "sites", which names the kiln op and model line the loop comes from; the
+ * runtime uses it only to attribute time when profiling. */
 void kiln_rt_parallel_for(kiln_rt_context_t *ctx, kiln_rt_loop_kernel_t kernel,
                           KILN_RT_MEMREF1D(uint8_t, arena), int64_t begin,
-                          int64_t end, KILN_RT_MEMREF1D(const int64_t, table));
+                          int64_t end, KILN_RT_MEMREF1D(const int64_t, table),
+                          int32_t site);
+
+/* Runs a serial `kernel` once on the calling thread (begin = end = 0).
+ * `site` as for kiln_rt_parallel_for. */
+void kiln_rt_serial_call(kiln_rt_context_t *ctx, kiln_rt_loop_kernel_t kernel,
+                         KILN_RT_MEMREF1D(uint8_t, arena),
+                         KILN_RT_MEMREF1D(const int64_t, table), int32_t site);
 
 #ifdef __cplusplus
 } /* extern "C" */
