@@ -141,40 +141,36 @@ static void sumPartials(Lowering &l, Location loc, ValueRange partials,
             });
 }
 
-/// blockedChannelSums for an nChw16c operand [N, C/16, H*W] x 16: partial
-/// sums per image and channel (parallel over images), then over images.
-static void imageChannelSums(
-    Lowering &l, Location loc, const ChannelLoops &cl, ValueRange rowInputs,
-    ValueRange channelInputs, ValueRange outs,
+/// Sums `body` over the reduction dimension of `iterators` into one row of
+/// partial sums per parallel block (`partialShape`, indexed by
+/// `partialMap`), then those rows into `outs`.
+static void sumByBlocks(
+    Lowering &l, Location loc, const ChannelLoops &cl, ValueRange rows,
+    AffineMap rowMap, ValueRange channelInputs, AffineMap channelMap,
+    ArrayRef<int64_t> partialShape, AffineMap partialMap,
+    ArrayRef<utils::IteratorType> iterators, ValueRange outs,
     function_ref<void(OpBuilder &, Location, ValueRange)> body) {
-  OpBuilder &b = l.b;
-  MLIRContext *ctx = b.getContext();
-  AffineExpr n, cb, s;
-  bindDims(ctx, n, cb, s);
-  SmallVector<Value> inputs(rowInputs), partials;
-  SmallVector<AffineMap> maps(rowInputs.size(), cl.full);
+  SmallVector<Value> inputs(rows), partials;
+  SmallVector<AffineMap> maps(rows.size(), rowMap);
   for (Value in : channelInputs) {
     inputs.push_back(in);
-    maps.push_back(cl.channel);
+    maps.push_back(channelMap);
   }
-  int64_t images = cl.rowShape[0];
-  for (size_t k = 0; k < outs.size(); ++k) {
+  for (size_t n = 0; n < outs.size(); ++n) {
     Value partial =
-        l.temporary(loc, {images, cl.c / 16}, cl.element(b.getF32Type()));
+        l.temporary(loc, partialShape, cl.element(l.b.getF32Type()));
     l.fill(loc, partial, 0.0);
     partials.push_back(partial);
-    maps.push_back(AffineMap::get(3, 0, {n, cb}, ctx));
+    maps.push_back(partialMap);
   }
-  l.generic(loc, inputs, partials, maps,
-            {utils::IteratorType::parallel, utils::IteratorType::parallel,
-             utils::IteratorType::reduction},
-            body);
+  l.generic(loc, inputs, partials, maps, iterators, body);
   sumPartials(l, loc, partials, outs);
 }
 
-/// out[c] = sum over m of f(row m), computed as per-block partial sums (one
-/// parallel loop over blocks) then a sum over the blocks. `body` gets the
-/// block arguments of the generic (x-like inputs, per-channel inputs,
+/// out[c] = sum over m of f(row m), computed as partial sums per block of
+/// rows (one parallel loop over blocks: row blocks of the [M, C'] view, or
+/// the images of an nChw16c one) then a sum over the blocks. `body` gets
+/// the block arguments of the generic (x-like inputs, per-channel inputs,
 /// accumulators) and yields the new accumulators.
 static void blockedChannelSums(
     Lowering &l, Location loc, const ChannelLoops &cl, ValueRange rowInputs,
@@ -182,39 +178,33 @@ static void blockedChannelSums(
     function_ref<void(OpBuilder &, Location, ValueRange)> body) {
   OpBuilder &b = l.b;
   MLIRContext *ctx = b.getContext();
-  if (cl.blocked)
-    return imageChannelSums(l, loc, cl, rowInputs, channelInputs, outs, body);
+  auto parallel = utils::IteratorType::parallel;
+  auto reduction = utils::IteratorType::reduction;
+  AffineExpr d0, d1, d2;
+  bindDims(ctx, d0, d1, d2);
+  if (cl.blocked) {
+    // [N, C/16, H*W]: partial sums per image and channel block.
+    sumByBlocks(l, loc, cl, rowInputs, cl.full, channelInputs, cl.channel,
+                {cl.rowShape[0], cl.rowShape[1]},
+                AffineMap::get(3, 0, {d0, d1}, ctx),
+                {parallel, parallel, reduction}, outs, body);
+    return;
+  }
   int64_t blocks = rowBlocks(cl.m);
-  AffineExpr k, i, j;
-  bindDims(ctx, k, i, j);
-  SmallVector<Value> inputs, partials;
-  SmallVector<AffineMap> maps;
+  SmallVector<Value> rows;
   for (Value in : rowInputs) {
     auto type = cast<MemRefType>(in.getType());
     // A contiguous [M, C'] view reinterpreted as [blocks, M / blocks, C'].
-    inputs.push_back(memref::ExpandShapeOp::create(
+    rows.push_back(memref::ExpandShapeOp::create(
         b, loc,
         MemRefType::get({blocks, cl.m / blocks, cl.rowShape[1]},
                         type.getElementType()),
         in, ArrayRef<ReassociationIndices>{{0, 1}, {2}}));
-    maps.push_back(AffineMap::get(3, 0, {k, i, j}, ctx));
   }
-  for (Value in : channelInputs) {
-    inputs.push_back(in);
-    maps.push_back(AffineMap::get(3, 0, {j}, ctx));
-  }
-  for (size_t n = 0; n < outs.size(); ++n) {
-    Value partial = l.temporary(loc, {blocks, cl.rowShape[1]},
-                                cl.element(b.getF32Type()));
-    l.fill(loc, partial, 0.0);
-    partials.push_back(partial);
-    maps.push_back(AffineMap::get(3, 0, {k, j}, ctx));
-  }
-  l.generic(loc, inputs, partials, maps,
-            {utils::IteratorType::parallel, utils::IteratorType::reduction,
-             utils::IteratorType::parallel},
-            body);
-  sumPartials(l, loc, partials, outs);
+  sumByBlocks(l, loc, cl, rows, AffineMap::get(3, 0, {d0, d1, d2}, ctx),
+              channelInputs, AffineMap::get(3, 0, {d2}, ctx),
+              {blocks, cl.rowShape[1]}, AffineMap::get(3, 0, {d0, d2}, ctx),
+              {parallel, reduction, parallel}, outs, body);
 }
 
 /// mean[c] = sum_m x[m, c] / M and var[c] = sum_m (x - mean)^2 / M.

@@ -111,6 +111,22 @@ Window windowOf(PoolOp op, RankedTensorType input) {
 }
 } // namespace
 
+/// Emits `body(ih, iw)` for window offset (kh, kw) of output (oh, ow),
+/// inside a check that the tap is not padding.
+static void ifValidTap(OpBuilder &b, Location loc, const Window &w, Value oh,
+                       Value ow, Value kh, Value kw,
+                       function_ref<void(Value ih, Value iw)> body) {
+  Value ih = Window::input(b, loc, oh, kh, w.sh, w.pt);
+  Value iw = Window::input(b, loc, ow, kw, w.sw, w.pl);
+  Value valid =
+      arith::AndIOp::create(b, loc, Window::inRange(b, loc, ih, w.height),
+                            Window::inRange(b, loc, iw, w.width));
+  auto ifValid = scf::IfOp::create(b, loc, valid, /*withElse=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&ifValid.getThenRegion().front());
+  body(ih, iw);
+}
+
 /// Emits, for every valid window position of output (n, oh, ow), `body(ih,
 /// iw)`. Returns nothing; the caller's body typically loops over channels.
 static void forEachValidTap(Lowering &l, Location loc, const Window &w,
@@ -120,18 +136,12 @@ static void forEachValidTap(Lowering &l, Location loc, const Window &w,
                                 body) {
   // Images are independent: one per thread at a time.
   l.parallelLoops(loc, {outShape[0], outShape[1], outShape[2], w.kh, w.kw},
-          [&](ValueRange ivs) {
-            OpBuilder &b = l.b;
-            Value ih = Window::input(b, loc, ivs[1], ivs[3], w.sh, w.pt);
-            Value iw = Window::input(b, loc, ivs[2], ivs[4], w.sw, w.pl);
-            Value valid =
-                arith::AndIOp::create(b, loc, Window::inRange(b, loc, ih, w.height),
-                                      Window::inRange(b, loc, iw, w.width));
-            auto ifOp = scf::IfOp::create(b, loc, valid, /*withElse=*/false);
-            OpBuilder::InsertionGuard guard(b);
-            b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-            body(ivs.take_front(3), ih, iw);
-          });
+                  [&](ValueRange ivs) {
+                    ifValidTap(l.b, loc, w, ivs[1], ivs[2], ivs[3], ivs[4],
+                               [&](Value ih, Value iw) {
+                                 body(ivs.take_front(3), ih, iw);
+                               });
+                  });
 }
 
 /// The number of valid taps of output row/column `o` along one axis.
@@ -267,23 +277,17 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
   auto taps = [&](Value oh, Value ow,
                   std::function<void(Value ih, Value iw, Value tap)> body) {
     l.loops(loc, {w.kh, w.kw}, [&](ValueRange k) {
-      Value ih = Window::input(b, loc, oh, k[0], w.sh, w.pt);
-      Value iw = Window::input(b, loc, ow, k[1], w.sw, w.pl);
-      Value valid =
-          arith::AndIOp::create(b, loc, Window::inRange(b, loc, ih, w.height),
-                                Window::inRange(b, loc, iw, w.width));
-      auto ifValid = scf::IfOp::create(b, loc, valid, /*withElse=*/false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(&ifValid.getThenRegion().front());
-      Value tap = arith::AddIOp::create(
-          b, loc,
-          arith::MulIOp::create(b, loc, k[0],
-                                arith::ConstantIndexOp::create(b, loc, w.kw)),
-          k[1]);
-      body(ih, iw,
-           splat(b, loc,
-                 arith::IndexCastOp::create(b, loc, b.getI32Type(), tap),
-                 lanes));
+      ifValidTap(b, loc, w, oh, ow, k[0], k[1], [&](Value ih, Value iw) {
+        Value tap = arith::AddIOp::create(
+            b, loc,
+            arith::MulIOp::create(b, loc, k[0],
+                                  arith::ConstantIndexOp::create(b, loc, w.kw)),
+            k[1]);
+        body(ih, iw,
+             splat(b, loc,
+                   arith::IndexCastOp::create(b, loc, b.getI32Type(), tap),
+                   lanes));
+      });
     });
   };
   l.parallelLoops(
