@@ -214,10 +214,8 @@ llvm::DenseMap<Operation *, Layout> chooseLayouts(func::FuncOp func,
   llvm::SetVector<Value> values;
   for (auto &[op, node] : nodes) {
     auto layoutOp = cast<LayoutOpInterface>(op);
-    for (unsigned i : layoutOp.getLayoutOperands())
-      values.insert(op->getOperand(i));
-    for (unsigned i : layoutOp.getLayoutResults())
-      values.insert(op->getResult(i));
+    for (Value value : layoutValues(layoutOp))
+      values.insert(value);
     if (!canComputeIn(op, Layout::NChw16c)) {
       cut.addEdge(MinCut::kSource, node, MinCut::kInfinite);
       continue;
