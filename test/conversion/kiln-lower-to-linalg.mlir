@@ -140,3 +140,43 @@ module @mixed {
     return %x : tensor<2x4xf32>
   }
 }
+
+// -----
+
+// nChw16c: a reorder is a library call whose operands carry their layouts,
+// and a blocked batch norm views its input as [N, C/16, H*W] and its
+// per-channel vectors as [C/16], both of vector<16xf32>, summing per image
+// (parallel) and then over the images.
+// CHECK-LABEL: module @blocked
+// CHECK-SAME: \22kind\22:\22reorder\22,\22operands\22:{\22input\22:{\22dtype\22:\22f32\22,\22layout\22:\22nhwc\22
+// CHECK-SAME: \22output\22:{\22dtype\22:\22f32\22,\22layout\22:\22nChw16c\22
+// CHECK: call @kiln_rt_kernel_call
+// CHECK: %[[X:.*]] = memref.view {{.*}} to memref<2x2x16xvector<16xf32>>
+// CHECK: %[[MEAN:.*]] = memref.view {{.*}} to memref<2xvector<16xf32>>
+// CHECK: %[[PART:.*]] = memref.view {{.*}} to memref<2x2xvector<16xf32>>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[X]] : memref<2x2x16xvector<16xf32>>) outs(%[[PART]] : memref<2x2xvector<16xf32>>)
+// CHECK: arith.addf {{.*}} : vector<16xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]} ins(%[[PART]] : {{.*}}) outs(%[[MEAN]] : memref<2xvector<16xf32>>)
+// CHECK: arith.maximumf {{.*}} : vector<16xf32>
+// CHECK: call @kiln_rt_kernel_call
+module @blocked {
+  func.func @train_step(%x: tensor<2x4x4x32xf32>, %g: tensor<32xf32>) -> tensor<2x4x4x32xf32> {
+    %b = kiln.reorder %x to nChw16c : tensor<2x4x4x32xf32>
+    %y, %m, %v, %nm, %nv = kiln.batch_norm_train %b, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 relu {kiln.layout = "nChw16c"} : (tensor<2x4x4x32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> (tensor<2x4x4x32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>)
+    %r = kiln.reorder %y to nhwc : tensor<2x4x4x32xf32>
+    return %r : tensor<2x4x4x32xf32>
+  }
+}
+
+// -----
+
+// Negative case: the lowering checks layouts op by op (a nChw16c value read
+// as NHWC would be silently wrong).
+module @misread {
+  func.func @train_step(%x: tensor<2x4x4x32xf32>) -> tensor<2x4x4x32xf32> {
+    %b = kiln.reorder %x to nChw16c : tensor<2x4x4x32xf32>
+    // expected-error @+1 {{'kiln.relu' op reads operand #0 as nhwc but it is stored nChw16c (a kiln.reorder is missing)}}
+    %r = kiln.relu %b : tensor<2x4x4x32xf32>
+    return %r : tensor<2x4x4x32xf32>
+  }
+}
