@@ -115,6 +115,11 @@ int main(int argc, char **argv) {
   options.printStats = stats;
   options.fuse = fuse;
   options.layout = layout;
+  if (layout.getNumOccurrences() > 0 && target == "systolic") {
+    llvm::errs() << "kilnc: --layout chooses x86 activation layouts; the "
+                    "systolic target plans its own tiling\n";
+    return 1;
+  }
   options.trainStep = trainStep.get();
   return kiln::compile(options);
 }
