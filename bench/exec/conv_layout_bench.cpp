@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 using namespace dnnl;
@@ -97,34 +98,26 @@ std::vector<double> timeLayer(const Layer &l, int batch, memory::data_type dt,
   convolution_forward f(fwd);
   convolution_backward_data bd(bwdData);
   convolution_backward_weights bw(bwdWeights);
-  return {
-      secondsPerCall(
-          [&] {
-            f.execute(s, {{DNNL_ARG_SRC, x},
-                          {DNNL_ARG_WEIGHTS, w},
-                          {DNNL_ARG_DST, y},
-                          {DNNL_ARG_SCRATCHPAD, scratch1}});
-            s.wait();
-          },
-          budget),
-      secondsPerCall(
-          [&] {
-            bd.execute(s, {{DNNL_ARG_DIFF_DST, y},
-                           {DNNL_ARG_WEIGHTS, wData},
-                           {DNNL_ARG_DIFF_SRC, x},
-                           {DNNL_ARG_SCRATCHPAD, scratch2}});
-            s.wait();
-          },
-          budget),
-      secondsPerCall(
-          [&] {
-            bw.execute(s, {{DNNL_ARG_SRC, x},
-                           {DNNL_ARG_DIFF_DST, y},
-                           {DNNL_ARG_DIFF_WEIGHTS, dw},
-                           {DNNL_ARG_SCRATCHPAD, scratch3}});
-            s.wait();
-          },
-          budget)};
+  auto timed = [&](dnnl::primitive &p, std::unordered_map<int, memory> args) {
+    return secondsPerCall(
+        [&] {
+          p.execute(s, args);
+          s.wait();
+        },
+        budget);
+  };
+  return {timed(f, {{DNNL_ARG_SRC, x},
+                    {DNNL_ARG_WEIGHTS, w},
+                    {DNNL_ARG_DST, y},
+                    {DNNL_ARG_SCRATCHPAD, scratch1}}),
+          timed(bd, {{DNNL_ARG_DIFF_DST, y},
+                     {DNNL_ARG_WEIGHTS, wData},
+                     {DNNL_ARG_DIFF_SRC, x},
+                     {DNNL_ARG_SCRATCHPAD, scratch2}}),
+          timed(bw, {{DNNL_ARG_SRC, x},
+                     {DNNL_ARG_DIFF_DST, y},
+                     {DNNL_ARG_DIFF_WEIGHTS, dw},
+                     {DNNL_ARG_SCRATCHPAD, scratch3}})};
 }
 } // namespace
 
@@ -148,12 +141,23 @@ int main(int argc, char **argv) {
       batch = std::atoi(next());
     else if (a == "--seconds")
       budget = std::atof(next());
-    else if (a == "--model")
-      fmnist = std::strcmp(next(), "fmnist") == 0;
-    else if (a == "--dtype")
-      dt = std::strcmp(next(), "bf16") == 0 ? memory::data_type::bf16
-                                            : memory::data_type::f32;
-    else {
+    else if (a == "--model") {
+      std::string model = next();
+      if (model != "resnet50" && model != "fmnist") {
+        std::fprintf(stderr, "--model expects resnet50 or fmnist, got '%s'\n",
+                     model.c_str());
+        return 2;
+      }
+      fmnist = model == "fmnist";
+    } else if (a == "--dtype") {
+      std::string dtype = next();
+      if (dtype != "f32" && dtype != "bf16") {
+        std::fprintf(stderr, "--dtype expects f32 or bf16, got '%s'\n",
+                     dtype.c_str());
+        return 2;
+      }
+      dt = dtype == "bf16" ? memory::data_type::bf16 : memory::data_type::f32;
+    } else {
       std::fprintf(stderr, "unknown flag %s\n", a.c_str());
       return 2;
     }

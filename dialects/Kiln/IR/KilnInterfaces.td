@@ -122,9 +122,10 @@ def Kiln_LayoutOpInterface : OpInterface<"LayoutOpInterface"> {
       "::llvm::SmallVector<unsigned>", "getLayoutResults", (ins), [{}],
       [{ return ::kiln::detail::fourDimensionalFloats($_op->getResultTypes()); }]>,
     InterfaceMethod<[{
-        Estimated seconds per example of computing in `layout`, for the ops
-        whose speed depends on it (library convolutions); 0 by default, for
-        loops that stream memory the same way in either layout.
+        Estimated seconds of computing in `layout` (a dynamic batch counts
+        as one example), for the ops whose speed depends on it (library
+        convolutions); 0 by default, for loops that stream memory the same
+        way in either layout.
       }],
       "double", "getLayoutCost", (ins "::kiln::Layout":$layout), [{}],
       [{ return 0.0; }]>

@@ -7,9 +7,9 @@
 // or 32 channels would be unrolled to scalar code by LLVM before its
 // vectorizer sees it.) Each lane sums its channel in the same order as a
 // scalar loop would, so the results do not depend on the vector form. NHWC
-// with channels not a multiple of 16 stays [M, C] of scalars. Statistics are two-pass (mean, then squared deviations) for
-// accuracy; per-channel coefficients go to temporaries so the big loops do
-// one fma each.
+// with channels not a multiple of 16 stays [M, C] of scalars. Statistics
+// are two-pass (mean, then squared deviations) for accuracy; per-channel
+// coefficients go to temporaries so the big loops do one fma each.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,7 +65,7 @@ struct ChannelLoops {
 
   /// The element type of the views: 16 of `scalar`, or `scalar`.
   Type element(Type scalar) const {
-    return lanes ? VectorType::get({16}, scalar) : scalar;
+    return lanes ? channelLanes(scalar) : scalar;
   }
   /// The view of an activation operand.
   Value rows(Lowering &l, Value value) const {
@@ -86,21 +86,10 @@ struct ChannelLoops {
 };
 } // namespace
 
-static Value widen(OpBuilder &b, Location loc, Value v) {
-  return widenToF32(b, loc, v);
-}
-/// Zero of `v`'s type (scalar or vector).
-static Value zeroLike(OpBuilder &b, Location loc, Value v) {
-  Type type = v.getType();
-  if (auto vector = dyn_cast<VectorType>(type))
-    return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(vector, b.getFloatAttr(
-                                                   vector.getElementType(), 0.0)));
-  return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, 0.0));
-}
+/// Rounds `v` to the element type of `memref` (see kiln::narrowTo).
 static Value narrowTo(OpBuilder &b, Location loc, Value v, Value memref) {
-  Type t = cast<MemRefType>(memref.getType()).getElementType();
-  return t != v.getType() ? arith::TruncFOp::create(b, loc, t, v) : v;
+  return kiln::narrowTo(b, loc, v,
+                        cast<MemRefType>(memref.getType()).getElementType());
 }
 static void yield(OpBuilder &b, Location loc, ValueRange values) {
   linalg::YieldOp::create(b, loc, values);
@@ -214,7 +203,7 @@ static void emitStatistics(Lowering &l, Location loc, const ChannelLoops &cl,
   blockedChannelSums(l, loc, cl, x, {}, mean,
                      [&](OpBuilder &nb, Location loc, ValueRange a) {
                        yield(nb, loc,
-                             arith::AddFOp::create(nb, loc, widen(nb, loc, a[0]), a[1])
+                             arith::AddFOp::create(nb, loc, widenToF32(nb, loc, a[0]), a[1])
                                  .getResult());
                      });
   l.elementwise(loc, mean, mean, [&](OpBuilder &nb, Location loc, ValueRange a) {
@@ -222,7 +211,7 @@ static void emitStatistics(Lowering &l, Location loc, const ChannelLoops &cl,
   });
   blockedChannelSums(l, loc, cl, x, mean, var,
                      [&](OpBuilder &nb, Location loc, ValueRange a) {
-                       Value d = arith::SubFOp::create(nb, loc, widen(nb, loc, a[0]), a[1]);
+                       Value d = arith::SubFOp::create(nb, loc, widenToF32(nb, loc, a[0]), a[1]);
                        yield(nb, loc,
                              math::FmaOp::create(nb, loc, d, d, a[2]).getResult());
                      });
@@ -251,10 +240,11 @@ static void emitNormalize(Lowering &l, Location loc, const ChannelLoops &cl,
   l.generic(loc, ValueRange{x, scale, shift}, y,
             {cl.full, cl.channel, cl.channel, cl.full}, cl.parallel,
             [&](OpBuilder &nb, Location loc, ValueRange a) {
-              Value v = math::FmaOp::create(nb, loc, widen(nb, loc, a[0]), a[1], a[2]);
+              Value v = math::FmaOp::create(nb, loc, widenToF32(nb, loc, a[0]), a[1], a[2]);
               // A fused rectifier costs nothing in the same pass.
               if (relu)
-                v = arith::MaximumFOp::create(nb, loc, v, zeroLike(nb, loc, v));
+                v = arith::MaximumFOp::create(
+                    nb, loc, v, floatConstant(nb, loc, v.getType(), 0.0));
               yield(nb, loc, narrowTo(nb, loc, v, y));
             });
 }
@@ -331,9 +321,9 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
   auto masked = [&](OpBuilder &nb, Location loc, Value g, ValueRange rest) {
     if (!reluOutput)
       return g;
-    Value zero = zeroLike(nb, loc, g);
+    Value zero = floatConstant(nb, loc, g.getType(), 0.0);
     Value positive = arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OGT,
-                                           widen(nb, loc, rest[0]), zero);
+                                           widenToF32(nb, loc, rest[0]), zero);
     return arith::SelectOp::create(nb, loc, positive, g, zero).getResult();
   };
   SmallVector<Value> rows = {dy, x};
@@ -346,9 +336,9 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
       ValueRange{dgamma, dbeta}, [&](OpBuilder &nb, Location loc, ValueRange in) {
               SmallVector<Value> a = {in[0], in[1]};
               a.append(in.begin() + 2 + shift, in.end());
-              Value g = masked(nb, loc, widen(nb, loc, a[0]), in.slice(2, shift));
+              Value g = masked(nb, loc, widenToF32(nb, loc, a[0]), in.slice(2, shift));
               Value xhat = arith::MulFOp::create(
-                  nb, loc, arith::SubFOp::create(nb, loc, widen(nb, loc, a[1]), a[2]),
+                  nb, loc, arith::SubFOp::create(nb, loc, widenToF32(nb, loc, a[1]), a[2]),
                   a[3]);
               yield(nb, loc,
                     ValueRange{math::FmaOp::create(nb, loc, g, xhat, a[4]),
@@ -383,9 +373,9 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
             cl.parallel, [&](OpBuilder &nb, Location loc, ValueRange in) {
               SmallVector<Value> a = {in[0], in[1]};
               a.append(in.begin() + 2 + shift, in.end());
-              Value g = masked(nb, loc, widen(nb, loc, a[0]), in.slice(2, shift));
+              Value g = masked(nb, loc, widenToF32(nb, loc, a[0]), in.slice(2, shift));
               Value centered =
-                  arith::SubFOp::create(nb, loc, widen(nb, loc, a[1]), a[2]);
+                  arith::SubFOp::create(nb, loc, widenToF32(nb, loc, a[1]), a[2]);
               Value v = math::FmaOp::create(nb, loc, a[3], g, a[5]);
               v = math::FmaOp::create(nb, loc, a[4], centered, v);
               yield(nb, loc, narrowTo(nb, loc, v, dx));

@@ -42,8 +42,7 @@ struct SpatialView {
     auto parallel = utils::IteratorType::parallel;
     auto reduction = utils::IteratorType::reduction;
     auto lanes = [](Value v) {
-      return VectorType::get(
-          {16}, cast<RankedTensorType>(v.getType()).getElementType());
+      return channelLanes(cast<RankedTensorType>(v.getType()).getElementType());
     };
     f32 = l.b.getF32Type();
     AffineExpr n, h, w, c;
@@ -53,7 +52,7 @@ struct SpatialView {
       image = l.viewAs(imageValue, {s[0], s[3] / 16, s[1], s[2]},
                        lanes(imageValue));
       pooled = l.viewAs(pooledValue, {s[0], s[3] / 16}, lanes(pooledValue));
-      f32 = VectorType::get({16}, f32);
+      f32 = channelLanes(f32);
       imageMap = AffineMap::get(4, 0, {n, h, w, c}, ctx);
       pooledMap = AffineMap::get(4, 0, {n, h}, ctx);
       sumIterators = {parallel, parallel, reduction, reduction};
@@ -63,7 +62,7 @@ struct SpatialView {
       image = l.viewAs(imageValue, {s[0], s[1], s[2], s[3] / 16},
                        lanes(imageValue));
       pooled = l.viewAs(pooledValue, {s[0], s[3] / 16}, lanes(pooledValue));
-      f32 = VectorType::get({16}, f32);
+      f32 = channelLanes(f32);
     } else {
       image = l.view(imageValue);
       pooled = l.view(pooledValue);

@@ -53,7 +53,7 @@ struct Window {
 /// The element type the loops of a pooling op work on: 16 channels of
 /// `scalar` with `lanes`, else `scalar`.
 Type laneType(Type scalar, bool lanes) {
-  return lanes ? VectorType::get({16}, scalar) : scalar;
+  return lanes ? channelLanes(scalar) : scalar;
 }
 
 /// Whether the channel loops of an op on `type` take 16 channels at a time.
@@ -272,7 +272,7 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
     if (!lanes)
       return arith::ConstantOp::create(b, loc, value);
     return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(VectorType::get({16}, type), value));
+        b, loc, DenseElementsAttr::get(channelLanes(type), value));
   };
   auto taps = [&](Value oh, Value ow,
                   std::function<void(Value ih, Value iw, Value tap)> body) {

@@ -118,7 +118,9 @@ Value Lowering::f32(Location loc, double value) {
   return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
 }
 
-static Value constantOf(OpBuilder &b, Location loc, Type type, double value) {
+VectorType channelLanes(Type scalar) { return VectorType::get({16}, scalar); }
+
+Value floatConstant(OpBuilder &b, Location loc, Type type, double value) {
   if (auto vector = dyn_cast<VectorType>(type))
     return arith::ConstantOp::create(
         b, loc,
@@ -128,7 +130,7 @@ static Value constantOf(OpBuilder &b, Location loc, Type type, double value) {
 }
 
 Value Lowering::constant(Location loc, Type type, double value) {
-  return constantOf(b, loc, type, value);
+  return floatConstant(b, loc, type, value);
 }
 
 Value Lowering::loadScalar(Location loc, Value value) {
@@ -156,7 +158,7 @@ void Lowering::elementwise(
 
 void Lowering::fill(Location loc, Value memref, double value) {
   Type element = cast<MemRefType>(memref.getType()).getElementType();
-  linalg::FillOp::create(b, loc, ValueRange{constantOf(b, loc, element, value)},
+  linalg::FillOp::create(b, loc, ValueRange{floatConstant(b, loc, element, value)},
                          ValueRange{memref});
 }
 

@@ -131,6 +131,15 @@ private:
   int64_t temporaryRegionBytes = 0;
 };
 
+/// The element type of loops over 16 channels at a time (nChw16c's block,
+/// one AVX-512 register of f32): vector<16 x scalar>.
+mlir::VectorType channelLanes(mlir::Type scalar);
+
+/// A float constant of `type` at `b`'s insertion point, a splat if `type`
+/// is a vector type (loop bodies over vector<16xT> elements).
+mlir::Value floatConstant(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Type type, double value);
+
 /// Emits the loops or calls computing `op`. Fails with a diagnostic for an
 /// op the x86 lowering does not handle.
 llvm::LogicalResult lowerOp(Lowering &lowering, mlir::Operation *op);

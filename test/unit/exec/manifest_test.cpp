@@ -186,6 +186,63 @@ TEST(ManifestTest, UnknownTopLevelMembersAreIgnored) {
   EXPECT_TRUE(m.isOk()) << m.status().toString();
 }
 
+/// `t` as manifest JSON, with `dtype` and `layout` (none if null) as given.
+std::string tensorJson(const TensorRef &t, const char *dtype,
+                       const char *layout) {
+  std::string shape;
+  for (int64_t d : t.shape)
+    shape += (shape.empty() ? "" : ",") + std::to_string(d);
+  std::string json = "{\"offset\": " + std::to_string(t.offset) +
+                     ", \"shape\": [" + shape + "], \"dtype\": \"" +
+                     dtype + "\"";
+  if (layout)
+    json += std::string(", \"layout\": \"") + layout + "\"";
+  return json + "}";
+}
+
+/// The test manifest with a reorder call from `input` to `output` first.
+StatusOr<Manifest> withReorder(const std::string &input,
+                               const std::string &output) {
+  return parseManifest(mutated(
+      "\"calls\": [", "\"calls\": [{\"kind\": \"reorder\", \"operands\": "
+                      "{\"input\": " + input + ", \"output\": " + output +
+                          "}},"));
+}
+
+TEST(ManifestTest, ReorderCallsKeepShapeAndElementType) {
+  auto m = parseManifest(testManifest());
+  ASSERT_TRUE(m.isOk()) << m.status().toString();
+  // The first convolution's output, an activation of 4 channels.
+  const TensorRef a1 = m->calls[0].operand("output");
+  const TensorRef images = *m->findFunction("train")->input("images");
+
+  auto ok = withReorder(tensorJson(a1, "f32", "nhwc"),
+                        tensorJson(a1, "f32", "nchw"));
+  ASSERT_TRUE(ok.isOk()) << ok.status().toString();
+  EXPECT_EQ(ok->calls[0].kind, CallKind::Reorder);
+  EXPECT_EQ(ok->calls[0].operand("output").layout, Layout::Nchw);
+
+  auto shape = withReorder(tensorJson(a1, "f32", "nhwc"),
+                           tensorJson(images, "f32", "nhwc"));
+  ASSERT_FALSE(shape.isOk());
+  EXPECT_NE(shape.status().message().find("calls[0].operands.output: shape"), std::string::npos)
+      << shape.status().toString();
+
+  auto dtype = withReorder(tensorJson(a1, "f32", "nhwc"),
+                           tensorJson(a1, "bf16", "nhwc"));
+  ASSERT_FALSE(dtype.isOk());
+  EXPECT_NE(dtype.status().message().find("a reorder keeps the element type"), std::string::npos)
+      << dtype.status().toString();
+
+  TensorRef flat = a1;
+  flat.shape = {a1.numElements()};
+  auto rank = withReorder(tensorJson(flat, "f32", nullptr),
+                          tensorJson(flat, "f32", nullptr));
+  ASSERT_FALSE(rank.isOk());
+  EXPECT_NE(rank.status().message().find("reorder needs a 4-D activation"), std::string::npos)
+      << rank.status().toString();
+}
+
 TEST(ManifestTest, ConvOutputShapeFollowsTheReferenceFormula) {
   Call c;
   c.strides = {2, 2};
