@@ -114,14 +114,19 @@ def KilnOptimizer : Pass<"kiln-optimizer", "mlir::ModuleOp"> {
 //===----------------------------------------------------------------------===//
 
 def KilnFuse : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
-  let summary = "Fuses batch norm with relu, elementwise chains and optimizer updates";
+  let summary = "Fuses batch norm with relu and convolutions, elementwise chains and optimizer updates";
   let description = [{
-    Run on the training step (after autodiff and the optimizer), in three
-    rounds:
+    Run on the training and evaluation steps (after autodiff and the
+    optimizer), in three rounds:
 
     1. A relu that alone consumes a batch norm's output becomes the batch
        norm's `relu` flag, and a relu-backward that alone feeds a
-       batch-norm backward becomes its `relu_output` mask.
+       batch-norm backward becomes its `relu_output` mask. Then, in the
+       evaluation step, a convolution whose only user is an inference batch
+       norm becomes `kiln.fused_conv2d_batch_norm` with it, taking in a
+       residual add and a relu that alone consume its result. (Training
+       batch norm needs the statistics of the whole convolution output
+       before it can normalize any of it, so it stays separate.)
     2. Chains of ops implementing `ElementwiseOpInterface` (a residual add
        and its relu; a gradient sum and the relu mask after it; casts)
        become one `kiln.fused_elementwise`. A value of the chain used
@@ -135,10 +140,13 @@ def KilnFuse : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
     Rounds 1 and 2 each remove a pass over the activations (a write and a
     read) per fusion; round 3 runs all updates as one kernel instead of one
     small loop per parameter. kiln-run executes the fused ops, with the same
-    results to the bit. Rounds 2 and 3 can be switched off (to measure what
-    each buys).
+    results to the bit, except the fused convolution, which does not round
+    its intermediate values to bf16. The convolution fusion and rounds 2 and
+    3 can be switched off (to measure what each buys).
   }];
   let options = [
+    Option<"convBatchNorm", "conv-batch-norm", "bool", /*default=*/"true",
+           "Fuse inference batch norm, residual add and relu into convolutions (in round 1)">,
     Option<"elementwiseChains", "elementwise-chains", "bool", /*default=*/"true",
            "Fuse chains of elementwise ops (round 2)">,
     Option<"optimizerUpdates", "optimizer-updates", "bool", /*default=*/"true",

@@ -94,6 +94,8 @@ def main():
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--channels-last", action="store_true")
     p.add_argument("--eval", action="store_true")
+    p.add_argument("--bf16", action="store_true",
+                   help="train under torch.autocast('cpu', bfloat16), as Kiln's --precision=bf16")
     args = p.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -132,19 +134,21 @@ def main():
             for g in optimizer.param_groups:
                 g["lr"] = lr_at(step)
             optimizer.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(model(x), train_y[idx])
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+                loss = F.cross_entropy(model(x), train_y[idx])
             loss.backward()
             optimizer.step()
             step += 1
         seconds = time.perf_counter() - start
         row = {"system": "pytorch", "epoch": epoch + 1, "epoch_sec": seconds,
                "images_per_sec": steps_per_epoch * args.batch / seconds, "channels_last": args.channels_last,
+               "precision": "bf16" if args.bf16 else "f32",
                "threads": args.threads, "loss": loss.item(),
                "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                "torch": torch.__version__}
         if args.eval:
             model.eval()
-            with torch.no_grad():
+            with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
                 correct = sum((model(test_x[i:i + 1000].contiguous(memory_format=fmt))
                                .argmax(1) == test_y[i:i + 1000]).sum().item()
                               for i in range(0, len(test_x), 1000))

@@ -386,8 +386,11 @@ int compile(const CompileOptions &options) {
         pm.addNestedPass<func::FuncOp>(createKilnFoldCasts());
         // kiln-convert-to-sa lowers batch norm and relu as separate ops
         // (the device's vector unit runs them back to back on chip).
-        if (options.fuse && !systolic)
-          pm.addNestedPass<func::FuncOp>(createKilnFuse());
+        if (options.fuse && !systolic) {
+          KilnFuseOptions fuse;
+          fuse.convBatchNorm = options.fuseConvBatchNorm;
+          pm.addNestedPass<func::FuncOp>(createKilnFuse(fuse));
+        }
         // Layouts are the x86 library's business; the systolic planner
         // chooses its own tiling.
         if (!systolic) {

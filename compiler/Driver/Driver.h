@@ -33,6 +33,8 @@ struct CompileOptions {
   bool printStats = false;
   /// Run --kiln-fuse (on by default; off to measure what it gains).
   bool fuse = true;
+  /// Its convolution + inference batch norm fusion (the eval step).
+  bool fuseConvBatchNorm = true;
   /// --kiln-layout's mode on the x86 target: auto, nhwc or blocked.
   std::string layout = "auto";
   /// Options of the training step (optimizer, schedule, buckets).

@@ -91,6 +91,38 @@ LogicalResult evalBatchNormInference(BatchNormInferenceOp op,
   return success();
 }
 
+/// Convolution, batch norm, residual and relu in f32, rounded once at the
+/// end (what oneDNN's post-ops compute).
+LogicalResult evalFusedConvBatchNorm(FusedConv2DBatchNormOp op,
+                                     EvalContext &ctx) {
+  ref::Tensor x = ctx.get(op.getInput()).toRef();
+  ref::Tensor w = ctx.get(op.getFilter()).toRef();
+  ref::Conv2dAttrs attrs =
+      convAttrs(op.getStrides(), op.getPadding(), op.getDilations());
+  ref::Shape yShape;
+  if (failed(ctx.check(op,
+                       ref::inferConv2dShape(x.shape, w.shape, attrs, yShape))))
+    return failure();
+  ref::Tensor gamma = ctx.get(op.getScale()).toRef();
+  ref::Tensor beta = ctx.get(op.getOffset()).toRef();
+  ref::Tensor mean = ctx.get(op.getMean()).toRef();
+  ref::Tensor var = ctx.get(op.getVariance()).toRef();
+  if (failed(ctx.check(op, ref::checkBatchNormShapes(
+                               yShape, {&gamma, &beta, &mean, &var}))))
+    return failure();
+  ref::Tensor y =
+      ref::batchNormInference(ref::conv2d(x, w, attrs), gamma, beta, mean, var,
+                              op.getEpsilon().convertToFloat());
+  if (Value residual = op.getResidual()) {
+    const HostTensor &r = ctx.get(residual);
+    if (failed(ctx.checkSameShape(op, "the residual", r.shape, y.shape)))
+      return failure();
+    y = ref::add(y, r.toRef());
+  }
+  ctx.setFloat(op.getOutput(), op.getRelu() ? ref::relu(y) : std::move(y));
+  return success();
+}
+
 LogicalResult evalRelu(ReluOp op, EvalContext &ctx) {
   const HostTensor &x = ctx.get(op.getInput());
   if (!ctx.options.frozenKinks && !ctx.options.recordKinks) {
@@ -218,6 +250,9 @@ std::optional<LogicalResult> evaluateLayerOp(Operation *op, EvalContext &ctx) {
       .Case([&](BatchNormTrainOp o) { return evalBatchNormTrain(o, ctx); })
       .Case([&](BatchNormInferenceOp o) {
         return evalBatchNormInference(o, ctx);
+      })
+      .Case([&](FusedConv2DBatchNormOp o) {
+        return evalFusedConvBatchNorm(o, ctx);
       })
       .Case([&](ReluOp o) { return evalRelu(o, ctx); })
       .Case([&](AddOp o) { return evalAdd(o, ctx); })

@@ -52,6 +52,81 @@ struct FuseReluBackwardIntoBatchNormBackward
   }
 };
 
+/// batch_norm_inference(conv2d(x, w)) -> fused_conv2d_batch_norm, when the
+/// batch norm is the convolution's only user: fixed statistics make the
+/// batch norm a per-channel scale and shift of the convolution's output.
+struct FuseConvBatchNormInference : OpRewritePattern<BatchNormInferenceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BatchNormInferenceOp bn,
+                                PatternRewriter &rewriter) const override {
+    auto conv = bn.getInput().getDefiningOp<Conv2DOp>();
+    if (!conv || !conv->hasOneUse() ||
+        conv.getOutput().getType() != bn.getOutput().getType())
+      return failure();
+    rewriter.replaceOpWithNewOp<FusedConv2DBatchNormOp>(
+        bn, bn.getOutput().getType(), conv.getInput(), conv.getFilter(),
+        bn.getScale(), bn.getOffset(), bn.getMean(), bn.getVariance(),
+        /*residual=*/Value(), conv.getStridesAttr(), conv.getPaddingAttr(),
+        conv.getDilationsAttr(), bn.getEpsilonAttr(), bn.getReluAttr());
+    rewriter.eraseOp(conv);
+    return success();
+  }
+};
+
+/// The fused convolution whose output `value` is, if nothing else reads that
+/// output and it has neither a residual nor a relu yet (the order of the
+/// fused op is conv, batch norm, residual, relu).
+static FusedConv2DBatchNormOp openFusedConv(Value value) {
+  auto fused = value.getDefiningOp<FusedConv2DBatchNormOp>();
+  if (!fused || !fused->hasOneUse() || fused.getRelu())
+    return nullptr;
+  return fused;
+}
+
+/// add(fused_conv2d_batch_norm(...), r) -> fused_conv2d_batch_norm(...)
+/// residual r: the residual connection of a ResNet block.
+struct FuseResidualIntoConv : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AddOp add,
+                                PatternRewriter &rewriter) const override {
+    for (unsigned i = 0; i < 2; ++i) {
+      FusedConv2DBatchNormOp fused = openFusedConv(add->getOperand(i));
+      Value residual = add->getOperand(1 - i);
+      if (!fused || fused.getResidual() ||
+          residual.getType() != add.getOutput().getType() ||
+          fused.getOutput().getType() != add.getOutput().getType())
+        continue;
+      // The add's place: the residual is defined before it.
+      rewriter.setInsertionPoint(add);
+      auto merged = FusedConv2DBatchNormOp::create(
+          rewriter, fused.getLoc(), add.getOutput().getType(),
+          fused.getInput(), fused.getFilter(), fused.getScale(),
+          fused.getOffset(), fused.getMean(), fused.getVariance(), residual,
+          fused.getStridesAttr(), fused.getPaddingAttr(),
+          fused.getDilationsAttr(), fused.getEpsilonAttr(), UnitAttr());
+      rewriter.replaceOp(add, merged.getOutput());
+      rewriter.eraseOp(fused);
+      return success();
+    }
+    return failure();
+  }
+};
+
+/// relu(fused_conv2d_batch_norm(...)) -> fused_conv2d_batch_norm(...) relu.
+struct FuseReluIntoConv : OpRewritePattern<ReluOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReluOp relu,
+                                PatternRewriter &rewriter) const override {
+    FusedConv2DBatchNormOp fused = openFusedConv(relu.getInput());
+    if (!fused)
+      return failure();
+    rewriter.modifyOpInPlace(fused,
+                             [&] { fused.setReluAttr(rewriter.getUnitAttr()); });
+    rewriter.replaceOp(relu, fused.getOutput());
+    return success();
+  }
+};
+
 /// Whether `op` computes elementwise over one shape: an op implementing
 /// ElementwiseOpInterface, or a chain already fused.
 static bool isElementwise(Operation *op) {
@@ -265,13 +340,15 @@ struct FusePass : impl::KilnFuseBase<FusePass> {
   void runOnOperation() override {
     // Batch norm + relu first: where a relu could go either into a batch
     // norm or into an elementwise chain, the batch norm takes it (one pass
-    // less, and the chain fusion then starts from what is left).
+    // less, and the chain fusion then starts from what is left). Likewise a
+    // residual add and relu go into a fused convolution before any chain.
     auto apply = [&](void (*populate)(RewritePatternSet &)) {
       RewritePatternSet patterns(&getContext());
       populate(patterns);
       return applyPatternsGreedily(getOperation(), std::move(patterns));
     };
     if (failed(apply(populateBatchNormReluFusionPatterns)) ||
+        (convBatchNorm && failed(apply(populateConvBatchNormFusionPatterns))) ||
         (elementwiseChains &&
          failed(apply(populateElementwiseFusionPatterns))) ||
         (optimizerUpdates && failed(apply(populateOptimizerFusionPatterns))))
@@ -284,6 +361,11 @@ void populateBatchNormReluFusionPatterns(RewritePatternSet &patterns) {
   patterns.add<FuseBatchNormRelu<BatchNormTrainOp>,
                FuseBatchNormRelu<BatchNormInferenceOp>,
                FuseReluBackwardIntoBatchNormBackward>(patterns.getContext());
+}
+
+void populateConvBatchNormFusionPatterns(RewritePatternSet &patterns) {
+  patterns.add<FuseConvBatchNormInference, FuseResidualIntoConv,
+               FuseReluIntoConv>(patterns.getContext());
 }
 
 void populateElementwiseFusionPatterns(RewritePatternSet &patterns) {

@@ -12,6 +12,11 @@ namespace kiln {
 /// activations disappears in each direction.
 void populateBatchNormReluFusionPatterns(mlir::RewritePatternSet &patterns);
 
+/// In the evaluation step: conv2d + batch_norm_inference, and the residual
+/// add and relu after them, become kiln.fused_conv2d_batch_norm, which a
+/// backend runs as one library convolution with post-ops.
+void populateConvBatchNormFusionPatterns(mlir::RewritePatternSet &patterns);
+
 /// Chains of ops implementing ElementwiseOpInterface (a residual add and its
 /// relu, gradient sums and relu masks, casts) become kiln.fused_elementwise:
 /// one pass over memory instead of one per op. Values of the chain used

@@ -196,6 +196,44 @@ Status Kernels::Impl::planConv(const Call &call, CallPlan &plan) {
   };
 
   if (fwd) {
+    // A fused inference batch norm arrives as a bias; the residual is added
+    // by a sum post-op, which reads the output buffer, and relu is an
+    // eltwise post-op: both run on each output block while it is in cache.
+    bool hasBias = call.hasOperand("bias");
+    bool hasResidual = call.hasOperand("residual");
+    memory::desc biasMd;
+    if (hasBias || hasResidual || call.relu) {
+      dnnl::post_ops postOps;
+      if (hasResidual)
+        postOps.append_sum(1.0f);
+      if (call.relu)
+        postOps.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f,
+                               0.0f);
+      dnnl::primitive_attr postAttr;
+      postAttr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      postAttr.set_post_ops(postOps);
+      if (hasBias) {
+        biasMd = memory::desc({y.shape[3]}, memory::data_type::f32,
+                              memory::format_tag::a);
+        fwdDesc = dnnl::convolution_forward::desc(
+            dnnl::prop_kind::forward_training,
+            dnnl::algorithm::convolution_direct, xFwd, wFwd, biasMd, yMd,
+            strides, dilates, padL, padR);
+      }
+      fwdPd = dnnl::convolution_forward::primitive_desc(fwdDesc, postAttr,
+                                                        engine);
+      plan.summary += hasBias ? " + bias" : "";
+      plan.summary += hasResidual ? " + residual" : "";
+      plan.summary += call.relu ? ", relu" : "";
+    }
+    // The sum post-op adds what the output holds: the residual, unless the
+    // memory plan already put the output in the residual's place.
+    if (hasResidual && call.operand("residual").offset != y.offset) {
+      plan.steps.push_back(reorderStep(
+          bind(activationDesc(call.operand("residual")), call.operand("residual")),
+          bind(yMd, y)));
+      plan.summary += " (copied)";
+    }
     memory weights = bind(wUser, w);
     memory used = weights;
     if (fwdPd.weights_desc() != wUser) {
@@ -209,6 +247,8 @@ Status Kernels::Impl::planConv(const Call &call, CallPlan &plan) {
               {DNNL_ARG_WEIGHTS, used},
               {DNNL_ARG_DST, bind(yMd, y)},
               {DNNL_ARG_SCRATCHPAD, scratchpadMemory(fwdPd.scratchpad_desc())}};
+    if (hasBias)
+      s.args[DNNL_ARG_BIAS] = bind(biasMd, call.operand("bias"));
     plan.steps.push_back(std::move(s));
     plan.impl = implName(fwdPd) + plan.impl;
     return Status::ok();

@@ -366,6 +366,8 @@ private:
                        const std::string &name, Function &out);
   Status parseCall(const Value &v, const std::string &path, Call &out);
   Status checkCallShapes(const Call &call, const std::string &path);
+  /// The optional post-op operands of a forward convolution.
+  Status checkPostOps(const Call &call, const std::string &path);
   Status parseSchedule(const Value &v, const std::string &path);
 };
 
@@ -563,6 +565,7 @@ Status Parser::parseCall(const Value &v, const std::string &path, Call &out) {
   if (kind == "conv2d_forward") {
     out.kind = CallKind::Conv2dForward;
     operands = {"input", "filter", "output"};
+    optionalOperands = {"bias", "residual"};
   } else if (kind == "conv2d_backward_data") {
     out.kind = CallKind::Conv2dBackwardData;
     operands = {"output_grad", "filter", "input_grad"};
@@ -588,7 +591,12 @@ Status Parser::parseCall(const Value &v, const std::string &path, Call &out) {
                      "\" (expected conv2d_forward, conv2d_backward_data, "
                      "conv2d_backward_filter, matmul, dense or reorder)");
   }
-  if (isConv)
+  if (out.kind == CallKind::Conv2dForward)
+    KILN_RETURN_IF_ERROR(onlyKnownMembers(v, path,
+                                          {"kind", "function", "operands",
+                                           "strides", "padding", "dilations",
+                                           "relu"}));
+  else if (isConv)
     KILN_RETURN_IF_ERROR(onlyKnownMembers(
         v, path,
         {"kind", "function", "operands", "strides", "padding", "dilations"}));
@@ -634,6 +642,8 @@ Status Parser::parseCall(const Value &v, const std::string &path, Call &out) {
       KILN_RETURN_IF_ERROR(
           getFixedArray(*dilations, join(path, "dilations"), 1, out.dilations));
   }
+  if (const Value *relu = v.member("relu"))
+    KILN_RETURN_IF_ERROR(getBool(*relu, join(path, "relu"), out.relu));
   if (const Value *t = v.member("transpose_lhs"))
     KILN_RETURN_IF_ERROR(getBool(*t, join(path, "transpose_lhs"),
                                  out.transposeLhs));
@@ -641,6 +651,27 @@ Status Parser::parseCall(const Value &v, const std::string &path, Call &out) {
     KILN_RETURN_IF_ERROR(getBool(*t, join(path, "transpose_rhs"),
                                  out.transposeRhs));
   return checkCallShapes(out, path);
+}
+
+Status Parser::checkPostOps(const Call &call, const std::string &path) {
+  const TensorRef &output = call.operand("output");
+  if (call.hasOperand("bias")) {
+    const TensorRef &bias = call.operand("bias");
+    if (bias.dtype != DType::F32 ||
+        bias.shape != std::vector<int64_t>{output.shape[3]})
+      return error(path + ".operands.bias",
+                   "must be f32[" + std::to_string(output.shape[3]) +
+                       "] (one per output channel), not " +
+                       dtypeName(bias.dtype) + shapeString(bias.shape));
+  }
+  if (call.hasOperand("residual")) {
+    const TensorRef &r = call.operand("residual");
+    if (r.shape != output.shape || r.dtype != output.dtype ||
+        r.layout != output.layout)
+      return error(path + ".operands.residual",
+                   "must have the output's shape, element type and layout");
+  }
+  return Status::ok();
 }
 
 Status Parser::checkCallShapes(const Call &call, const std::string &path) {
@@ -674,7 +705,7 @@ Status Parser::checkCallShapes(const Call &call, const std::string &path) {
     KILN_RETURN_IF_ERROR(convShape("input", "filter", expected));
     if (shapeOf("output") != expected)
       return mismatch("output", expected);
-    return Status::ok();
+    return checkPostOps(call, path);
   case CallKind::Conv2dBackwardData:
     KILN_RETURN_IF_ERROR(convShape("input_grad", "filter", expected));
     if (shapeOf("output_grad") != expected)

@@ -324,6 +324,7 @@ Status Trainer::evaluate() {
   KILN_RETURN_IF_ERROR(comm.allreduceSum(sums, 4));
   if (sums[0] == 0)
     return KILN_STATUS(kNotFound, "evaluation found no validation examples");
+  double seconds = secondsSince(start);
   lastEval = {sums[0], sums[1] / sums[0], sums[2] / sums[0], sums[3] / sums[0]};
   haveEval = true;
   double epoch = run.epoch();
@@ -332,7 +333,7 @@ Status Trainer::evaluate() {
       "examples, {})\n",
       run.step, run.stepsPerEpoch ? fmt::format(" (epoch {:.2f})", epoch) : "",
       100 * lastEval.top1, 100 * lastEval.top5, lastEval.lossSum,
-      static_cast<long long>(sums[0]), formatDuration(secondsSince(start)));
+      static_cast<long long>(sums[0]), formatDuration(seconds));
   if (metrics.isOpen())
     KILN_RETURN_IF_ERROR(metrics.write(
         {JsonField::text("kind", "eval"), JsonField::integer("step", run.step),
@@ -340,7 +341,8 @@ Status Trainer::evaluate() {
          JsonField::number("top1", lastEval.top1),
          JsonField::number("top5", lastEval.top5),
          JsonField::number("loss", lastEval.lossSum),
-         JsonField::integer("examples", static_cast<long long>(sums[0]))}));
+         JsonField::integer("examples", static_cast<long long>(sums[0])),
+         JsonField::number("seconds", seconds)}));
   return Status::ok();
 }
 

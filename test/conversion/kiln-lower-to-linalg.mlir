@@ -180,3 +180,31 @@ module @misread {
     return %r : tensor<2x4x4x32xf32>
   }
 }
+
+// -----
+
+// A convolution fused with its inference batch norm (eval step): the filter
+// is scaled per output channel and the shift becomes a bias, both in the
+// temporary region; the residual sits in the output's storage when nothing
+// reads it afterwards (%s), and keeps its own when something does (%a is
+// returned), which the runtime then copies.
+// CHECK-LABEL: module @fused_conv
+// CHECK-SAME: \22kind\22:\22conv2d_forward\22,\22operands\22:{\22bias\22:{\22dtype\22:\22f32\22,\22offset\22:[[BIAS:[0-9]+]],\22shape\22:[16]},\22filter\22:{\22dtype\22:\22f32\22,\22offset\22:[[FILTER:[0-9]+]],\22shape\22:[1,1,16,16]}
+// CHECK-SAME: \22output\22:{\22dtype\22:\22f32\22,\22layout\22:\22nhwc\22,\22offset\22:[[A:[0-9]+]],{{.*}}\22residual\22:{\22dtype\22:\22f32\22,\22layout\22:\22nhwc\22,\22offset\22:[[A]],{{.*}}\22relu\22:true
+// CHECK-SAME: \22output\22:{\22dtype\22:\22f32\22,\22layout\22:\22nhwc\22,\22offset\22:[[B:[0-9]+]],{{.*}}\22residual\22:{\22dtype\22:\22f32\22,\22layout\22:\22nhwc\22,\22offset\22:[[A]],
+// CHECK: math.rsqrt
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : memref<1x1x16x16xf32>, memref<16xf32>) outs(%{{.*}} : memref<1x1x16x16xf32>)
+// CHECK: arith.mulf
+// CHECK: call @kiln_rt_kernel_call
+module @fused_conv {
+  kiln.variable parameter @w : tensor<1x1x16x16xf32> init he_normal
+  kiln.variable parameter @g : tensor<16xf32> init ones
+  func.func @eval_step(%x: tensor<2x4x4x16xf32>) -> (tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>) {
+    %w = kiln.read @w : tensor<1x1x16x16xf32>
+    %g = kiln.read @g : tensor<16xf32>
+    %s = kiln.relu %x : tensor<2x4x4x16xf32>
+    %a = kiln.fused_conv2d_batch_norm %x, %w, %g, %g, %g, %g residual %s stride [1, 1] pad [0, 0, 0, 0] epsilon 1.0e-5 relu : (tensor<2x4x4x16xf32>, tensor<1x1x16x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<2x4x4x16xf32>) -> tensor<2x4x4x16xf32>
+    %b = kiln.fused_conv2d_batch_norm %a, %w, %g, %g, %g, %g residual %a stride [1, 1] pad [0, 0, 0, 0] epsilon 1.0e-5 : (tensor<2x4x4x16xf32>, tensor<1x1x16x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<2x4x4x16xf32>) -> tensor<2x4x4x16xf32>
+    return %a, %b : tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>
+  }
+}

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Compiles a model with kilnc, trains it with the executable and with the
 reference interpreter kiln-run on the same seed and synthetic batch, and
-checks that every step's loss agrees to a relative tolerance.
+checks that every step's loss agrees to a relative tolerance. With
+--eval-rtol, both then evaluate the trained variables (the executable's
+checkpoint) on that batch with the eval step, and the losses must agree too.
 
 The executable's synthetic batch 0 is kiln-run's --synthetic-inputs batch,
 and both initialize the variables with the reference initializers, so the
@@ -33,6 +35,8 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--rtol", type=float, default=1e-4)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--eval-rtol", type=float,
+                   help="also compare the eval step's loss after training")
     p.add_argument("kilnc_flags", nargs="*", help="training-step flags, after --")
     args = p.parse_args()
 
@@ -45,10 +49,17 @@ def main():
 
         model_dir = os.path.join(tmp, "run")
         run([exe, "--synthetic", "--synthetic-batches", "1", "--steps", str(args.steps),
-             "--log-every", "1", "--threads", str(args.threads), "--model-dir", model_dir])
-        compiled = [json.loads(line)["loss"]
-                    for line in open(os.path.join(model_dir, "metrics.jsonl"))
-                    if json.loads(line).get("kind") == "train"]
+             "--log-every", "1", "--threads", str(args.threads), "--model-dir", model_dir]
+            + (["--eval"] if args.eval_rtol is not None else []))
+        rows = [json.loads(line) for line in open(os.path.join(model_dir, "metrics.jsonl"))]
+        compiled = [r["loss"] for r in rows if r.get("kind") == "train"]
+        if args.eval_rtol is not None:
+            compiled_eval = [r["loss"] for r in rows if r.get("kind") == "eval"]
+            checkpoint = os.path.join(model_dir, f"ckpt-{args.steps:010d}.safetensors")
+            out = run([args.kiln_run, step_ir, "--function=eval_step", f"--load={checkpoint}",
+                       "--synthetic-inputs", f"--batch={args.batch}", "--steps=1"])
+            reference_eval = [float(m.group(1))
+                              for m in re.finditer(r"^step \d+ loss (\S+)", out, re.M)]
 
         out = run([args.kiln_run, step_ir, "--synthetic-inputs", f"--batch={args.batch}",
                    f"--steps={args.steps}"])
@@ -67,6 +78,15 @@ def main():
     if reference[-1] >= reference[0]:
         sys.exit("FAIL: the loss did not decrease")
     print(f"PASS: {args.steps} steps, max relative difference {worst:.3e}")
+    if args.eval_rtol is not None:
+        if len(compiled_eval) != 1 or len(reference_eval) != 1:
+            sys.exit(f"expected one eval loss each, got {compiled_eval} and {reference_eval}")
+        c, r = compiled_eval[0], reference_eval[0]
+        err = abs(c - r) / max(abs(r), 1e-12)
+        print(f"eval      compiled {c:.9g}  kiln-run {r:.9g}  rel {err:.2e}")
+        if err > args.eval_rtol:
+            sys.exit(f"FAIL: eval loss relative difference {err:.3e} > {args.eval_rtol:g}")
+        print(f"PASS: eval loss, relative difference {err:.3e}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 // RUN: kiln-opt %s -split-input-file --pass-pipeline="builtin.module(func.func(kiln-fuse))" | FileCheck %s
 // With rounds 2 and 3 off, only batch norm takes relus.
 // RUN: kiln-opt %s -split-input-file --pass-pipeline="builtin.module(func.func(kiln-fuse{elementwise-chains=false optimizer-updates=false}))" | FileCheck %s --check-prefix=OFF
+// With the convolution fusion off, no convolution is fused.
+// RUN: kiln-opt %s -split-input-file --pass-pipeline="builtin.module(func.func(kiln-fuse{conv-batch-norm=false}))" | FileCheck %s --check-prefix=NOCONV
 // OFF-NOT: kiln.fused_elementwise
 // OFF-NOT: kiln.fused_sgd_update
 // OFF: kiln.batch_norm_train {{.*}} relu
@@ -202,4 +204,64 @@ func.func @lars_updates(%w: tensor<4xf32>, %g: tensor<4xf32>, %v: tensor<4xf32>,
   %nw0, %nv0 = kiln.lars_update %w, %g, %v, %lr momentum 0.9 eta 0.001 weight_decay 0.0001 epsilon 0.0 : tensor<4xf32>
   %nw1, %nv1 = kiln.lars_update %g, %w, %v, %lr momentum 0.9 eta 0.001 weight_decay 0.0001 epsilon 0.0 : tensor<4xf32>
   return %nw0, %nv0, %nw1, %nv1 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Evaluation step: a convolution and its inference batch norm become one op,
+// which also takes the block's residual add and relu.
+// CHECK-LABEL: func.func @conv_batch_norm_residual_relu
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<2x4x4x8xf32>, %[[W:[^:]*]]: tensor<1x1x8x16xf32>, %[[G:[^:]*]]: tensor<16xf32>, %[[S:[^:]*]]: tensor<2x4x4x16xf32>)
+// CHECK-NEXT: %[[Y:.*]] = kiln.fused_conv2d_batch_norm %[[X]], %[[W]], %[[G]], %[[G]], %[[G]], %[[G]] residual %[[S]] stride [1, 1] pad [0, 0, 0, 0] epsilon {{.*}} relu :
+// CHECK-NEXT: return %[[Y]]
+// OFF-LABEL: func.func @conv_batch_norm_residual_relu
+// OFF: kiln.fused_conv2d_batch_norm {{.*}} residual
+func.func @conv_batch_norm_residual_relu(%x: tensor<2x4x4x8xf32>, %w: tensor<1x1x8x16xf32>, %g: tensor<16xf32>, %s: tensor<2x4x4x16xf32>) -> tensor<2x4x4x16xf32> {
+  %c = kiln.conv2d %x, %w stride [1, 1] pad [0, 0, 0, 0] : (tensor<2x4x4x8xf32>, tensor<1x1x8x16xf32>) -> tensor<2x4x4x16xf32>
+  %b = kiln.batch_norm_inference %c, %g, %g, %g, %g epsilon 1.0e-5 : (tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<2x4x4x16xf32>
+  %a = kiln.add %s, %b : tensor<2x4x4x16xf32>
+  %r = kiln.relu %a : tensor<2x4x4x16xf32>
+  return %r : tensor<2x4x4x16xf32>
+}
+
+// -----
+
+// A batch norm's relu is fused either way round.
+// CHECK-LABEL: func.func @conv_batch_norm_relu
+// CHECK-NEXT: kiln.fused_conv2d_batch_norm {{.*}} stride [2, 2] pad [1, 1, 1, 1] epsilon {{.*}} relu : (tensor<2x4x4x8xbf16>, tensor<3x3x8x16xbf16>, {{.*}}) -> tensor<2x2x2x16xbf16>
+// CHECK-NEXT: return
+func.func @conv_batch_norm_relu(%x: tensor<2x4x4x8xbf16>, %w: tensor<3x3x8x16xbf16>, %g: tensor<16xf32>) -> tensor<2x2x2x16xbf16> {
+  %c = kiln.conv2d %x, %w stride [2, 2] pad [1, 1, 1, 1] : (tensor<2x4x4x8xbf16>, tensor<3x3x8x16xbf16>) -> tensor<2x2x2x16xbf16>
+  %b = kiln.batch_norm_inference %c, %g, %g, %g, %g epsilon 1.0e-5 : (tensor<2x2x2x16xbf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<2x2x2x16xbf16>
+  %r = kiln.relu %b : tensor<2x2x2x16xbf16>
+  return %r : tensor<2x2x2x16xbf16>
+}
+
+// -----
+
+// Not fused: the convolution's output is also returned; a training batch norm
+// (its statistics need the whole output first); the fused result read twice
+// keeps its add and relu outside; switched off.
+// CHECK-LABEL: func.func @conv_batch_norm_not_fused
+// CHECK: kiln.conv2d
+// CHECK: kiln.batch_norm_inference
+// CHECK: kiln.conv2d
+// CHECK: kiln.batch_norm_train
+// CHECK: %[[F:.*]] = kiln.fused_conv2d_batch_norm
+// CHECK-NOT: residual
+// CHECK-SAME: : (
+// CHECK: kiln.fused_elementwise %[[F]]
+// NOCONV-LABEL: func.func @conv_batch_norm_not_fused
+// NOCONV-NOT: kiln.fused_conv2d_batch_norm
+// NOCONV: return
+func.func @conv_batch_norm_not_fused(%x: tensor<2x4x4x8xf32>, %w: tensor<1x1x8x16xf32>, %g: tensor<16xf32>, %s: tensor<2x4x4x16xf32>) -> (tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>) {
+  %c = kiln.conv2d %x, %w stride [1, 1] pad [0, 0, 0, 0] : (tensor<2x4x4x8xf32>, tensor<1x1x8x16xf32>) -> tensor<2x4x4x16xf32>
+  %b = kiln.batch_norm_inference %c, %g, %g, %g, %g epsilon 1.0e-5 : (tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<2x4x4x16xf32>
+  %c2 = kiln.conv2d %x, %w stride [1, 1] pad [0, 0, 0, 0] : (tensor<2x4x4x8xf32>, tensor<1x1x8x16xf32>) -> tensor<2x4x4x16xf32>
+  %t:5 = kiln.batch_norm_train %c2, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 : (tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+  %c3 = kiln.conv2d %x, %w stride [1, 1] pad [0, 0, 0, 0] : (tensor<2x4x4x8xf32>, tensor<1x1x8x16xf32>) -> tensor<2x4x4x16xf32>
+  %b3 = kiln.batch_norm_inference %c3, %g, %g, %g, %g epsilon 1.0e-5 : (tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<2x4x4x16xf32>
+  %a = kiln.add %b3, %s : tensor<2x4x4x16xf32>
+  %r = kiln.relu %a : tensor<2x4x4x16xf32>
+  return %c, %b, %t#0, %r, %b3 : tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>
 }

@@ -35,8 +35,17 @@ static cl::opt<std::string> cpu("cpu", cl::desc("LLVM CPU name, or native"),
 static cl::opt<bool> stats("print-stats",
                            cl::desc("Print model cost, memory plan and times"),
                            cl::cat(category));
-static cl::opt<bool> fuse("fuse", cl::desc("Fuse batch norm with relu (default on)"),
+static cl::opt<bool> fuse("fuse",
+                          cl::desc("Run --kiln-fuse: batch norm with relu, "
+                                   "elementwise chains, optimizer updates, "
+                                   "convolutions with inference batch norm "
+                                   "(default on)"),
                           cl::init(true), cl::cat(category));
+static cl::opt<bool> fuseConvBatchNorm(
+    "fuse-conv-batch-norm",
+    cl::desc("In the eval step, run each convolution with its batch norm, "
+             "residual add and relu as one library call (default on)"),
+    cl::init(true), cl::cat(category));
 static cl::opt<std::string>
     layout("layout",
            cl::desc("Activation layouts on x86: auto (per op, by estimated "
@@ -114,6 +123,7 @@ int main(int argc, char **argv) {
   options.cpu = cpu;
   options.printStats = stats;
   options.fuse = fuse;
+  options.fuseConvBatchNorm = fuseConvBatchNorm;
   options.layout = layout;
   if (layout.getNumOccurrences() > 0 && target == "systolic") {
     llvm::errs() << "kilnc: --layout chooses x86 activation layouts; the "

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "dialects/Kiln/IR/ShapeRules.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/OpImplementation.h"
@@ -101,6 +102,55 @@ LogicalResult FusedSgdUpdateOp::verify() {
              << ": weight, gradient, velocity and results must have one "
                 "type";
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// kiln.fused_conv2d_batch_norm
+//===----------------------------------------------------------------------===//
+
+LogicalResult FusedConv2DBatchNormOp::verify() {
+  auto input = getInput().getType();
+  auto filter = getFilter().getType();
+  auto output = getOutput().getType();
+  if (input.getElementType() != filter.getElementType() ||
+      output.getElementType() != input.getElementType())
+    return emitOpError("input, filter and output must have one element type");
+  if (!filter.hasStaticShape())
+    return emitOpError("the filter shape must be static");
+  if (!ShapedType::isDynamic(input.getDimSize(3)) &&
+      input.getDimSize(3) != filter.getDimSize(2))
+    return emitOpError("input has ")
+           << input.getDimSize(3) << " channels but the filter (HWIO) expects "
+           << filter.getDimSize(2);
+  SmallVector<int64_t> spatial;
+  if (failed(inferWindowSpatialSize(getLoc(), getOperationName(), input,
+                                    filter.getShape().take_front(2),
+                                    getStrides(), getPadding(), getDilations(),
+                                    spatial)))
+    return failure();
+  SmallVector<int64_t> expected = {input.getDimSize(0), spatial[0], spatial[1],
+                                   filter.getDimSize(3)};
+  if (!shapesCompatible(output.getShape(), expected))
+    return emitOpError("output shape [")
+           << formatShape(output.getShape())
+           << "] is not the convolution's [" << formatShape(expected) << "]";
+  if (failed(checkBatchNormOperands(getLoc(), getOperationName(), getOutput(),
+                                    {{"scale", getScale()},
+                                     {"offset", getOffset()},
+                                     {"mean", getMean()},
+                                     {"variance", getVariance()}})))
+    return failure();
+  if (Value residual = getResidual();
+      residual && residual.getType() != output)
+    return emitOpError("residual type ")
+           << residual.getType() << " differs from the output type " << output;
+  return success();
+}
+
+int64_t FusedConv2DBatchNormOp::getMultiplyAdds(int64_t dynamicDimSize) {
+  auto filter = getFilter().getType();
+  return numElementsWith(getOutput().getType(), dynamicDimSize) *
+         filter.getDimSize(0) * filter.getDimSize(1) * filter.getDimSize(2);
 }
 
 ParseResult kiln::parseParameterTypes(OpAsmParser &parser,

@@ -94,4 +94,53 @@ def Kiln_FusedSgdUpdateOp : Kiln_Op<"fused_sgd_update", [Pure,
   let hasVerifier = 1;
 }
 
+def Kiln_FusedConv2DBatchNormOp : Kiln_Op<"fused_conv2d_batch_norm", [Pure,
+    DeclareOpInterfaceMethods<Kiln_LayoutOpInterface, ["getLayoutOperands", "getLayoutResults", "getLayoutCost"]>,
+    DeclareOpInterfaceMethods<Kiln_CostOpInterface>]> {
+  let summary = "a convolution with its inference batch norm, residual add and relu";
+  let description = [{
+    `kiln.conv2d` of `input` and `filter`, then `kiln.batch_norm_inference`
+    of the result with `scale`, `offset`, `mean` and `variance`, then, when
+    present, the `residual` added, then, with `relu`, rectified. The
+    convolution's result and the sum are not rounded to bf16 in between;
+    only the output is. `--kiln-fuse` builds it in the evaluation step:
+    batch norm with fixed statistics is a per-channel scale and shift, so
+    the x86 backend scales the filter (rounding it to its element type),
+    passes the shift as the convolution's bias and adds the residual and
+    rectifies in the library's post-ops, while each output block is in
+    cache. That saves the batch norm's and the residual add's passes over
+    the activations.
+
+    ```mlir
+    %y = kiln.fused_conv2d_batch_norm %x, %w, %gamma, %beta, %mean, %var
+        residual %shortcut stride [1, 1] pad [0, 0, 0, 0] epsilon 1.000000e-05 relu
+        : (tensor<?x14x14x256xf32>, tensor<1x1x256x1024xf32>, tensor<1024xf32>,
+           tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>,
+           tensor<?x14x14x1024xf32>) -> tensor<?x14x14x1024xf32>
+    ```
+  }];
+  let arguments = (ins
+    Kiln_ActivationTensor:$input,
+    Kiln_ActivationTensor:$filter,
+    Kiln_VectorF32:$scale,
+    Kiln_VectorF32:$offset,
+    Kiln_VectorF32:$mean,
+    Kiln_VectorF32:$variance,
+    Optional<Kiln_ActivationTensor>:$residual,
+    Kiln_Positive2:$strides,
+    Kiln_Padding4:$padding,
+    DefaultValuedAttr<Kiln_Positive2, "{1, 1}">:$dilations,
+    ConfinedAttr<F32Attr, [Kiln_FloatPositive]>:$epsilon,
+    UnitAttr:$relu
+  );
+  let results = (outs Kiln_ActivationTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $filter `,` $scale `,` $offset `,` $mean `,` $variance
+    (`residual` $residual^)? `stride` $strides `pad` $padding
+    (`dilation` $dilations^)? `epsilon` $epsilon (`relu` $relu^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // KILN_DIALECT_KILN_IR_KILNFUSIONOPS_TD

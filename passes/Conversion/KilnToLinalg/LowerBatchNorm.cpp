@@ -220,14 +220,11 @@ static void emitStatistics(Lowering &l, Location loc, const ChannelLoops &cl,
   });
 }
 
-/// scale = gamma / sqrt(var + eps), shift = beta - mean * scale; then
-/// y = x * scale + shift.
-static void emitNormalize(Lowering &l, Location loc, const ChannelLoops &cl,
-                          Value x, Value gamma, Value beta, Value mean,
-                          Value var, float epsilon, Value y, bool relu) {
-  Value scale = cl.temporary(l, loc);
-  Value shift = cl.temporary(l, loc);
-  Value eps = cl.f32(l, loc, epsilon);
+void emitBatchNormCoefficients(Lowering &l, Location loc, Value gamma,
+                               Value beta, Value mean, Value var,
+                               float epsilon, Value scale, Value shift) {
+  Value eps = l.constant(
+      loc, cast<MemRefType>(scale.getType()).getElementType(), epsilon);
   l.elementwise(loc, ValueRange{gamma, beta, mean, var}, ValueRange{scale, shift},
                 [&](OpBuilder &nb, Location loc, ValueRange a) {
                   Value rstd = math::RsqrtOp::create(
@@ -237,6 +234,16 @@ static void emitNormalize(Lowering &l, Location loc, const ChannelLoops &cl,
                       nb, loc, a[1], arith::MulFOp::create(nb, loc, a[2], s));
                   yield(nb, loc, ValueRange{s, t});
                 });
+}
+
+/// scale and shift (emitBatchNormCoefficients), then y = x * scale + shift.
+static void emitNormalize(Lowering &l, Location loc, const ChannelLoops &cl,
+                          Value x, Value gamma, Value beta, Value mean,
+                          Value var, float epsilon, Value y, bool relu) {
+  Value scale = cl.temporary(l, loc);
+  Value shift = cl.temporary(l, loc);
+  emitBatchNormCoefficients(l, loc, gamma, beta, mean, var, epsilon, scale,
+                            shift);
   l.generic(loc, ValueRange{x, scale, shift}, y,
             {cl.full, cl.channel, cl.channel, cl.full}, cl.parallel,
             [&](OpBuilder &nb, Location loc, ValueRange a) {

@@ -98,6 +98,16 @@ llvm::json::Object Lowering::describe(Value value, bool activation) const {
   return object;
 }
 
+llvm::json::Object Lowering::describeTemporary(Value view) const {
+  auto type = cast<MemRefType>(view.getType());
+  llvm::json::Array shape;
+  for (int64_t d : type.getShape())
+    shape.push_back(d);
+  return llvm::json::Object{{"offset", temporaryOffsets.lookup(view)},
+                            {"shape", std::move(shape)},
+                            {"dtype", dtypeName(type.getElementType())}};
+}
+
 void Lowering::emitRuntimeCall(Location loc, StringRef name, int32_t id) {
   Value idValue = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(id));
   func::CallOp::create(b, loc, name, TypeRange{}, ValueRange{context, idValue});
@@ -173,7 +183,9 @@ Value Lowering::temporary(Location loc, ArrayRef<int64_t> shape,
     elementBits = elementType.getIntOrFloatBitWidth();
   int64_t bytes =
       type.getNumElements() * std::max<int64_t>(elementBits / 8, 1);
-  Value view = viewAt(loc, plan.scratchEnd + temporaryBytes, type);
+  int64_t offset = plan.scratchEnd + temporaryBytes;
+  Value view = viewAt(loc, offset, type);
+  temporaryOffsets[view] = offset;
   temporaryBytes += alignSlot(bytes);
   temporaryRegionBytes = std::max(temporaryRegionBytes, temporaryBytes);
   return view;
@@ -234,8 +246,8 @@ LogicalResult lowerOp(Lowering &l, Operation *op) {
           [&](Operation *op) { return lowerLoss(l, op); })
       .Case<SgdUpdateOp, FusedSgdUpdateOp, LarsUpdateOp, LearningRateOp>(
           [&](Operation *op) { return lowerOptimizer(l, op); })
-      .Case<Conv2DOp, Conv2DBackwardDataOp, Conv2DBackwardFilterOp, DenseOp,
-            MatmulOp, ReorderOp>(
+      .Case<Conv2DOp, FusedConv2DBatchNormOp, Conv2DBackwardDataOp,
+            Conv2DBackwardFilterOp, DenseOp, MatmulOp, ReorderOp>(
           [&](Operation *op) { return lowerLibraryCall(l, op); })
       .Default(
           [](Operation *op) { return op->emitOpError("has no x86 lowering"); });

@@ -103,6 +103,9 @@ public:
   /// next op starts, so every op reuses the region from its start.
   mlir::Value temporary(mlir::Location loc, llvm::ArrayRef<int64_t> shape,
                         mlir::Type elementType);
+  /// `describe` for a temporary (per-channel coefficients a library call
+  /// reads).
+  llvm::json::Object describeTemporary(mlir::Value view) const;
   /// Starts a new op: its temporaries reuse the region.
   void beginOp() { temporaryBytes = 0; }
   /// The size of the temporary region (the most any op used).
@@ -127,6 +130,8 @@ private:
   llvm::StringRef role;
   llvm::json::Array &calls;
   llvm::DenseMap<mlir::Value, mlir::Value> views;
+  /// Arena offsets of this op's temporaries, by view.
+  llvm::DenseMap<mlir::Value, int64_t> temporaryOffsets;
   int64_t temporaryBytes = 0;
   int64_t temporaryRegionBytes = 0;
 };
@@ -139,6 +144,15 @@ mlir::VectorType channelLanes(mlir::Type scalar);
 /// is a vector type (loop bodies over vector<16xT> elements).
 mlir::Value floatConstant(mlir::OpBuilder &b, mlir::Location loc,
                           mlir::Type type, double value);
+
+/// scale = gamma / sqrt(var + eps), shift = beta - mean * scale, elementwise
+/// over memrefs of one shape (f32 or vector<16xf32> elements): what batch
+/// norm with these statistics multiplies and adds per channel.
+void emitBatchNormCoefficients(Lowering &l, mlir::Location loc,
+                               mlir::Value gamma, mlir::Value beta,
+                               mlir::Value mean, mlir::Value var,
+                               float epsilon, mlir::Value scale,
+                               mlir::Value shift);
 
 /// Emits the loops or calls computing `op`. Fails with a diagnostic for an
 /// op the x86 lowering does not handle.

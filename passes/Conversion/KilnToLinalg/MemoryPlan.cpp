@@ -98,6 +98,24 @@ FailureOr<FunctionPlan> planFunction(func::FuncOp func,
     auto it = rootOf.find(v);
     return it == rootOf.end() ? v : it->second;
   };
+  // Whether the storage of `rootValue` (which `v` shares) is read by
+  // nothing after `op`: neither `v` nor any value aliasing it, and it is
+  // not an input, a variable or a result of the function.
+  auto diesAt = [&](Value v, Operation *op, Value rootValue) {
+    if (isa<BlockArgument>(rootValue) || variableOf.count(v))
+      return false;
+    auto readOnlyUntil = [&](Value u) {
+      return llvm::all_of(u.getUsers(), [&](Operation *user) {
+        return user == op || user->isBeforeInBlock(op);
+      });
+    };
+    if (!readOnlyUntil(rootValue))
+      return false;
+    for (auto [aliased, target] : rootOf)
+      if (target == rootValue && !readOnlyUntil(aliased))
+        return false;
+    return true;
+  };
   auto alias = [&](Value v, Value target) {
     if (auto it = variableOf.find(target); it != variableOf.end())
       variableOf[v] = it->second;
@@ -123,6 +141,16 @@ FailureOr<FunctionPlan> planFunction(func::FuncOp func,
       for (auto [result, operand] :
            llvm::zip(allreduce.getResults(), allreduce.getOperands()))
         alias(result, operand);
+      continue;
+    }
+    // A fused convolution adds its residual in place (the library's sum
+    // post-op reads the output buffer), so the output takes the residual's
+    // storage when nothing reads the residual afterwards; otherwise the
+    // runtime copies the residual into the output first.
+    if (auto fused = dyn_cast<FusedConv2DBatchNormOp>(op);
+        fused && fused.getResidual() &&
+        diesAt(fused.getResidual(), &op, root(fused.getResidual()))) {
+      alias(fused.getOutput(), fused.getResidual());
       continue;
     }
     for (auto [resultIndex, operandIndex] : inPlacePairs(&op))

@@ -79,3 +79,43 @@ func.func @sgd_types(%w: tensor<4xf32>, %g: tensor<4xbf16>, %lr: tensor<f32>) {
   %0:2 = "kiln.fused_sgd_update"(%w, %g, %w, %lr) {momentum = 0.9 : f32, weight_decay = 0.0 : f32} : (tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
   return
 }
+
+// -----
+
+func.func @fused_conv_types(%x: tensor<2x4x4x8xf32>, %w: tensor<1x1x8x16xbf16>, %g: tensor<16xf32>) -> tensor<2x4x4x16xf32> {
+  // expected-error @+1 {{input, filter and output must have one element type}}
+  %y = kiln.fused_conv2d_batch_norm %x, %w, %g, %g, %g, %g stride [1, 1] pad [0, 0, 0, 0] epsilon 1.0e-5 : (tensor<2x4x4x8xf32>, tensor<1x1x8x16xbf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<2x4x4x16xf32>
+  return %y : tensor<2x4x4x16xf32>
+}
+
+// -----
+
+func.func @fused_conv_channels(%x: tensor<2x4x4x4xf32>, %w: tensor<1x1x8x16xf32>, %g: tensor<16xf32>) -> tensor<2x4x4x16xf32> {
+  // expected-error @+1 {{input has 4 channels but the filter (HWIO) expects 8}}
+  %y = kiln.fused_conv2d_batch_norm %x, %w, %g, %g, %g, %g stride [1, 1] pad [0, 0, 0, 0] epsilon 1.0e-5 : (tensor<2x4x4x4xf32>, tensor<1x1x8x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<2x4x4x16xf32>
+  return %y : tensor<2x4x4x16xf32>
+}
+
+// -----
+
+func.func @fused_conv_output(%x: tensor<2x4x4x8xf32>, %w: tensor<1x1x8x16xf32>, %g: tensor<16xf32>) -> tensor<2x2x2x16xf32> {
+  // expected-error @+1 {{output shape [2, 2, 2, 16] is not the convolution's [2, 4, 4, 16]}}
+  %y = kiln.fused_conv2d_batch_norm %x, %w, %g, %g, %g, %g stride [1, 1] pad [0, 0, 0, 0] epsilon 1.0e-5 : (tensor<2x4x4x8xf32>, tensor<1x1x8x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<2x2x2x16xf32>
+  return %y : tensor<2x2x2x16xf32>
+}
+
+// -----
+
+func.func @fused_conv_statistics(%x: tensor<2x4x4x8xf32>, %w: tensor<1x1x8x16xf32>, %g: tensor<16xf32>, %m: tensor<8xf32>) -> tensor<2x4x4x16xf32> {
+  // expected-error @+1 {{mean}}
+  %y = kiln.fused_conv2d_batch_norm %x, %w, %g, %g, %m, %g stride [1, 1] pad [0, 0, 0, 0] epsilon 1.0e-5 : (tensor<2x4x4x8xf32>, tensor<1x1x8x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<8xf32>, tensor<16xf32>) -> tensor<2x4x4x16xf32>
+  return %y : tensor<2x4x4x16xf32>
+}
+
+// -----
+
+func.func @fused_conv_residual(%x: tensor<2x4x4x8xf32>, %w: tensor<1x1x8x16xf32>, %g: tensor<16xf32>, %r: tensor<2x4x4x16xbf16>) -> tensor<2x4x4x16xf32> {
+  // expected-error @+1 {{residual type 'tensor<2x4x4x16xbf16>' differs from the output type 'tensor<2x4x4x16xf32>'}}
+  %y = kiln.fused_conv2d_batch_norm %x, %w, %g, %g, %g, %g residual %r stride [1, 1] pad [0, 0, 0, 0] epsilon 1.0e-5 : (tensor<2x4x4x8xf32>, tensor<1x1x8x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<2x4x4x16xbf16>) -> tensor<2x4x4x16xf32>
+  return %y : tensor<2x4x4x16xf32>
+}

@@ -128,3 +128,14 @@ func.func @fused(%a: tensor<?x4xf32>, %b: tensor<?x4xbf16>, %w: tensor<3x4xf32>,
   // CHECK: return %[[F]]#0, %[[F]]#1, %[[NW]]#0, %[[NV]]#1
   return %f#0, %f#1, %nw#0, %nv#1 : tensor<?x4xbf16>, tensor<?x4xbf16>, tensor<3x4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @fused_conv2d_batch_norm
+func.func @fused_conv2d_batch_norm(%x: tensor<?x4x4x8xf32>, %w: tensor<3x3x8x16xf32>, %c: tensor<16xf32>, %r: tensor<?x2x2x16xf32>) -> (tensor<?x2x2x16xf32>, tensor<?x2x2x16xf32>) {
+  // CHECK: kiln.fused_conv2d_batch_norm %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} residual %{{.*}} stride [2, 2] pad [1, 1, 1, 1] epsilon 9.99999974E-6 relu : (tensor<?x4x4x8xf32>, tensor<3x3x8x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<?x2x2x16xf32>) -> tensor<?x2x2x16xf32>
+  %a = kiln.fused_conv2d_batch_norm %x, %w, %c, %c, %c, %c residual %r stride [2, 2] pad [1, 1, 1, 1] epsilon 1.0e-5 relu : (tensor<?x4x4x8xf32>, tensor<3x3x8x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<?x2x2x16xf32>) -> tensor<?x2x2x16xf32>
+  // CHECK: kiln.fused_conv2d_batch_norm %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} stride [2, 2] pad [2, 2, 2, 2] dilation [2, 2] epsilon 9.99999974E-6 :
+  %b = kiln.fused_conv2d_batch_norm %x, %w, %c, %c, %c, %c stride [2, 2] pad [2, 2, 2, 2] dilation [2, 2] epsilon 1.0e-5 : (tensor<?x4x4x8xf32>, tensor<3x3x8x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<?x2x2x16xf32>
+  return %a, %b : tensor<?x2x2x16xf32>, tensor<?x2x2x16xf32>
+}

@@ -131,6 +131,88 @@ std::vector<ConvParam> convParams() {
 INSTANTIATE_TEST_SUITE_P(Shapes, ConvKernelTest,
                          ::testing::ValuesIn(convParams()), paramName);
 
+/// A forward convolution with a bias and post-ops (a fused inference batch
+/// norm, residual and relu): output = relu(conv + bias + residual), with
+/// the residual in its own buffer (copied first) or in the output's.
+class ConvPostOpsTest : public ::testing::TestWithParam<ConvParam> {};
+
+TEST_P(ConvPostOpsTest, MatchesReference) {
+  const ConvParam &p = GetParam();
+  ref::Conv2dAttrs attrs;
+  attrs.strides = p.conv.strides;
+  attrs.padding = p.conv.padding;
+  attrs.dilations = p.conv.dilations;
+  ref::Shape yShape;
+  ASSERT_TRUE(ref::inferConv2dShape(p.conv.input, p.conv.filter, attrs, yShape)
+                  .ok());
+  const int64_t channels = yShape[3];
+
+  ArenaLayout layout;
+  TensorRef x = layout.place(p.conv.input, DType::F32, p.layout);
+  TensorRef w = layout.place(p.conv.filter);
+  TensorRef bias = layout.place({channels});
+  TensorRef residual = layout.place(yShape, DType::F32, p.layout);
+  TensorRef y = layout.place(yShape, DType::F32, p.layout);
+  TensorRef inPlace = layout.place(yShape, DType::F32, p.layout);
+  TensorRef biased = layout.place(yShape, DType::F32, p.layout);
+
+  Manifest m;
+  m.arenaBytes = layout.bytes();
+  Call c;
+  c.kind = CallKind::Conv2dForward;
+  c.strides = p.conv.strides;
+  c.padding = p.conv.padding;
+  c.dilations = p.conv.dilations;
+  c.relu = true;
+  c.operands = {{"input", x},   {"filter", w},          {"output", y},
+                {"bias", bias}, {"residual", residual}};
+  m.calls.push_back(c);
+  c.operands["output"] = c.operands["residual"] = inPlace;
+  m.calls.push_back(c);
+  // A bias alone.
+  c.operands = {{"input", x}, {"filter", w}, {"output", biased}, {"bias", bias}};
+  c.relu = false;
+  m.calls.push_back(c);
+
+  auto arena = Arena::allocate(m.arenaBytes);
+  ASSERT_TRUE(arena.isOk()) << arena.status().toString();
+  KernelOptions options;
+  options.blockedWeights = p.blocked;
+  auto kernels = Kernels::create(m, (*arena)->data(), options);
+  ASSERT_TRUE(kernels.isOk()) << kernels.status().toString();
+
+  ref::Tensor xv = randomTensor(p.conv.input, 1);
+  ref::Tensor wv = randomTensor(p.conv.filter, 2);
+  ref::Tensor bv = randomTensor({channels}, 3);
+  ref::Tensor rv = randomTensor(yShape, 4);
+  uint8_t *a = (*arena)->data();
+  storeTensor(a, x, xv);
+  storeTensor(a, w, wv);
+  storeTensor(a, bias, bv);
+  storeTensor(a, residual, rv);
+  storeTensor(a, inPlace, rv);
+  for (int32_t id = 0; id < 3; ++id)
+    (*kernels)->execute(id);
+
+  ref::Tensor withBias = ref::conv2d(xv, wv, attrs);
+  for (int64_t i = 0; i < withBias.size(); ++i)
+    withBias[i] += bv[i % channels];
+  ref::Tensor full = withBias;
+  for (int64_t i = 0; i < full.size(); ++i)
+    full[i] = std::max(full[i] + rv[i], 0.0f);
+  EXPECT_TRUE(closeTo(loadTensor(a, residual), rv, 0))
+      << "the residual's own buffer is left alone";
+  EXPECT_TRUE(closeTo(loadTensor(a, y), full, 1e-4))
+      << (*kernels)->implementation(0);
+  EXPECT_TRUE(closeTo(loadTensor(a, inPlace), full, 1e-4))
+      << (*kernels)->implementation(1);
+  EXPECT_TRUE(closeTo(loadTensor(a, biased), withBias, 1e-4))
+      << (*kernels)->implementation(2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ConvPostOpsTest,
+                         ::testing::ValuesIn(convParams()), paramName);
+
 /// bf16 operands with f32 results: the products of bf16 values are exact in
 /// f32, so the reference on bf16-rounded inputs matches to f32 accumulation.
 TEST(ConvKernelBf16Test, ForwardAndBackwardMatchReferenceOnRoundedInputs) {

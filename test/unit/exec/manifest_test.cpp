@@ -243,6 +243,60 @@ TEST(ManifestTest, ReorderCallsKeepShapeAndElementType) {
       << rank.status().toString();
 }
 
+/// The test manifest with a forward convolution like its first one, plus
+/// `operands` (JSON members) and `members`, first.
+StatusOr<Manifest> withPostOps(const Call &conv, const std::string &operands,
+                               const std::string &members) {
+  return parseManifest(mutated(
+      "\"calls\": [",
+      "\"calls\": [{\"kind\": \"conv2d_forward\", \"strides\": [1, 1], "
+      "\"padding\": [1, 1, 1, 1], " + members + "\"operands\": {\"input\": " +
+          tensorJson(conv.operand("input"), "f32", "nhwc") +
+          ", \"filter\": " + tensorJson(conv.operand("filter"), "f32", nullptr) +
+          ", \"output\": " + tensorJson(conv.operand("output"), "f32", "nhwc") +
+          operands + "}},"));
+}
+
+TEST(ManifestTest, ForwardConvolutionPostOps) {
+  auto m = parseManifest(testManifest());
+  ASSERT_TRUE(m.isOk()) << m.status().toString();
+  const Call &conv = m->calls[0];
+  const TensorRef &out = conv.operand("output");
+  TensorRef channels = out; // any arena bytes will do for the check
+  channels.shape = {out.shape[3]};
+  std::string bias = ", \"bias\": " + tensorJson(channels, "f32", nullptr);
+  std::string residual = ", \"residual\": " + tensorJson(out, "f32", "nhwc");
+
+  auto ok = withPostOps(conv, bias + residual, "\"relu\": true, ");
+  ASSERT_TRUE(ok.isOk()) << ok.status().toString();
+  EXPECT_TRUE(ok->calls[0].relu);
+  EXPECT_TRUE(ok->calls[0].hasOperand("bias"));
+  EXPECT_TRUE(ok->calls[0].hasOperand("residual"));
+  EXPECT_FALSE(ok->calls[1].relu);
+
+  auto expectError = [](const StatusOr<Manifest> &bad, const std::string &text) {
+    ASSERT_FALSE(bad.isOk());
+    EXPECT_NE(bad.status().message().find(text), std::string::npos)
+        << bad.status().toString();
+  };
+  TensorRef wide = channels;
+  wide.shape = {out.shape[3] + 1};
+  expectError(withPostOps(conv, ", \"bias\": " + tensorJson(wide, "f32", nullptr), ""),
+              "calls[0].operands.bias: must be f32[4] (one per output channel), "
+              "not f32[5]");
+  expectError(withPostOps(conv, ", \"bias\": " + tensorJson(channels, "bf16", nullptr), ""),
+              "calls[0].operands.bias: must be f32[4]");
+  expectError(withPostOps(conv, ", \"residual\": " + tensorJson(out, "f32", "nChw16c"), ""),
+              "calls[0].operands.residual: must have the output's shape, element "
+              "type and layout");
+  expectError(withPostOps(conv, ", \"shift\": " + tensorJson(channels, "f32", nullptr), ""),
+              "unknown operand \"shift\" for conv2d_forward");
+  // Post-ops belong to forward convolutions only.
+  expectError(parseManifest(mutated("\"kind\": \"conv2d_backward_data\",",
+                                    "\"kind\": \"conv2d_backward_data\", \"relu\": true,")),
+              "unknown member \"relu\"");
+}
+
 TEST(ManifestTest, ConvOutputShapeFollowsTheReferenceFormula) {
   Call c;
   c.strides = {2, 2};

@@ -107,6 +107,10 @@ struct Call {
   std::array<int64_t, 2> strides{1, 1};
   std::array<int64_t, 4> padding{0, 0, 0, 0};
   std::array<int64_t, 2> dilations{1, 1};
+  // Conv2dForward with the optional operands "bias" (f32 [Cout]) and
+  // "residual" (shaped like "output"; it may be the output's own storage):
+  // output = [relu](conv + bias [+ residual]).
+  bool relu = false;
   // Matmul: operands stored transposed (the last two dims swapped).
   bool transposeLhs = false;
   bool transposeRhs = false;
