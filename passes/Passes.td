@@ -121,7 +121,10 @@ def KilnFuse : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
 
     1. A relu that alone consumes a batch norm's output becomes the batch
        norm's `relu` flag, and a relu-backward that alone feeds a
-       batch-norm backward becomes its `relu_output` mask. Then, in the
+       batch-norm backward becomes its `relu_output` mask; a dense
+       layer's weight gradient (`kiln.matmul` with `transpose_lhs`) and bias
+       gradient (`kiln.reduce_sum`) of one output gradient become one
+       `kiln.fused_dense_backward_weights`. Then, in the
        evaluation step, a convolution whose only user is an inference batch
        norm becomes `kiln.fused_conv2d_batch_norm` with it, taking in a
        residual add and a relu that alone consume its result. (Training

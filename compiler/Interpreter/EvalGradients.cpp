@@ -151,10 +151,8 @@ LogicalResult evalMatmul(MatmulOp op, EvalContext &ctx) {
   return success();
 }
 
-LogicalResult evalReduceSum(ReduceSumOp op, EvalContext &ctx) {
-  const HostTensor &x = ctx.get(op.getInput());
-  if (x.shape.empty())
-    return ctx.error(op) << "needs an operand of rank >= 1";
+/// The sum of `x` over its leading dimension, accumulated in double.
+ref::Tensor sumOverLeading(const HostTensor &x) {
   ref::Shape shape(x.shape.begin() + 1, x.shape.end());
   int64_t inner = ref::numElements(shape);
   std::vector<double> sums(static_cast<size_t>(inner), 0.0);
@@ -164,7 +162,36 @@ LogicalResult evalReduceSum(ReduceSumOp op, EvalContext &ctx) {
   ref::Tensor y(shape);
   for (int64_t j = 0; j < inner; ++j)
     y[j] = static_cast<float>(sums[j]);
-  ctx.setFloat(op.getOutput(), std::move(y));
+  return y;
+}
+
+LogicalResult evalReduceSum(ReduceSumOp op, EvalContext &ctx) {
+  const HostTensor &x = ctx.get(op.getInput());
+  if (x.shape.empty())
+    return ctx.error(op) << "needs an operand of rank >= 1";
+  ctx.setFloat(op.getOutput(), sumOverLeading(x));
+  return success();
+}
+
+/// x^T dy and the column sums of dy, as the matmul and reduce_sum it fuses.
+LogicalResult evalFusedDenseBackwardWeights(FusedDenseBackwardWeightsOp op,
+                                            EvalContext &ctx) {
+  const HostTensor &x = ctx.get(op.getInput());
+  const HostTensor &dy = ctx.get(op.getOutputGrad());
+  if (x.shape[0] != dy.shape[0])
+    return ctx.error(op) << "input has " << x.shape[0]
+                         << " rows but the output gradient " << dy.shape[0];
+  int64_t n = x.shape[0], k = x.shape[1], m = dy.shape[1];
+  ref::Tensor dw({k, m});
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < m; ++j) {
+      double sum = 0.0;
+      for (int64_t p = 0; p < n; ++p)
+        sum += static_cast<double>(x.floats[p * k + i]) * dy.floats[p * m + j];
+      dw.at(i, j) = static_cast<float>(sum);
+    }
+  ctx.setFloat(op.getWeightGrad(), std::move(dw));
+  ctx.setFloat(op.getBiasGrad(), sumOverLeading(dy));
   return success();
 }
 
@@ -205,6 +232,9 @@ std::optional<LogicalResult> evaluateGradientOp(Operation *op,
       })
       .Case([&](MatmulOp o) { return evalMatmul(o, ctx); })
       .Case([&](ReduceSumOp o) { return evalReduceSum(o, ctx); })
+      .Case([&](FusedDenseBackwardWeightsOp o) {
+        return evalFusedDenseBackwardWeights(o, ctx);
+      })
       .Case([&](SoftmaxCrossEntropyBackwardOp o) {
         return evalSoftmaxCrossEntropyBackward(o, ctx);
       })

@@ -9,7 +9,8 @@ namespace kiln {
 
 /// Batch norm + relu in forward (train and inference) and relu-backward +
 /// batch-norm backward: each pair becomes one op, so one pass over the
-/// activations disappears in each direction.
+/// activations disappears in each direction. Also a dense layer's weight
+/// and bias gradients, which both read its output gradient.
 void populateBatchNormReluFusionPatterns(mlir::RewritePatternSet &patterns);
 
 /// In the evaluation step: conv2d + batch_norm_inference, and the residual

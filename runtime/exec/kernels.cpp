@@ -144,6 +144,7 @@ struct Kernels::Impl {
   Status planConv(const Call &call, CallPlan &plan);
   Status planMatmul(const Call &call, CallPlan &plan);
   Status planReorder(const Call &call, CallPlan &plan);
+  Status planDenseBackwardWeights(const Call &call, CallPlan &plan);
   Status allocateShared();
 };
 
@@ -343,6 +344,57 @@ Status Kernels::Impl::planMatmul(const Call &call, CallPlan &plan) {
   return Status::ok();
 }
 
+Status Kernels::Impl::planDenseBackwardWeights(const Call &call,
+                                               CallPlan &plan) {
+  const TensorRef &x = call.operand("input");
+  const TensorRef &dy = call.operand("output_grad");
+  const TensorRef &dw = call.operand("weight_grad");
+  const TensorRef &db = call.operand("bias_grad");
+  int64_t n = x.shape[0], k = x.shape[1], m = dy.shape[1];
+  plan.macs = double(n) * double(k) * double(m);
+  plan.summary = fmt::format("{}^T x {} -> {} + bias {}", shapeString(x.shape),
+                             shapeString(dy.shape), shapeString(dw.shape),
+                             shapeString(db.shape));
+  // oneDNN's inner product has weights [out, in]; the manifest's weight
+  // gradient is [in, out] row-major, i.e. that with the dims swapped (io).
+  memory::desc xMd({n, k}, toDnnl(x.dtype), memory::format_tag::ab);
+  memory::desc dyMd({n, m}, toDnnl(dy.dtype), memory::format_tag::ab);
+  memory::desc dwUser({m, k}, toDnnl(dw.dtype), memory::format_tag::ba);
+  memory::desc dbMd({m}, toDnnl(db.dtype), memory::format_tag::a);
+  dnnl::inner_product_forward::primitive_desc hint(
+      dnnl::inner_product_forward::desc(
+          dnnl::prop_kind::forward_training, xMd,
+          memory::desc({m, k}, toDnnl(x.dtype), memory::format_tag::any), dbMd,
+          dyMd),
+      attr, engine);
+  dnnl::inner_product_backward_weights::primitive_desc pd(
+      dnnl::inner_product_backward_weights::desc(xMd, anyFormat(dwUser), dbMd,
+                                                 dyMd),
+      attr, engine, hint);
+  memory gradient = bind(dwUser, dw);
+  memory produced = gradient;
+  bool reorderAfter = pd.diff_weights_desc() != dwUser;
+  if (reorderAfter)
+    produced = stagingMemory(pd.diff_weights_desc());
+  Step s;
+  s.primitive = dnnl::inner_product_backward_weights(pd);
+  s.args = {{DNNL_ARG_SRC, bind(xMd, x)},
+            {DNNL_ARG_DIFF_DST, bind(dyMd, dy)},
+            {DNNL_ARG_DIFF_WEIGHTS, produced},
+            {DNNL_ARG_DIFF_BIAS, bind(dbMd, db)},
+            {DNNL_ARG_SCRATCHPAD, scratchpadMemory(pd.scratchpad_desc())}};
+  plan.steps.push_back(std::move(s));
+  plan.impl = implName(pd);
+  if (reorderAfter) {
+    Step r;
+    r.primitive = dnnl::reorder(produced, gradient);
+    r.args = {{DNNL_ARG_FROM, produced}, {DNNL_ARG_TO, gradient}};
+    plan.steps.push_back(std::move(r));
+    plan.impl += " (+ reorder weights)";
+  }
+  return Status::ok();
+}
+
 Status Kernels::Impl::planReorder(const Call &call, CallPlan &plan) {
   const TensorRef &in = call.operand("input"), &out = call.operand("output");
   memory from = bind(activationDesc(in), in), to = bind(activationDesc(out), out);
@@ -399,6 +451,8 @@ StatusOr<std::unique_ptr<Kernels>> Kernels::create(const Manifest &manifest,
                      ? impl->planMatmul(call, impl->plans[i])
                  : call.kind == CallKind::Reorder
                      ? impl->planReorder(call, impl->plans[i])
+                 : call.kind == CallKind::DenseBackwardWeights
+                     ? impl->planDenseBackwardWeights(call, impl->plans[i])
                      : impl->planConv(call, impl->plans[i]);
       KILN_RETURN_IF_ERROR(s);
     } catch (const dnnl::error &e) {

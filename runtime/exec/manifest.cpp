@@ -64,6 +64,7 @@ const char *callKindName(CallKind kind) {
   case CallKind::Matmul: return "matmul";
   case CallKind::Dense: return "dense";
   case CallKind::Reorder: return "reorder";
+  case CallKind::DenseBackwardWeights: return "dense_backward_weights";
   }
   return "?";
 }
@@ -585,11 +586,16 @@ Status Parser::parseCall(const Value &v, const std::string &path, Call &out) {
     out.kind = CallKind::Reorder;
     operands = {"input", "output"};
     isConv = false;
+  } else if (kind == "dense_backward_weights") {
+    out.kind = CallKind::DenseBackwardWeights;
+    operands = {"input", "output_grad", "weight_grad", "bias_grad"};
+    isConv = false;
   } else {
     return error(join(path, "kind"),
                  "unknown call kind \"" + kind +
                      "\" (expected conv2d_forward, conv2d_backward_data, "
-                     "conv2d_backward_filter, matmul, dense or reorder)");
+                     "conv2d_backward_filter, matmul, dense, "
+                     "dense_backward_weights or reorder)");
   }
   if (out.kind == CallKind::Conv2dForward)
     KILN_RETURN_IF_ERROR(onlyKnownMembers(v, path,
@@ -754,6 +760,19 @@ Status Parser::checkCallShapes(const Call &call, const std::string &path) {
     expected = {x[0], w[1]};
     if (shapeOf("output") != expected)
       return mismatch("output", expected);
+    return Status::ok();
+  }
+  case CallKind::DenseBackwardWeights: {
+    const auto &x = shapeOf("input");
+    const auto &dy = shapeOf("output_grad");
+    if (x.size() != 2 || dy.size() != 2 || x[0] != dy[0])
+      return error(path, "dense_backward_weights needs input [N,K] and "
+                         "output_grad [N,M], got " +
+                             shapeString(x) + " and " + shapeString(dy));
+    if (shapeOf("weight_grad") != std::vector<int64_t>{x[1], dy[1]})
+      return mismatch("weight_grad", {x[1], dy[1]});
+    if (shapeOf("bias_grad") != std::vector<int64_t>{dy[1]})
+      return mismatch("bias_grad", {dy[1]});
     return Status::ok();
   }
   case CallKind::Reorder: {

@@ -208,3 +208,19 @@ module @fused_conv {
     return %a, %b : tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>
   }
 }
+
+// -----
+
+// A dense layer's fused weight and bias gradients are one library call.
+// CHECK-LABEL: module @dense_gradients
+// CHECK-SAME: \22kind\22:\22dense_backward_weights\22,\22operands\22:{\22bias_grad\22:{\22dtype\22:\22f32\22,\22offset\22:{{[0-9]+}},\22shape\22:[4]},\22input\22:{{.*}}\22shape\22:[2,8]},\22output_grad\22:{{.*}}\22shape\22:[2,4]},\22weight_grad\22:{{.*}}\22shape\22:[8,4]}
+// CHECK: call @kiln_rt_kernel_call
+module @dense_gradients {
+  kiln.variable parameter @w : tensor<8x4xf32> init he_normal
+  func.func @eval_step(%x: tensor<2x8xf32>) -> (tensor<8x4xf32>, tensor<4xf32>) {
+    %w = kiln.read @w : tensor<8x4xf32>
+    %dy = kiln.dense %x, %w : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
+    %dw, %db = kiln.fused_dense_backward_weights %x, %dy : (tensor<2x8xf32>, tensor<2x4xf32>) -> (tensor<8x4xf32>, tensor<4xf32>)
+    return %dw, %db : tensor<8x4xf32>, tensor<4xf32>
+  }
+}

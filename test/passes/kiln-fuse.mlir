@@ -265,3 +265,34 @@ func.func @conv_batch_norm_not_fused(%x: tensor<2x4x4x8xf32>, %w: tensor<1x1x8x1
   %r = kiln.relu %a : tensor<2x4x4x16xf32>
   return %c, %b, %t#0, %r, %b3 : tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>
 }
+
+// -----
+
+// A dense layer's weight and bias gradients read its output gradient once;
+// its input gradient (a matmul with transpose_rhs) stays a matmul.
+// CHECK-LABEL: func.func @dense_gradients
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<?x8xf32>, %[[W:[^:]*]]: tensor<8x4xf32>, %[[DY:[^:]*]]: tensor<?x4xf32>)
+// CHECK-NEXT: %[[DX:.*]] = kiln.matmul %[[DY]], %[[W]] transpose_rhs
+// CHECK-NEXT: %[[DW:.*]], %[[DB:.*]] = kiln.fused_dense_backward_weights %[[X]], %[[DY]] : (tensor<?x8xf32>, tensor<?x4xf32>) -> (tensor<8x4xf32>, tensor<4xf32>)
+// CHECK-NEXT: return %[[DX]], %[[DW]], %[[DB]]
+func.func @dense_gradients(%x: tensor<?x8xf32>, %w: tensor<8x4xf32>, %dy: tensor<?x4xf32>) -> (tensor<?x8xf32>, tensor<8x4xf32>, tensor<4xf32>) {
+  %dx = kiln.matmul %dy, %w transpose_rhs : (tensor<?x4xf32>, tensor<8x4xf32>) -> tensor<?x8xf32>
+  %dw = kiln.matmul %x, %dy transpose_lhs : (tensor<?x8xf32>, tensor<?x4xf32>) -> tensor<8x4xf32>
+  %db = kiln.reduce_sum %dy : (tensor<?x4xf32>) -> tensor<4xf32>
+  return %dx, %dw, %db : tensor<?x8xf32>, tensor<8x4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Not fused: the bias gradient sums another gradient; the product is not
+// x^T dy.
+// CHECK-LABEL: func.func @dense_gradients_not_fused
+// CHECK-NOT: kiln.fused_dense_backward_weights
+// CHECK: return
+func.func @dense_gradients_not_fused(%x: tensor<2x8xf32>, %dy: tensor<2x4xf32>, %dz: tensor<2x4xf32>, %a: tensor<4x2xf32>) -> (tensor<8x4xf32>, tensor<4xf32>, tensor<4x4xf32>, tensor<4xf32>) {
+  %dw = kiln.matmul %x, %dy transpose_lhs : (tensor<2x8xf32>, tensor<2x4xf32>) -> tensor<8x4xf32>
+  %db = kiln.reduce_sum %dz : (tensor<2x4xf32>) -> tensor<4xf32>
+  %p = kiln.matmul %a, %dz : (tensor<4x2xf32>, tensor<2x4xf32>) -> tensor<4x4xf32>
+  %s = kiln.reduce_sum %dz : (tensor<2x4xf32>) -> tensor<4xf32>
+  return %dw, %db, %p, %s : tensor<8x4xf32>, tensor<4xf32>, tensor<4x4xf32>, tensor<4xf32>
+}

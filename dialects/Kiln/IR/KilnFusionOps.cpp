@@ -153,6 +153,39 @@ int64_t FusedConv2DBatchNormOp::getMultiplyAdds(int64_t dynamicDimSize) {
          filter.getDimSize(0) * filter.getDimSize(1) * filter.getDimSize(2);
 }
 
+//===----------------------------------------------------------------------===//
+// kiln.fused_dense_backward_weights
+//===----------------------------------------------------------------------===//
+
+LogicalResult FusedDenseBackwardWeightsOp::verify() {
+  auto x = getInput().getType(), dy = getOutputGrad().getType();
+  auto dw = getWeightGrad().getType();
+  auto db = cast<RankedTensorType>(getBiasGrad().getType());
+  if (x.getElementType() != dy.getElementType() ||
+      dw.getElementType() != x.getElementType() ||
+      db.getElementType() != x.getElementType())
+    return emitOpError("operands and results must have one element type");
+  int64_t batch = x.getDimSize(0), rows = dy.getDimSize(0);
+  if (!ShapedType::isDynamic(batch) && !ShapedType::isDynamic(rows) &&
+      batch != rows)
+    return emitOpError("input has ")
+           << batch << " rows but the output gradient " << rows;
+  SmallVector<int64_t> weights = {x.getDimSize(1), dy.getDimSize(1)};
+  if (!shapesCompatible(dw.getShape(), weights) ||
+      !shapesCompatible(db.getShape(), {dy.getDimSize(1)}))
+    return emitOpError("gradients must be [")
+           << formatShape(weights) << "] and [" << dy.getDimSize(1)
+           << "], got " << dw << " and " << db;
+  return success();
+}
+
+int64_t FusedDenseBackwardWeightsOp::getMultiplyAdds(int64_t dynamicDimSize) {
+  int64_t batch = getInput().getType().getDimSize(0);
+  if (ShapedType::isDynamic(batch))
+    batch = dynamicDimSize;
+  return numElementsWith(getWeightGrad().getType(), dynamicDimSize) * batch;
+}
+
 ParseResult kiln::parseParameterTypes(OpAsmParser &parser,
                                       SmallVectorImpl<Type> &weights,
                                       SmallVectorImpl<Type> &gradients,

@@ -143,4 +143,27 @@ def Kiln_FusedConv2DBatchNormOp : Kiln_Op<"fused_conv2d_batch_norm", [Pure,
   let hasVerifier = 1;
 }
 
+def Kiln_FusedDenseBackwardWeightsOp : Kiln_BackwardOp<"fused_dense_backward_weights", [
+    DeclareOpInterfaceMethods<Kiln_CostOpInterface>]> {
+  let summary = "a dense layer's weight and bias gradients in one pass";
+  let description = [{
+    `weight_grad` is `kiln.matmul %input, %output_grad transpose_lhs` and
+    `bias_grad` is `kiln.reduce_sum %output_grad`: the two gradients that
+    read the dense layer's output gradient. `--kiln-fuse` builds it so a
+    backend reads that gradient once (on x86, one oneDNN inner-product
+    backward-weights call with its bias gradient).
+
+    ```mlir
+    %dw, %db = kiln.fused_dense_backward_weights %x, %dy
+        : (tensor<?x2048xf32>, tensor<?x1000xf32>) -> (tensor<2048x1000xf32>, tensor<1000xf32>)
+    ```
+  }];
+  let arguments = (ins Kiln_MatrixTensor:$input, Kiln_MatrixTensor:$output_grad);
+  let results = (outs Kiln_MatrixTensor:$weight_grad, Kiln_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $input `,` $output_grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // KILN_DIALECT_KILN_IR_KILNFUSIONOPS_TD

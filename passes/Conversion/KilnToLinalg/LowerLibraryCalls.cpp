@@ -109,6 +109,18 @@ LogicalResult lowerLibraryCall(Lowering &l, Operation *op) {
                                               {"operands", std::move(operands)}});
     return success();
   }
+  if (auto fused = dyn_cast<FusedDenseBackwardWeightsOp>(op)) {
+    l.emitLibraryCall(
+        loc, llvm::json::Object{
+                 {"kind", "dense_backward_weights"},
+                 {"operands",
+                  llvm::json::Object{
+                      {"input", l.describe(fused.getInput())},
+                      {"output_grad", l.describe(fused.getOutputGrad())},
+                      {"weight_grad", l.describe(fused.getWeightGrad())},
+                      {"bias_grad", l.describe(fused.getBiasGrad())}}}});
+    return success();
+  }
   if (auto reorder = dyn_cast<ReorderOp>(op)) {
     l.emitLibraryCall(
         loc, llvm::json::Object{

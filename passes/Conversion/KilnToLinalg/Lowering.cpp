@@ -247,7 +247,8 @@ LogicalResult lowerOp(Lowering &l, Operation *op) {
       .Case<SgdUpdateOp, FusedSgdUpdateOp, LarsUpdateOp, LearningRateOp>(
           [&](Operation *op) { return lowerOptimizer(l, op); })
       .Case<Conv2DOp, FusedConv2DBatchNormOp, Conv2DBackwardDataOp,
-            Conv2DBackwardFilterOp, DenseOp, MatmulOp, ReorderOp>(
+            Conv2DBackwardFilterOp, DenseOp, MatmulOp,
+            FusedDenseBackwardWeightsOp, ReorderOp>(
           [&](Operation *op) { return lowerLibraryCall(l, op); })
       .Default(
           [](Operation *op) { return op->emitOpError("has no x86 lowering"); });

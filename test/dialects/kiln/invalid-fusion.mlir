@@ -119,3 +119,27 @@ func.func @fused_conv_residual(%x: tensor<2x4x4x8xf32>, %w: tensor<1x1x8x16xf32>
   %y = kiln.fused_conv2d_batch_norm %x, %w, %g, %g, %g, %g residual %r stride [1, 1] pad [0, 0, 0, 0] epsilon 1.0e-5 : (tensor<2x4x4x8xf32>, tensor<1x1x8x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<2x4x4x16xbf16>) -> tensor<2x4x4x16xf32>
   return %y : tensor<2x4x4x16xf32>
 }
+
+// -----
+
+func.func @dense_gradient_types(%x: tensor<2x8xf32>, %dy: tensor<2x4xbf16>) -> (tensor<8x4xf32>, tensor<4xf32>) {
+  // expected-error @+1 {{operands and results must have one element type}}
+  %dw, %db = kiln.fused_dense_backward_weights %x, %dy : (tensor<2x8xf32>, tensor<2x4xbf16>) -> (tensor<8x4xf32>, tensor<4xf32>)
+  return %dw, %db : tensor<8x4xf32>, tensor<4xf32>
+}
+
+// -----
+
+func.func @dense_gradient_rows(%x: tensor<3x8xf32>, %dy: tensor<2x4xf32>) -> (tensor<8x4xf32>, tensor<4xf32>) {
+  // expected-error @+1 {{input has 3 rows but the output gradient 2}}
+  %dw, %db = kiln.fused_dense_backward_weights %x, %dy : (tensor<3x8xf32>, tensor<2x4xf32>) -> (tensor<8x4xf32>, tensor<4xf32>)
+  return %dw, %db : tensor<8x4xf32>, tensor<4xf32>
+}
+
+// -----
+
+func.func @dense_gradient_shapes(%x: tensor<2x8xf32>, %dy: tensor<2x4xf32>) -> (tensor<4x8xf32>, tensor<4xf32>) {
+  // expected-error @+1 {{gradients must be [8, 4] and [4], got 'tensor<4x8xf32>' and 'tensor<4xf32>'}}
+  %dw, %db = kiln.fused_dense_backward_weights %x, %dy : (tensor<2x8xf32>, tensor<2x4xf32>) -> (tensor<4x8xf32>, tensor<4xf32>)
+  return %dw, %db : tensor<4x8xf32>, tensor<4xf32>
+}

@@ -139,3 +139,12 @@ func.func @fused_conv2d_batch_norm(%x: tensor<?x4x4x8xf32>, %w: tensor<3x3x8x16x
   %b = kiln.fused_conv2d_batch_norm %x, %w, %c, %c, %c, %c stride [2, 2] pad [2, 2, 2, 2] dilation [2, 2] epsilon 1.0e-5 : (tensor<?x4x4x8xf32>, tensor<3x3x8x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<?x2x2x16xf32>
   return %a, %b : tensor<?x2x2x16xf32>, tensor<?x2x2x16xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @fused_dense_backward_weights
+func.func @fused_dense_backward_weights(%x: tensor<?x8xbf16>, %dy: tensor<?x4xbf16>) -> (tensor<8x4xbf16>, tensor<4xbf16>) {
+  // CHECK: kiln.fused_dense_backward_weights %{{.*}}, %{{.*}} : (tensor<?x8xbf16>, tensor<?x4xbf16>) -> (tensor<8x4xbf16>, tensor<4xbf16>)
+  %dw, %db = kiln.fused_dense_backward_weights %x, %dy : (tensor<?x8xbf16>, tensor<?x4xbf16>) -> (tensor<8x4xbf16>, tensor<4xbf16>)
+  return %dw, %db : tensor<8x4xbf16>, tensor<4xbf16>
+}

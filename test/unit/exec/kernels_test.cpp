@@ -370,6 +370,38 @@ TEST_P(DenseKernelTest, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Bias, DenseKernelTest, ::testing::Bool());
 
+// The weight and bias gradients of a dense layer in one call, against x^T dy
+// and the column sums of dy.
+TEST(DenseBackwardWeightsKernelTest, MatchesReference) {
+  const int64_t n = 6, k = 20, m = 10;
+  ArenaLayout layout;
+  TensorRef x = layout.place({n, k}), dy = layout.place({n, m});
+  TensorRef dw = layout.place({k, m}), db = layout.place({m});
+  Manifest manifest;
+  manifest.arenaBytes = layout.bytes();
+  Call call;
+  call.kind = CallKind::DenseBackwardWeights;
+  call.operands = {
+      {"input", x}, {"output_grad", dy}, {"weight_grad", dw}, {"bias_grad", db}};
+  manifest.calls = {call};
+  auto arena = Arena::allocate(manifest.arenaBytes);
+  ASSERT_TRUE(arena.isOk());
+  auto kernels = Kernels::create(manifest, (*arena)->data(), KernelOptions());
+  ASSERT_TRUE(kernels.isOk()) << kernels.status().toString();
+  ref::Tensor xv = randomTensor({n, k}, 14), dyv = randomTensor({n, m}, 15);
+  storeTensor((*arena)->data(), x, xv);
+  storeTensor((*arena)->data(), dy, dyv);
+  (*kernels)->execute(0);
+  ref::Tensor sums({m});
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < m; ++j)
+      sums[j] += dyv.at(i, j);
+  EXPECT_TRUE(closeTo(loadTensor((*arena)->data(), dw),
+                      referenceMatmul(xv, dyv, true, false), 1e-5))
+      << (*kernels)->implementation(0);
+  EXPECT_TRUE(closeTo(loadTensor((*arena)->data(), db), sums, 1e-5));
+}
+
 class ReorderKernelTest
     : public ::testing::TestWithParam<std::tuple<Layout, Layout, DType>> {};
 

@@ -297,6 +297,41 @@ TEST(ManifestTest, ForwardConvolutionPostOps) {
               "unknown member \"relu\"");
 }
 
+TEST(ManifestTest, DenseBackwardWeightsShapes) {
+  auto m = parseManifest(testManifest());
+  ASSERT_TRUE(m.isOk()) << m.status().toString();
+  TensorRef x = m->calls[0].operand("output"); // any arena bytes will do
+  auto call = [&](std::vector<int64_t> dwShape, std::vector<int64_t> dbShape) {
+    TensorRef in = x, dy = x, dw = x, db = x;
+    in.shape = {2, 8};
+    dy.shape = {2, 4};
+    dw.shape = std::move(dwShape);
+    db.shape = std::move(dbShape);
+    return parseManifest(mutated(
+        "\"calls\": [",
+        "\"calls\": [{\"kind\": \"dense_backward_weights\", \"operands\": "
+        "{\"input\": " + tensorJson(in, "f32", nullptr) +
+            ", \"output_grad\": " + tensorJson(dy, "f32", nullptr) +
+            ", \"weight_grad\": " + tensorJson(dw, "f32", nullptr) +
+            ", \"bias_grad\": " + tensorJson(db, "f32", nullptr) + "}},"));
+  };
+  auto ok = call({8, 4}, {4});
+  ASSERT_TRUE(ok.isOk()) << ok.status().toString();
+  EXPECT_EQ(ok->calls[0].kind, CallKind::DenseBackwardWeights);
+  auto weights = call({4, 8}, {4});
+  ASSERT_FALSE(weights.isOk());
+  EXPECT_NE(weights.status().message().find(
+                "calls[0].operands.weight_grad: shape [4,8] does not match the "
+                "expected [8,4]"),
+            std::string::npos)
+      << weights.status().toString();
+  auto bias = call({8, 4}, {8});
+  ASSERT_FALSE(bias.isOk());
+  EXPECT_NE(bias.status().message().find("calls[0].operands.bias_grad: shape"),
+            std::string::npos)
+      << bias.status().toString();
+}
+
 TEST(ManifestTest, ConvOutputShapeFollowsTheReferenceFormula) {
   Call c;
   c.strides = {2, 2};

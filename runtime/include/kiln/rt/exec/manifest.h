@@ -95,6 +95,9 @@ enum class CallKind {
   Dense,
   /// The same activation into another layout (input -> output).
   Reorder,
+  /// A dense layer's weight and bias gradients from its input and output
+  /// gradient: weight_grad = input^T output_grad, bias_grad = column sums.
+  DenseBackwardWeights,
 };
 const char *callKindName(CallKind kind);
 
