@@ -190,8 +190,10 @@ LogicalResult evalFusedDenseBackwardWeights(FusedDenseBackwardWeightsOp op,
         sum += static_cast<double>(x.floats[p * k + i]) * dy.floats[p * m + j];
       dw.at(i, j) = static_cast<float>(sum);
     }
+  // Both before either is stored: storing may move the operands.
+  ref::Tensor db = sumOverLeading(dy);
   ctx.setFloat(op.getWeightGrad(), std::move(dw));
-  ctx.setFloat(op.getBiasGrad(), sumOverLeading(dy));
+  ctx.setFloat(op.getBiasGrad(), std::move(db));
   return success();
 }
 
