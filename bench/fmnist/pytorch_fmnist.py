@@ -142,7 +142,7 @@ def main():
         seconds = time.perf_counter() - start
         row = {"system": "pytorch", "epoch": epoch + 1, "epoch_sec": seconds,
                "images_per_sec": steps_per_epoch * args.batch / seconds, "channels_last": args.channels_last,
-               "precision": "bf16" if args.bf16 else "f32",
+               "precision": "bf16" if args.bf16 else "fp32",
                "threads": args.threads, "loss": loss.item(),
                "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                "torch": torch.__version__}

@@ -76,7 +76,7 @@ module @fused {
   kiln.variable state @b.momentum : tensor<4xf32> init zeros
   func.func @train_step(%x: tensor<2x4xf32>, %labels: tensor<2xi32>) -> (tensor<f32>, tensor<2x4xf32>) {
     // CHECK: linalg.generic
-    // CHECK-SAME: ins(%{{.*}}, %{{.*}} : memref<2x4xf32>, memref<2x4xf32>) outs(%{{.*}} : memref<2x4xf32>)
+    // CHECK-SAME: ins(%{{.*}}, %{{.*}} : memref<8xf32>, memref<8xf32>) outs(%{{.*}} : memref<8xf32>)
     // CHECK: %[[S:.*]] = arith.addf
     // CHECK: %[[R:.*]] = arith.maximumf %[[S]]
     // CHECK: linalg.yield %[[R]]

@@ -20,11 +20,13 @@ static Type elementTypeOf(Value tensor) {
 }
 
 Value ReluOp::buildScalar(OpBuilder &b, Location loc, ValueRange operands) {
-  // Exact in bf16 too, so no widening; maximumf propagates NaN as the
-  // reference does.
-  Value zero = arith::ConstantOp::create(
-      b, loc, b.getFloatAttr(operands[0].getType(), 0.0));
-  return arith::MaximumFOp::create(b, loc, operands[0], zero);
+  // Exact in any type; bf16 is compared as f32 all the same, because x86
+  // has no bf16 max and LLVM would scalarize it. maximumf propagates NaN
+  // as the reference does.
+  Value x = widenToF32(b, loc, operands[0]);
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
+  return narrowTo(b, loc, arith::MaximumFOp::create(b, loc, x, zero),
+                  operands[0].getType());
 }
 
 Value AddOp::buildScalar(OpBuilder &b, Location loc, ValueRange operands) {
@@ -35,11 +37,13 @@ Value AddOp::buildScalar(OpBuilder &b, Location loc, ValueRange operands) {
 
 Value ReluBackwardOp::buildScalar(OpBuilder &b, Location loc,
                                   ValueRange operands) {
-  // dy where the forward output is positive: a select, exact in any type.
+  // dy where the forward output is positive: a select, exact in any type
+  // (the comparison in f32, as for relu).
+  Value positive = arith::CmpFOp::create(
+      b, loc, arith::CmpFPredicate::OGT, widenToF32(b, loc, operands[1]),
+      arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0)));
   Value zero = arith::ConstantOp::create(
-      b, loc, b.getFloatAttr(operands[1].getType(), 0.0));
-  Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                         operands[1], zero);
+      b, loc, b.getFloatAttr(operands[0].getType(), 0.0));
   return arith::SelectOp::create(b, loc, positive, operands[0], zero);
 }
 
