@@ -142,6 +142,8 @@ struct Kernels::Impl {
   }
 
   Status planConv(const Call &call, CallPlan &plan);
+  Status planConvWith(const Call &call, CallPlan &plan,
+                      dnnl::algorithm algorithm);
   Status planMatmul(const Call &call, CallPlan &plan);
   Status planReorder(const Call &call, CallPlan &plan);
   Status planDenseBackwardWeights(const Call &call, CallPlan &plan);
@@ -149,6 +151,36 @@ struct Kernels::Impl {
 };
 
 Status Kernels::Impl::planConv(const Call &call, CallPlan &plan) {
+  const TensorRef &w = call.operand(
+      call.kind == CallKind::Conv2dBackwardFilter ? "filter_grad" : "filter");
+  bool eligible = options.convAlgorithm != ConvAlgorithm::Direct &&
+                  w.dtype == DType::F32 &&
+                  w.shape[0] == 3 && w.shape[1] == 3 &&
+                  call.strides == std::array<int64_t, 2>{1, 1} &&
+                  call.dilations == std::array<int64_t, 2>{1, 1};
+  for (const auto &[name, t] : call.operands)
+    eligible &= t.dtype == DType::F32;
+  if (eligible) {
+    // oneDNN refuses shapes and layouts its Winograd kernels do not cover
+    // (NHWC, channels not a multiple of 16); those stay direct.
+    try {
+      CallPlan chosen;
+      Status s = planConvWith(call, chosen,
+                              options.convAlgorithm == ConvAlgorithm::Winograd
+                                  ? dnnl::algorithm::convolution_winograd
+                                  : dnnl::algorithm::convolution_auto);
+      if (s.isOk()) {
+        plan = std::move(chosen);
+        return s;
+      }
+    } catch (const dnnl::error &) {
+    }
+  }
+  return planConvWith(call, plan, dnnl::algorithm::convolution_direct);
+}
+
+Status Kernels::Impl::planConvWith(const Call &call, CallPlan &plan,
+                                   dnnl::algorithm algorithm) {
   bool fwd = call.kind == CallKind::Conv2dForward;
   bool bwdData = call.kind == CallKind::Conv2dBackwardData;
   const TensorRef &x = call.operand(fwd ? "input"
@@ -185,7 +217,7 @@ Status Kernels::Impl::planConv(const Call &call, CallPlan &plan) {
                                                 : memory::format_tag::hwio)
           : wMd;
   dnnl::convolution_forward::desc fwdDesc(
-      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+      dnnl::prop_kind::forward_training, algorithm,
       xFwd, wFwd, yMd, strides, dilates, padL, padR);
   dnnl::convolution_forward::primitive_desc fwdPd(fwdDesc, attr, engine);
 
@@ -218,7 +250,7 @@ Status Kernels::Impl::planConv(const Call &call, CallPlan &plan) {
                               memory::format_tag::a);
         fwdDesc = dnnl::convolution_forward::desc(
             dnnl::prop_kind::forward_training,
-            dnnl::algorithm::convolution_direct, xFwd, wFwd, biasMd, yMd,
+            algorithm, xFwd, wFwd, biasMd, yMd,
             strides, dilates, padL, padR);
       }
       fwdPd = dnnl::convolution_forward::primitive_desc(fwdDesc, postAttr,
@@ -257,7 +289,7 @@ Status Kernels::Impl::planConv(const Call &call, CallPlan &plan) {
 
   if (bwdData) {
     dnnl::convolution_backward_data::desc desc(
-        dnnl::algorithm::convolution_direct, xMd, wMd, yMd, strides, dilates,
+        algorithm, xMd, wMd, yMd, strides, dilates,
         padL, padR);
     dnnl::convolution_backward_data::primitive_desc pd(desc, attr, engine,
                                                        fwdPd);
@@ -280,7 +312,7 @@ Status Kernels::Impl::planConv(const Call &call, CallPlan &plan) {
   }
 
   dnnl::convolution_backward_weights::desc desc(
-      dnnl::algorithm::convolution_direct, xMd, wMd, yMd, strides, dilates,
+      algorithm, xMd, wMd, yMd, strides, dilates,
       padL, padR);
   dnnl::convolution_backward_weights::primitive_desc pd(desc, attr, engine,
                                                         fwdPd);

@@ -164,6 +164,14 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
           o.blockedWeights = v == "blocked";
           return Status::ok();
         }}},
+      {"--conv-algorithm",
+       {true, [&](const std::string &f, const std::string &v) {
+          if (v != "direct" && v != "winograd" && v != "auto")
+            return bad(fmt::format(
+                "{} expects direct, winograd or auto, got '{}'", f, v));
+          o.convAlgorithm = v;
+          return Status::ok();
+        }}},
       {"--profile", boolFlag(o.profile, true)},
       {"--model-dir", {true, [&](const std::string &, const std::string &v) {
                          o.modelDir = v;
@@ -309,6 +317,9 @@ learning-rate schedule (written into the schedule variable's slots):
 compute:
   --threads N              oneDNN threads (default: cores / ranks on this node)
   --weights-format F       blocked (default: oneDNN's format, reordered) | hwio
+  --conv-algorithm A       auto (default: oneDNN's choice) | winograd | direct:
+                           whether f32 3x3 stride-1 convolutions on nChw16c
+                           may run as Winograd F(4x4,3x3)
   --profile                per-kernel time and GFLOP/s at the end
 
 output:

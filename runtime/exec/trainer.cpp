@@ -138,6 +138,10 @@ Status Trainer::setup() {
 
   KernelOptions kernelOptions;
   kernelOptions.blockedWeights = options.blockedWeights;
+  kernelOptions.convAlgorithm =
+      options.convAlgorithm == "direct"     ? ConvAlgorithm::Direct
+      : options.convAlgorithm == "winograd" ? ConvAlgorithm::Winograd
+                                            : ConvAlgorithm::Auto;
   kernelOptions.profile = options.profile;
   KILN_ASSIGN_OR_RETURN(kernels,
                         Kernels::create(manifest, arena->data(), kernelOptions));

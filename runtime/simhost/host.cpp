@@ -104,7 +104,8 @@ Status splitTargetFlags(int argc, char **argv, TargetOptions &target,
       target.printConfig = true;
     } else if (arg == "--device-report") {
       target.deviceReport = true;
-    } else if (name == "--threads" || name == "--weights-format") {
+    } else if (name == "--threads" || name == "--weights-format" ||
+               name == "--conv-algorithm") {
       return KILN_STATUS(kInvalidArgument,
                          fmt::format("{} does not apply to the systolic "
                                      "target (it sets up x86 kernels)",
@@ -126,8 +127,9 @@ systolic target (the program runs on a simulated device, docs/systolic.md):
   --device-report          print the simulated step's per-op cycle table at start
   Progress lines show the host's img/s and the device's simulated img/s at the
   target clock (a step's device time does not depend on the data: it is
-  simulated once). --threads, --weights-format and --profile (x86 kernel
-  profile) do not apply; there is no --eval on this target yet.
+  simulated once). --threads, --weights-format, --conv-algorithm and
+  --profile (x86 kernel profile) do not apply; there is no --eval on this
+  target yet.
 )";
 }
 

@@ -35,6 +35,8 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--rtol", type=float, default=1e-4)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--run-flag", action="append", default=[],
+                   help="a flag for the executable (repeatable)")
     p.add_argument("--eval-rtol", type=float,
                    help="also compare the eval step's loss after training")
     p.add_argument("kilnc_flags", nargs="*", help="training-step flags, after --")
@@ -50,7 +52,7 @@ def main():
         model_dir = os.path.join(tmp, "run")
         run([exe, "--synthetic", "--synthetic-batches", "1", "--steps", str(args.steps),
              "--log-every", "1", "--threads", str(args.threads), "--model-dir", model_dir]
-            + (["--eval"] if args.eval_rtol is not None else []))
+            + args.run_flag + (["--eval"] if args.eval_rtol is not None else []))
         rows = [json.loads(line) for line in open(os.path.join(model_dir, "metrics.jsonl"))]
         compiled = [r["loss"] for r in rows if r.get("kind") == "train"]
         if args.eval_rtol is not None:

@@ -131,6 +131,74 @@ std::vector<ConvParam> convParams() {
 INSTANTIATE_TEST_SUITE_P(Shapes, ConvKernelTest,
                          ::testing::ValuesIn(convParams()), paramName);
 
+/// With --conv-algorithm winograd, an f32 3x3 stride-1 convolution on
+/// nChw16c runs as Winograd in all three directions and still matches the
+/// reference (to a looser tolerance: its transforms round more); a strided
+/// one, and any NHWC one, stays direct.
+TEST(ConvKernelWinogradTest, EligibleConvolutionsMatchReference) {
+  ref::Conv2dAttrs same;
+  same.strides = {1, 1};
+  same.padding = {1, 1, 1, 1};
+  const ref::Shape xShape = {2, 12, 12, 16}, wShape = {3, 3, 16, 32};
+  const ref::Shape yShape = {2, 12, 12, 32};
+  for (Layout layout : {Layout::NChw16c, Layout::None}) {
+    ArenaLayout arenaLayout;
+    TensorRef x = arenaLayout.place(xShape, DType::F32, layout);
+    TensorRef w = arenaLayout.place(wShape);
+    TensorRef y = arenaLayout.place(yShape, DType::F32, layout);
+    TensorRef dx = arenaLayout.place(xShape, DType::F32, layout);
+    TensorRef dw = arenaLayout.place(wShape);
+    TensorRef dy = arenaLayout.place(yShape, DType::F32, layout);
+    TensorRef ys = arenaLayout.place({2, 6, 6, 32}, DType::F32, layout);
+    Manifest m;
+    m.arenaBytes = arenaLayout.bytes();
+    auto conv = [&](CallKind kind, std::map<std::string, TensorRef> operands,
+                    std::array<int64_t, 2> strides) {
+      Call c;
+      c.kind = kind;
+      c.operands = std::move(operands);
+      c.strides = strides;
+      c.padding = {1, 1, 1, 1};
+      m.calls.push_back(c);
+    };
+    conv(CallKind::Conv2dForward, {{"input", x}, {"filter", w}, {"output", y}},
+         {1, 1});
+    conv(CallKind::Conv2dBackwardData,
+         {{"output_grad", dy}, {"filter", w}, {"input_grad", dx}}, {1, 1});
+    conv(CallKind::Conv2dBackwardFilter,
+         {{"input", x}, {"output_grad", dy}, {"filter_grad", dw}}, {1, 1});
+    conv(CallKind::Conv2dForward, {{"input", x}, {"filter", w}, {"output", ys}},
+         {2, 2});
+    auto arena = Arena::allocate(m.arenaBytes);
+    ASSERT_TRUE(arena.isOk()) << arena.status().toString();
+    KernelOptions options;
+    options.convAlgorithm = ConvAlgorithm::Winograd;
+    auto kernels = Kernels::create(m, (*arena)->data(), options);
+    ASSERT_TRUE(kernels.isOk()) << kernels.status().toString();
+    for (int32_t id = 0; id < 4; ++id) {
+      bool winograd =
+          (*kernels)->implementation(id).find("wino") != std::string::npos;
+      EXPECT_EQ(winograd, layout == Layout::NChw16c && id < 3)
+          << layoutName(layout) << " call " << id << ": "
+          << (*kernels)->implementation(id);
+    }
+
+    ref::Tensor xv = randomTensor(xShape, 1), wv = randomTensor(wShape, 2);
+    ref::Tensor dyv = randomTensor(yShape, 3);
+    uint8_t *a = (*arena)->data();
+    storeTensor(a, x, xv);
+    storeTensor(a, w, wv);
+    storeTensor(a, dy, dyv);
+    for (int32_t id = 0; id < 3; ++id)
+      (*kernels)->execute(id);
+    EXPECT_TRUE(closeTo(loadTensor(a, y), ref::conv2d(xv, wv, same), 1e-3));
+    EXPECT_TRUE(closeTo(loadTensor(a, dx),
+                        ref::conv2dBackwardData(dyv, wv, xShape, same), 1e-3));
+    EXPECT_TRUE(closeTo(loadTensor(a, dw),
+                        ref::conv2dBackwardFilter(xv, dyv, wShape, same), 1e-3));
+  }
+}
+
 /// A forward convolution with a bias and post-ops (a fused inference batch
 /// norm, residual and relu): output = relu(conv + bias + residual), with
 /// the residual in its own buffer (copied first) or in the output's.

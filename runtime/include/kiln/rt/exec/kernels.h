@@ -15,6 +15,13 @@
 // staging buffer serves all calls (calls run one after another), as does one
 // user-mode scratchpad.
 //
+// Algorithm. An f32 3x3 stride-1 convolution that oneDNN can run as
+// Winograd F(4x4, 3x3) (nChw16c activations, channels a multiple of 16) may
+// do so: about half the time of the direct kernels on ResNet-50's 3x3
+// layers, with rounding a little different (docs/performance.md). `Auto`
+// (the default) lets oneDNN's heuristic choose per direction, `Winograd`
+// forces it wherever supported, `Direct` never uses it.
+//
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RT_EXEC_KERNELS_H
 #define KILN_RT_EXEC_KERNELS_H
@@ -28,10 +35,14 @@
 
 namespace kiln::rt::exec {
 
+enum class ConvAlgorithm { Direct, Winograd, Auto };
+
 struct KernelOptions {
   /// Let oneDNN choose the weight format of convolutions (see above);
   /// otherwise convolutions read and write HWIO directly.
   bool blockedWeights = true;
+  /// Whether eligible f32 3x3 convolutions may run as Winograd (above).
+  ConvAlgorithm convAlgorithm = ConvAlgorithm::Auto;
   /// Time every call (steady clock around the execution).
   bool profile = false;
 };

@@ -48,6 +48,7 @@ struct RunOptions {
   // Compute.
   int64_t threads = 0; ///< 0: cores / ranks on this node
   bool blockedWeights = true;
+  std::string convAlgorithm = "auto"; ///< direct | winograd | auto
   bool profile = false;
 
   // Output.
