@@ -385,6 +385,7 @@ struct FusePass : impl::KilnFuseBase<FusePass> {
       return applyPatternsGreedily(getOperation(), std::move(patterns));
     };
     if (failed(apply(populateBatchNormReluFusionPatterns)) ||
+        failed(apply(populateDenseGradientFusionPatterns)) ||
         (convBatchNorm && failed(apply(populateConvBatchNormFusionPatterns))) ||
         (elementwiseChains &&
          failed(apply(populateElementwiseFusionPatterns))) ||
@@ -397,8 +398,11 @@ struct FusePass : impl::KilnFuseBase<FusePass> {
 void populateBatchNormReluFusionPatterns(RewritePatternSet &patterns) {
   patterns.add<FuseBatchNormRelu<BatchNormTrainOp>,
                FuseBatchNormRelu<BatchNormInferenceOp>,
-               FuseReluBackwardIntoBatchNormBackward,
-               FuseDenseWeightAndBiasGradients>(patterns.getContext());
+               FuseReluBackwardIntoBatchNormBackward>(patterns.getContext());
+}
+
+void populateDenseGradientFusionPatterns(RewritePatternSet &patterns) {
+  patterns.add<FuseDenseWeightAndBiasGradients>(patterns.getContext());
 }
 
 void populateConvBatchNormFusionPatterns(RewritePatternSet &patterns) {

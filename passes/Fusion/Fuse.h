@@ -9,9 +9,13 @@ namespace kiln {
 
 /// Batch norm + relu in forward (train and inference) and relu-backward +
 /// batch-norm backward: each pair becomes one op, so one pass over the
-/// activations disappears in each direction. Also a dense layer's weight
-/// and bias gradients, which both read its output gradient.
+/// activations disappears in each direction.
 void populateBatchNormReluFusionPatterns(mlir::RewritePatternSet &patterns);
+
+/// A dense layer's weight gradient (matmul transpose_lhs) and bias gradient
+/// (reduce_sum) of one output gradient become kiln.fused_dense_backward_weights,
+/// which reads that gradient once.
+void populateDenseGradientFusionPatterns(mlir::RewritePatternSet &patterns);
 
 /// In the evaluation step: conv2d + batch_norm_inference, and the residual
 /// add and relu after them, become kiln.fused_conv2d_batch_norm, which a

@@ -24,7 +24,7 @@ Value ReluOp::buildScalar(OpBuilder &b, Location loc, ValueRange operands) {
   // has no bf16 max and LLVM would scalarize it. maximumf propagates NaN
   // as the reference does.
   Value x = widenToF32(b, loc, operands[0]);
-  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
+  Value zero = floatConstant(b, loc, x.getType(), 0.0);
   return narrowTo(b, loc, arith::MaximumFOp::create(b, loc, x, zero),
                   operands[0].getType());
 }
@@ -39,11 +39,11 @@ Value ReluBackwardOp::buildScalar(OpBuilder &b, Location loc,
                                   ValueRange operands) {
   // dy where the forward output is positive: a select, exact in any type
   // (the comparison in f32, as for relu).
-  Value positive = arith::CmpFOp::create(
-      b, loc, arith::CmpFPredicate::OGT, widenToF32(b, loc, operands[1]),
-      arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0)));
-  Value zero = arith::ConstantOp::create(
-      b, loc, b.getFloatAttr(operands[0].getType(), 0.0));
+  Value y = widenToF32(b, loc, operands[1]);
+  Value positive =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, y,
+                            floatConstant(b, loc, y.getType(), 0.0));
+  Value zero = floatConstant(b, loc, operands[0].getType(), 0.0);
   return arith::SelectOp::create(b, loc, positive, operands[0], zero);
 }
 

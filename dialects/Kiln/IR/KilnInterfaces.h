@@ -16,10 +16,16 @@ enum class Bf16Policy { Compute, Follow, F32 };
 
 /// Scalar arithmetic runs in f32 (ElementwiseOpInterface and the loops of
 /// the x86 lowering): a bf16 value is widened after loading and the result
-/// rounded back to the element type before storing.
+/// rounded back to the element type before storing. Both take a scalar or a
+/// vector of lanes; `type` may be the scalar element type of a vector `v`.
 mlir::Value widenToF32(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v);
 mlir::Value narrowTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
                      mlir::Type type);
+
+/// A float constant of `type` at `b`'s insertion point, a splat if `type`
+/// is a vector type (loop bodies over vector<16xT> elements).
+mlir::Value floatConstant(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Type type, double value);
 
 namespace detail {
 /// Indices of the 4-D float tensors among `types` (LayoutOpInterface's

@@ -88,9 +88,10 @@ def Kiln_ElementwiseOpInterface : OpInterface<"ElementwiseOpInterface"> {
   let methods = [
     InterfaceMethod<[{
         Builds, at the builder's insertion point, the result element from
-        `operands` (one scalar per operand, of the operand's element type)
-        and returns it with the result's element type: bf16 results are
-        rounded there, as storing them would.
+        `operands` (one element per operand, of the operand's element type,
+        or all of them vectors of that type: 16 lanes at a time) and returns
+        it with the result's element type (a vector of it for vectors): bf16
+        results are rounded there, as storing them would.
       }],
       "::mlir::Value", "buildScalar",
       (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,

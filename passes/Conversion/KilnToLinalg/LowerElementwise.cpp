@@ -82,11 +82,16 @@ LogicalResult lowerElementwise(Lowering &l, Operation *op) {
   // its inputs and writes its results once.
   //
   // Every operand and result has one shape and one layout, so the loop runs
-  // over the storage as one flat dimension: a long loop LLVM vectorizes,
-  // where a 16- or 32-channel innermost loop would be unrolled to scalar
-  // code first (and bf16 arithmetic then stays scalar).
+  // over the storage as one flat dimension, 16 elements to a vector<16xT>
+  // when the size allows: vector code by construction. (A 16- or 32-channel
+  // innermost loop would be unrolled to scalar code, and LLVM leaves the
+  // rounding of f32 to bf16 scalar unless it is given vectors.)
   auto flat = [&](Value v) {
-    return l.viewAs(v, {cast<RankedTensorType>(v.getType()).getNumElements()});
+    auto type = cast<RankedTensorType>(v.getType());
+    int64_t n = type.getNumElements();
+    if (n % 16 == 0)
+      return l.viewAs(v, {n / 16}, channelLanes(type.getElementType()));
+    return l.viewAs(v, {n});
   };
   if (auto elementwise = dyn_cast<ElementwiseOpInterface>(op)) {
     SmallVector<Value> inputs = llvm::map_to_vector(op->getOperands(), flat);

@@ -130,15 +130,6 @@ Value Lowering::f32(Location loc, double value) {
 
 VectorType channelLanes(Type scalar) { return VectorType::get({16}, scalar); }
 
-Value floatConstant(OpBuilder &b, Location loc, Type type, double value) {
-  if (auto vector = dyn_cast<VectorType>(type))
-    return arith::ConstantOp::create(
-        b, loc,
-        DenseElementsAttr::get(vector,
-                               b.getFloatAttr(vector.getElementType(), value)));
-  return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
-}
-
 Value Lowering::constant(Location loc, Type type, double value) {
   return floatConstant(b, loc, type, value);
 }

@@ -140,11 +140,6 @@ private:
 /// one AVX-512 register of f32): vector<16 x scalar>.
 mlir::VectorType channelLanes(mlir::Type scalar);
 
-/// A float constant of `type` at `b`'s insertion point, a splat if `type`
-/// is a vector type (loop bodies over vector<16xT> elements).
-mlir::Value floatConstant(mlir::OpBuilder &b, mlir::Location loc,
-                          mlir::Type type, double value);
-
 /// scale = gamma / sqrt(var + eps), shift = beta - mean * scale, elementwise
 /// over memrefs of one shape (f32 or vector<16xf32> elements): what batch
 /// norm with these statistics multiplies and adds per channel.
