@@ -107,8 +107,8 @@ LogicalResult evalFusedConvBatchNorm(FusedConv2DBatchNormOp op,
   ref::Tensor beta = ctx.get(op.getOffset()).toRef();
   ref::Tensor mean = ctx.get(op.getMean()).toRef();
   ref::Tensor var = ctx.get(op.getVariance()).toRef();
-  if (failed(ctx.check(op, ref::checkBatchNormShapes(
-                               yShape, {&gamma, &beta, &mean, &var}))))
+  if (failed(ctx.check(
+          op, ref::checkBatchNormShapes(yShape, {&gamma, &beta, &mean, &var}))))
     return failure();
   ref::Tensor y =
       ref::batchNormInference(ref::conv2d(x, w, attrs), gamma, beta, mean, var,

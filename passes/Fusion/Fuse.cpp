@@ -99,9 +99,9 @@ struct FuseResidualIntoConv : OpRewritePattern<AddOp> {
       // The add's place: the residual is defined before it.
       rewriter.setInsertionPoint(add);
       auto merged = FusedConv2DBatchNormOp::create(
-          rewriter, fused.getLoc(), add.getOutput().getType(),
-          fused.getInput(), fused.getFilter(), fused.getScale(),
-          fused.getOffset(), fused.getMean(), fused.getVariance(), residual,
+          rewriter, fused.getLoc(), add.getOutput().getType(), fused.getInput(),
+          fused.getFilter(), fused.getScale(), fused.getOffset(),
+          fused.getMean(), fused.getVariance(), residual,
           fused.getStridesAttr(), fused.getPaddingAttr(),
           fused.getDilationsAttr(), fused.getEpsilonAttr(), UnitAttr());
       rewriter.replaceOp(add, merged.getOutput());
@@ -120,8 +120,8 @@ struct FuseReluIntoConv : OpRewritePattern<ReluOp> {
     FusedConv2DBatchNormOp fused = openFusedConv(relu.getInput());
     if (!fused)
       return failure();
-    rewriter.modifyOpInPlace(fused,
-                             [&] { fused.setReluAttr(rewriter.getUnitAttr()); });
+    rewriter.modifyOpInPlace(
+        fused, [&] { fused.setReluAttr(rewriter.getUnitAttr()); });
     rewriter.replaceOp(relu, fused.getOutput());
     return success();
   }
@@ -148,7 +148,7 @@ struct FuseDenseWeightAndBiasGradients : OpRewritePattern<ReduceSumOp> {
           matmul.getLhs().getType().getElementType() != dyType.getElementType())
         continue;
       Operation *first = matmul->isBeforeInBlock(sum) ? matmul.getOperation()
-                                                       : sum.getOperation();
+                                                      : sum.getOperation();
       Operation *x = matmul.getLhs().getDefiningOp();
       if (x && x->getBlock() == first->getBlock() && !x->isBeforeInBlock(first))
         continue;
@@ -406,8 +406,9 @@ void populateDenseGradientFusionPatterns(RewritePatternSet &patterns) {
 }
 
 void populateConvBatchNormFusionPatterns(RewritePatternSet &patterns) {
-  patterns.add<FuseConvBatchNormInference, FuseResidualIntoConv,
-               FuseReluIntoConv>(patterns.getContext());
+  patterns
+      .add<FuseConvBatchNormInference, FuseResidualIntoConv, FuseReluIntoConv>(
+          patterns.getContext());
 }
 
 void populateElementwiseFusionPatterns(RewritePatternSet &patterns) {

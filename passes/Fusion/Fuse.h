@@ -13,8 +13,8 @@ namespace kiln {
 void populateBatchNormReluFusionPatterns(mlir::RewritePatternSet &patterns);
 
 /// A dense layer's weight gradient (matmul transpose_lhs) and bias gradient
-/// (reduce_sum) of one output gradient become kiln.fused_dense_backward_weights,
-/// which reads that gradient once.
+/// (reduce_sum) of one output gradient become
+/// kiln.fused_dense_backward_weights, which reads that gradient once.
 void populateDenseGradientFusionPatterns(mlir::RewritePatternSet &patterns);
 
 /// In the evaluation step: conv2d + batch_norm_inference, and the residual

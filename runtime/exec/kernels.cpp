@@ -154,8 +154,7 @@ Status Kernels::Impl::planConv(const Call &call, CallPlan &plan) {
   const TensorRef &w = call.operand(
       call.kind == CallKind::Conv2dBackwardFilter ? "filter_grad" : "filter");
   bool eligible = options.convAlgorithm != ConvAlgorithm::Direct &&
-                  w.dtype == DType::F32 &&
-                  w.shape[0] == 3 && w.shape[1] == 3 &&
+                  w.dtype == DType::F32 && w.shape[0] == 3 && w.shape[1] == 3 &&
                   call.strides == std::array<int64_t, 2>{1, 1} &&
                   call.dilations == std::array<int64_t, 2>{1, 1};
   for (const auto &[name, t] : call.operands)
@@ -216,9 +215,9 @@ Status Kernels::Impl::planConvWith(const Call &call, CallPlan &plan,
                          options.blockedWeights ? memory::format_tag::any
                                                 : memory::format_tag::hwio)
           : wMd;
-  dnnl::convolution_forward::desc fwdDesc(
-      dnnl::prop_kind::forward_training, algorithm,
-      xFwd, wFwd, yMd, strides, dilates, padL, padR);
+  dnnl::convolution_forward::desc fwdDesc(dnnl::prop_kind::forward_training,
+                                          algorithm, xFwd, wFwd, yMd, strides,
+                                          dilates, padL, padR);
   dnnl::convolution_forward::primitive_desc fwdPd(fwdDesc, attr, engine);
 
   auto reorderStep = [&](memory from, memory to) {
@@ -240,8 +239,7 @@ Status Kernels::Impl::planConvWith(const Call &call, CallPlan &plan,
       if (hasResidual)
         postOps.append_sum(1.0f);
       if (call.relu)
-        postOps.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f,
-                               0.0f);
+        postOps.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
       dnnl::primitive_attr postAttr;
       postAttr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       postAttr.set_post_ops(postOps);
@@ -249,12 +247,11 @@ Status Kernels::Impl::planConvWith(const Call &call, CallPlan &plan,
         biasMd = memory::desc({y.shape[3]}, memory::data_type::f32,
                               memory::format_tag::a);
         fwdDesc = dnnl::convolution_forward::desc(
-            dnnl::prop_kind::forward_training,
-            algorithm, xFwd, wFwd, biasMd, yMd,
-            strides, dilates, padL, padR);
+            dnnl::prop_kind::forward_training, algorithm, xFwd, wFwd, biasMd,
+            yMd, strides, dilates, padL, padR);
       }
-      fwdPd = dnnl::convolution_forward::primitive_desc(fwdDesc, postAttr,
-                                                        engine);
+      fwdPd =
+          dnnl::convolution_forward::primitive_desc(fwdDesc, postAttr, engine);
       plan.summary += hasBias ? " + bias" : "";
       plan.summary += hasResidual ? " + residual" : "";
       plan.summary += call.relu ? ", relu" : "";
@@ -262,9 +259,10 @@ Status Kernels::Impl::planConvWith(const Call &call, CallPlan &plan,
     // The sum post-op adds what the output holds: the residual, unless the
     // memory plan already put the output in the residual's place.
     if (hasResidual && call.operand("residual").offset != y.offset) {
-      plan.steps.push_back(reorderStep(
-          bind(activationDesc(call.operand("residual")), call.operand("residual")),
-          bind(yMd, y)));
+      plan.steps.push_back(
+          reorderStep(bind(activationDesc(call.operand("residual")),
+                           call.operand("residual")),
+                      bind(yMd, y)));
       plan.summary += " (copied)";
     }
     memory weights = bind(wUser, w);
@@ -288,9 +286,8 @@ Status Kernels::Impl::planConvWith(const Call &call, CallPlan &plan,
   }
 
   if (bwdData) {
-    dnnl::convolution_backward_data::desc desc(
-        algorithm, xMd, wMd, yMd, strides, dilates,
-        padL, padR);
+    dnnl::convolution_backward_data::desc desc(algorithm, xMd, wMd, yMd,
+                                               strides, dilates, padL, padR);
     dnnl::convolution_backward_data::primitive_desc pd(desc, attr, engine,
                                                        fwdPd);
     memory weights = bind(wUser, w);
@@ -311,9 +308,8 @@ Status Kernels::Impl::planConvWith(const Call &call, CallPlan &plan,
     return Status::ok();
   }
 
-  dnnl::convolution_backward_weights::desc desc(
-      algorithm, xMd, wMd, yMd, strides, dilates,
-      padL, padR);
+  dnnl::convolution_backward_weights::desc desc(algorithm, xMd, wMd, yMd,
+                                                strides, dilates, padL, padR);
   dnnl::convolution_backward_weights::primitive_desc pd(desc, attr, engine,
                                                         fwdPd);
   memory gradient = bind(wUser, w);

@@ -127,25 +127,23 @@ LogicalResult FusedConv2DBatchNormOp::verify() {
            << input.getDimSize(3) << " channels but the filter (HWIO) expects "
            << filter.getDimSize(2);
   SmallVector<int64_t> spatial;
-  if (failed(inferWindowSpatialSize(getLoc(), getOperationName(), input,
-                                    filter.getShape().take_front(2),
-                                    getStrides(), getPadding(), getDilations(),
-                                    spatial)))
+  if (failed(inferWindowSpatialSize(
+          getLoc(), getOperationName(), input, filter.getShape().take_front(2),
+          getStrides(), getPadding(), getDilations(), spatial)))
     return failure();
   SmallVector<int64_t> expected = {input.getDimSize(0), spatial[0], spatial[1],
                                    filter.getDimSize(3)};
   if (!shapesCompatible(output.getShape(), expected))
     return emitOpError("output shape [")
-           << formatShape(output.getShape())
-           << "] is not the convolution's [" << formatShape(expected) << "]";
+           << formatShape(output.getShape()) << "] is not the convolution's ["
+           << formatShape(expected) << "]";
   if (failed(checkBatchNormOperands(getLoc(), getOperationName(), getOutput(),
                                     {{"scale", getScale()},
                                      {"offset", getOffset()},
                                      {"mean", getMean()},
                                      {"variance", getVariance()}})))
     return failure();
-  if (Value residual = getResidual();
-      residual && residual.getType() != output)
+  if (Value residual = getResidual(); residual && residual.getType() != output)
     return emitOpError("residual type ")
            << residual.getType() << " differs from the output type " << output;
   return success();
@@ -178,8 +176,8 @@ LogicalResult FusedDenseBackwardWeightsOp::verify() {
   if (!shapesCompatible(dw.getShape(), weights) ||
       !shapesCompatible(db.getShape(), {dy.getDimSize(1)}))
     return emitOpError("gradients must be [")
-           << formatShape(weights) << "] and [" << dy.getDimSize(1)
-           << "], got " << dw << " and " << db;
+           << formatShape(weights) << "] and [" << dy.getDimSize(1) << "], got "
+           << dw << " and " << db;
   return success();
 }
 

@@ -27,8 +27,7 @@ Value kiln::narrowTo(OpBuilder &b, Location loc, Value v, Type type) {
   return v;
 }
 
-Value kiln::floatConstant(OpBuilder &b, Location loc, Type type,
-                          double value) {
+Value kiln::floatConstant(OpBuilder &b, Location loc, Type type, double value) {
   if (auto vector = dyn_cast<VectorType>(type))
     return arith::ConstantOp::create(
         b, loc,

@@ -221,8 +221,8 @@ static void emitStatistics(Lowering &l, Location loc, const ChannelLoops &cl,
 }
 
 void emitBatchNormCoefficients(Lowering &l, Location loc, Value gamma,
-                               Value beta, Value mean, Value var,
-                               float epsilon, Value scale, Value shift) {
+                               Value beta, Value mean, Value var, float epsilon,
+                               Value scale, Value shift) {
   Value eps = l.constant(
       loc, cast<MemRefType>(scale.getType()).getElementType(), epsilon);
   l.elementwise(loc, ValueRange{gamma, beta, mean, var}, ValueRange{scale, shift},

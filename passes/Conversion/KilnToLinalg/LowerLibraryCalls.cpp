@@ -50,30 +50,30 @@ LogicalResult lowerLibraryCall(Lowering &l, Operation *op) {
     Type f32 = l.b.getF32Type();
     Value scale = l.temporary(loc, {channels}, f32);
     Value bias = l.temporary(loc, {channels}, f32);
-    emitBatchNormCoefficients(l, loc, l.view(fused.getScale()),
-                              l.view(fused.getOffset()), l.view(fused.getMean()),
-                              l.view(fused.getVariance()),
-                              fused.getEpsilon().convertToFloat(), scale, bias);
+    emitBatchNormCoefficients(
+        l, loc, l.view(fused.getScale()), l.view(fused.getOffset()),
+        l.view(fused.getMean()), l.view(fused.getVariance()),
+        fused.getEpsilon().convertToFloat(), scale, bias);
     Value filter = l.view(fused.getFilter());
     Value scaled =
         l.temporary(loc, filterType.getShape(), filterType.getElementType());
     MLIRContext *ctx = l.b.getContext();
-    l.generic(loc, ValueRange{filter, scale}, scaled,
-              {AffineMap::getMultiDimIdentityMap(4, ctx),
-               AffineMap::get(4, 0, getAffineDimExpr(3, ctx)),
-               AffineMap::getMultiDimIdentityMap(4, ctx)},
-              SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
-              [&](OpBuilder &nb, Location loc, ValueRange a) {
-                Value w = arith::MulFOp::create(
-                    nb, loc, widenToF32(nb, loc, a[0]), a[1]);
-                linalg::YieldOp::create(
-                    nb, loc, narrowTo(nb, loc, w, filterType.getElementType()));
-              });
-    llvm::json::Object operands{
-        {"input", l.describe(fused.getInput())},
-        {"filter", l.describeTemporary(scaled)},
-        {"bias", l.describeTemporary(bias)},
-        {"output", l.describe(fused.getOutput())}};
+    l.generic(
+        loc, ValueRange{filter, scale}, scaled,
+        {AffineMap::getMultiDimIdentityMap(4, ctx),
+         AffineMap::get(4, 0, getAffineDimExpr(3, ctx)),
+         AffineMap::getMultiDimIdentityMap(4, ctx)},
+        SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
+        [&](OpBuilder &nb, Location loc, ValueRange a) {
+          Value w =
+              arith::MulFOp::create(nb, loc, widenToF32(nb, loc, a[0]), a[1]);
+          linalg::YieldOp::create(
+              nb, loc, narrowTo(nb, loc, w, filterType.getElementType()));
+        });
+    llvm::json::Object operands{{"input", l.describe(fused.getInput())},
+                                {"filter", l.describeTemporary(scaled)},
+                                {"bias", l.describeTemporary(bias)},
+                                {"output", l.describe(fused.getOutput())}};
     if (Value residual = fused.getResidual())
       operands["residual"] = l.describe(residual);
     llvm::json::Object call =
@@ -111,14 +111,14 @@ LogicalResult lowerLibraryCall(Lowering &l, Operation *op) {
   }
   if (auto fused = dyn_cast<FusedDenseBackwardWeightsOp>(op)) {
     l.emitLibraryCall(
-        loc, llvm::json::Object{
-                 {"kind", "dense_backward_weights"},
-                 {"operands",
-                  llvm::json::Object{
-                      {"input", l.describe(fused.getInput())},
-                      {"output_grad", l.describe(fused.getOutputGrad())},
-                      {"weight_grad", l.describe(fused.getWeightGrad())},
-                      {"bias_grad", l.describe(fused.getBiasGrad())}}}});
+        loc,
+        llvm::json::Object{
+            {"kind", "dense_backward_weights"},
+            {"operands", llvm::json::Object{
+                             {"input", l.describe(fused.getInput())},
+                             {"output_grad", l.describe(fused.getOutputGrad())},
+                             {"weight_grad", l.describe(fused.getWeightGrad())},
+                             {"bias_grad", l.describe(fused.getBiasGrad())}}}});
     return success();
   }
   if (auto reorder = dyn_cast<ReorderOp>(op)) {

@@ -145,9 +145,8 @@ mlir::VectorType channelLanes(mlir::Type scalar);
 /// norm with these statistics multiplies and adds per channel.
 void emitBatchNormCoefficients(Lowering &l, mlir::Location loc,
                                mlir::Value gamma, mlir::Value beta,
-                               mlir::Value mean, mlir::Value var,
-                               float epsilon, mlir::Value scale,
-                               mlir::Value shift);
+                               mlir::Value mean, mlir::Value var, float epsilon,
+                               mlir::Value scale, mlir::Value shift);
 
 /// Emits the loops or calls computing `op`. Fails with a diagnostic for an
 /// op the x86 lowering does not handle.

@@ -195,7 +195,8 @@ TEST(ConvKernelWinogradTest, EligibleConvolutionsMatchReference) {
     EXPECT_TRUE(closeTo(loadTensor(a, dx),
                         ref::conv2dBackwardData(dyv, wv, xShape, same), 1e-3));
     EXPECT_TRUE(closeTo(loadTensor(a, dw),
-                        ref::conv2dBackwardFilter(xv, dyv, wShape, same), 1e-3));
+                        ref::conv2dBackwardFilter(xv, dyv, wShape, same),
+                        1e-3));
   }
 }
 
@@ -211,8 +212,8 @@ TEST_P(ConvPostOpsTest, MatchesReference) {
   attrs.padding = p.conv.padding;
   attrs.dilations = p.conv.dilations;
   ref::Shape yShape;
-  ASSERT_TRUE(ref::inferConv2dShape(p.conv.input, p.conv.filter, attrs, yShape)
-                  .ok());
+  ASSERT_TRUE(
+      ref::inferConv2dShape(p.conv.input, p.conv.filter, attrs, yShape).ok());
   const int64_t channels = yShape[3];
 
   ArenaLayout layout;
@@ -232,13 +233,17 @@ TEST_P(ConvPostOpsTest, MatchesReference) {
   c.padding = p.conv.padding;
   c.dilations = p.conv.dilations;
   c.relu = true;
-  c.operands = {{"input", x},   {"filter", w},          {"output", y},
-                {"bias", bias}, {"residual", residual}};
+  c.operands = {{"input", x},
+                {"filter", w},
+                {"output", y},
+                {"bias", bias},
+                {"residual", residual}};
   m.calls.push_back(c);
   c.operands["output"] = c.operands["residual"] = inPlace;
   m.calls.push_back(c);
   // A bias alone.
-  c.operands = {{"input", x}, {"filter", w}, {"output", biased}, {"bias", bias}};
+  c.operands = {
+      {"input", x}, {"filter", w}, {"output", biased}, {"bias", bias}};
   c.relu = false;
   m.calls.push_back(c);
 
@@ -449,8 +454,10 @@ TEST(DenseBackwardWeightsKernelTest, MatchesReference) {
   manifest.arenaBytes = layout.bytes();
   Call call;
   call.kind = CallKind::DenseBackwardWeights;
-  call.operands = {
-      {"input", x}, {"output_grad", dy}, {"weight_grad", dw}, {"bias_grad", db}};
+  call.operands = {{"input", x},
+                   {"output_grad", dy},
+                   {"weight_grad", dw},
+                   {"bias_grad", db}};
   manifest.calls = {call};
   auto arena = Arena::allocate(manifest.arenaBytes);
   ASSERT_TRUE(arena.isOk());

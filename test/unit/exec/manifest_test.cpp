@@ -250,9 +250,10 @@ StatusOr<Manifest> withPostOps(const Call &conv, const std::string &operands,
   return parseManifest(mutated(
       "\"calls\": [",
       "\"calls\": [{\"kind\": \"conv2d_forward\", \"strides\": [1, 1], "
-      "\"padding\": [1, 1, 1, 1], " + members + "\"operands\": {\"input\": " +
-          tensorJson(conv.operand("input"), "f32", "nhwc") +
-          ", \"filter\": " + tensorJson(conv.operand("filter"), "f32", nullptr) +
+      "\"padding\": [1, 1, 1, 1], " +
+          members + "\"operands\": {\"input\": " +
+          tensorJson(conv.operand("input"), "f32", "nhwc") + ", \"filter\": " +
+          tensorJson(conv.operand("filter"), "f32", nullptr) +
           ", \"output\": " + tensorJson(conv.operand("output"), "f32", "nhwc") +
           operands + "}},"));
 }
@@ -274,26 +275,35 @@ TEST(ManifestTest, ForwardConvolutionPostOps) {
   EXPECT_TRUE(ok->calls[0].hasOperand("residual"));
   EXPECT_FALSE(ok->calls[1].relu);
 
-  auto expectError = [](const StatusOr<Manifest> &bad, const std::string &text) {
+  auto expectError = [](const StatusOr<Manifest> &bad,
+                        const std::string &text) {
     ASSERT_FALSE(bad.isOk());
     EXPECT_NE(bad.status().message().find(text), std::string::npos)
         << bad.status().toString();
   };
   TensorRef wide = channels;
   wide.shape = {out.shape[3] + 1};
-  expectError(withPostOps(conv, ", \"bias\": " + tensorJson(wide, "f32", nullptr), ""),
-              "calls[0].operands.bias: must be f32[4] (one per output channel), "
-              "not f32[5]");
-  expectError(withPostOps(conv, ", \"bias\": " + tensorJson(channels, "bf16", nullptr), ""),
-              "calls[0].operands.bias: must be f32[4]");
-  expectError(withPostOps(conv, ", \"residual\": " + tensorJson(out, "f32", "nChw16c"), ""),
-              "calls[0].operands.residual: must have the output's shape, element "
-              "type and layout");
-  expectError(withPostOps(conv, ", \"shift\": " + tensorJson(channels, "f32", nullptr), ""),
-              "unknown operand \"shift\" for conv2d_forward");
+  expectError(
+      withPostOps(conv, ", \"bias\": " + tensorJson(wide, "f32", nullptr), ""),
+      "calls[0].operands.bias: must be f32[4] (one per output channel), "
+      "not f32[5]");
+  expectError(
+      withPostOps(conv, ", \"bias\": " + tensorJson(channels, "bf16", nullptr),
+                  ""),
+      "calls[0].operands.bias: must be f32[4]");
+  expectError(
+      withPostOps(conv, ", \"residual\": " + tensorJson(out, "f32", "nChw16c"),
+                  ""),
+      "calls[0].operands.residual: must have the output's shape, element "
+      "type and layout");
+  expectError(
+      withPostOps(conv, ", \"shift\": " + tensorJson(channels, "f32", nullptr),
+                  ""),
+      "unknown operand \"shift\" for conv2d_forward");
   // Post-ops belong to forward convolutions only.
-  expectError(parseManifest(mutated("\"kind\": \"conv2d_backward_data\",",
-                                    "\"kind\": \"conv2d_backward_data\", \"relu\": true,")),
+  expectError(parseManifest(mutated(
+                  "\"kind\": \"conv2d_backward_data\",",
+                  "\"kind\": \"conv2d_backward_data\", \"relu\": true,")),
               "unknown member \"relu\"");
 }
 
@@ -310,7 +320,8 @@ TEST(ManifestTest, DenseBackwardWeightsShapes) {
     return parseManifest(mutated(
         "\"calls\": [",
         "\"calls\": [{\"kind\": \"dense_backward_weights\", \"operands\": "
-        "{\"input\": " + tensorJson(in, "f32", nullptr) +
+        "{\"input\": " +
+            tensorJson(in, "f32", nullptr) +
             ", \"output_grad\": " + tensorJson(dy, "f32", nullptr) +
             ", \"weight_grad\": " + tensorJson(dw, "f32", nullptr) +
             ", \"bias_grad\": " + tensorJson(db, "f32", nullptr) + "}},"));

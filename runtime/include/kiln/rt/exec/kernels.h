@@ -1,4 +1,5 @@
-//===- kernels.h - The library kernels behind kiln_rt_kernel_call -*- C++ -*-===//
+//===- kernels.h - The library kernels behind kiln_rt_kernel_call -*- C++
+//-*-===//
 //
 // For every manifest "calls" entry the runtime creates its oneDNN primitives
 // once, at start-up, with memory objects bound to arena + offset; a call is
