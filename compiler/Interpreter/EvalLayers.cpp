@@ -41,7 +41,9 @@ std::vector<int64_t> maxPoolWinners(const ref::Tensor &x,
   return winners;
 }
 
-LogicalResult evalConv(Conv2DOp op, EvalContext &ctx) {
+/// The convolution of a conv2d or a fused convolution, in f32.
+template <typename ConvOp>
+FailureOr<ref::Tensor> convolve(ConvOp op, EvalContext &ctx) {
   ref::Tensor x = ctx.get(op.getInput()).toRef();
   ref::Tensor w = ctx.get(op.getFilter()).toRef();
   ref::Conv2dAttrs attrs =
@@ -50,7 +52,14 @@ LogicalResult evalConv(Conv2DOp op, EvalContext &ctx) {
   if (failed(ctx.check(op,
                        ref::inferConv2dShape(x.shape, w.shape, attrs, yShape))))
     return failure();
-  ctx.setFloat(op.getOutput(), ref::conv2d(x, w, attrs));
+  return ref::conv2d(x, w, attrs);
+}
+
+LogicalResult evalConv(Conv2DOp op, EvalContext &ctx) {
+  FailureOr<ref::Tensor> y = convolve(op, ctx);
+  if (failed(y))
+    return failure();
+  ctx.setFloat(op.getOutput(), std::move(*y));
   return success();
 }
 
@@ -91,28 +100,22 @@ LogicalResult evalBatchNormInference(BatchNormInferenceOp op,
   return success();
 }
 
-/// Convolution, batch norm, residual and relu in f32, rounded once at the
-/// end (what oneDNN's post-ops compute).
+/// Convolution, batch norm, residual and relu in f32, rounded to the
+/// element type once, at the end (the op's definition).
 LogicalResult evalFusedConvBatchNorm(FusedConv2DBatchNormOp op,
                                      EvalContext &ctx) {
-  ref::Tensor x = ctx.get(op.getInput()).toRef();
-  ref::Tensor w = ctx.get(op.getFilter()).toRef();
-  ref::Conv2dAttrs attrs =
-      convAttrs(op.getStrides(), op.getPadding(), op.getDilations());
-  ref::Shape yShape;
-  if (failed(ctx.check(op,
-                       ref::inferConv2dShape(x.shape, w.shape, attrs, yShape))))
+  FailureOr<ref::Tensor> conv = convolve(op, ctx);
+  if (failed(conv))
     return failure();
   ref::Tensor gamma = ctx.get(op.getScale()).toRef();
   ref::Tensor beta = ctx.get(op.getOffset()).toRef();
   ref::Tensor mean = ctx.get(op.getMean()).toRef();
   ref::Tensor var = ctx.get(op.getVariance()).toRef();
-  if (failed(ctx.check(
-          op, ref::checkBatchNormShapes(yShape, {&gamma, &beta, &mean, &var}))))
+  if (failed(ctx.check(op, ref::checkBatchNormShapes(
+                               conv->shape, {&gamma, &beta, &mean, &var}))))
     return failure();
-  ref::Tensor y =
-      ref::batchNormInference(ref::conv2d(x, w, attrs), gamma, beta, mean, var,
-                              op.getEpsilon().convertToFloat());
+  ref::Tensor y = ref::batchNormInference(*conv, gamma, beta, mean, var,
+                                          op.getEpsilon().convertToFloat());
   if (Value residual = op.getResidual()) {
     const HostTensor &r = ctx.get(residual);
     if (failed(ctx.checkSameShape(op, "the residual", r.shape, y.shape)))
