@@ -22,7 +22,7 @@ def main():
               f"{k['images_per_sec'] / t['images_per_sec']:6.2f} {k['compile_sec']:12.1f}s "
               f"{k['peak_rss_mib']:8.0f}MiB {t['peak_rss_mib']:11.0f}MiB")
     for precision in ("fp32", "bf16"):
-        profile = read_profile(os.path.join(out, f"run_{precision}", "metrics.jsonl"))
+        profile = read_profile(os.path.join(out, f"profile_{precision}", "metrics.jsonl"))
         if profile:
             print_profile(precision, *profile)
             plot_profile(precision, *profile, out)

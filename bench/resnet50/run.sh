@@ -2,7 +2,8 @@
 # ResNet-50 training, 224x224, batch 32, 2 threads, synthetic data: Kiln (fp32
 # and bf16) against PyTorch (fp32 and bf16 autocast, channels_last, glibc
 # malloc tuned) in one run. Prints images/s, the ratios, Kiln's compile time
-# and both peak memories, and writes the per-layer profile of Kiln's run.
+# and both peak memories, and writes the per-layer profile of a separate,
+# shorter Kiln run under --profile (which slows the step by a few per cent).
 #
 #   bench/resnet50/run.sh [STEPS]      (results in build/bench/resnet50/)
 set -euo pipefail
@@ -21,11 +22,15 @@ for precision in fp32 bf16; do
   build/bin/kilnc models/resnet50.mlir --batch=32 --precision=$precision \
     --nesterov=true --weight-decay=1e-4 -o "$out/resnet50_$precision"
   compile=$(echo "$(date +%s.%N) - $start" | bc)
-  rm -rf "$out/run_$precision"  # metrics.jsonl appends to an existing run
-  # Peak memory of the whole process, from the kernel's accounting.
+  rm -rf "$out/run_$precision" "$out/profile_$precision"  # metrics.jsonl appends
+  # Peak memory of the whole process, from the kernel's accounting. Timed
+  # without --profile, which times every call and costs a few per cent; a
+  # second, shorter run gives the per-layer profile.
   /usr/bin/time -f "%M" -o "$out/rss_$precision" "$out/resnet50_$precision" \
     --synthetic --steps $((steps + 2)) --threads 2 --log-every 1 \
-    --model-dir "$out/run_$precision" --profile > "$out/kiln_$precision.log" 2>&1
+    --model-dir "$out/run_$precision" > "$out/kiln_$precision.log" 2>&1
+  "$out/resnet50_$precision" --synthetic --steps 4 --threads 2 --log-every 0 \
+    --model-dir "$out/profile_$precision" --profile > "$out/profile_$precision.log" 2>&1
   python3 - "$out/run_$precision/metrics.jsonl" "$precision" "$compile" \
     "$(cat "$out/rss_$precision")" >> "$results" <<'PY'
 import json, sys
