@@ -82,6 +82,14 @@ struct Step {
   std::unordered_map<int, memory> args;
 };
 
+/// A oneDNN reorder from one memory into another (format or type change).
+Step reorderStep(memory from, memory to) {
+  Step s;
+  s.primitive = dnnl::reorder(from, to);
+  s.args = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+  return s;
+}
+
 struct CallPlan {
   std::vector<Step> steps;
   std::string impl;
@@ -139,6 +147,24 @@ struct Kernels::Impl {
 
   static std::string implName(const dnnl::primitive_desc_base &pd) {
     return pd.impl_info_str();
+  }
+
+  /// Adds `primitive`, a backward-weights pass whose weight gradient is
+  /// wanted in `user`: written there directly when its format is `wanted`'s,
+  /// else into the staging buffer and reordered into `user` after.
+  void addWeightGradientStep(CallPlan &plan, dnnl::primitive primitive,
+                             std::unordered_map<int, memory> args,
+                             const memory::desc &wanted, memory user,
+                             std::string impl) {
+    bool reorderAfter = wanted != user.get_desc();
+    memory produced = reorderAfter ? stagingMemory(wanted) : user;
+    args[DNNL_ARG_DIFF_WEIGHTS] = produced;
+    plan.steps.push_back({std::move(primitive), std::move(args)});
+    plan.impl = std::move(impl);
+    if (reorderAfter) {
+      plan.steps.push_back(reorderStep(produced, user));
+      plan.impl += " (+ reorder weights)";
+    }
   }
 
   Status planConv(const Call &call, CallPlan &plan);
@@ -219,13 +245,6 @@ Status Kernels::Impl::planConvWith(const Call &call, CallPlan &plan,
                                           algorithm, xFwd, wFwd, yMd, strides,
                                           dilates, padL, padR);
   dnnl::convolution_forward::primitive_desc fwdPd(fwdDesc, attr, engine);
-
-  auto reorderStep = [&](memory from, memory to) {
-    Step s;
-    s.primitive = dnnl::reorder(from, to);
-    s.args = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
-    return s;
-  };
 
   if (fwd) {
     // A fused inference batch norm arrives as a bias; the residual is added
@@ -312,23 +331,12 @@ Status Kernels::Impl::planConvWith(const Call &call, CallPlan &plan,
                                                 strides, dilates, padL, padR);
   dnnl::convolution_backward_weights::primitive_desc pd(desc, attr, engine,
                                                         fwdPd);
-  memory gradient = bind(wUser, w);
-  memory produced = gradient;
-  bool reorderAfter = pd.diff_weights_desc() != wUser;
-  if (reorderAfter)
-    produced = stagingMemory(pd.diff_weights_desc());
-  Step s;
-  s.primitive = dnnl::convolution_backward_weights(pd);
-  s.args = {{DNNL_ARG_SRC, bind(xMd, x)},
-            {DNNL_ARG_DIFF_DST, bind(yMd, y)},
-            {DNNL_ARG_DIFF_WEIGHTS, produced},
-            {DNNL_ARG_SCRATCHPAD, scratchpadMemory(pd.scratchpad_desc())}};
-  plan.steps.push_back(std::move(s));
-  plan.impl = implName(pd);
-  if (reorderAfter) {
-    plan.steps.push_back(reorderStep(produced, gradient));
-    plan.impl += " (+ reorder weights)";
-  }
+  addWeightGradientStep(
+      plan, dnnl::convolution_backward_weights(pd),
+      {{DNNL_ARG_SRC, bind(xMd, x)},
+       {DNNL_ARG_DIFF_DST, bind(yMd, y)},
+       {DNNL_ARG_SCRATCHPAD, scratchpadMemory(pd.scratchpad_desc())}},
+      pd.diff_weights_desc(), bind(wUser, w), implName(pd));
   return Status::ok();
 }
 
@@ -399,27 +407,13 @@ Status Kernels::Impl::planDenseBackwardWeights(const Call &call,
       dnnl::inner_product_backward_weights::desc(xMd, anyFormat(dwUser), dbMd,
                                                  dyMd),
       attr, engine, hint);
-  memory gradient = bind(dwUser, dw);
-  memory produced = gradient;
-  bool reorderAfter = pd.diff_weights_desc() != dwUser;
-  if (reorderAfter)
-    produced = stagingMemory(pd.diff_weights_desc());
-  Step s;
-  s.primitive = dnnl::inner_product_backward_weights(pd);
-  s.args = {{DNNL_ARG_SRC, bind(xMd, x)},
-            {DNNL_ARG_DIFF_DST, bind(dyMd, dy)},
-            {DNNL_ARG_DIFF_WEIGHTS, produced},
-            {DNNL_ARG_DIFF_BIAS, bind(dbMd, db)},
-            {DNNL_ARG_SCRATCHPAD, scratchpadMemory(pd.scratchpad_desc())}};
-  plan.steps.push_back(std::move(s));
-  plan.impl = implName(pd);
-  if (reorderAfter) {
-    Step r;
-    r.primitive = dnnl::reorder(produced, gradient);
-    r.args = {{DNNL_ARG_FROM, produced}, {DNNL_ARG_TO, gradient}};
-    plan.steps.push_back(std::move(r));
-    plan.impl += " (+ reorder weights)";
-  }
+  addWeightGradientStep(
+      plan, dnnl::inner_product_backward_weights(pd),
+      {{DNNL_ARG_SRC, bind(xMd, x)},
+       {DNNL_ARG_DIFF_DST, bind(dyMd, dy)},
+       {DNNL_ARG_DIFF_BIAS, bind(dbMd, db)},
+       {DNNL_ARG_SCRATCHPAD, scratchpadMemory(pd.scratchpad_desc())}},
+      pd.diff_weights_desc(), bind(dwUser, dw), implName(pd));
   return Status::ok();
 }
 

@@ -107,7 +107,10 @@ public:
   /// reads).
   llvm::json::Object describeTemporary(mlir::Value view) const;
   /// Starts a new op: its temporaries reuse the region.
-  void beginOp() { temporaryBytes = 0; }
+  void beginOp() {
+    temporaryBytes = 0;
+    temporaryOffsets.clear();
+  }
   /// The size of the temporary region (the most any op used).
   int64_t getTemporaryRegionBytes() const { return temporaryRegionBytes; }
 

@@ -49,14 +49,32 @@ std::string paramName(const ::testing::TestParamInfo<ConvParam> &info) {
          layoutName(info.param.layout);
 }
 
+ref::Conv2dAttrs attrsOf(const ConvCase &c) {
+  ref::Conv2dAttrs attrs;
+  attrs.strides = c.strides;
+  attrs.padding = c.padding;
+  attrs.dilations = c.dilations;
+  return attrs;
+}
+
+/// A convolution call of `kind` with the case's strides, padding and
+/// dilations.
+Call convCall(CallKind kind, std::map<std::string, TensorRef> operands,
+              const ConvCase &c) {
+  Call call;
+  call.kind = kind;
+  call.operands = std::move(operands);
+  call.strides = c.strides;
+  call.padding = c.padding;
+  call.dilations = c.dilations;
+  return call;
+}
+
 class ConvKernelTest : public ::testing::TestWithParam<ConvParam> {};
 
 TEST_P(ConvKernelTest, MatchesReference) {
   const ConvParam &p = GetParam();
-  ref::Conv2dAttrs attrs;
-  attrs.strides = p.conv.strides;
-  attrs.padding = p.conv.padding;
-  attrs.dilations = p.conv.dilations;
+  ref::Conv2dAttrs attrs = attrsOf(p.conv);
   ref::Shape yShape;
   ASSERT_TRUE(ref::inferConv2dShape(p.conv.input, p.conv.filter, attrs, yShape)
                   .ok());
@@ -72,13 +90,7 @@ TEST_P(ConvKernelTest, MatchesReference) {
   Manifest m;
   m.arenaBytes = layout.bytes();
   auto conv = [&](CallKind kind, std::map<std::string, TensorRef> operands) {
-    Call c;
-    c.kind = kind;
-    c.operands = std::move(operands);
-    c.strides = p.conv.strides;
-    c.padding = p.conv.padding;
-    c.dilations = p.conv.dilations;
-    m.calls.push_back(c);
+    m.calls.push_back(convCall(kind, std::move(operands), p.conv));
   };
   conv(CallKind::Conv2dForward, {{"input", x}, {"filter", w}, {"output", y}});
   conv(CallKind::Conv2dBackwardData,
@@ -136,11 +148,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, ConvKernelTest,
 /// reference (to a looser tolerance: its transforms round more); a strided
 /// one, and any NHWC one, stays direct.
 TEST(ConvKernelWinogradTest, EligibleConvolutionsMatchReference) {
-  ref::Conv2dAttrs same;
-  same.strides = {1, 1};
-  same.padding = {1, 1, 1, 1};
   const ref::Shape xShape = {2, 12, 12, 16}, wShape = {3, 3, 16, 32};
   const ref::Shape yShape = {2, 12, 12, 32};
+  const ConvCase same = {"same", xShape, wShape, {1, 1}, {1, 1, 1, 1}, {1, 1}};
+  const ConvCase strided = {"strided", xShape, wShape, {2, 2}, {1, 1, 1, 1},
+                            {1, 1}};
   for (Layout layout : {Layout::NChw16c, Layout::None}) {
     ArenaLayout arenaLayout;
     TensorRef x = arenaLayout.place(xShape, DType::F32, layout);
@@ -153,22 +165,17 @@ TEST(ConvKernelWinogradTest, EligibleConvolutionsMatchReference) {
     Manifest m;
     m.arenaBytes = arenaLayout.bytes();
     auto conv = [&](CallKind kind, std::map<std::string, TensorRef> operands,
-                    std::array<int64_t, 2> strides) {
-      Call c;
-      c.kind = kind;
-      c.operands = std::move(operands);
-      c.strides = strides;
-      c.padding = {1, 1, 1, 1};
-      m.calls.push_back(c);
+                    const ConvCase &c) {
+      m.calls.push_back(convCall(kind, std::move(operands), c));
     };
     conv(CallKind::Conv2dForward, {{"input", x}, {"filter", w}, {"output", y}},
-         {1, 1});
+         same);
     conv(CallKind::Conv2dBackwardData,
-         {{"output_grad", dy}, {"filter", w}, {"input_grad", dx}}, {1, 1});
+         {{"output_grad", dy}, {"filter", w}, {"input_grad", dx}}, same);
     conv(CallKind::Conv2dBackwardFilter,
-         {{"input", x}, {"output_grad", dy}, {"filter_grad", dw}}, {1, 1});
+         {{"input", x}, {"output_grad", dy}, {"filter_grad", dw}}, same);
     conv(CallKind::Conv2dForward, {{"input", x}, {"filter", w}, {"output", ys}},
-         {2, 2});
+         strided);
     auto arena = Arena::allocate(m.arenaBytes);
     ASSERT_TRUE(arena.isOk()) << arena.status().toString();
     KernelOptions options;
@@ -191,11 +198,12 @@ TEST(ConvKernelWinogradTest, EligibleConvolutionsMatchReference) {
     storeTensor(a, dy, dyv);
     for (int32_t id = 0; id < 3; ++id)
       (*kernels)->execute(id);
-    EXPECT_TRUE(closeTo(loadTensor(a, y), ref::conv2d(xv, wv, same), 1e-3));
+    ref::Conv2dAttrs attrs = attrsOf(same);
+    EXPECT_TRUE(closeTo(loadTensor(a, y), ref::conv2d(xv, wv, attrs), 1e-3));
     EXPECT_TRUE(closeTo(loadTensor(a, dx),
-                        ref::conv2dBackwardData(dyv, wv, xShape, same), 1e-3));
+                        ref::conv2dBackwardData(dyv, wv, xShape, attrs), 1e-3));
     EXPECT_TRUE(closeTo(loadTensor(a, dw),
-                        ref::conv2dBackwardFilter(xv, dyv, wShape, same),
+                        ref::conv2dBackwardFilter(xv, dyv, wShape, attrs),
                         1e-3));
   }
 }
@@ -207,10 +215,7 @@ class ConvPostOpsTest : public ::testing::TestWithParam<ConvParam> {};
 
 TEST_P(ConvPostOpsTest, MatchesReference) {
   const ConvParam &p = GetParam();
-  ref::Conv2dAttrs attrs;
-  attrs.strides = p.conv.strides;
-  attrs.padding = p.conv.padding;
-  attrs.dilations = p.conv.dilations;
+  ref::Conv2dAttrs attrs = attrsOf(p.conv);
   ref::Shape yShape;
   ASSERT_TRUE(
       ref::inferConv2dShape(p.conv.input, p.conv.filter, attrs, yShape).ok());
@@ -227,17 +232,14 @@ TEST_P(ConvPostOpsTest, MatchesReference) {
 
   Manifest m;
   m.arenaBytes = layout.bytes();
-  Call c;
-  c.kind = CallKind::Conv2dForward;
-  c.strides = p.conv.strides;
-  c.padding = p.conv.padding;
-  c.dilations = p.conv.dilations;
+  Call c = convCall(CallKind::Conv2dForward,
+                    {{"input", x},
+                     {"filter", w},
+                     {"output", y},
+                     {"bias", bias},
+                     {"residual", residual}},
+                    p.conv);
   c.relu = true;
-  c.operands = {{"input", x},
-                {"filter", w},
-                {"output", y},
-                {"bias", bias},
-                {"residual", residual}};
   m.calls.push_back(c);
   c.operands["output"] = c.operands["residual"] = inPlace;
   m.calls.push_back(c);

@@ -41,7 +41,7 @@ TEST(OptionsTest, ValuesInlineOrSeparate) {
                   "--keep-checkpoints", "2", "--resume", "--eval-every-epoch",
                   "--pad-crop=2", "--no-flip", "--mean", "1,2,3", "--std=4",
                   "--comm=mpi", "--comm-timeout", "9.5", "--weights-format",
-                  "hwio", "--log-every", "0"});
+                  "hwio", "--conv-algorithm", "winograd", "--log-every", "0"});
   ASSERT_TRUE(o.isOk()) << o.status().toString();
   EXPECT_EQ(o->dataDir, "/d");
   EXPECT_EQ(*o->epochs, 2.5);
@@ -61,6 +61,7 @@ TEST(OptionsTest, ValuesInlineOrSeparate) {
   EXPECT_EQ(o->comm, CommBackend::Mpi);
   EXPECT_EQ(o->commTimeout, 9.5);
   EXPECT_FALSE(o->blockedWeights);
+  EXPECT_EQ(o->convAlgorithm, "winograd");
   EXPECT_EQ(o->logEvery, 0);
 }
 
@@ -103,6 +104,8 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, OptionsErrorTest,
     ::testing::Values(
         Bad{{"--synthetic", "--steps", "1", "--bogus"}, "unknown flag '--bogus'"},
+        Bad{{"--synthetic", "--steps", "1", "--conv-algorithm", "fft"},
+            "--conv-algorithm expects direct, winograd or auto, got 'fft'"},
         Bad{{"--synthetic", "--steps"}, "--steps needs a value"},
         Bad{{"--synthetic", "--steps", "x"}, "--steps expects an integer, got 'x'"},
         Bad{{"--synthetic", "--steps", "-1"}, "--steps must be at least 0"},
