@@ -166,6 +166,30 @@ std::string layerTable(const std::vector<ProfileRow> &rows, double loopSeconds,
   return out;
 }
 
+/// One line per library call (train and eval): kind, shapes,
+/// implementation, calls, seconds, share of the library time and GFLOP/s.
+std::string libraryTable(const SiteProfile &sites, const Kernels &kernels,
+                         const Manifest &manifest) {
+  double total = 0;
+  for (size_t i = 0; i < kernels.numCalls(); ++i)
+    total += sites.librarySeconds(kernels, i);
+  std::string out;
+  for (size_t i = 0; i < kernels.numCalls(); ++i) {
+    auto id = int32_t(i);
+    uint64_t calls = sites.libraryCalls(kernels, i);
+    double seconds = sites.librarySeconds(kernels, i);
+    double gflops = seconds > 0 ? 2 * kernels.multiplyAdds(id) * double(calls) /
+                                      seconds / 1e9
+                                : 0;
+    out += fmt::format("  {:3} {:<22} {:<60} {:<34} {:6} calls {:9.3f} s "
+                       "{:5.1f}% {:7.1f} GFLOP/s\n",
+                       i, callKindName(manifest.calls[i].kind),
+                       kernels.summary(id), kernels.implementation(id), calls,
+                       seconds, percentOf(seconds, total), gflops);
+  }
+  return out;
+}
+
 /// One line: the step split into library calls, generated code and the
 /// rest, inside the step function (glue, copies, allreduce waits) and
 /// outside it (input, the loss reduction, logging).
@@ -287,6 +311,8 @@ std::string profileReport(const SiteProfile &sites, const Kernels &kernels,
     out += fmt::format("kiln: below, the {} step{} after the first (which "
                        "writes fresh memory and is left out)\n",
                        times.steps, times.steps == 1 ? "" : "s");
+  out += "kiln: library calls (rank 0):\n";
+  out += libraryTable(sites, kernels, manifest);
   out += fmt::format(
       "kiln: generated code of the train step by kiln op (rank 0), {} ops:\n",
       ops.size());

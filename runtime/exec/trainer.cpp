@@ -404,8 +404,6 @@ Status Trainer::finish() {
 }
 
 Status Trainer::reportProfile() {
-  // Every step, the first included (the tables after it leave it out).
-  fmt::print("kiln: library calls (rank 0):\n{}", kernels->profileReport());
   fmt::print("{}", profileReport(*sites, *kernels, manifest, profiled));
   if (metrics.isOpen())
     for (const std::vector<JsonField> &row :

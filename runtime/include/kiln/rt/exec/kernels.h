@@ -21,7 +21,9 @@
 // do so: about half the time of the direct kernels on ResNet-50's 3x3
 // layers, with rounding a little different (docs/performance.md). `Auto`
 // (the default) lets oneDNN's heuristic choose per direction, `Winograd`
-// forces it wherever supported, `Direct` never uses it.
+// forces it wherever supported, `Direct` never uses it. `Auto` also computes
+// the filter gradient of a bf16 1x1 stride-1 convolution on small NHWC
+// images as one matrix product (kernels.cpp), which is faster there.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RT_EXEC_KERNELS_H
@@ -66,8 +68,9 @@ public:
   /// Calls made and seconds spent in call `id` (profile only).
   uint64_t callCount(int32_t id) const;
   double callSeconds(int32_t id) const;
-  /// One line per call: kind, shapes, implementation, count, time, GFLOP/s.
-  std::string profileReport() const;
+  /// The call's shapes and post-ops, e.g. "in [32x56x56x64] filter
+  /// [1x1x64x64] out [32x56x56x64] stride 1x1 pad 0,0,0,0 + bias, relu".
+  std::string summary(int32_t id) const;
   /// Multiply-adds of one execution of call `id`.
   double multiplyAdds(int32_t id) const;
 

@@ -11,8 +11,9 @@
 // The first step writes every activation for the first time, and its page
 // faults land in whichever loop writes first (batch norm, mostly): it can
 // take twice as long as the others. So the tables start counting after it
-// (startAfterWarmUp), when the run takes more than one step; the library
-// calls' own table (Kernels::profileReport) counts every step.
+// (startAfterWarmUp), when the run takes more than one step. The library
+// calls' table does too: page faults on a fresh output made some ResNet-50
+// convolutions look twice as slow as they are.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RT_EXEC_PROFILE_H
@@ -112,7 +113,7 @@ std::vector<ProfileRow> timeByLayer(const SiteProfile &sites,
                                     const Kernels &kernels,
                                     const Manifest &manifest);
 
-/// The report printed after the library-call table: generated code by op,
+/// The report: library calls (train and eval), generated code by op,
 /// the split of the step into library calls, generated code and the rest,
 /// and the time by layer. Tables list the `limit` rows with most time.
 std::string profileReport(const SiteProfile &sites, const Kernels &kernels,
