@@ -8,8 +8,9 @@
 // vectorizer sees it.) Each lane sums its channel in the same order as a
 // scalar loop would, so the results do not depend on the vector form. NHWC
 // with channels not a multiple of 16 stays [M, C] of scalars. Statistics
-// are two-pass (mean, then squared deviations) for accuracy; per-channel
-// coefficients go to temporaries so the big loops do one fma each.
+// take one pass, shifted by the first image's mean for accuracy;
+// per-channel coefficients go to temporaries so the big loops do one fma
+// each.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +33,8 @@ struct ChannelLoops {
   /// Elements are vector<16xT> (16 channels).
   bool lanes;
   int64_t m, c;
+  /// Images and pixels per image (M = images * pixels).
+  int64_t images, pixels;
   /// [M, C/16] or [N, C/16, H*W] when blocked, of vector<16xT>; [M, C].
   SmallVector<int64_t> rowShape;
   /// [C/16] of vector<16xf32>, or [C].
@@ -44,6 +47,8 @@ struct ChannelLoops {
     ArrayRef<int64_t> shape = type.getShape();
     c = shape.back();
     m = type.getNumElements() / c;
+    images = shape[0];
+    pixels = m / images;
     lanes = c % 16 == 0;
     if (blocked) {
       rowShape = {shape[0], c / 16, shape[1] * shape[2]};
@@ -196,28 +201,72 @@ static void blockedChannelSums(
               {parallel, reduction, parallel}, outs, body);
 }
 
-/// mean[c] = sum_m x[m, c] / M and var[c] = sum_m (x - mean)^2 / M.
+/// mean[c] and var[c] of x in one pass over it: the sums of d = x - k[c]
+/// and of d^2, where k[c] is the channel's mean over the first image. With
+/// k close to the mean, var = E[d^2] - E[d]^2 does not cancel the way the
+/// textbook E[x^2] - E[x]^2 does (k = one sample of the channel was not
+/// close enough: training drifted from kiln-run's two-pass statistics by
+/// 1e-4 in 4 steps). A second pass for the squared deviations would read x
+/// once more, a quarter of batch norm's traffic; k reads 1/N of it.
 static void emitStatistics(Lowering &l, Location loc, const ChannelLoops &cl,
                            Value x, Value mean, Value var) {
+  OpBuilder &b = l.b;
+  MLIRContext *ctx = b.getContext();
+  auto parallel = utils::IteratorType::parallel;
+  auto reduction = utils::IteratorType::reduction;
+  AffineExpr c, p, zero = getAffineConstantExpr(0, ctx);
+  bindDims(ctx, c, p);
+  // The first image: rows [0, pixels) of [M, C'], or image 0 of nChw16c.
+  Value firstImage = x;
+  AffineMap firstImageMap = AffineMap::get(2, 0, {zero, c, p}, ctx);
+  if (!cl.blocked) {
+    auto type = cast<MemRefType>(x.getType());
+    firstImage = memref::ExpandShapeOp::create(
+        b, loc,
+        MemRefType::get({cl.images, cl.pixels, cl.rowShape[1]},
+                        type.getElementType()),
+        x, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+    firstImageMap = AffineMap::get(2, 0, {zero, p, c}, ctx);
+  }
+  Value shift = cl.temporary(l, loc);
+  l.fill(loc, shift, 0.0);
+  l.generic(
+      loc, firstImage, shift, {firstImageMap, AffineMap::get(2, 0, {c}, ctx)},
+      {parallel, reduction}, [&](OpBuilder &nb, Location loc, ValueRange a) {
+        yield(nb, loc,
+              arith::AddFOp::create(nb, loc, widenToF32(nb, loc, a[0]), a[1])
+                  .getResult());
+      });
+  Value sum = cl.temporary(l, loc);
+  Value sumOfSquares = cl.temporary(l, loc);
+  Value inversePixels = cl.f32(l, loc, 1.0 / double(cl.pixels));
+  l.elementwise(
+      loc, shift, shift, [&](OpBuilder &nb, Location loc, ValueRange a) {
+        yield(nb, loc,
+              arith::MulFOp::create(nb, loc, a[0], inversePixels).getResult());
+      });
+  blockedChannelSums(
+      l, loc, cl, x, shift, ValueRange{sum, sumOfSquares},
+      [&](OpBuilder &nb, Location loc, ValueRange a) {
+        Value d =
+            arith::SubFOp::create(nb, loc, widenToF32(nb, loc, a[0]), a[1]);
+        yield(nb, loc,
+              ValueRange{arith::AddFOp::create(nb, loc, d, a[2]),
+                         math::FmaOp::create(nb, loc, d, d, a[3])});
+      });
   Value inverseM = cl.f32(l, loc, 1.0 / double(cl.m));
-  blockedChannelSums(l, loc, cl, x, {}, mean,
-                     [&](OpBuilder &nb, Location loc, ValueRange a) {
-                       yield(nb, loc,
-                             arith::AddFOp::create(nb, loc, widenToF32(nb, loc, a[0]), a[1])
-                                 .getResult());
-                     });
-  l.elementwise(loc, mean, mean, [&](OpBuilder &nb, Location loc, ValueRange a) {
-    yield(nb, loc, arith::MulFOp::create(nb, loc, a[0], inverseM).getResult());
-  });
-  blockedChannelSums(l, loc, cl, x, mean, var,
-                     [&](OpBuilder &nb, Location loc, ValueRange a) {
-                       Value d = arith::SubFOp::create(nb, loc, widenToF32(nb, loc, a[0]), a[1]);
-                       yield(nb, loc,
-                             math::FmaOp::create(nb, loc, d, d, a[2]).getResult());
-                     });
-  l.elementwise(loc, var, var, [&](OpBuilder &nb, Location loc, ValueRange a) {
-    yield(nb, loc, arith::MulFOp::create(nb, loc, a[0], inverseM).getResult());
-  });
+  Value zeroF = cl.f32(l, loc, 0.0);
+  l.elementwise(
+      loc, ValueRange{shift, sum, sumOfSquares}, ValueRange{mean, var},
+      [&](OpBuilder &nb, Location loc, ValueRange a) {
+        Value meanD = arith::MulFOp::create(nb, loc, a[1], inverseM);
+        Value meanD2 = arith::MulFOp::create(nb, loc, a[2], inverseM);
+        Value v = arith::SubFOp::create(
+            nb, loc, meanD2, arith::MulFOp::create(nb, loc, meanD, meanD));
+        yield(nb, loc,
+              ValueRange{arith::AddFOp::create(nb, loc, a[0], meanD),
+                         arith::MaximumFOp::create(nb, loc, v, zeroF)});
+      });
 }
 
 void emitBatchNormCoefficients(Lowering &l, Location loc, Value gamma,
