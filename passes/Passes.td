@@ -120,7 +120,9 @@ def KilnFuse : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
     optimizer), in three rounds:
 
     1. A relu that alone consumes a batch norm's output becomes the batch
-       norm's `relu` flag, and a relu-backward that alone feeds a
+       norm's `relu` flag; before that, an add that alone consumes a
+       training batch norm's output becomes its `residual` (when the other
+       addend is defined before the batch norm). A relu-backward that alone feeds a
        batch-norm backward becomes its `relu_output` mask; a dense
        layer's weight gradient (`kiln.matmul` with `transpose_lhs`) and bias
        gradient (`kiln.reduce_sum`) of one output gradient become one
@@ -143,8 +145,8 @@ def KilnFuse : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
     Rounds 1 and 2 each remove a pass over the activations (a write and a
     read) per fusion; round 3 runs all updates as one kernel instead of one
     small loop per parameter. kiln-run executes the fused ops, with the same
-    results to the bit, except the fused convolution, which does not round
-    its intermediate values to bf16. The convolution fusion and rounds 2 and
+    results to the bit, except the fused convolution and a batch norm with
+    a residual, which do not round their intermediate values to bf16. The convolution fusion and rounds 2 and
     3 can be switched off (to measure what each buys).
   }];
   let options = [

@@ -75,7 +75,15 @@ LogicalResult evalBatchNormTrain(BatchNormTrainOp op, EvalContext &ctx) {
   ref::BatchNormTrainResult r = ref::batchNormTrain(
       x, gamma, beta, mean, var, op.getEpsilon().convertToFloat(),
       op.getMomentum().convertToFloat());
-  // A fused rectifier (--kiln-fuse) applies to the normalized output.
+  // A fused residual, then a fused rectifier (--kiln-fuse), apply to the
+  // normalized output before it is rounded to its element type.
+  if (Value residual = op.getResidual()) {
+    ref::Tensor add = ctx.get(residual).toRef();
+    if (add.shape != r.y.shape)
+      return op.emitOpError("residual shape differs from the input's");
+    for (int64_t i = 0; i < r.y.size(); ++i)
+      r.y[i] += add[i];
+  }
   ctx.setFloat(op.getOutput(), op.getRelu() ? ref::relu(r.y) : std::move(r.y));
   ctx.setFloat(op.getBatchMean(), std::move(r.batchMean));
   ctx.setFloat(op.getBatchVar(), std::move(r.batchVar));

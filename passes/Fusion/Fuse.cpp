@@ -32,6 +32,42 @@ struct FuseBatchNormRelu : OpRewritePattern<ReluOp> {
   }
 };
 
+/// add(batch_norm_train(x).output, r) -> batch_norm_train(x) residual r,
+/// when the add is the only user of the normalized output and r is defined
+/// before the batch norm (which keeps its place): the residual connection
+/// of a ResNet block, added in the normalizing pass. Of a downsampling
+/// block's two batch norms, the later one takes the earlier one's output.
+struct FuseResidualIntoBatchNormTrain : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AddOp add,
+                                PatternRewriter &rewriter) const override {
+    for (unsigned i = 0; i < 2; ++i) {
+      auto bn = add->getOperand(i).getDefiningOp<BatchNormTrainOp>();
+      Value residual = add->getOperand(1 - i);
+      if (!bn || bn.getRelu() || bn.getResidual() ||
+          !bn.getOutput().hasOneUse() ||
+          residual.getType() != bn.getOutput().getType() ||
+          add.getOutput().getType() != bn.getOutput().getType())
+        continue;
+      Operation *def = residual.getDefiningOp();
+      bool definedBefore =
+          def ? def->getBlock() == bn->getBlock() && def->isBeforeInBlock(bn)
+              : residual.getParentBlock() == bn->getBlock();
+      if (!definedBefore)
+        continue;
+      rewriter.setInsertionPoint(bn);
+      auto fused = BatchNormTrainOp::create(
+          rewriter, bn.getLoc(), bn.getInput(), bn.getScale(), bn.getOffset(),
+          bn.getRunningMean(), bn.getRunningVar(), residual,
+          bn.getEpsilonAttr(), bn.getMomentumAttr(), UnitAttr());
+      rewriter.replaceOp(add, fused.getOutput());
+      rewriter.replaceOp(bn, fused.getResults());
+      return success();
+    }
+    return failure();
+  }
+};
+
 /// batch_norm_backward(relu_backward(dy, y), ...) -> batch_norm_backward(dy,
 /// ..., relu_output y): the mask is applied while the gradient is read.
 struct FuseReluBackwardIntoBatchNormBackward
@@ -375,9 +411,10 @@ struct FuseSgdUpdates : RewritePattern {
 struct FusePass : impl::KilnFuseBase<FusePass> {
   using Base::Base;
   void runOnOperation() override {
-    // Batch norm + relu first: where a relu could go either into a batch
-    // norm or into an elementwise chain, the batch norm takes it (one pass
-    // less, and the chain fusion then starts from what is left). Likewise a
+    // Batch norm + relu (and residual) first: where a relu or add could go
+    // either into a batch norm or into an elementwise chain, the batch norm
+    // takes it (one pass less, and the chain fusion then starts from what
+    // is left). Likewise a
     // residual add and relu go into a fused convolution before any chain.
     auto apply = [&](void (*populate)(RewritePatternSet &)) {
       RewritePatternSet patterns(&getContext());
@@ -398,6 +435,7 @@ struct FusePass : impl::KilnFuseBase<FusePass> {
 void populateBatchNormReluFusionPatterns(RewritePatternSet &patterns) {
   patterns.add<FuseBatchNormRelu<BatchNormTrainOp>,
                FuseBatchNormRelu<BatchNormInferenceOp>,
+               FuseResidualIntoBatchNormTrain,
                FuseReluBackwardIntoBatchNormBackward>(patterns.getContext());
 }
 

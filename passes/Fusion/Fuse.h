@@ -7,9 +7,9 @@
 
 namespace kiln {
 
-/// Batch norm + relu in forward (train and inference) and relu-backward +
-/// batch-norm backward: each pair becomes one op, so one pass over the
-/// activations disappears in each direction.
+/// Batch norm + relu in forward (train and inference), training batch norm
+/// + residual add, and relu-backward + batch-norm backward: each pair
+/// becomes one op, so one pass over the activations disappears per fusion.
 void populateBatchNormReluFusionPatterns(mlir::RewritePatternSet &patterns);
 
 /// A dense layer's weight gradient (matmul transpose_lhs) and bias gradient

@@ -37,6 +37,12 @@ struct DeriveEvalPass : impl::KilnDeriveEvalBase<DeriveEvalPass> {
     eval.walk([](AssignOp op) { op.erase(); });
     bool failedOp = false;
     eval.walk([&](BatchNormTrainOp op) {
+      if (op.getResidual()) {
+        op.emitOpError("with a fused residual: derive the evaluation step "
+                       "before --kiln-fuse");
+        failedOp = true;
+        return;
+      }
       if (llvm::any_of(op->getResults().drop_front(),
                        [](Value v) { return !v.use_empty(); })) {
         op.emitOpError("batch statistics are used beyond the running "

@@ -233,3 +233,24 @@ module @dense_gradients {
     return %dw, %db : tensor<8x4xf32>, tensor<4xf32>
   }
 }
+
+// -----
+
+// A training batch norm with a fused residual and relu: the normalizing
+// loop reads the residual and adds it in f32 before rectifying and rounding
+// once to bf16.
+// CHECK-LABEL: module @batch_norm_residual
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<32x2xvector<16xbf16>>, memref<2xvector<16xf32>>, memref<2xvector<16xf32>>, memref<32x2xvector<16xbf16>>) outs(%{{.*}} : memref<32x2xvector<16xbf16>>)
+// CHECK: %[[NORMALIZED:.*]] = math.fma
+// CHECK-NEXT: %[[RESIDUAL:.*]] = arith.extf
+// CHECK-NEXT: %[[SUM:.*]] = arith.addf %[[NORMALIZED]], %[[RESIDUAL]]
+// CHECK-NEXT: arith.constant
+// CHECK-NEXT: %[[RECTIFIED:.*]] = arith.maximumf %[[SUM]]
+// CHECK-NEXT: arith.truncf %[[RECTIFIED]] : vector<16xf32> to vector<16xbf16>
+module @batch_norm_residual {
+  func.func @train_step(%x: tensor<2x4x4x32xbf16>, %g: tensor<32xf32>) -> tensor<2x4x4x32xbf16> {
+    %r = kiln.relu %x : tensor<2x4x4x32xbf16>
+    %y, %m, %v, %nm, %nv = kiln.batch_norm_train %x, %g, %g, %g, %g residual %r epsilon 1.0e-5 momentum 0.9 relu : (tensor<2x4x4x32xbf16>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<2x4x4x32xbf16>) -> (tensor<2x4x4x32xbf16>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>)
+    return %y : tensor<2x4x4x32xbf16>
+  }
+}

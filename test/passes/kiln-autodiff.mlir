@@ -95,3 +95,15 @@ func.func @forward(%x: tensor<2x4xf32>, %labels: tensor<2xi32>) -> tensor<f32> {
   %l = kiln.softmax_cross_entropy %r, %labels : (tensor<2x2xf32>, tensor<2xi32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Negative case: a fused residual (--kiln-fuse's form) has no gradient rule.
+kiln.variable parameter @g : tensor<4xf32> init ones
+func.func @forward(%x: tensor<2x4xf32>, %labels: tensor<2xi32>) -> tensor<f32> {
+  %g = kiln.read @g : tensor<4xf32>
+  // expected-error @+1 {{with a fused residual has no gradient rule: --kiln-fuse runs after autodiff}}
+  %y, %bm, %bv, %nm, %nv = kiln.batch_norm_train %x, %g, %g, %g, %g residual %x epsilon 1.0e-5 momentum 0.9 : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  %l = kiln.softmax_cross_entropy %y, %labels : (tensor<2x4xf32>, tensor<2xi32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -26,6 +26,50 @@ func.func @forward_and_backward(%x: tensor<2x4xf32>, %g: tensor<4xf32>, %dy: ten
 
 // -----
 
+// A ResNet block's residual add and relu go into the training batch norm
+// whose output they alone consume. In an identity block the residual is the
+// block's input; in a downsampling block both addends are batch norms, and
+// the later one takes the earlier one's output (defined before it).
+// CHECK-LABEL: func.func @residual_blocks
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4x4x16xbf16>, %[[G:.*]]: tensor<16xf32>)
+// CHECK: %[[A:[a-z_0-9]+]], {{.*}} = kiln.batch_norm_train %[[X]], {{.*}} residual %[[X]] epsilon {{.*}} relu :
+// CHECK: %[[B:[a-z_0-9]+]], {{.*}} = kiln.batch_norm_train %[[A]], {{.*}} momentum 0.899999976 :
+// CHECK: %[[C:[a-z_0-9]+]], {{.*}} = kiln.batch_norm_train %[[X]], {{.*}} residual %[[B]] epsilon {{.*}} relu :
+// CHECK-NOT: kiln.add
+// CHECK-NOT: kiln.relu
+// CHECK: return %[[C]]
+func.func @residual_blocks(%x: tensor<2x4x4x16xbf16>, %g: tensor<16xf32>) -> tensor<2x4x4x16xbf16> {
+  %y:5 = kiln.batch_norm_train %x, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 : (tensor<2x4x4x16xbf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x4x4x16xbf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+  %s = kiln.add %y#0, %x : tensor<2x4x4x16xbf16>
+  %r = kiln.relu %s : tensor<2x4x4x16xbf16>
+  %a:5 = kiln.batch_norm_train %r, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 : (tensor<2x4x4x16xbf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x4x4x16xbf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+  %b:5 = kiln.batch_norm_train %x, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 : (tensor<2x4x4x16xbf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x4x4x16xbf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+  %t = kiln.add %a#0, %b#0 : tensor<2x4x4x16xbf16>
+  %u = kiln.relu %t : tensor<2x4x4x16xbf16>
+  return %u : tensor<2x4x4x16xbf16>
+}
+
+// -----
+
+// Negative cases: the normalized output has another user (%y is returned),
+// and the other addend is defined after the only batch norm (%late), so
+// neither batch norm takes a residual.
+// CHECK-LABEL: func.func @residual_not_fused
+// CHECK-NOT: residual
+// CHECK: kiln.add
+// CHECK-NOT: residual
+// CHECK: kiln.add
+func.func @residual_not_fused(%x: tensor<2x4x4x16xf32>, %g: tensor<16xf32>) -> (tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>) {
+  %y:5 = kiln.batch_norm_train %x, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 : (tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+  %s = kiln.add %y#0, %x : tensor<2x4x4x16xf32>
+  %z:5 = kiln.batch_norm_train %x, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 : (tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+  %late = kiln.relu %x : tensor<2x4x4x16xf32>
+  %t = kiln.add %z#0, %late : tensor<2x4x4x16xf32>
+  return %y#0, %s, %t : tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @inference
 // CHECK: kiln.batch_norm_inference {{.*}} relu :
 // CHECK-NOT: kiln.relu

@@ -107,7 +107,7 @@ module @passthrough {
 // Negative case: batch norm fused with relu (--kiln-fuse) is not lowered.
 module @fused {
   func.func @train_step(%x: tensor<2x2x2x4xf32>, %g: tensor<4xf32>) -> tensor<2x2x2x4xf32> {
-    // expected-error @+1 {{kiln-convert-to-sa: batch norm fused with relu (--kiln-fuse) is not lowered; convert the unfused step}}
+    // expected-error @+1 {{kiln-convert-to-sa: batch norm fused with relu or a residual (--kiln-fuse) is not lowered; convert the unfused step}}
     %y, %m, %v, %nm, %nv = kiln.batch_norm_train %x, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 relu : (tensor<2x2x2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x2x2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
     return %y : tensor<2x2x2x4xf32>
   }

@@ -37,6 +37,9 @@ LogicalResult
 BatchNormTrainOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGradients,
                                  SmallVectorImpl<Value> &operandGradients) {
   Value dy = prepare(*this, resultGradients, operandGradients);
+  if (getResidual())
+    return emitOpError("with a fused residual has no gradient rule: "
+                       "--kiln-fuse runs after autodiff");
   if (llvm::any_of(resultGradients.drop_front(), [](Value v) { return v; }))
     return emitOpError("cannot be differentiated through its batch or "
                        "running statistics: only the normalized output may "

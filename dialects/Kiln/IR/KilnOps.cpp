@@ -145,6 +145,11 @@ LogicalResult BatchNormTrainOp::inferReturnTypes(
        {"running_var", adaptor.getRunningVar()}});
   if (failed(channels))
     return failure();
+  if (Value residual = adaptor.getResidual();
+      residual && residual.getType() != adaptor.getInput().getType())
+    return emitOptionalError(
+        loc, "kiln.batch_norm_train: residual type ", residual.getType(),
+        " differs from the input type ", adaptor.getInput().getType());
   auto stats = RankedTensorType::get({*channels}, Float32Type::get(context));
   results.push_back(adaptor.getInput().getType());
   results.append(4, stats);

@@ -138,8 +138,13 @@ def Kiln_BatchNormTrainOp : Kiln_Op<"batch_norm_train", [Pure, Kiln_LayoutOpInte
     and the running statistics for the next step:
     `new_mean = momentum * running_mean + (1 - momentum) * batch_mean`, and
     likewise for the variance with the unbiased batch variance. Statistics and
-    parameters are f32 whatever the input's element type. With `relu` (set
-    by `--kiln-fuse`) the output is rectified in the same pass.
+    parameters are f32 whatever the input's element type.
+
+    `--kiln-fuse` (after autodiff: these forms have no gradient rule) may
+    add, in this order, a `residual` to the normalized output (the residual
+    connection of a ResNet block) and `relu`, rectifying the result. The
+    normalized value is not rounded to bf16 before the residual is added;
+    only the output is. A backend does all of it in the normalizing pass.
 
     Example:
 
@@ -156,6 +161,7 @@ def Kiln_BatchNormTrainOp : Kiln_Op<"batch_norm_train", [Pure, Kiln_LayoutOpInte
     Kiln_VectorF32:$offset,
     Kiln_VectorF32:$running_mean,
     Kiln_VectorF32:$running_var,
+    Optional<Kiln_FloatTensor>:$residual,
     ConfinedAttr<F32Attr, [Kiln_FloatPositive]>:$epsilon,
     ConfinedAttr<F32Attr, [Kiln_FloatNonNegative]>:$momentum,
     UnitAttr:$relu
@@ -169,7 +175,8 @@ def Kiln_BatchNormTrainOp : Kiln_Op<"batch_norm_train", [Pure, Kiln_LayoutOpInte
   );
   let assemblyFormat = [{
     $input `,` $scale `,` $offset `,` $running_mean `,` $running_var
-    `epsilon` $epsilon `momentum` $momentum (`relu` $relu^)?
+    (`residual` $residual^)? `epsilon` $epsilon `momentum` $momentum
+    (`relu` $relu^)?
     attr-dict `:` functional-type(operands, results)
   }];
 }

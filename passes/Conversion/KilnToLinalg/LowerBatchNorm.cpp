@@ -285,19 +285,31 @@ void emitBatchNormCoefficients(Lowering &l, Location loc, Value gamma,
                 });
 }
 
-/// scale and shift (emitBatchNormCoefficients), then y = x * scale + shift.
+/// scale and shift (emitBatchNormCoefficients), then y = x * scale + shift
+/// (+ residual, if given; then rectified with `relu`).
 static void emitNormalize(Lowering &l, Location loc, const ChannelLoops &cl,
                           Value x, Value gamma, Value beta, Value mean,
-                          Value var, float epsilon, Value y, bool relu) {
+                          Value var, float epsilon, Value y, bool relu,
+                          Value residual = Value()) {
   Value scale = cl.temporary(l, loc);
   Value shift = cl.temporary(l, loc);
   emitBatchNormCoefficients(l, loc, gamma, beta, mean, var, epsilon, scale,
                             shift);
-  l.generic(loc, ValueRange{x, scale, shift}, y,
-            {cl.full, cl.channel, cl.channel, cl.full}, cl.parallel,
+  SmallVector<Value> inputs = {x, scale, shift};
+  SmallVector<AffineMap> maps = {cl.full, cl.channel, cl.channel};
+  if (residual) {
+    inputs.push_back(residual);
+    maps.push_back(cl.full);
+  }
+  maps.push_back(cl.full);
+  l.generic(loc, inputs, y, maps, cl.parallel,
             [&](OpBuilder &nb, Location loc, ValueRange a) {
               Value v = math::FmaOp::create(nb, loc, widenToF32(nb, loc, a[0]), a[1], a[2]);
-              // A fused rectifier costs nothing in the same pass.
+              // A fused residual add and rectifier cost nothing in the same
+              // pass, and save one over the activations each.
+              if (residual)
+                v = arith::AddFOp::create(nb, loc, v,
+                                          widenToF32(nb, loc, a[3]));
               if (relu)
                 v = arith::MaximumFOp::create(
                     nb, loc, v, floatConstant(nb, loc, v.getType(), 0.0));
@@ -320,8 +332,9 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
     emitStatistics(l, loc, cl, x, mean, var);
     emitNormalize(l, loc, cl, x, cl.channels(l, bn.getScale()),
                   cl.channels(l, bn.getOffset()), mean, var,
-                  bn.getEpsilon().convertToFloat(),
-                  cl.rows(l, bn.getOutput()), bn.getRelu());
+                  bn.getEpsilon().convertToFloat(), cl.rows(l, bn.getOutput()),
+                  bn.getRelu(),
+                  bn.getResidual() ? cl.rows(l, bn.getResidual()) : Value());
     // Running statistics with the unbiased variance (Bessel's correction;
     // none for a single element per channel, as TF does).
     double momentum = bn.getMomentum().convertToFloat();

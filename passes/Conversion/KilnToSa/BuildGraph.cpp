@@ -194,11 +194,12 @@ LogicalResult GraphBuilder::lower(Operation *op) {
         return addNode(op, n, false);
       })
       .Case([&](BatchNormTrainOp bn) -> LogicalResult {
-        // The fused forms of --kiln-fuse would lose their relu here.
-        if (bn.getRelu())
+        // The fused forms of --kiln-fuse would lose their relu and
+        // residual here.
+        if (bn.getRelu() || bn.getResidual())
           return bn.emitError("kiln-convert-to-sa: batch norm fused with "
-                              "relu (--kiln-fuse) is not lowered; convert "
-                              "the unfused step");
+                              "relu or a residual (--kiln-fuse) is not "
+                              "lowered; convert the unfused step");
         Node n{NodeKind::BatchNormTrain};
         n.epsilon = bn.getEpsilonAttr().getValueAsDouble();
         n.momentum = bn.getMomentumAttr().getValueAsDouble();

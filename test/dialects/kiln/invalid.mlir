@@ -144,6 +144,15 @@ func.func @bn_rank(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>) {
 
 // -----
 
+func.func @bn_residual_type(%x: tensor<2x4x4x8xf32>, %g: tensor<8xf32>, %r: tensor<2x4x4x8xbf16>) {
+  // expected-error @+2 {{kiln.batch_norm_train: residual type 'tensor<2x4x4x8xbf16>' differs from the input type 'tensor<2x4x4x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y, %bm, %bv, %nm, %nv = kiln.batch_norm_train %x, %g, %g, %g, %g residual %r epsilon 1.0e-5 momentum 0.9 : (tensor<2x4x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<2x4x4x8xbf16>) -> (tensor<2x4x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
 func.func @bn_channels(%x: tensor<2x4x4x8xf32>, %g: tensor<8xf32>, %b: tensor<4xf32>) {
   // expected-error @+2 {{offset has 4 elements but the input has 8 channels}}
   // expected-error @+1 {{failed to infer returned types}}

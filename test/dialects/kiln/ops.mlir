@@ -50,6 +50,16 @@ func.func @batch_norm(%x: tensor<2x4x4x8xbf16>, %g: tensor<8xf32>, %b: tensor<8x
 
 // -----
 
+// The fused form --kiln-fuse builds: a residual added, then rectified.
+// CHECK-LABEL: func.func @batch_norm_residual
+// CHECK: kiln.batch_norm_train %[[X:.*]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} residual %[[X]] epsilon 9.99999974E-6 momentum 0.899999976 relu :
+func.func @batch_norm_residual(%x: tensor<2x4x4x8xbf16>, %g: tensor<8xf32>) -> tensor<2x4x4x8xbf16> {
+  %y, %bm, %bv, %nm, %nv = kiln.batch_norm_train %x, %g, %g, %g, %g residual %x epsilon 1.0e-5 momentum 0.9 relu : (tensor<2x4x4x8xbf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<2x4x4x8xbf16>) -> (tensor<2x4x4x8xbf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return %y : tensor<2x4x4x8xbf16>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @batch_norm_2d
 func.func @batch_norm_2d(%x: tensor<?x8xf32>, %g: tensor<8xf32>) -> tensor<?x8xf32> {
   // CHECK: kiln.batch_norm_train
