@@ -18,6 +18,7 @@ def main():
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--round", type=int, default=1, help="run.sh's round, echoed")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     p.add_argument("--image-size", type=int, default=224)
@@ -51,7 +52,7 @@ def main():
         "system": "pytorch", "precision": args.precision, "batch": args.batch,
         "threads": args.threads, "images_per_sec": args.batch * args.steps / seconds,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "torch": torch.__version__}))
+        "torch": torch.__version__, "round": args.round}))
 
 
 if __name__ == "__main__":

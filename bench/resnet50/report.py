@@ -1,26 +1,40 @@
 #!/usr/bin/env python3
-"""Prints run.sh's comparison table and Kiln's per-layer profile (the
-profile_layer rows --profile writes to metrics.jsonl: library calls and
-generated code per model layer), and plots the profile."""
+"""Prints run.sh's comparison table (medians over its rounds, then every
+round's ratio) and Kiln's per-layer profile (the profile_layer rows
+--profile writes to metrics.jsonl: library calls and generated code per
+model layer), and plots the profile."""
 
 import json
 import os
+import statistics
 import sys
 
 
 def main():
     results = [json.loads(l) for l in open(sys.argv[1])]
     out = sys.argv[2]
-    by = {(r["system"], r["precision"]): r for r in results}
     print(f"{'':10} {'Kiln img/s':>11} {'PyTorch img/s':>14} {'ratio':>6} "
           f"{'Kiln compile':>13} {'Kiln peak':>10} {'PyTorch peak':>13}")
+    rounds = {}
     for precision in ("fp32", "bf16"):
-        k, t = by.get(("kiln", precision)), by.get(("pytorch", precision))
-        if not k or not t:
+        rows = {s: {r["round"]: r for r in results
+                    if r["system"] == s and r["precision"] == precision}
+                for s in ("kiln", "pytorch")}
+        paired = sorted(set(rows["kiln"]) & set(rows["pytorch"]))
+        if not paired:
             continue
-        print(f"{precision:10} {k['images_per_sec']:11.2f} {t['images_per_sec']:14.2f} "
-              f"{k['images_per_sec'] / t['images_per_sec']:6.2f} {k['compile_sec']:12.1f}s "
-              f"{k['peak_rss_mib']:8.0f}MiB {t['peak_rss_mib']:11.0f}MiB")
+        k = [rows["kiln"][n] for n in paired]
+        t = [rows["pytorch"][n] for n in paired]
+        ratios = [a["images_per_sec"] / b["images_per_sec"] for a, b in zip(k, t)]
+        rounds[precision] = ratios
+        median = statistics.median
+        print(f"{precision:10} {median(r['images_per_sec'] for r in k):11.2f} "
+              f"{median(r['images_per_sec'] for r in t):14.2f} {median(ratios):6.2f} "
+              f"{k[0]['compile_sec']:12.1f}s {max(r['peak_rss_mib'] for r in k):8.0f}MiB "
+              f"{max(r['peak_rss_mib'] for r in t):11.0f}MiB")
+    print("(medians over rounds; peak memory is the largest of any round)")
+    for precision, ratios in rounds.items():
+        print(f"{precision} ratio by round: " + ", ".join(f"{r:.2f}" for r in ratios))
     for precision in ("fp32", "bf16"):
         profile = read_profile(os.path.join(out, f"profile_{precision}", "metrics.jsonl"))
         if profile:

@@ -4,11 +4,15 @@
 # malloc tuned) in one run. Prints images/s, the ratios, Kiln's compile time
 # and both peak memories, and writes the per-layer profile of a separate,
 # shorter Kiln run under --profile (which slows the step by a few per cent).
+# This machine's speed drifts by up to +-15% within minutes, so Kiln and
+# PyTorch alternate for ROUNDS rounds and the table shows the medians, with
+# every round's ratio below it.
 #
-#   bench/resnet50/run.sh [STEPS]      (results in build/bench/resnet50/)
+#   bench/resnet50/run.sh [STEPS] [ROUNDS]   (results in build/bench/resnet50/)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 steps=${1:-6}
+rounds=${2:-3}
 out=build/bench/resnet50
 mkdir -p "$out"
 source bench/ensure-packages.sh
@@ -22,17 +26,19 @@ for precision in fp32 bf16; do
   build/bin/kilnc models/resnet50.mlir --batch=32 --precision=$precision \
     --nesterov=true --weight-decay=1e-4 -o "$out/resnet50_$precision"
   compile=$(echo "$(date +%s.%N) - $start" | bc)
-  rm -rf "$out/run_$precision" "$out/profile_$precision"  # metrics.jsonl appends
-  # Peak memory of the whole process, from the kernel's accounting. Timed
-  # without --profile, which times every call and costs a few per cent; a
-  # second, shorter run gives the per-layer profile.
-  /usr/bin/time -f "%M" -o "$out/rss_$precision" "$out/resnet50_$precision" \
-    --synthetic --steps $((steps + 2)) --threads 2 --log-every 1 \
-    --model-dir "$out/run_$precision" > "$out/kiln_$precision.log" 2>&1
+  rm -rf "$out/profile_$precision"  # metrics.jsonl appends
   "$out/resnet50_$precision" --synthetic --steps 4 --threads 2 --log-every 0 \
     --model-dir "$out/profile_$precision" --profile > "$out/profile_$precision.log" 2>&1
-  python3 - "$out/run_$precision/metrics.jsonl" "$precision" "$compile" \
-    "$(cat "$out/rss_$precision")" >> "$results" <<'PY'
+  for round in $(seq 1 "$rounds"); do
+    # Peak memory of the whole process, from the kernel's accounting. Timed
+    # without --profile, which times every call and costs a few per cent.
+    run=$out/run_${precision}_$round
+    rm -rf "$run"
+    /usr/bin/time -f "%M" -o "$out/rss_$precision" "$out/resnet50_$precision" \
+      --synthetic --steps $((steps + 2)) --threads 2 --log-every 1 \
+      --model-dir "$run" > "$out/kiln_$precision.log" 2>&1
+    python3 - "$run/metrics.jsonl" "$precision" "$compile" \
+      "$(cat "$out/rss_$precision")" "$round" >> "$results" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if json.loads(l).get("kind") == "train"]
 # The first two steps touch fresh memory and warm the caches.
@@ -40,11 +46,13 @@ steady = rows[2:]
 seconds = steady[-1]["elapsed_sec"] - rows[1]["elapsed_sec"]
 ips = 32 * len(steady) / seconds
 print(json.dumps({"system": "kiln", "precision": sys.argv[2], "images_per_sec": ips,
-                  "compile_sec": float(sys.argv[3]), "peak_rss_mib": int(sys.argv[4]) / 1024}))
+                  "compile_sec": float(sys.argv[3]), "peak_rss_mib": int(sys.argv[4]) / 1024,
+                  "round": int(sys.argv[5])}))
 PY
-  GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736 \
-    /usr/bin/python3 bench/resnet50/pytorch_resnet50.py --precision $precision --steps "$steps" \
-    >> "$results"
+    GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736 \
+      /usr/bin/python3 bench/resnet50/pytorch_resnet50.py --precision $precision \
+      --steps "$steps" --round "$round" >> "$results"
+  done
 done
 # Debian's python3 has the python3-matplotlib installed above.
 /usr/bin/python3 bench/resnet50/report.py "$results" "$out"
