@@ -194,19 +194,49 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
   bool lanes = hasLanes(op->getOperand(0).getType(), layout);
 
   if (auto pool = dyn_cast<MaxPoolOp>(op)) {
+    // Per output pixel and channel block, the window's maximum is carried in
+    // a register through the taps (f32, as the taps are compared) and stored
+    // once: no pass to fill the output with -inf, and no load, round and
+    // store of the output per tap.
     Window w = windowOf(pool, pool.getInput().getType());
     ActivationView x(l, pool.getInput(), layout), y(l, pool.getOutput(), layout);
-    l.fill(loc, y.memref, -std::numeric_limits<double>::infinity());
-    forEachValidTap(l, loc, w, pool.getOutput().getType().getShape(),
-                    [&](ValueRange nhw, Value ih, Value iw) {
-                      channelLoop(l, loc, w.channels, lanes, [&](ValueRange c) {
-                        SmallVector<Value> out = y.at(nhw[0], nhw[1], nhw[2], c);
-                        Value cur = load(b, loc, y.memref, out);
-                        Value v = load(b, loc, x.memref, x.at(nhw[0], ih, iw, c));
-                        store(b, loc, arith::MaximumFOp::create(b, loc, cur, v),
-                              y.memref, out);
-                      });
-                    });
+    auto outShape = pool.getOutput().getType().getShape();
+    Type accType = laneType(b.getF32Type(), lanes);
+    l.parallelLoops(
+        loc, {outShape[0], outShape[1], outShape[2]}, [&](ValueRange nhw) {
+          channelLoop(l, loc, w.channels, lanes, [&](ValueRange c) {
+            Value init = floatConstant(b, loc, accType,
+                                       -std::numeric_limits<double>::infinity());
+            Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+            Value one = arith::ConstantIndexOp::create(b, loc, 1);
+            scf::LoopNest taps = scf::buildLoopNest(
+                b, loc, {zero, zero},
+                {arith::ConstantIndexOp::create(b, loc, w.kh),
+                 arith::ConstantIndexOp::create(b, loc, w.kw)},
+                {one, one}, ValueRange{init},
+                [&](OpBuilder &nb, Location loc, ValueRange k,
+                    ValueRange acc) -> scf::ValueVector {
+                  Value ih = Window::input(nb, loc, nhw[1], k[0], w.sh, w.pt);
+                  Value iw = Window::input(nb, loc, nhw[2], k[1], w.sw, w.pl);
+                  Value valid = arith::AndIOp::create(
+                      nb, loc, Window::inRange(nb, loc, ih, w.height),
+                      Window::inRange(nb, loc, iw, w.width));
+                  auto ifValid = scf::IfOp::create(nb, loc, TypeRange{accType},
+                                                   valid, /*withElse=*/true);
+                  OpBuilder then = ifValid.getThenBodyBuilder();
+                  Value v = load(then, loc, x.memref, x.at(nhw[0], ih, iw, c));
+                  scf::YieldOp::create(
+                      then, loc,
+                      arith::MaximumFOp::create(then, loc, acc[0], v)
+                          .getResult());
+                  OpBuilder otherwise = ifValid.getElseBodyBuilder();
+                  scf::YieldOp::create(otherwise, loc, acc[0]);
+                  return {ifValid.getResult(0)};
+                });
+            store(b, loc, taps.results[0], y.memref,
+                  y.at(nhw[0], nhw[1], nhw[2], c));
+          });
+        });
     return success();
   }
 
