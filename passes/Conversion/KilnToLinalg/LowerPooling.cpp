@@ -288,84 +288,102 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
   auto outShape = backward.getOutputGrad().getType().getShape();
   // Per output element, the first maximum of its window in scan order gets
   // the gradient (strict '>' keeps the first of equal values; an all-NaN
-  // window routes nothing). Channels innermost so that the loops vectorize:
-  // per output pixel, a scan of the valid taps keeps each channel's best
-  // value and tap, then a second scan adds dy where the tap is the winner.
-  // The per-image rows of best values and taps are arena temporaries, so
-  // images run in parallel.
-  SmallVector<int64_t> rowShape = {outShape[0]};
-  rowShape.append(channelBounds(w.channels, lanes));
-  Value bestValue =
-      l.temporary(loc, rowShape, laneType(b.getF32Type(), lanes));
-  Value bestTap = l.temporary(loc, rowShape, laneType(b.getI32Type(), lanes));
+  // window routes nothing). Per output pixel and channel block (channels
+  // innermost, so that the loops vectorize), a scan of the valid taps
+  // carries the best value and its tap in registers, then a second scan
+  // adds dy where the tap is the winner. Images run in parallel.
+  Type valueType = laneType(b.getF32Type(), lanes);
+  Type tapType = laneType(b.getI32Type(), lanes);
   auto constant = [&](Type type, TypedAttr value) -> Value {
     if (!lanes)
       return arith::ConstantOp::create(b, loc, value);
     return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(channelLanes(type), value));
+        b, loc, DenseElementsAttr::get(cast<ShapedType>(type), value));
   };
-  auto taps = [&](Value oh, Value ow,
-                  std::function<void(Value ih, Value iw, Value tap)> body) {
-    l.loops(loc, {w.kh, w.kw}, [&](ValueRange k) {
-      ifValidTap(b, loc, w, oh, ow, k[0], k[1], [&](Value ih, Value iw) {
-        Value tap = arith::AddIOp::create(
-            b, loc,
-            arith::MulIOp::create(b, loc, k[0],
-                                  arith::ConstantIndexOp::create(b, loc, w.kw)),
-            k[1]);
-        body(ih, iw,
-             splat(b, loc,
-                   arith::IndexCastOp::create(b, loc, b.getI32Type(), tap),
-                   lanes));
-      });
-    });
+  // Scans the window of output (oh, ow): body(builder, ih, iw, tap, carried)
+  // returns the new carried values where the tap is valid.
+  auto scanTaps = [&](Value oh, Value ow, ValueRange init,
+                      function_ref<scf::ValueVector(OpBuilder &, Value, Value,
+                                                    Value, ValueRange)>
+                          body) {
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    return scf::buildLoopNest(
+               b, loc, {zero, zero},
+               {arith::ConstantIndexOp::create(b, loc, w.kh),
+                arith::ConstantIndexOp::create(b, loc, w.kw)},
+               {one, one}, init,
+               [&](OpBuilder &nb, Location loc, ValueRange k,
+                   ValueRange carried) -> scf::ValueVector {
+                 Value ih = Window::input(nb, loc, oh, k[0], w.sh, w.pt);
+                 Value iw = Window::input(nb, loc, ow, k[1], w.sw, w.pl);
+                 Value valid = arith::AndIOp::create(
+                     nb, loc, Window::inRange(nb, loc, ih, w.height),
+                     Window::inRange(nb, loc, iw, w.width));
+                 Value index = arith::AddIOp::create(
+                     nb, loc,
+                     arith::MulIOp::create(
+                         nb, loc, k[0],
+                         arith::ConstantIndexOp::create(nb, loc, w.kw)),
+                     k[1]);
+                 Value tap = splat(nb, loc,
+                                   arith::IndexCastOp::create(
+                                       nb, loc, nb.getI32Type(), index),
+                                   lanes);
+                 if (carried.empty()) {
+                   // scf.if without results has its terminator already.
+                   auto ifValid = scf::IfOp::create(nb, loc, valid);
+                   OpBuilder then =
+                       OpBuilder::atBlockTerminator(ifValid.thenBlock());
+                   body(then, ih, iw, tap, carried);
+                   return {};
+                 }
+                 auto ifValid = scf::IfOp::create(
+                     nb, loc, ValueRange(carried).getTypes(), valid,
+                     /*withElse=*/true);
+                 OpBuilder then = ifValid.getThenBodyBuilder();
+                 scf::YieldOp::create(then, loc,
+                                      body(then, ih, iw, tap, carried));
+                 OpBuilder otherwise = ifValid.getElseBodyBuilder();
+                 scf::YieldOp::create(otherwise, loc, carried);
+                 return scf::ValueVector(ifValid.getResults().begin(),
+                                         ifValid.getResults().end());
+               })
+        .results;
   };
   l.parallelLoops(
       loc, {outShape[0], outShape[1], outShape[2]}, [&](ValueRange ivs) {
         Value n = ivs[0], oh = ivs[1], ow = ivs[2];
-        auto row = [&](ValueRange c) {
-          SmallVector<Value> at = {n};
-          at.append(c.begin(), c.end());
-          return at;
-        };
         channelLoop(l, loc, w.channels, lanes, [&](ValueRange c) {
-          memref::StoreOp::create(
-              b, loc,
-              constant(b.getF32Type(), b.getF32FloatAttr(
-                                           -std::numeric_limits<float>::infinity())),
-              bestValue, row(c));
-          memref::StoreOp::create(
-              b, loc, constant(b.getI32Type(), b.getI32IntegerAttr(-1)),
-              bestTap, row(c));
-        });
-        taps(oh, ow, [&](Value ih, Value iw, Value tap) {
-          channelLoop(l, loc, w.channels, lanes, [&](ValueRange c) {
-            Value v = load(b, loc, x.memref, x.at(n, ih, iw, c));
-            Value best = memref::LoadOp::create(b, loc, bestValue, row(c));
-            Value better = arith::CmpFOp::create(
-                b, loc, arith::CmpFPredicate::OGT, v, best);
-            memref::StoreOp::create(
-                b, loc, arith::SelectOp::create(b, loc, better, v, best),
-                bestValue, row(c));
-            Value winner = memref::LoadOp::create(b, loc, bestTap, row(c));
-            memref::StoreOp::create(
-                b, loc, arith::SelectOp::create(b, loc, better, tap, winner),
-                bestTap, row(c));
-          });
-        });
-        taps(oh, ow, [&](Value ih, Value iw, Value tap) {
-          channelLoop(l, loc, w.channels, lanes, [&](ValueRange c) {
-            Value won = arith::CmpIOp::create(
-                b, loc, arith::CmpIPredicate::eq,
-                memref::LoadOp::create(b, loc, bestTap, row(c)), tap);
-            Value g = load(b, loc, dy.memref, dy.at(n, oh, ow, c));
-            Value zero = constant(b.getF32Type(), b.getF32FloatAttr(0.0f));
-            SmallVector<Value> in = dx.at(n, ih, iw, c);
-            Value sum = arith::AddFOp::create(
-                b, loc, load(b, loc, dx.memref, in),
-                arith::SelectOp::create(b, loc, won, g, zero));
-            store(b, loc, sum, dx.memref, in);
-          });
+          Value noValue = constant(
+              valueType,
+              b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+          Value noTap = constant(tapType, b.getI32IntegerAttr(-1));
+          scf::ValueVector best = scanTaps(
+              oh, ow, {noValue, noTap},
+              [&](OpBuilder &nb, Value ih, Value iw, Value tap,
+                  ValueRange carried) -> scf::ValueVector {
+                Value v = load(nb, loc, x.memref, x.at(n, ih, iw, c));
+                Value better = arith::CmpFOp::create(
+                    nb, loc, arith::CmpFPredicate::OGT, v, carried[0]);
+                return {
+                    arith::SelectOp::create(nb, loc, better, v, carried[0]),
+                    arith::SelectOp::create(nb, loc, better, tap, carried[1])};
+              });
+          Value g = load(b, loc, dy.memref, dy.at(n, oh, ow, c));
+          Value zero = constant(valueType, b.getF32FloatAttr(0.0f));
+          scanTaps(oh, ow, {},
+                   [&](OpBuilder &nb, Value ih, Value iw, Value tap,
+                       ValueRange) -> scf::ValueVector {
+                     Value won = arith::CmpIOp::create(
+                         nb, loc, arith::CmpIPredicate::eq, best[1], tap);
+                     SmallVector<Value> in = dx.at(n, ih, iw, c);
+                     Value sum = arith::AddFOp::create(
+                         nb, loc, load(nb, loc, dx.memref, in),
+                         arith::SelectOp::create(nb, loc, won, g, zero));
+                     store(nb, loc, sum, dx.memref, in);
+                     return {};
+                   });
         });
       });
   return success();
