@@ -1,11 +1,14 @@
 //===- LowerPooling.cpp - Max and average pooling, forward and backward ---===//
 //
-// Windowed ops are scf loop nests: (n, oh, ow, kh, kw) outside with the
-// bounds check of the padded window, and the channel loop innermost where it
-// is contiguous, over C/16 elements of vector<16xT> (NHWC with a multiple of
-// 16 channels, and nChw16c, whose 16 channels of a pixel are contiguous) or
-// over C scalars (other NHWC): a plain loop of 16 or 32 channels would be
-// unrolled to scalar code before LLVM's vectorizer sees it.
+// Windowed ops are scf loop nests over (n, oh, ow), images in parallel, with
+// the bounds check of the padded window per tap. Average pooling loops over
+// the taps (kh, kw) and then over channels; max pooling over channels and
+// then over the taps, so that each window's running maximum (and, backward,
+// its tap) stays in a register. Channels go 16 at a time, as elements of
+// vector<16xT> (NHWC with a multiple of 16 channels, and nChw16c, whose 16
+// channels of a pixel are contiguous), or one by one (other NHWC): a plain
+// loop of 16 or 32 channels would be unrolled to scalar code before LLVM's
+// vectorizer sees it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -186,6 +189,61 @@ static void store(OpBuilder &b, Location loc, Value v, Value memref,
   memref::StoreOp::create(b, loc, v, memref, idx);
 }
 
+/// Scans the window of output (oh, ow) in row-major tap order, carrying
+/// `init` through it: `body(builder, ih, iw, tap, carried)` gives the new
+/// carried values at a valid tap (`tap` is its index kh * KW + kw, splat
+/// with lanes); padding taps keep them. Returns the final values.
+static scf::ValueVector scanWindow(
+    OpBuilder &b, Location loc, const Window &w, Value oh, Value ow, bool lanes,
+    ValueRange init,
+    function_ref<scf::ValueVector(OpBuilder &, Value, Value, Value, ValueRange)>
+        body) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  return scf::buildLoopNest(
+             b, loc, {zero, zero},
+             {arith::ConstantIndexOp::create(b, loc, w.kh),
+              arith::ConstantIndexOp::create(b, loc, w.kw)},
+             {one, one}, init,
+             [&](OpBuilder &nb, Location loc, ValueRange k,
+                 ValueRange carried) -> scf::ValueVector {
+               Value ih = Window::input(nb, loc, oh, k[0], w.sh, w.pt);
+               Value iw = Window::input(nb, loc, ow, k[1], w.sw, w.pl);
+               Value valid = arith::AndIOp::create(
+                   nb, loc, Window::inRange(nb, loc, ih, w.height),
+                   Window::inRange(nb, loc, iw, w.width));
+               Value index = arith::AddIOp::create(
+                   nb, loc,
+                   arith::MulIOp::create(
+                       nb, loc, k[0],
+                       arith::ConstantIndexOp::create(nb, loc, w.kw)),
+                   k[1]);
+               Value tap = splat(
+                   nb, loc,
+                   arith::IndexCastOp::create(nb, loc, nb.getI32Type(), index),
+                   lanes);
+               if (carried.empty()) {
+                 // scf.if without results has its terminator already.
+                 auto ifValid = scf::IfOp::create(nb, loc, valid);
+                 OpBuilder then =
+                     OpBuilder::atBlockTerminator(ifValid.thenBlock());
+                 body(then, ih, iw, tap, carried);
+                 return {};
+               }
+               auto ifValid = scf::IfOp::create(
+                   nb, loc, ValueRange(carried).getTypes(), valid,
+                   /*withElse=*/true);
+               OpBuilder then = ifValid.getThenBodyBuilder();
+               scf::YieldOp::create(then, loc,
+                                    body(then, ih, iw, tap, carried));
+               OpBuilder otherwise = ifValid.getElseBodyBuilder();
+               scf::YieldOp::create(otherwise, loc, carried);
+               return scf::ValueVector(ifValid.getResults().begin(),
+                                       ifValid.getResults().end());
+             })
+      .results;
+}
+
 LogicalResult lowerPooling(Lowering &l, Operation *op) {
   Location loc = op->getLoc();
   OpBuilder &b = l.b;
@@ -207,34 +265,14 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
           channelLoop(l, loc, w.channels, lanes, [&](ValueRange c) {
             Value init = floatConstant(b, loc, accType,
                                        -std::numeric_limits<double>::infinity());
-            Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-            Value one = arith::ConstantIndexOp::create(b, loc, 1);
-            scf::LoopNest taps = scf::buildLoopNest(
-                b, loc, {zero, zero},
-                {arith::ConstantIndexOp::create(b, loc, w.kh),
-                 arith::ConstantIndexOp::create(b, loc, w.kw)},
-                {one, one}, ValueRange{init},
-                [&](OpBuilder &nb, Location loc, ValueRange k,
+            scf::ValueVector max = scanWindow(
+                b, loc, w, nhw[1], nhw[2], lanes, init,
+                [&](OpBuilder &nb, Value ih, Value iw, Value,
                     ValueRange acc) -> scf::ValueVector {
-                  Value ih = Window::input(nb, loc, nhw[1], k[0], w.sh, w.pt);
-                  Value iw = Window::input(nb, loc, nhw[2], k[1], w.sw, w.pl);
-                  Value valid = arith::AndIOp::create(
-                      nb, loc, Window::inRange(nb, loc, ih, w.height),
-                      Window::inRange(nb, loc, iw, w.width));
-                  auto ifValid = scf::IfOp::create(nb, loc, TypeRange{accType},
-                                                   valid, /*withElse=*/true);
-                  OpBuilder then = ifValid.getThenBodyBuilder();
-                  Value v = load(then, loc, x.memref, x.at(nhw[0], ih, iw, c));
-                  scf::YieldOp::create(
-                      then, loc,
-                      arith::MaximumFOp::create(then, loc, acc[0], v)
-                          .getResult());
-                  OpBuilder otherwise = ifValid.getElseBodyBuilder();
-                  scf::YieldOp::create(otherwise, loc, acc[0]);
-                  return {ifValid.getResult(0)};
+                  Value v = load(nb, loc, x.memref, x.at(nhw[0], ih, iw, c));
+                  return {arith::MaximumFOp::create(nb, loc, acc[0], v)};
                 });
-            store(b, loc, taps.results[0], y.memref,
-                  y.at(nhw[0], nhw[1], nhw[2], c));
+            store(b, loc, max[0], y.memref, y.at(nhw[0], nhw[1], nhw[2], c));
           });
         });
     return success();
@@ -288,10 +326,9 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
   auto outShape = backward.getOutputGrad().getType().getShape();
   // Per output element, the first maximum of its window in scan order gets
   // the gradient (strict '>' keeps the first of equal values; an all-NaN
-  // window routes nothing). Per output pixel and channel block (channels
-  // innermost, so that the loops vectorize), a scan of the valid taps
-  // carries the best value and its tap in registers, then a second scan
-  // adds dy where the tap is the winner. Images run in parallel.
+  // window routes nothing). Per output pixel and channel block, a scan of
+  // the valid taps carries the best value and its tap in registers, then a
+  // second scan adds dy where the tap is the winner.
   Type valueType = laneType(b.getF32Type(), lanes);
   Type tapType = laneType(b.getI32Type(), lanes);
   auto constant = [&](Type type, TypedAttr value) -> Value {
@@ -299,57 +336,6 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
       return arith::ConstantOp::create(b, loc, value);
     return arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(cast<ShapedType>(type), value));
-  };
-  // Scans the window of output (oh, ow): body(builder, ih, iw, tap, carried)
-  // returns the new carried values where the tap is valid.
-  auto scanTaps = [&](Value oh, Value ow, ValueRange init,
-                      function_ref<scf::ValueVector(OpBuilder &, Value, Value,
-                                                    Value, ValueRange)>
-                          body) {
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    return scf::buildLoopNest(
-               b, loc, {zero, zero},
-               {arith::ConstantIndexOp::create(b, loc, w.kh),
-                arith::ConstantIndexOp::create(b, loc, w.kw)},
-               {one, one}, init,
-               [&](OpBuilder &nb, Location loc, ValueRange k,
-                   ValueRange carried) -> scf::ValueVector {
-                 Value ih = Window::input(nb, loc, oh, k[0], w.sh, w.pt);
-                 Value iw = Window::input(nb, loc, ow, k[1], w.sw, w.pl);
-                 Value valid = arith::AndIOp::create(
-                     nb, loc, Window::inRange(nb, loc, ih, w.height),
-                     Window::inRange(nb, loc, iw, w.width));
-                 Value index = arith::AddIOp::create(
-                     nb, loc,
-                     arith::MulIOp::create(
-                         nb, loc, k[0],
-                         arith::ConstantIndexOp::create(nb, loc, w.kw)),
-                     k[1]);
-                 Value tap = splat(nb, loc,
-                                   arith::IndexCastOp::create(
-                                       nb, loc, nb.getI32Type(), index),
-                                   lanes);
-                 if (carried.empty()) {
-                   // scf.if without results has its terminator already.
-                   auto ifValid = scf::IfOp::create(nb, loc, valid);
-                   OpBuilder then =
-                       OpBuilder::atBlockTerminator(ifValid.thenBlock());
-                   body(then, ih, iw, tap, carried);
-                   return {};
-                 }
-                 auto ifValid = scf::IfOp::create(
-                     nb, loc, ValueRange(carried).getTypes(), valid,
-                     /*withElse=*/true);
-                 OpBuilder then = ifValid.getThenBodyBuilder();
-                 scf::YieldOp::create(then, loc,
-                                      body(then, ih, iw, tap, carried));
-                 OpBuilder otherwise = ifValid.getElseBodyBuilder();
-                 scf::YieldOp::create(otherwise, loc, carried);
-                 return scf::ValueVector(ifValid.getResults().begin(),
-                                         ifValid.getResults().end());
-               })
-        .results;
   };
   l.parallelLoops(
       loc, {outShape[0], outShape[1], outShape[2]}, [&](ValueRange ivs) {
@@ -359,8 +345,8 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
               valueType,
               b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
           Value noTap = constant(tapType, b.getI32IntegerAttr(-1));
-          scf::ValueVector best = scanTaps(
-              oh, ow, {noValue, noTap},
+          scf::ValueVector best = scanWindow(
+              b, loc, w, oh, ow, lanes, {noValue, noTap},
               [&](OpBuilder &nb, Value ih, Value iw, Value tap,
                   ValueRange carried) -> scf::ValueVector {
                 Value v = load(nb, loc, x.memref, x.at(n, ih, iw, c));
@@ -372,18 +358,18 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
               });
           Value g = load(b, loc, dy.memref, dy.at(n, oh, ow, c));
           Value zero = constant(valueType, b.getF32FloatAttr(0.0f));
-          scanTaps(oh, ow, {},
-                   [&](OpBuilder &nb, Value ih, Value iw, Value tap,
-                       ValueRange) -> scf::ValueVector {
-                     Value won = arith::CmpIOp::create(
-                         nb, loc, arith::CmpIPredicate::eq, best[1], tap);
-                     SmallVector<Value> in = dx.at(n, ih, iw, c);
-                     Value sum = arith::AddFOp::create(
-                         nb, loc, load(nb, loc, dx.memref, in),
-                         arith::SelectOp::create(nb, loc, won, g, zero));
-                     store(nb, loc, sum, dx.memref, in);
-                     return {};
-                   });
+          scanWindow(b, loc, w, oh, ow, lanes, {},
+                     [&](OpBuilder &nb, Value ih, Value iw, Value tap,
+                         ValueRange) -> scf::ValueVector {
+                       Value won = arith::CmpIOp::create(
+                           nb, loc, arith::CmpIPredicate::eq, best[1], tap);
+                       SmallVector<Value> in = dx.at(n, ih, iw, c);
+                       Value sum = arith::AddFOp::create(
+                           nb, loc, load(nb, loc, dx.memref, in),
+                           arith::SelectOp::create(nb, loc, won, g, zero));
+                       store(nb, loc, sum, dx.memref, in);
+                       return {};
+                     });
         });
       });
   return success();
