@@ -123,7 +123,9 @@ def KilnFuse : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
        norm's `relu` flag; before that, an add that alone consumes a
        training batch norm's output becomes its `residual` (when the other
        addend is defined before the batch norm). A relu-backward that alone feeds a
-       batch-norm backward becomes its `relu_output` mask; a dense
+       batch-norm backward, masking with relu(batch_norm_train(x)) of the
+       same x and statistics, becomes its `relu_offset` (the mask is
+       recomputed from x, so the forward output is not read); a dense
        layer's weight gradient (`kiln.matmul` with `transpose_lhs`) and bias
        gradient (`kiln.reduce_sum`) of one output gradient become one
        `kiln.fused_dense_backward_weights`. Then, in the

@@ -62,9 +62,16 @@ LogicalResult evalBatchNormBackward(BatchNormBackwardOp op, EvalContext &ctx) {
           op, ref::checkBatchNormShapes(x.shape, {&gamma, &mean, &var}))) ||
       failed(ctx.checkSameShape(op, "the output gradient", dy.shape, x.shape)))
     return failure();
-  // A fused rectifier's gradient: dy masked where its output is not positive.
-  if (Value reluOutput = op.getReluOutput())
-    dy = ref::reluBackward(dy, ctx.get(reluOutput).toRef());
+  // A fused rectifier's gradient: dy masked where the forward's rectified
+  // output, recomputed from x, is not positive.
+  if (Value offset = op.getReluOffset()) {
+    ref::Tensor beta = ctx.get(offset).toRef();
+    if (failed(ctx.check(op, ref::checkBatchNormShapes(x.shape, {&beta}))))
+      return failure();
+    dy = ref::reluBackward(
+        dy, ref::batchNormInference(x, gamma, beta, mean, var,
+                                    op.getEpsilon().convertToFloat()));
+  }
   ref::BatchNormGrads g = ref::batchNormBackward(
       dy, x, gamma, mean, var, op.getEpsilon().convertToFloat());
   ctx.setFloat(op.getInputGrad(), std::move(g.dx));

@@ -68,20 +68,35 @@ struct FuseResidualIntoBatchNormTrain : OpRewritePattern<AddOp> {
   }
 };
 
-/// batch_norm_backward(relu_backward(dy, y), ...) -> batch_norm_backward(dy,
-/// ..., relu_output y): the mask is applied while the gradient is read.
+/// batch_norm_backward(relu_backward(dy, y), x, ...) -> batch_norm_backward(dy,
+/// x, ..., relu_offset beta), when y is relu(batch_norm_train(x)) of the same
+/// statistics (the relu fused or not; without a residual): the mask is
+/// recomputed from x while the gradient is read, and y need not be read.
 struct FuseReluBackwardIntoBatchNormBackward
     : OpRewritePattern<BatchNormBackwardOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(BatchNormBackwardOp bn,
                                 PatternRewriter &rewriter) const override {
     auto mask = bn.getOutputGrad().getDefiningOp<ReluBackwardOp>();
-    if (!mask || bn.getReluOutput() || !mask->hasOneUse() ||
-        mask.getOutput().getType() != bn.getInput().getType())
+    if (!mask || bn.getReluOffset() || !mask->hasOneUse())
+      return failure();
+    Value y = mask.getOutput();
+    bool rectified = false;
+    if (auto relu = y.getDefiningOp<ReluOp>()) {
+      y = relu.getInput();
+      rectified = true;
+    }
+    auto forward = y.getDefiningOp<BatchNormTrainOp>();
+    if (!forward || forward.getOutput() != y || forward.getResidual() ||
+        rectified == forward.getRelu() || forward.getInput() != bn.getInput() ||
+        forward.getScale() != bn.getScale() ||
+        forward.getBatchMean() != bn.getBatchMean() ||
+        forward.getBatchVar() != bn.getBatchVar() ||
+        forward.getEpsilon() != bn.getEpsilon())
       return failure();
     rewriter.replaceOpWithNewOp<BatchNormBackwardOp>(
         bn, mask.getOutputGrad(), bn.getInput(), bn.getScale(),
-        bn.getBatchMean(), bn.getBatchVar(), mask.getOutput(),
+        bn.getBatchMean(), bn.getBatchVar(), forward.getOffset(),
         bn.getEpsilonAttr());
     rewriter.eraseOp(mask);
     return success();

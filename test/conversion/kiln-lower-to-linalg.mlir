@@ -254,3 +254,24 @@ module @batch_norm_residual {
     return %y : tensor<2x4x4x32xbf16>
   }
 }
+
+// -----
+
+// A batch-norm backward with the rectifier's mask (relu_offset): both passes
+// read only dy and x (two activations), and recompute the mask as
+// x * scale + shift > 0 with the forward's coefficients.
+// CHECK-LABEL: module @batch_norm_backward_relu
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<{{.*}}xvector<16xbf16>>, memref<{{.*}}xvector<16xbf16>>, memref<2xvector<16xf32>>, memref<2xvector<16xf32>>, memref<2xvector<16xf32>>, memref<2xvector<16xf32>>)
+// CHECK: math.fma
+// CHECK-NEXT: arith.cmpf ogt
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<32x2xvector<16xbf16>>, memref<32x2xvector<16xbf16>>, memref<2xvector<16xf32>>
+// CHECK: %[[V:.*]] = math.fma
+// CHECK-NEXT: %[[POSITIVE:.*]] = arith.cmpf ogt, %[[V]]
+// CHECK-NEXT: arith.select %[[POSITIVE]]
+module @batch_norm_backward_relu {
+  func.func @train_step(%x: tensor<2x4x4x32xbf16>, %g: tensor<32xf32>) -> tensor<2x4x4x32xbf16> {
+    %y, %m, %v, %nm, %nv = kiln.batch_norm_train %x, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 relu : (tensor<2x4x4x32xbf16>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> (tensor<2x4x4x32xbf16>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>)
+    %dx, %dg, %db = kiln.batch_norm_backward %y, %x, %g, %m, %v relu_offset %g epsilon 1.0e-5 : (tensor<2x4x4x32xbf16>, tensor<2x4x4x32xbf16>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> (tensor<2x4x4x32xbf16>, tensor<32xf32>, tensor<32xf32>)
+    return %dx : tensor<2x4x4x32xbf16>
+  }
+}

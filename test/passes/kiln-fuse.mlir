@@ -17,7 +17,7 @@ func.func @forward_and_backward(%x: tensor<2x4xf32>, %g: tensor<4xf32>, %dy: ten
   %y, %m, %v, %nm, %nv = kiln.batch_norm_train %x, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
   %r = kiln.relu %y : tensor<2x4xf32>
   // CHECK-NOT: kiln.relu_backward
-  // CHECK: %[[DX:.*]], %{{.*}}, %{{.*}} = kiln.batch_norm_backward %[[DY]], %[[X]], %[[G]], %[[M]], %[[V]] relu_output %[[Y]] epsilon
+  // CHECK: %[[DX:.*]], %{{.*}}, %{{.*}} = kiln.batch_norm_backward %[[DY]], %[[X]], %[[G]], %[[M]], %[[V]] relu_offset %[[G]] epsilon
   %d = kiln.relu_backward %dy, %r : tensor<2x4xf32>
   %dx, %dg, %db = kiln.batch_norm_backward %d, %x, %g, %m, %v epsilon 1.0e-5 : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>)
   // CHECK: return %[[Y]], %[[DX]]
@@ -165,15 +165,43 @@ func.func @used_before_chain_end(%a: tensor<2x3x3x4xf32>, %b: tensor<2x3x3x4xf32
 
 // Negative case: a relu-backward that alone feeds a batch-norm backward goes
 // into the batch norm (round 1), not into a chain with the add before it.
+// The mask is then recomputed from x with the forward's offset (%b).
 // CHECK-LABEL: func.func @batch_norm_first
+// CHECK-SAME: %[[B:[a-z0-9]+]]: tensor<4xf32>)
 // CHECK-NOT: kiln.fused_elementwise
 // CHECK: %[[S:.*]] = kiln.add
-// CHECK: kiln.batch_norm_backward %[[S]], {{.*}} relu_output
-func.func @batch_norm_first(%dy: tensor<2x4xf32>, %dz: tensor<2x4xf32>, %y: tensor<2x4xf32>, %x: tensor<2x4xf32>, %g: tensor<4xf32>) -> tensor<2x4xf32> {
+// CHECK-NOT: kiln.relu_backward
+// CHECK: kiln.batch_norm_backward %[[S]], {{.*}} relu_offset %[[B]]
+func.func @batch_norm_first(%dy: tensor<2x4xf32>, %dz: tensor<2x4xf32>, %x: tensor<2x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
+  %y:5 = kiln.batch_norm_train %x, %g, %b, %g, %g epsilon 1.0e-5 momentum 0.9 : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  %r = kiln.relu %y#0 : tensor<2x4xf32>
+  %s = kiln.add %dy, %dz : tensor<2x4xf32>
+  %m = kiln.relu_backward %s, %r : tensor<2x4xf32>
+  %dx, %dg, %db = kiln.batch_norm_backward %m, %x, %g, %y#1, %y#2 epsilon 1.0e-5 : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return %r, %dx : tensor<2x4xf32>, tensor<2x4xf32>
+}
+
+// -----
+
+// Negative cases: a mask whose output does not come from this input's
+// batch norm (%y is an argument; %z normalizes %w, not %x) stays a
+// relu-backward (here, in a chain with the add), as the mask could not be
+// recomputed from x.
+// CHECK-LABEL: func.func @mask_not_from_batch_norm
+// CHECK-NOT: relu_offset
+// CHECK: kiln.relu_backward
+// CHECK-NOT: relu_offset
+// CHECK: kiln.relu_backward
+// CHECK-NOT: relu_offset
+func.func @mask_not_from_batch_norm(%dy: tensor<2x4xf32>, %dz: tensor<2x4xf32>, %y: tensor<2x4xf32>, %x: tensor<2x4xf32>, %w: tensor<2x4xf32>, %g: tensor<4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) {
   %s = kiln.add %dy, %dz : tensor<2x4xf32>
   %m = kiln.relu_backward %s, %y : tensor<2x4xf32>
   %dx, %dg, %db = kiln.batch_norm_backward %m, %x, %g, %g, %g epsilon 1.0e-5 : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>)
-  return %dx : tensor<2x4xf32>
+  %z:5 = kiln.batch_norm_train %w, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  %r = kiln.relu %z#0 : tensor<2x4xf32>
+  %n = kiln.relu_backward %dy, %r : tensor<2x4xf32>
+  %dx2, %dg2, %db2 = kiln.batch_norm_backward %n, %x, %g, %z#1, %z#2 epsilon 1.0e-5 : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return %dx, %dx2, %r : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
 }
 
 // -----

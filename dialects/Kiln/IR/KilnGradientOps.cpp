@@ -85,15 +85,14 @@ LogicalResult BatchNormBackwardOp::inferReturnTypes(
     return emitOptionalError(loc, name,
                              ": the output gradient and the input must have "
                              "the same type");
-  if (Value reluOutput = adaptor.getReluOutput();
-      reluOutput && reluOutput.getType() != adaptor.getInput().getType())
-    return emitOptionalError(loc, name,
-                             ": relu_output must have the input's type");
-  FailureOr<int64_t> channels = checkBatchNormOperands(
-      loc, name, adaptor.getInput(),
-      {{"scale", adaptor.getScale()},
-       {"batch_mean", adaptor.getBatchMean()},
-       {"batch_var", adaptor.getBatchVar()}});
+  SmallVector<std::pair<StringRef, Value>> vectors = {
+      {"scale", adaptor.getScale()},
+      {"batch_mean", adaptor.getBatchMean()},
+      {"batch_var", adaptor.getBatchVar()}};
+  if (Value offset = adaptor.getReluOffset())
+    vectors.push_back({"relu_offset", offset});
+  FailureOr<int64_t> channels =
+      checkBatchNormOperands(loc, name, adaptor.getInput(), vectors);
   if (failed(channels))
     return failure();
   auto vector = RankedTensorType::get({*channels}, Float32Type::get(context));

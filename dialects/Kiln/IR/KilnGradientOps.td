@@ -77,9 +77,12 @@ def Kiln_BatchNormBackwardOp : Kiln_BackwardOp<"batch_norm_backward", [Kiln_Layo
     normalized input and `M` the elements per channel:
     `offset_grad = sum dy`, `scale_grad = sum dy * xhat`,
     `input_grad = scale / sqrt(var + eps) * (dy - offset_grad / M - xhat * scale_grad / M)`.
-    With `relu_output` (the output of a fused batch norm + relu, set by
-    `--kiln-fuse`), `dy` is first masked where that output is not positive:
-    the gradient of the rectifier, in the same pass.
+    With `relu_offset` (set by `--kiln-fuse` when the forward batch norm was
+    fused with a relu, and the forward's `offset`), `dy` is first masked
+    where the rectified output, `xhat * scale + relu_offset` in f32, is not
+    positive: the gradient of the rectifier, in the same pass, recomputed
+    from `x` rather than read from the forward output (one tensor fewer to
+    read twice).
 
     ```mlir
     %dx, %dgamma, %dbeta = kiln.batch_norm_backward %dy, %x, %gamma, %mean, %var
@@ -94,7 +97,7 @@ def Kiln_BatchNormBackwardOp : Kiln_BackwardOp<"batch_norm_backward", [Kiln_Layo
     Kiln_VectorF32:$scale,
     Kiln_VectorF32:$batch_mean,
     Kiln_VectorF32:$batch_var,
-    Optional<Kiln_FloatTensor>:$relu_output,
+    Optional<Kiln_VectorF32>:$relu_offset,
     ConfinedAttr<F32Attr, [Kiln_FloatPositive]>:$epsilon
   );
   let results = (outs
@@ -104,7 +107,7 @@ def Kiln_BatchNormBackwardOp : Kiln_BackwardOp<"batch_norm_backward", [Kiln_Layo
   );
   let assemblyFormat = [{
     $output_grad `,` $input `,` $scale `,` $batch_mean `,` $batch_var
-    (`relu_output` $relu_output^)? `epsilon` $epsilon attr-dict
+    (`relu_offset` $relu_offset^)? `epsilon` $epsilon attr-dict
     `:` functional-type(operands, results)
   }];
 }

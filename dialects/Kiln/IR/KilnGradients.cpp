@@ -46,11 +46,12 @@ BatchNormTrainOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGradients,
                        "reach the loss");
   if (!dy)
     return success();
-  // A fused rectifier's gradient is the mask of its output.
-  Value reluOutput = getRelu() ? getOutput() : Value();
+  // A fused rectifier's gradient is the mask of its output, recomputed from
+  // the input with the offset.
+  Value reluOffset = getRelu() ? getOffset() : Value();
   auto backward = BatchNormBackwardOp::create(
       b, getLoc(), dy, getInput(), getScale(), getBatchMean(), getBatchVar(),
-      reluOutput, getEpsilonAttr());
+      reluOffset, getEpsilonAttr());
   operandGradients[0] = backward.getInputGrad();
   operandGradients[1] = backward.getScaleGrad();
   operandGradients[2] = backward.getOffsetGrad();

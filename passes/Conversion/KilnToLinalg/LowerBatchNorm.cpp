@@ -384,35 +384,51 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
                                      nb, loc, arith::AddFOp::create(nb, loc, a[0], eps))
                                      .getResult());
                 });
-  // With a fused rectifier, dy counts only where its output is positive.
-  Value reluOutput =
-      bn.getReluOutput() ? cl.rows(l, bn.getReluOutput()) : Value();
-  auto masked = [&](OpBuilder &nb, Location loc, Value g, ValueRange rest) {
-    if (!reluOutput)
+  // With a fused rectifier, dy counts only where the forward's output was
+  // positive: x * scale + shift > 0, with the forward's coefficients
+  // (emitBatchNormCoefficients, the same ops as emitNormalize's, so the
+  // same bits), computed from x, which both passes read anyway.
+  Value reluScale, reluShift;
+  if (Value offset = bn.getReluOffset()) {
+    reluScale = cl.temporary(l, loc);
+    reluShift = cl.temporary(l, loc);
+    emitBatchNormCoefficients(
+        l, loc, cl.channels(l, bn.getScale()), cl.channels(l, offset), mean,
+        cl.channels(l, bn.getBatchVar()), bn.getEpsilon().convertToFloat(),
+        reluScale, reluShift);
+  }
+  auto masked = [&](OpBuilder &nb, Location loc, Value g, Value xF32,
+                    ValueRange coefficients) {
+    if (!reluScale)
       return g;
     Value zero = floatConstant(nb, loc, g.getType(), 0.0);
-    Value positive = arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OGT,
-                                           widenToF32(nb, loc, rest[0]), zero);
+    Value v =
+        math::FmaOp::create(nb, loc, xF32, coefficients[0], coefficients[1]);
+    Value positive =
+        arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OGT, v, zero);
     return arith::SelectOp::create(nb, loc, positive, g, zero).getResult();
   };
   SmallVector<Value> rows = {dy, x};
-  if (reluOutput)
-    rows.push_back(reluOutput);
-  size_t shift = rows.size() - 2;
+  SmallVector<Value> coefficients;
+  if (reluScale)
+    coefficients = {reluScale, reluShift};
+  size_t extra = coefficients.size();
   // dbeta = sum dy, dgamma = sum dy * xhat.
+  SmallVector<Value> sumChannels = {mean, rstd};
+  sumChannels.append(coefficients);
   blockedChannelSums(
-      l, loc, cl, rows, ValueRange{mean, rstd},
-      ValueRange{dgamma, dbeta}, [&](OpBuilder &nb, Location loc, ValueRange in) {
-              SmallVector<Value> a = {in[0], in[1]};
-              a.append(in.begin() + 2 + shift, in.end());
-              Value g = masked(nb, loc, widenToF32(nb, loc, a[0]), in.slice(2, shift));
-              Value xhat = arith::MulFOp::create(
-                  nb, loc, arith::SubFOp::create(nb, loc, widenToF32(nb, loc, a[1]), a[2]),
-                  a[3]);
-              yield(nb, loc,
-                    ValueRange{math::FmaOp::create(nb, loc, g, xhat, a[4]),
-                               arith::AddFOp::create(nb, loc, g, a[5])});
-            });
+      l, loc, cl, rows, sumChannels, ValueRange{dgamma, dbeta},
+      [&](OpBuilder &nb, Location loc, ValueRange in) {
+        // in: dy, x, mean, rstd, [scale, shift], dgamma, dbeta.
+        Value xF32 = widenToF32(nb, loc, in[1]);
+        Value g = masked(nb, loc, widenToF32(nb, loc, in[0]), xF32,
+                         in.slice(4, extra));
+        Value xhat = arith::MulFOp::create(
+            nb, loc, arith::SubFOp::create(nb, loc, xF32, in[2]), in[3]);
+        yield(nb, loc,
+              ValueRange{math::FmaOp::create(nb, loc, g, xhat, in[4 + extra]),
+                         arith::AddFOp::create(nb, loc, g, in[5 + extra])});
+      });
   // dx = gamma * rstd * (dy - dbeta / M - xhat * dgamma / M)
   //    = k * dy + k2 * (x - mean) + k3, per channel:
   //   k = gamma * rstd, k2 = -k * rstd * dgamma / M, k3 = -k * dbeta / M.
@@ -436,17 +452,19 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
   Value dx = cl.rows(l, bn.getInputGrad());
   SmallVector<Value> dxInputs = rows;
   dxInputs.append({mean, k, k2, k3});
+  dxInputs.append(coefficients);
   SmallVector<AffineMap> dxMaps(rows.size(), cl.full);
-  dxMaps.append({cl.channel, cl.channel, cl.channel, cl.channel, cl.full});
-  l.generic(loc, dxInputs, dx, dxMaps,
-            cl.parallel, [&](OpBuilder &nb, Location loc, ValueRange in) {
-              SmallVector<Value> a = {in[0], in[1]};
-              a.append(in.begin() + 2 + shift, in.end());
-              Value g = masked(nb, loc, widenToF32(nb, loc, a[0]), in.slice(2, shift));
-              Value centered =
-                  arith::SubFOp::create(nb, loc, widenToF32(nb, loc, a[1]), a[2]);
-              Value v = math::FmaOp::create(nb, loc, a[3], g, a[5]);
-              v = math::FmaOp::create(nb, loc, a[4], centered, v);
+  dxMaps.append(4 + extra, cl.channel);
+  dxMaps.push_back(cl.full);
+  l.generic(loc, dxInputs, dx, dxMaps, cl.parallel,
+            [&](OpBuilder &nb, Location loc, ValueRange in) {
+              // in: dy, x, mean, k, k2, k3, [scale, shift], dx.
+              Value xF32 = widenToF32(nb, loc, in[1]);
+              Value g = masked(nb, loc, widenToF32(nb, loc, in[0]), xF32,
+                               in.slice(6, extra));
+              Value centered = arith::SubFOp::create(nb, loc, xF32, in[2]);
+              Value v = math::FmaOp::create(nb, loc, in[3], g, in[5]);
+              v = math::FmaOp::create(nb, loc, in[4], centered, v);
               yield(nb, loc, narrowTo(nb, loc, v, dx));
             });
   return success();

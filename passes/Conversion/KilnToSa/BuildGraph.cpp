@@ -209,7 +209,7 @@ LogicalResult GraphBuilder::lower(Operation *op) {
         return addNode(op, n, true);
       })
       .Case([&](BatchNormBackwardOp bn) -> LogicalResult {
-        if (bn.getReluOutput())
+        if (bn.getReluOffset())
           return bn.emitError("kiln-convert-to-sa: batch norm backward fused "
                               "with relu backward (--kiln-fuse) is not "
                               "lowered; convert the unfused step");

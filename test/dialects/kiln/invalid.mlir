@@ -153,6 +153,15 @@ func.func @bn_residual_type(%x: tensor<2x4x4x8xf32>, %g: tensor<8xf32>, %r: tens
 
 // -----
 
+func.func @bn_backward_relu_offset(%x: tensor<2x4x4x8xf32>, %g: tensor<8xf32>, %b: tensor<4xf32>) {
+  // expected-error @+2 {{relu_offset has 4 elements but the input has 8 channels}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %dx, %dg, %db = kiln.batch_norm_backward %x, %x, %g, %g, %g relu_offset %b epsilon 1.0e-5 : (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4xf32>) -> (tensor<2x4x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
 func.func @bn_channels(%x: tensor<2x4x4x8xf32>, %g: tensor<8xf32>, %b: tensor<4xf32>) {
   // expected-error @+2 {{offset has 4 elements but the input has 8 channels}}
   // expected-error @+1 {{failed to infer returned types}}
