@@ -148,8 +148,10 @@ def KilnFuse : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
     read) per fusion; round 3 runs all updates as one kernel instead of one
     small loop per parameter. kiln-run executes the fused ops, with the same
     results to the bit, except the fused convolution and a batch norm with
-    a residual, which do not round their intermediate values to bf16. The convolution fusion and rounds 2 and
-    3 can be switched off (to measure what each buys).
+    a residual, which do not round their intermediate values to bf16, and a
+    batch-norm backward's recomputed mask, which can differ where the
+    normalized value is within rounding of 0. The convolution fusion and
+    rounds 2 and 3 can be switched off (to measure what each buys).
   }];
   let options = [
     Option<"convBatchNorm", "conv-batch-norm", "bool", /*default=*/"true",
