@@ -8,7 +8,7 @@
 // vectorizer sees it.) Each lane sums its channel in the same order as a
 // scalar loop would, so the results do not depend on the vector form. NHWC
 // with channels not a multiple of 16 stays [M, C] of scalars. Statistics
-// take one pass, shifted by the first image's mean for accuracy;
+// take one pass, shifted by a sample's mean for accuracy;
 // per-channel coefficients go to temporaries so the big loops do one fma
 // each.
 //
@@ -33,8 +33,8 @@ struct ChannelLoops {
   /// Elements are vector<16xT> (16 channels).
   bool lanes;
   int64_t m, c;
-  /// Images and pixels per image (M = images * pixels).
-  int64_t images, pixels;
+  /// Pixels per image (M / N; 1 for a 2-D input).
+  int64_t pixels;
   /// [M, C/16] or [N, C/16, H*W] when blocked, of vector<16xT>; [M, C].
   SmallVector<int64_t> rowShape;
   /// [C/16] of vector<16xf32>, or [C].
@@ -47,8 +47,7 @@ struct ChannelLoops {
     ArrayRef<int64_t> shape = type.getShape();
     c = shape.back();
     m = type.getNumElements() / c;
-    images = shape[0];
-    pixels = m / images;
+    pixels = m / shape[0];
     lanes = c % 16 == 0;
     if (blocked) {
       rowShape = {shape[0], c / 16, shape[1] * shape[2]};
@@ -202,12 +201,13 @@ static void blockedChannelSums(
 }
 
 /// mean[c] and var[c] of x in one pass over it: the sums of d = x - k[c]
-/// and of d^2, where k[c] is the channel's mean over the first image. With
-/// k close to the mean, var = E[d^2] - E[d]^2 does not cancel the way the
-/// textbook E[x^2] - E[x]^2 does (k = one sample of the channel was not
-/// close enough: training drifted from kiln-run's two-pass statistics by
-/// 1e-4 in 4 steps). A second pass for the squared deviations would read x
-/// once more, a quarter of batch norm's traffic; k reads 1/N of it.
+/// and of d^2, where k[c] is the channel's mean over a sample: the first
+/// image (of a 4-D input), or the first 64 rows (of a 2-D one). With k close
+/// to the mean, var = E[d^2] - E[d]^2 does not cancel the way the textbook
+/// E[x^2] - E[x]^2 does (k = one element of the channel was not close
+/// enough: training drifted from kiln-run's two-pass statistics by 1e-4 in
+/// 4 steps). A second pass for the squared deviations would read x once
+/// more, a quarter of batch norm's traffic; the sample is a small part.
 static void emitStatistics(Lowering &l, Location loc, const ChannelLoops &cl,
                            Value x, Value mean, Value var) {
   OpBuilder &b = l.b;
@@ -216,35 +216,34 @@ static void emitStatistics(Lowering &l, Location loc, const ChannelLoops &cl,
   auto reduction = utils::IteratorType::reduction;
   AffineExpr c, p, zero = getAffineConstantExpr(0, ctx);
   bindDims(ctx, c, p);
-  // The first image: rows [0, pixels) of [M, C'], or image 0 of nChw16c.
-  Value firstImage = x;
-  AffineMap firstImageMap = AffineMap::get(2, 0, {zero, c, p}, ctx);
+  // Image 0 of nChw16c [N, C/16, H*W]; rows [0, sample) of [M, C'].
+  Value sample = x;
+  int64_t sampleRows = cl.pixels;
+  AffineMap sampleMap = AffineMap::get(2, 0, {zero, c, p}, ctx);
   if (!cl.blocked) {
-    auto type = cast<MemRefType>(x.getType());
-    firstImage = memref::ExpandShapeOp::create(
-        b, loc,
-        MemRefType::get({cl.images, cl.pixels, cl.rowShape[1]},
-                        type.getElementType()),
-        x, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
-    firstImageMap = AffineMap::get(2, 0, {zero, p, c}, ctx);
+    sampleRows = std::min(cl.m, std::max<int64_t>(cl.pixels, 64));
+    sample = memref::SubViewOp::create(
+        b, loc, x, ArrayRef<int64_t>{0, 0},
+        ArrayRef<int64_t>{sampleRows, cl.rowShape[1]}, ArrayRef<int64_t>{1, 1});
+    sampleMap = AffineMap::get(2, 0, {p, c}, ctx);
   }
   Value shift = cl.temporary(l, loc);
   l.fill(loc, shift, 0.0);
   l.generic(
-      loc, firstImage, shift, {firstImageMap, AffineMap::get(2, 0, {c}, ctx)},
+      loc, sample, shift, {sampleMap, AffineMap::get(2, 0, {c}, ctx)},
       {parallel, reduction}, [&](OpBuilder &nb, Location loc, ValueRange a) {
         yield(nb, loc,
               arith::AddFOp::create(nb, loc, widenToF32(nb, loc, a[0]), a[1])
                   .getResult());
       });
-  Value sum = cl.temporary(l, loc);
-  Value sumOfSquares = cl.temporary(l, loc);
-  Value inversePixels = cl.f32(l, loc, 1.0 / double(cl.pixels));
+  Value inverseSample = cl.f32(l, loc, 1.0 / double(sampleRows));
   l.elementwise(
       loc, shift, shift, [&](OpBuilder &nb, Location loc, ValueRange a) {
         yield(nb, loc,
-              arith::MulFOp::create(nb, loc, a[0], inversePixels).getResult());
+              arith::MulFOp::create(nb, loc, a[0], inverseSample).getResult());
       });
+  Value sum = cl.temporary(l, loc);
+  Value sumOfSquares = cl.temporary(l, loc);
   blockedChannelSums(
       l, loc, cl, x, shift, ValueRange{sum, sumOfSquares},
       [&](OpBuilder &nb, Location loc, ValueRange a) {
