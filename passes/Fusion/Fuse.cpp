@@ -69,9 +69,10 @@ struct FuseResidualIntoBatchNormTrain : OpRewritePattern<AddOp> {
 };
 
 /// batch_norm_backward(relu_backward(dy, y), x, ...) -> batch_norm_backward(dy,
-/// x, ..., relu_offset beta), when y is relu(batch_norm_train(x)) of the same
-/// statistics (the relu fused or not; without a residual): the mask is
-/// recomputed from x while the gradient is read, and y need not be read.
+/// x, ..., relu_offset beta), when y is batch_norm_train(x) of the same
+/// statistics, rectified (by its relu flag or a relu op) or not, without a
+/// residual: the mask is recomputed from x while the gradient is read, and y
+/// need not be read.
 struct FuseReluBackwardIntoBatchNormBackward
     : OpRewritePattern<BatchNormBackwardOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -80,15 +81,13 @@ struct FuseReluBackwardIntoBatchNormBackward
     auto mask = bn.getOutputGrad().getDefiningOp<ReluBackwardOp>();
     if (!mask || bn.getReluOffset() || !mask->hasOneUse())
       return failure();
+    // y > 0 exactly where the normalized value is, rectified or not.
     Value y = mask.getOutput();
-    bool rectified = false;
-    if (auto relu = y.getDefiningOp<ReluOp>()) {
+    if (auto relu = y.getDefiningOp<ReluOp>())
       y = relu.getInput();
-      rectified = true;
-    }
     auto forward = y.getDefiningOp<BatchNormTrainOp>();
     if (!forward || forward.getOutput() != y || forward.getResidual() ||
-        rectified == forward.getRelu() || forward.getInput() != bn.getInput() ||
+        forward.getInput() != bn.getInput() ||
         forward.getScale() != bn.getScale() ||
         forward.getBatchMean() != bn.getBatchMean() ||
         forward.getBatchVar() != bn.getBatchVar() ||
