@@ -145,28 +145,20 @@ module @mixed {
 
 // nChw16c: a reorder is a library call whose operands carry their layouts,
 // and a blocked batch norm views its input as [N, C/16, H*W] and its
-// per-channel vectors as [C/16], both of vector<16xf32>. Its statistics take
-// one pass over the input: sums of the deviations from image 0's channel
-// means and of their squares, per image (parallel) and then over the images.
+// per-channel vectors as [C/16], both of vector<16xf32>, summing per image
+// (parallel) and then over the images, in two passes (one reduces a single
+// channel block per loop; see emitStatistics).
 // CHECK-LABEL: module @blocked
 // CHECK-SAME: \22kind\22:\22reorder\22,\22operands\22:{\22input\22:{\22dtype\22:\22f32\22,\22layout\22:\22nhwc\22
 // CHECK-SAME: \22output\22:{\22dtype\22:\22f32\22,\22layout\22:\22nChw16c\22
 // CHECK: call @kiln_rt_kernel_call
 // CHECK: %[[X:.*]] = memref.view {{.*}} to memref<2x2x16xvector<16xf32>>
 // CHECK: %[[MEAN:.*]] = memref.view {{.*}} to memref<2xvector<16xf32>>
-// CHECK: %[[VAR:.*]] = memref.view {{.*}} to memref<2xvector<16xf32>>
-// CHECK: %[[SHIFT:.*]] = memref.view {{.*}} to memref<2xvector<16xf32>>
-// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[X]] : memref<2x2x16xvector<16xf32>>) outs(%[[SHIFT]] : memref<2xvector<16xf32>>)
 // CHECK: %[[PART:.*]] = memref.view {{.*}} to memref<2x2xvector<16xf32>>
-// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[X]], %[[SHIFT]] : memref<2x2x16xvector<16xf32>>, memref<2xvector<16xf32>>) outs(%[[PART]], %{{.*}} : memref<2x2xvector<16xf32>>, memref<2x2xvector<16xf32>>)
-// CHECK: math.fma {{.*}} : vector<16xf32>
-// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]} ins(%[[PART]], %{{.*}} : {{.*}})
-// CHECK: linalg.generic {{.*}} ins(%[[SHIFT]], %{{.*}}, %{{.*}} : {{.*}}) outs(%[[MEAN]], %[[VAR]] : memref<2xvector<16xf32>>, memref<2xvector<16xf32>>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[X]] : memref<2x2x16xvector<16xf32>>) outs(%[[PART]] : memref<2x2xvector<16xf32>>)
+// CHECK: arith.addf {{.*}} : vector<16xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]} ins(%[[PART]] : {{.*}}) outs(%[[MEAN]] : memref<2xvector<16xf32>>)
 // CHECK: arith.maximumf {{.*}} : vector<16xf32>
-// The normalization, rectified in the same loop.
-// CHECK: math.fma {{.*}} : vector<16xf32>
-// CHECK-NEXT: arith.constant
-// CHECK-NEXT: arith.maximumf {{.*}} : vector<16xf32>
 // CHECK: call @kiln_rt_kernel_call
 module @blocked {
   func.func @train_step(%x: tensor<2x4x4x32xf32>, %g: tensor<32xf32>) -> tensor<2x4x4x32xf32> {
@@ -273,5 +265,30 @@ module @batch_norm_backward_relu {
     %y, %m, %v, %nm, %nv = kiln.batch_norm_train %x, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 relu : (tensor<2x4x4x32xbf16>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> (tensor<2x4x4x32xbf16>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>)
     %dx, %dg, %db = kiln.batch_norm_backward %y, %x, %g, %m, %v relu_offset %g epsilon 1.0e-5 : (tensor<2x4x4x32xbf16>, tensor<2x4x4x32xbf16>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> (tensor<2x4x4x32xbf16>, tensor<32xf32>, tensor<32xf32>)
     return %dx : tensor<2x4x4x32xbf16>
+  }
+}
+
+// -----
+
+// NHWC with 64 channels (4 vectors a row): the statistics take one pass over
+// the input, summing the deviations from the sample's channel means (the
+// first 64 rows or image, at most all 32 rows here) and their squares, per
+// row block (parallel) and then over the blocks.
+// CHECK-LABEL: module @one_pass_statistics
+// CHECK: %[[X:.*]] = memref.view {{.*}} to memref<32x4xvector<16xbf16>>
+// CHECK: %[[MEAN:.*]] = memref.view {{.*}} to memref<4xvector<16xf32>>
+// CHECK: %[[VAR:.*]] = memref.view {{.*}} to memref<4xvector<16xf32>>
+// CHECK: %[[SAMPLE:.*]] = memref.subview %[[X]][0, 0] [32, 4] [1, 1]
+// CHECK: %[[SHIFT:.*]] = memref.view {{.*}} to memref<4xvector<16xf32>>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[SAMPLE]] : {{.*}}) outs(%[[SHIFT]] : memref<4xvector<16xf32>>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%{{.*}}, %[[SHIFT]] : {{.*}}) outs(%[[PART:.*]], %{{.*}} : memref<{{.*}}x4xvector<16xf32>>, memref<{{.*}}x4xvector<16xf32>>)
+// CHECK: math.fma {{.*}} : vector<16xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]} ins(%[[PART]], %{{.*}} : {{.*}})
+// CHECK: linalg.generic {{.*}} ins(%[[SHIFT]], %{{.*}}, %{{.*}} : {{.*}}) outs(%[[MEAN]], %[[VAR]] : memref<4xvector<16xf32>>, memref<4xvector<16xf32>>)
+// CHECK: arith.maximumf {{.*}} : vector<16xf32>
+module @one_pass_statistics {
+  func.func @train_step(%x: tensor<2x4x4x64xbf16>, %g: tensor<64xf32>) -> tensor<2x4x4x64xbf16> {
+    %y, %m, %v, %nm, %nv = kiln.batch_norm_train %x, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 : (tensor<2x4x4x64xbf16>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<2x4x4x64xbf16>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>)
+    return %y : tensor<2x4x4x64xbf16>
   }
 }
