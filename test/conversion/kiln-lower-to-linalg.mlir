@@ -145,20 +145,36 @@ module @mixed {
 
 // nChw16c: a reorder is a library call whose operands carry their layouts,
 // and a blocked batch norm views its input as [N, C/16, H*W] and its
-// per-channel vectors as [C/16], both of vector<16xf32>, summing per image
-// (parallel) and then over the images, in two passes (one reduces a single
-// channel block per loop; see emitStatistics).
+// per-channel vectors as [C/16], both of vector<16xf32>. Its statistics take
+// one pass over the input: per image (parallel) and channel block, a loop
+// over the pixels carries the sums of the deviations from image 0's means
+// and of their squares in registers, then the images' sums are added.
 // CHECK-LABEL: module @blocked
 // CHECK-SAME: \22kind\22:\22reorder\22,\22operands\22:{\22input\22:{\22dtype\22:\22f32\22,\22layout\22:\22nhwc\22
 // CHECK-SAME: \22output\22:{\22dtype\22:\22f32\22,\22layout\22:\22nChw16c\22
 // CHECK: call @kiln_rt_kernel_call
 // CHECK: %[[X:.*]] = memref.view {{.*}} to memref<2x2x16xvector<16xf32>>
 // CHECK: %[[MEAN:.*]] = memref.view {{.*}} to memref<2xvector<16xf32>>
+// CHECK: %[[VAR:.*]] = memref.view {{.*}} to memref<2xvector<16xf32>>
+// CHECK: %[[SHIFT:.*]] = memref.view {{.*}} to memref<2xvector<16xf32>>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[X]] : memref<2x2x16xvector<16xf32>>) outs(%[[SHIFT]] : memref<2xvector<16xf32>>)
 // CHECK: %[[PART:.*]] = memref.view {{.*}} to memref<2x2xvector<16xf32>>
-// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[X]] : memref<2x2x16xvector<16xf32>>) outs(%[[PART]] : memref<2x2xvector<16xf32>>)
-// CHECK: arith.addf {{.*}} : vector<16xf32>
-// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]} ins(%[[PART]] : {{.*}}) outs(%[[MEAN]] : memref<2xvector<16xf32>>)
+// CHECK: %[[PART2:.*]] = memref.view {{.*}} to memref<2x2xvector<16xf32>>
+// CHECK: scf.parallel (%[[N:.*]]) =
+// CHECK: scf.for %[[CB:.*]] =
+// CHECK: %[[SUMS:.*]]:2 = scf.for %[[P:.*]] = {{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>)
+// CHECK: memref.load %[[X]][%[[N]], %[[CB]], %[[P]]]
+// CHECK: math.fma
+// CHECK: scf.yield
+// CHECK: memref.store %[[SUMS]]#0, %[[PART]][%[[N]], %[[CB]]]
+// CHECK: memref.store %[[SUMS]]#1, %[[PART2]][%[[N]], %[[CB]]]
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]} ins(%[[PART]], %[[PART2]] : {{.*}})
+// CHECK: linalg.generic {{.*}} ins(%[[SHIFT]], %{{.*}}, %{{.*}} : {{.*}}) outs(%[[MEAN]], %[[VAR]] : memref<2xvector<16xf32>>, memref<2xvector<16xf32>>)
 // CHECK: arith.maximumf {{.*}} : vector<16xf32>
+// The normalization, rectified in the same loop.
+// CHECK: math.fma {{.*}} : vector<16xf32>
+// CHECK-NEXT: arith.constant
+// CHECK-NEXT: arith.maximumf {{.*}} : vector<16xf32>
 // CHECK: call @kiln_rt_kernel_call
 module @blocked {
   func.func @train_step(%x: tensor<2x4x4x32xf32>, %g: tensor<32xf32>) -> tensor<2x4x4x32xf32> {
@@ -251,9 +267,13 @@ module @batch_norm_residual {
 
 // A batch-norm backward with the rectifier's mask (relu_offset): both passes
 // read only dy and x (two activations), and recompute the mask as
-// x * scale + shift > 0 with the forward's coefficients.
+// x * scale + shift > 0 with the forward's coefficients. With 2 vectors a
+// row (32 channels), the sums pass carries its sums in registers.
 // CHECK-LABEL: module @batch_norm_backward_relu
-// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<{{.*}}xvector<16xbf16>>, memref<{{.*}}xvector<16xbf16>>, memref<2xvector<16xf32>>, memref<2xvector<16xf32>>, memref<2xvector<16xf32>>, memref<2xvector<16xf32>>)
+// The forward's statistics, then the backward's sums:
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>)
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-2: memref.load {{.*}} : memref<4x8x2xvector<16xbf16>>
 // CHECK: math.fma
 // CHECK-NEXT: arith.cmpf ogt
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<32x2xvector<16xbf16>>, memref<32x2xvector<16xbf16>>, memref<2xvector<16xf32>>

@@ -8,8 +8,8 @@
 // vectorizer sees it.) Each lane sums its channel in the same order as a
 // scalar loop would, so the results do not depend on the vector form. NHWC
 // with channels not a multiple of 16 stays [M, C] of scalars. Statistics
-// take one pass (shifted by a sample's mean, for accuracy) or two
-// (emitStatistics says when);
+// take one pass, shifted by a sample's mean for accuracy; rows of fewer than
+// 4 vectors, and nChw16c, sum in registers (registerChannelSums);
 // per-channel coefficients go to temporaries so the big loops do one fma
 // each.
 //
@@ -21,6 +21,7 @@
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 
@@ -161,6 +162,62 @@ static void sumByBlocks(
   sumPartials(l, loc, partials, outs);
 }
 
+/// The form of blockedChannelSums for rows of few vectors: per (p, q) of
+/// the parallel dimensions (row block and channel vector of an [M, C'] view,
+/// or image and channel block of an nChw16c one), an scf.for over the
+/// reduction dimension carries the running sums in registers, and stores
+/// them once into that (p, q)'s partial sums. (A linalg.generic keeps them
+/// in the partial-sum rows, which LLVM cannot promote to registers as they
+/// might alias the inputs: with under 4 vectors a row, each row is then
+/// bound by the latency of a load and store per sum.) `rows` are [P, R, Q]
+/// (`reductionInMiddle`) or [P, Q, R].
+static void registerChannelSums(
+    Lowering &l, Location loc, const ChannelLoops &cl, ValueRange rows,
+    bool reductionInMiddle, ValueRange channelInputs, ValueRange outs,
+    function_ref<void(OpBuilder &, Location, ValueRange)> body) {
+  OpBuilder &b = l.b;
+  ArrayRef<int64_t> shape = cast<MemRefType>(rows.front().getType()).getShape();
+  int64_t p = shape[0], q = reductionInMiddle ? shape[2] : shape[1];
+  int64_t r = reductionInMiddle ? shape[1] : shape[2];
+  Type accType = cl.element(b.getF32Type());
+  SmallVector<Value> partials;
+  for (size_t n = 0; n < outs.size(); ++n)
+    partials.push_back(l.temporary(loc, {p, q}, accType));
+  l.parallelLoops(loc, {p, q}, [&](ValueRange pq) {
+    SmallVector<Value> channelValues;
+    for (Value in : channelInputs)
+      channelValues.push_back(memref::LoadOp::create(b, loc, in, pq[1]));
+    SmallVector<Value> init(outs.size(), floatConstant(b, loc, accType, 0.0));
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    auto loop = scf::ForOp::create(
+        b, loc, zero, arith::ConstantIndexOp::create(b, loc, r), one, init,
+        [&](OpBuilder &nb, Location loc, Value i, ValueRange sums) {
+          SmallVector<Value> args;
+          for (Value row : rows) {
+            SmallVector<Value> at = reductionInMiddle
+                                        ? SmallVector<Value>{pq[0], i, pq[1]}
+                                        : SmallVector<Value>{pq[0], pq[1], i};
+            args.push_back(memref::LoadOp::create(nb, loc, row, at));
+          }
+          args.append(channelValues);
+          args.append(sums.begin(), sums.end());
+          // The bodies end in a linalg.yield, written for a linalg.generic;
+          // here its values continue the loop.
+          body(nb, loc, args);
+          Operation *yield = nb.getInsertionBlock()->getTerminator();
+          if (!yield)
+            yield = &nb.getInsertionBlock()->back();
+          SmallVector<Value> next(yield->getOperands());
+          yield->erase();
+          scf::YieldOp::create(nb, loc, next);
+        });
+    for (auto [partial, sum] : llvm::zip(partials, loop.getResults()))
+      memref::StoreOp::create(b, loc, sum, partial, pq);
+  });
+  sumPartials(l, loc, partials, outs);
+}
+
 /// out[c] = sum over m of f(row m), computed as partial sums per block of
 /// rows (one parallel loop over blocks: row blocks of the [M, C'] view, or
 /// the images of an nChw16c one) then a sum over the blocks. `body` gets
@@ -176,6 +233,22 @@ static void blockedChannelSums(
   auto reduction = utils::IteratorType::reduction;
   AffineExpr d0, d1, d2;
   bindDims(ctx, d0, d1, d2);
+  if (cl.blocked || (cl.lanes && cl.rowShape[1] < 4)) {
+    SmallVector<Value> rows(rowInputs);
+    if (!cl.blocked) {
+      // A contiguous [M, C'] view reinterpreted as [blocks, M / blocks, C'].
+      int64_t blocks = rowBlocks(cl.m);
+      for (Value &in : rows)
+        in = memref::ExpandShapeOp::create(
+            b, loc,
+            MemRefType::get({blocks, cl.m / blocks, cl.rowShape[1]},
+                            cast<MemRefType>(in.getType()).getElementType()),
+            in, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+    }
+    registerChannelSums(l, loc, cl, rows, /*reductionInMiddle=*/!cl.blocked,
+                        channelInputs, outs, body);
+    return;
+  }
   if (cl.blocked) {
     // [N, C/16, H*W]: partial sums per image and channel block.
     sumByBlocks(l, loc, cl, rowInputs, cl.full, channelInputs, cl.channel,
@@ -201,34 +274,6 @@ static void blockedChannelSums(
               {parallel, reduction, parallel}, outs, body);
 }
 
-/// mean[c] = sum_m x[m, c] / M and var[c] = sum_m (x - mean)^2 / M, in
-/// two passes over x.
-static void emitTwoPassStatistics(Lowering &l, Location loc,
-                                  const ChannelLoops &cl, Value x, Value mean,
-                                  Value var) {
-  Value inverseM = cl.f32(l, loc, 1.0 / double(cl.m));
-  blockedChannelSums(
-      l, loc, cl, x, {}, mean, [&](OpBuilder &nb, Location loc, ValueRange a) {
-        yield(nb, loc,
-              arith::AddFOp::create(nb, loc, widenToF32(nb, loc, a[0]), a[1])
-                  .getResult());
-      });
-  l.elementwise(
-      loc, mean, mean, [&](OpBuilder &nb, Location loc, ValueRange a) {
-        yield(nb, loc,
-              arith::MulFOp::create(nb, loc, a[0], inverseM).getResult());
-      });
-  blockedChannelSums(
-      l, loc, cl, x, mean, var, [&](OpBuilder &nb, Location loc, ValueRange a) {
-        Value d =
-            arith::SubFOp::create(nb, loc, widenToF32(nb, loc, a[0]), a[1]);
-        yield(nb, loc, math::FmaOp::create(nb, loc, d, d, a[2]).getResult());
-      });
-  l.elementwise(loc, var, var, [&](OpBuilder &nb, Location loc, ValueRange a) {
-    yield(nb, loc, arith::MulFOp::create(nb, loc, a[0], inverseM).getResult());
-  });
-}
-
 /// mean[c] and var[c] of x in one pass over it: the sums of d = x - k[c]
 /// and of d^2, where k[c] is the channel's mean over a sample: the first
 /// image (of a 4-D input), or the first 64 rows (of a 2-D one). With k close
@@ -237,9 +282,8 @@ static void emitTwoPassStatistics(Lowering &l, Location loc,
 /// enough: training drifted from kiln-run's two-pass statistics by 1e-4 in
 /// 4 steps). A second pass for the squared deviations would read x once
 /// more, a quarter of batch norm's traffic; the sample is a small part.
-static void emitOnePassStatistics(Lowering &l, Location loc,
-                                  const ChannelLoops &cl, Value x, Value mean,
-                                  Value var) {
+static void emitStatistics(Lowering &l, Location loc, const ChannelLoops &cl,
+                           Value x, Value mean, Value var) {
   OpBuilder &b = l.b;
   MLIRContext *ctx = b.getContext();
   auto parallel = utils::IteratorType::parallel;
@@ -296,23 +340,6 @@ static void emitOnePassStatistics(Lowering &l, Location loc,
               ValueRange{arith::AddFOp::create(nb, loc, a[0], meanD),
                          arith::MaximumFOp::create(nb, loc, v, zeroF)});
       });
-}
-
-/// The batch statistics. The reduction loops keep their running sums in the
-/// arena's partial-sum rows (LLVM cannot keep them in registers: they might
-/// alias x), so each row of x costs a load and store per accumulator, and a
-/// row of fewer than 4 vectors (NHWC with under 64 channels, and every
-/// nChw16c loop, which reduces one channel block at a time) is bound by that
-/// chain's latency: there, two passes with one accumulator each beat one
-/// pass with two (Fashion-MNIST ResNet-20 bf16 batch_norm_train +35% in one
-/// pass). With 4 or more vectors a row, the pass saved wins (ResNet-50 bf16
-/// -12 to -16%).
-static void emitStatistics(Lowering &l, Location loc, const ChannelLoops &cl,
-                           Value x, Value mean, Value var) {
-  if (!cl.blocked && cl.lanes && cl.rowShape[1] >= 4)
-    emitOnePassStatistics(l, loc, cl, x, mean, var);
-  else
-    emitTwoPassStatistics(l, loc, cl, x, mean, var);
 }
 
 void emitBatchNormCoefficients(Lowering &l, Location loc, Value gamma,
