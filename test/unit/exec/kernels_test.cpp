@@ -70,61 +70,85 @@ Call convCall(CallKind kind, std::map<std::string, TensorRef> operands,
   return call;
 }
 
+/// The six tensors of a convolution's three directions.
+struct ConvTensors {
+  TensorRef x, w, y, dx, dw, dy;
+};
+
+/// Places a convolution's tensors, activations in `layout`.
+ConvTensors placeConv(ArenaLayout &arena, const ConvCase &c,
+                      const ref::Shape &yShape, Layout layout) {
+  ConvTensors t;
+  t.x = arena.place(c.input, DType::F32, layout);
+  t.w = arena.place(c.filter);
+  t.y = arena.place(yShape, DType::F32, layout);
+  t.dx = arena.place(c.input, DType::F32, layout);
+  t.dw = arena.place(c.filter);
+  t.dy = arena.place(yShape, DType::F32, layout);
+  return t;
+}
+
+/// Appends the forward, backward-data and backward-filter calls of `c`.
+void addConvCalls(Manifest &m, const ConvTensors &t, const ConvCase &c) {
+  m.calls.push_back(convCall(CallKind::Conv2dForward,
+                             {{"input", t.x}, {"filter", t.w}, {"output", t.y}},
+                             c));
+  m.calls.push_back(convCall(
+      CallKind::Conv2dBackwardData,
+      {{"output_grad", t.dy}, {"filter", t.w}, {"input_grad", t.dx}}, c));
+  m.calls.push_back(convCall(
+      CallKind::Conv2dBackwardFilter,
+      {{"input", t.x}, {"output_grad", t.dy}, {"filter_grad", t.dw}}, c));
+}
+
+/// Fills x, w and dy with random values, runs calls `first` to `first + 2`
+/// (addConvCalls' three) and compares each direction with the reference.
+void expectConvMatchesReference(uint8_t *a, Kernels &kernels, int32_t first,
+                                const ConvTensors &t, const ConvCase &c,
+                                const ref::Shape &yShape, double tolerance) {
+  ref::Conv2dAttrs attrs = attrsOf(c);
+  ref::Tensor xv = randomTensor(c.input, 1);
+  ref::Tensor wv = randomTensor(c.filter, 2);
+  ref::Tensor dyv = randomTensor(yShape, 3);
+  storeTensor(a, t.x, xv);
+  storeTensor(a, t.w, wv);
+  storeTensor(a, t.dy, dyv);
+  for (int32_t id = first; id < first + 3; ++id)
+    kernels.execute(id);
+  EXPECT_TRUE(
+      closeTo(loadTensor(a, t.y), ref::conv2d(xv, wv, attrs), tolerance))
+      << "forward; " << kernels.implementation(first);
+  EXPECT_TRUE(closeTo(loadTensor(a, t.dx),
+                      ref::conv2dBackwardData(dyv, wv, c.input, attrs),
+                      tolerance))
+      << "backward data; " << kernels.implementation(first + 1);
+  EXPECT_TRUE(closeTo(loadTensor(a, t.dw),
+                      ref::conv2dBackwardFilter(xv, dyv, c.filter, attrs),
+                      tolerance))
+      << "backward filter; " << kernels.implementation(first + 2);
+}
+
 class ConvKernelTest : public ::testing::TestWithParam<ConvParam> {};
 
 TEST_P(ConvKernelTest, MatchesReference) {
   const ConvParam &p = GetParam();
-  ref::Conv2dAttrs attrs = attrsOf(p.conv);
   ref::Shape yShape;
-  ASSERT_TRUE(ref::inferConv2dShape(p.conv.input, p.conv.filter, attrs, yShape)
+  ASSERT_TRUE(ref::inferConv2dShape(p.conv.input, p.conv.filter,
+                                    attrsOf(p.conv), yShape)
                   .ok());
-
   ArenaLayout layout;
-  TensorRef x = layout.place(p.conv.input, DType::F32, p.layout);
-  TensorRef w = layout.place(p.conv.filter);
-  TensorRef y = layout.place(yShape, DType::F32, p.layout);
-  TensorRef dx = layout.place(p.conv.input, DType::F32, p.layout);
-  TensorRef dw = layout.place(p.conv.filter);
-  TensorRef dy = layout.place(yShape, DType::F32, p.layout);
-
+  ConvTensors t = placeConv(layout, p.conv, yShape, p.layout);
   Manifest m;
   m.arenaBytes = layout.bytes();
-  auto conv = [&](CallKind kind, std::map<std::string, TensorRef> operands) {
-    m.calls.push_back(convCall(kind, std::move(operands), p.conv));
-  };
-  conv(CallKind::Conv2dForward, {{"input", x}, {"filter", w}, {"output", y}});
-  conv(CallKind::Conv2dBackwardData,
-       {{"output_grad", dy}, {"filter", w}, {"input_grad", dx}});
-  conv(CallKind::Conv2dBackwardFilter,
-       {{"input", x}, {"output_grad", dy}, {"filter_grad", dw}});
-
+  addConvCalls(m, t, p.conv);
   auto arena = Arena::allocate(m.arenaBytes);
   ASSERT_TRUE(arena.isOk()) << arena.status().toString();
   KernelOptions options;
   options.blockedWeights = p.blocked;
   auto kernels = Kernels::create(m, (*arena)->data(), options);
   ASSERT_TRUE(kernels.isOk()) << kernels.status().toString();
-
-  ref::Tensor xv = randomTensor(p.conv.input, 1);
-  ref::Tensor wv = randomTensor(p.conv.filter, 2);
-  ref::Tensor dyv = randomTensor(yShape, 3);
-  uint8_t *a = (*arena)->data();
-  storeTensor(a, x, xv);
-  storeTensor(a, w, wv);
-  storeTensor(a, dy, dyv);
-  for (int32_t id = 0; id < 3; ++id)
-    (*kernels)->execute(id);
-
-  EXPECT_TRUE(closeTo(loadTensor(a, y), ref::conv2d(xv, wv, attrs), 1e-4))
-      << "forward; " << (*kernels)->implementation(0);
-  EXPECT_TRUE(closeTo(loadTensor(a, dx),
-                      ref::conv2dBackwardData(dyv, wv, p.conv.input, attrs),
-                      1e-4))
-      << "backward data; " << (*kernels)->implementation(1);
-  EXPECT_TRUE(closeTo(loadTensor(a, dw),
-                      ref::conv2dBackwardFilter(xv, dyv, p.conv.filter, attrs),
-                      1e-4))
-      << "backward filter; " << (*kernels)->implementation(2);
+  expectConvMatchesReference((*arena)->data(), **kernels, 0, t, p.conv, yShape,
+                             1e-4);
 }
 
 std::vector<ConvParam> convParams() {
@@ -155,27 +179,14 @@ TEST(ConvKernelWinogradTest, EligibleConvolutionsMatchReference) {
                             {1, 1}};
   for (Layout layout : {Layout::NChw16c, Layout::None}) {
     ArenaLayout arenaLayout;
-    TensorRef x = arenaLayout.place(xShape, DType::F32, layout);
-    TensorRef w = arenaLayout.place(wShape);
-    TensorRef y = arenaLayout.place(yShape, DType::F32, layout);
-    TensorRef dx = arenaLayout.place(xShape, DType::F32, layout);
-    TensorRef dw = arenaLayout.place(wShape);
-    TensorRef dy = arenaLayout.place(yShape, DType::F32, layout);
+    ConvTensors t = placeConv(arenaLayout, same, yShape, layout);
     TensorRef ys = arenaLayout.place({2, 6, 6, 32}, DType::F32, layout);
     Manifest m;
     m.arenaBytes = arenaLayout.bytes();
-    auto conv = [&](CallKind kind, std::map<std::string, TensorRef> operands,
-                    const ConvCase &c) {
-      m.calls.push_back(convCall(kind, std::move(operands), c));
-    };
-    conv(CallKind::Conv2dForward, {{"input", x}, {"filter", w}, {"output", y}},
-         same);
-    conv(CallKind::Conv2dBackwardData,
-         {{"output_grad", dy}, {"filter", w}, {"input_grad", dx}}, same);
-    conv(CallKind::Conv2dBackwardFilter,
-         {{"input", x}, {"output_grad", dy}, {"filter_grad", dw}}, same);
-    conv(CallKind::Conv2dForward, {{"input", x}, {"filter", w}, {"output", ys}},
-         strided);
+    addConvCalls(m, t, same);
+    m.calls.push_back(
+        convCall(CallKind::Conv2dForward,
+                 {{"input", t.x}, {"filter", t.w}, {"output", ys}}, strided));
     auto arena = Arena::allocate(m.arenaBytes);
     ASSERT_TRUE(arena.isOk()) << arena.status().toString();
     KernelOptions options;
@@ -189,22 +200,8 @@ TEST(ConvKernelWinogradTest, EligibleConvolutionsMatchReference) {
           << layoutName(layout) << " call " << id << ": "
           << (*kernels)->implementation(id);
     }
-
-    ref::Tensor xv = randomTensor(xShape, 1), wv = randomTensor(wShape, 2);
-    ref::Tensor dyv = randomTensor(yShape, 3);
-    uint8_t *a = (*arena)->data();
-    storeTensor(a, x, xv);
-    storeTensor(a, w, wv);
-    storeTensor(a, dy, dyv);
-    for (int32_t id = 0; id < 3; ++id)
-      (*kernels)->execute(id);
-    ref::Conv2dAttrs attrs = attrsOf(same);
-    EXPECT_TRUE(closeTo(loadTensor(a, y), ref::conv2d(xv, wv, attrs), 1e-3));
-    EXPECT_TRUE(closeTo(loadTensor(a, dx),
-                        ref::conv2dBackwardData(dyv, wv, xShape, attrs), 1e-3));
-    EXPECT_TRUE(closeTo(loadTensor(a, dw),
-                        ref::conv2dBackwardFilter(xv, dyv, wShape, attrs),
-                        1e-3));
+    expectConvMatchesReference((*arena)->data(), **kernels, 0, t, same, yShape,
+                               1e-3);
   }
 }
 
