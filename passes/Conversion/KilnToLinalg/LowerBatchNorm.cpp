@@ -206,8 +206,6 @@ static void registerChannelSums(
           // here its values continue the loop.
           body(nb, loc, args);
           Operation *yield = nb.getInsertionBlock()->getTerminator();
-          if (!yield)
-            yield = &nb.getInsertionBlock()->back();
           SmallVector<Value> next(yield->getOperands());
           yield->erase();
           scf::YieldOp::create(nb, loc, next);
@@ -221,53 +219,41 @@ static void registerChannelSums(
 /// out[c] = sum over m of f(row m), computed as partial sums per block of
 /// rows (one parallel loop over blocks: row blocks of the [M, C'] view, or
 /// the images of an nChw16c one) then a sum over the blocks. `body` gets
-/// the block arguments of the generic (x-like inputs, per-channel inputs,
-/// accumulators) and yields the new accumulators.
+/// the values of one element (x-like inputs, per-channel inputs,
+/// accumulators) and yields the new accumulators with a linalg.yield. Rows
+/// of under 4 vectors, and nChw16c, sum in registers (registerChannelSums).
 static void blockedChannelSums(
     Lowering &l, Location loc, const ChannelLoops &cl, ValueRange rowInputs,
     ValueRange channelInputs, ValueRange outs,
     function_ref<void(OpBuilder &, Location, ValueRange)> body) {
   OpBuilder &b = l.b;
+  if (cl.blocked) {
+    // [N, C/16, H*W]: one channel block per loop, summed in registers.
+    registerChannelSums(l, loc, cl, rowInputs, /*reductionInMiddle=*/false,
+                        channelInputs, outs, body);
+    return;
+  }
+  // A contiguous [M, C'] view reinterpreted as [blocks, M / blocks, C'].
+  int64_t blocks = rowBlocks(cl.m);
+  SmallVector<Value> rows;
+  for (Value in : rowInputs)
+    rows.push_back(memref::ExpandShapeOp::create(
+        b, loc,
+        MemRefType::get({blocks, cl.m / blocks, cl.rowShape[1]},
+                        cast<MemRefType>(in.getType()).getElementType()),
+        in, ArrayRef<ReassociationIndices>{{0, 1}, {2}}));
+  if (cl.lanes && cl.rowShape[1] < 4) {
+    registerChannelSums(l, loc, cl, rows, /*reductionInMiddle=*/true,
+                        channelInputs, outs, body);
+    return;
+  }
+  // Rows of 4 or more vectors (or of scalars) keep enough independent sums
+  // in flight for the generic's in-memory accumulators.
   MLIRContext *ctx = b.getContext();
   auto parallel = utils::IteratorType::parallel;
   auto reduction = utils::IteratorType::reduction;
   AffineExpr d0, d1, d2;
   bindDims(ctx, d0, d1, d2);
-  if (cl.blocked || (cl.lanes && cl.rowShape[1] < 4)) {
-    SmallVector<Value> rows(rowInputs);
-    if (!cl.blocked) {
-      // A contiguous [M, C'] view reinterpreted as [blocks, M / blocks, C'].
-      int64_t blocks = rowBlocks(cl.m);
-      for (Value &in : rows)
-        in = memref::ExpandShapeOp::create(
-            b, loc,
-            MemRefType::get({blocks, cl.m / blocks, cl.rowShape[1]},
-                            cast<MemRefType>(in.getType()).getElementType()),
-            in, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
-    }
-    registerChannelSums(l, loc, cl, rows, /*reductionInMiddle=*/!cl.blocked,
-                        channelInputs, outs, body);
-    return;
-  }
-  if (cl.blocked) {
-    // [N, C/16, H*W]: partial sums per image and channel block.
-    sumByBlocks(l, loc, cl, rowInputs, cl.full, channelInputs, cl.channel,
-                {cl.rowShape[0], cl.rowShape[1]},
-                AffineMap::get(3, 0, {d0, d1}, ctx),
-                {parallel, parallel, reduction}, outs, body);
-    return;
-  }
-  int64_t blocks = rowBlocks(cl.m);
-  SmallVector<Value> rows;
-  for (Value in : rowInputs) {
-    auto type = cast<MemRefType>(in.getType());
-    // A contiguous [M, C'] view reinterpreted as [blocks, M / blocks, C'].
-    rows.push_back(memref::ExpandShapeOp::create(
-        b, loc,
-        MemRefType::get({blocks, cl.m / blocks, cl.rowShape[1]},
-                        type.getElementType()),
-        in, ArrayRef<ReassociationIndices>{{0, 1}, {2}}));
-  }
   sumByBlocks(l, loc, cl, rows, AffineMap::get(3, 0, {d0, d1, d2}, ctx),
               channelInputs, AffineMap::get(3, 0, {d2}, ctx),
               {blocks, cl.rowShape[1]}, AffineMap::get(3, 0, {d0, d2}, ctx),
