@@ -38,3 +38,15 @@ func.func @forward(%x: tensor<?x4xf32>) -> tensor<4xf32> {
   %y, %bm, %bv, %nm, %nv = kiln.batch_norm_train %x, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 : (tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
   return %bm : tensor<4xf32>
 }
+
+// -----
+
+// Negative case: a batch norm already fused with its residual (--kiln-fuse's
+// form) has no evaluation form here.
+kiln.variable parameter @g : tensor<4xf32> init ones
+func.func @forward(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %g = kiln.read @g : tensor<4xf32>
+  // expected-error @+1 {{with a fused residual: derive the evaluation step before --kiln-fuse}}
+  %y, %bm, %bv, %nm, %nv = kiln.batch_norm_train %x, %g, %g, %g, %g residual %x epsilon 1.0e-5 momentum 0.9 : (tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?x4xf32>) -> (tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return %y : tensor<?x4xf32>
+}

@@ -112,3 +112,27 @@ module @fused {
     return %y : tensor<2x2x2x4xf32>
   }
 }
+
+// -----
+
+// Negative case: so is batch norm fused with a residual alone.
+module @fused_residual {
+  func.func @train_step(%x: tensor<2x2x2x4xf32>, %g: tensor<4xf32>) -> tensor<2x2x2x4xf32> {
+    // expected-error @+1 {{kiln-convert-to-sa: batch norm fused with relu or a residual (--kiln-fuse) is not lowered; convert the unfused step}}
+    %y, %m, %v, %nm, %nv = kiln.batch_norm_train %x, %g, %g, %g, %g residual %x epsilon 1.0e-5 momentum 0.9 : (tensor<2x2x2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x2x2x4xf32>) -> (tensor<2x2x2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+    return %y : tensor<2x2x2x4xf32>
+  }
+}
+
+// -----
+
+// Negative case: batch-norm backward fused with the relu mask (relu_offset,
+// --kiln-fuse) is not lowered either.
+module @fused_backward {
+  func.func @train_step(%x: tensor<2x2x2x4xf32>, %g: tensor<4xf32>) -> tensor<2x2x2x4xf32> {
+    %y, %m, %v, %nm, %nv = kiln.batch_norm_train %x, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 : (tensor<2x2x2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x2x2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+    // expected-error @+1 {{kiln-convert-to-sa: batch norm backward fused with relu backward (--kiln-fuse) is not lowered; convert the unfused step}}
+    %dx, %dg, %db = kiln.batch_norm_backward %y, %x, %g, %m, %v relu_offset %g epsilon 1.0e-5 : (tensor<2x2x2x4xf32>, tensor<2x2x2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x2x2x4xf32>, tensor<4xf32>, tensor<4xf32>)
+    return %dx : tensor<2x2x2x4xf32>
+  }
+}
