@@ -211,6 +211,22 @@ def KilnBf16 : Pass<"kiln-bf16", "mlir::ModuleOp"> {
   }];
 }
 
+def KilnBf16WeightCopies : Pass<"kiln-bf16-weight-copies", "mlir::ModuleOp"> {
+  let summary = "Keeps a bf16 copy of each master weight, updated by the optimizer";
+  let description = [{
+    After `--kiln-bf16`, each bf16 compute op reads a cast of an f32 master
+    weight, so every step rounds every weight once per function that reads
+    it. This pass declares a bf16 copy variable per such parameter
+    (`@w.bf16`, initializer `copy of @w`, which the runtime fills after
+    initializing or loading and leaves out of checkpoints), makes the
+    functions read it instead, and makes each function that assigns `@w`
+    also assign the copy the rounded new value. `--kiln-fuse` folds that
+    rounding into `kiln.fused_sgd_update`, so the cast happens in the
+    optimizer's loop while the new weight is in registers. Run it after the
+    optimizer.
+  }];
+}
+
 def KilnFoldCasts : Pass<"kiln-fold-casts", "mlir::func::FuncOp"> {
   let summary = "Folds precision casts into the ops that produce them";
   let description = [{

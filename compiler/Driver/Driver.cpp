@@ -383,6 +383,10 @@ int compile(const CompileOptions &options) {
         if (options.precision == "bf16")
           pm.addPass(createKilnBf16());
         buildTrainStepPipeline(pm, *options.trainStep);
+        // The systolic program reads the f32 weights through their casts
+        // and rounds them on the device.
+        if (options.precision == "bf16" && !systolic)
+          pm.addPass(createKilnBf16WeightCopies());
         pm.addNestedPass<func::FuncOp>(createKilnFoldCasts());
         // kiln-convert-to-sa lowers batch norm and relu as separate ops
         // (the device's vector unit runs them back to back on chip).

@@ -128,6 +128,9 @@ LogicalResult evalFusedSgdUpdate(FusedSgdUpdateOp op, EvalContext &ctx) {
       return failure();
     ref::sgdMomentumUpdate(w, g, v, params,
                            /*applyDecay=*/params.weightDecay != 0.0);
+    // A copy is kiln.cast's rounding of the new weight (setFloat rounds).
+    if (!op.getNewCopies().empty())
+      ctx.setFloat(op.getNewCopies()[i], w);
     ctx.setFloat(op.getNewWeights()[i], std::move(w));
     ctx.setFloat(op.getNewVelocities()[i], std::move(v));
   }

@@ -74,10 +74,14 @@ public:
   mlir::LogicalResult initialize(uint64_t seed);
   /// Replaces every variable with the tensor of its name in a safetensors
   /// file; a missing or extra name, or a dtype or shape that differs from the
-  /// declaration, is an error naming it.
+  /// declaration, is an error naming it. Copies (`init copy`) are not in
+  /// the file: they are recomputed from their sources.
   mlir::LogicalResult load(const std::string &path);
-  /// Writes every variable to a safetensors file (atomically).
+  /// Writes every variable but the copies to a safetensors file
+  /// (atomically).
   mlir::LogicalResult save(const std::string &path) const;
+  /// Sets every copy variable to its source rounded to its element type.
+  void refreshCopies();
 
   /// The variable called `name`, or null.
   HostTensor *lookup(llvm::StringRef name);

@@ -1,5 +1,4 @@
-//===- Variables.cpp - Model variables: initialize, load, save
-//-------------===//
+//===- Variables.cpp - Model variables: initialize, load, save -----------===//
 
 #include "compiler/Interpreter/Interpreter.h"
 
@@ -43,11 +42,34 @@ const HostTensor *VariableStore::lookup(StringRef name) const {
   return it == values.end() ? nullptr : &it->second;
 }
 
+/// Whether `op` is derived state (`init copy`): neither initialized nor
+/// loaded nor saved, but recomputed from its source.
+static bool isCopy(Operation *op) {
+  return cast<VariableOp>(op).getInit() == Initializer::Copy;
+}
+
+void VariableStore::refreshCopies() {
+  for (Operation *op : decls) {
+    if (!isCopy(op))
+      continue;
+    auto copy = cast<VariableOp>(op);
+    HostTensor &value = values[copy.getSymName()];
+    const HostTensor &source = values[copy.getOfAttr().getValue()];
+    // HostTensor holds bf16 as floats, rounded; widening is exact.
+    value.floats = source.floats;
+    if (value.type == ElementType::BF16)
+      for (float &f : value.floats)
+        f = ref::roundToBf16(f);
+  }
+}
+
 LogicalResult VariableStore::initialize(uint64_t seed) {
   for (Operation *op : decls) {
     auto variable = cast<VariableOp>(op);
     HostTensor &value = values[variable.getSymName()];
     Initializer init = variable.getInit();
+    if (init == Initializer::Copy)
+      continue;
     if (init == Initializer::Constant) {
       FailureOr<HostTensor> constant = tensorFromAttr(*variable.getValue());
       if (failed(constant) || constant->type != value.type)
@@ -82,6 +104,7 @@ LogicalResult VariableStore::initialize(uint64_t seed) {
       t = ref::roundToBf16(t);
     value.floats = std::move(t.data);
   }
+  refreshCopies();
   return success();
 }
 
@@ -92,6 +115,8 @@ LogicalResult VariableStore::load(const std::string &path) {
     return module.emitError() << error;
   std::set<std::string> declared;
   for (Operation *op : decls) {
+    if (isCopy(op))
+      continue;
     auto variable = cast<VariableOp>(op);
     std::string name = variable.getSymName().str();
     declared.insert(name);
@@ -114,12 +139,15 @@ LogicalResult VariableStore::load(const std::string &path) {
     if (!declared.count(t.name))
       return module.emitError() << path << " holds '" << t.name
                                 << "', which is not a variable of the module";
+  refreshCopies();
   return success();
 }
 
 LogicalResult VariableStore::save(const std::string &path) const {
   st::File file;
   for (Operation *op : decls) {
+    if (isCopy(op))
+      continue;
     StringRef name = cast<VariableOp>(op).getSymName();
     file.tensors.push_back(toSafetensors(*lookup(name), name.str()));
   }

@@ -311,35 +311,57 @@ struct FuseElementwiseChain : RewritePattern {
   }
 };
 
-/// The hyperparameters updates must share to run as one fused update.
+/// The hyperparameters updates must share to run as one fused update, and
+/// the element type of the copies they write (null for none).
 struct SgdKey {
   Value learningRate;
   float momentum, weightDecay;
   bool nesterov;
+  Type copyElement;
   bool operator==(const SgdKey &o) const {
     return learningRate == o.learningRate && momentum == o.momentum &&
-           weightDecay == o.weightDecay && nesterov == o.nesterov;
+           weightDecay == o.weightDecay && nesterov == o.nesterov &&
+           copyElement == o.copyElement;
   }
 };
 
-template <typename Op> static SgdKey keyOf(Op op) {
+/// The cast of an sgd_update's new weight to another element type (the
+/// copy --kiln-bf16-weight-copies assigns), which the fused update folds in.
+static CastOp copyCastOf(SgdUpdateOp update) {
+  for (Operation *user : update.getNewWeight().getUsers())
+    if (auto cast = dyn_cast<CastOp>(user))
+      return cast;
+  return {};
+}
+
+static Type elementOf(Value tensor) {
+  return cast<RankedTensorType>(tensor.getType()).getElementType();
+}
+
+template <typename Op> static SgdKey keyOf(Op op, Type copyElement) {
   return {op.getLearningRate(), op.getMomentum().convertToFloat(),
-          op.getWeightDecay().convertToFloat(), op.getNesterov()};
+          op.getWeightDecay().convertToFloat(), op.getNesterov(), copyElement};
 }
 
 static std::optional<SgdKey> sgdKeyOf(Operation *op) {
-  if (auto update = dyn_cast<SgdUpdateOp>(op))
-    return keyOf(update);
+  if (auto update = dyn_cast<SgdUpdateOp>(op)) {
+    CastOp copy = copyCastOf(update);
+    return keyOf(update, copy ? elementOf(copy.getOutput()) : Type());
+  }
   if (auto update = dyn_cast<FusedSgdUpdateOp>(op))
-    return keyOf(update);
+    return keyOf(update, update.getNewCopies().empty()
+                             ? Type()
+                             : elementOf(update.getNewCopies().front()));
   return std::nullopt;
 }
 
 /// All SGD updates of a block that share learning rate, momentum, weight
-/// decay and nesterov -> one kiln.fused_sgd_update at the last of them.
-/// Results read before that point (other than by kiln.assign, which takes
-/// effect at the end of the step wherever it stands) keep their update out
-/// of the group.
+/// decay, nesterov and whether their new weight is cast to a copy -> one
+/// kiln.fused_sgd_update at the last of them, which also writes the copies
+/// (a single update with a copy is worth fusing for that alone). Results
+/// read before that point (other than by kiln.assign, which takes effect at
+/// the end of the step wherever it stands, and by the copy's cast) keep
+/// their update out of the group.
 struct FuseSgdUpdates : RewritePattern {
   FuseSgdUpdates(MLIRContext *context)
       : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, context) {}
@@ -353,23 +375,37 @@ struct FuseSgdUpdates : RewritePattern {
     for (Operation &op : *root->getBlock())
       if (sgdKeyOf(&op) == key)
         group.push_back(&op);
+    // What the fused update replaces: the updates' results and the copies'
+    // casts.
+    auto replaced = [&](Operation *op) {
+      SmallVector<Operation *> ops{op};
+      if (auto update = dyn_cast<SgdUpdateOp>(op); update && key->copyElement)
+        ops.push_back(copyCastOf(update));
+      return ops;
+    };
     // Drop updates whose results are needed before the last update, until
     // the group is stable (dropping one moves the last one earlier).
     bool changed = true;
-    while (changed && group.size() >= 2) {
+    while (changed && !group.empty()) {
       changed = false;
       Operation *last = group.back();
       llvm::erase_if(group, [&](Operation *op) {
-        bool early =
-            op != last && llvm::any_of(op->getUsers(), [&](Operation *u) {
-              return !isa<AssignOp>(u) && (u->getBlock() != last->getBlock() ||
-                                           u->isBeforeInBlock(last));
-            });
+        SmallVector<Operation *> ops = replaced(op);
+        bool early = op != last && llvm::any_of(ops, [&](Operation *r) {
+                       return llvm::any_of(r->getUsers(), [&](Operation *u) {
+                         return !isa<AssignOp>(u) &&
+                                !llvm::is_contained(ops, u) &&
+                                (u->getBlock() != last->getBlock() ||
+                                 u->isBeforeInBlock(last));
+                       });
+                     });
         changed |= early;
         return early;
       });
     }
-    if (group.size() < 2 || !llvm::is_contained(group, root))
+    bool foldsCopy = key->copyElement && group.size() == 1 &&
+                     isa<SgdUpdateOp>(group.front());
+    if ((group.size() < 2 && !foldsCopy) || !llvm::is_contained(group, root))
       return failure();
 
     SmallVector<Value> weights, gradients, velocities;
@@ -387,26 +423,33 @@ struct FuseSgdUpdates : RewritePattern {
     }
     Operation *last = group.back();
     rewriter.setInsertionPoint(last);
-    // New weights, then new velocities: the weights' types twice.
-    SmallVector<Type> types(ValueRange(weights).getTypes());
-    llvm::append_range(types, ValueRange(weights).getTypes());
+    SmallVector<Type> types(ValueRange(weights).getTypes()), copyTypes;
+    if (key->copyElement)
+      for (Type type : types)
+        copyTypes.push_back(
+            cast<RankedTensorType>(type).clone(key->copyElement));
     auto fused = FusedSgdUpdateOp::create(
-        rewriter, last->getLoc(), types, weights, gradients, velocities,
-        key->learningRate, rewriter.getF32FloatAttr(key->momentum),
+        rewriter, last->getLoc(), types, types, copyTypes, weights, gradients,
+        velocities, key->learningRate, rewriter.getF32FloatAttr(key->momentum),
         rewriter.getF32FloatAttr(key->weightDecay),
         key->nesterov ? rewriter.getUnitAttr() : nullptr);
     unsigned n = weights.size(), i = 0;
     Operation *anchor = fused;
     for (Operation *op : group) {
-      unsigned count = op->getNumResults() / 2;
+      unsigned count = isa<SgdUpdateOp>(op)
+                           ? 1
+                           : cast<FusedSgdUpdateOp>(op).getWeights().size();
       SmallVector<Value> results(fused.getNewWeights().slice(i, count));
       llvm::append_range(results, fused.getNewVelocities().slice(i, count));
-      i += count;
+      SmallVector<Operation *> ops = replaced(op);
+      if (isa<FusedSgdUpdateOp>(op))
+        llvm::append_range(results, fused.getNewCopies().slice(i, count));
       // Assignments of the results move after the fused update, in order.
       SmallVector<Operation *> early;
-      for (Operation *user : op->getUsers())
-        if (user->isBeforeInBlock(fused))
-          early.push_back(user);
+      for (Operation *r : ops)
+        for (Operation *user : r->getUsers())
+          if (!llvm::is_contained(ops, user) && user->isBeforeInBlock(fused))
+            early.push_back(user);
       llvm::sort(early, [](Operation *a, Operation *b) {
         return a->isBeforeInBlock(b);
       });
@@ -414,6 +457,9 @@ struct FuseSgdUpdates : RewritePattern {
         rewriter.moveOpAfter(user, anchor);
         anchor = user;
       }
+      if (ops.size() == 2)
+        rewriter.replaceOp(ops[1], fused.getNewCopies()[i]);
+      i += count;
       rewriter.replaceOp(op, results);
     }
     assert(i == n && "every parameter of the group is placed");

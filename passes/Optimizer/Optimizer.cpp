@@ -64,7 +64,8 @@ static VariableOp declareState(OpBuilder &builder, Operation *anchor,
       builder, anchor->getLoc(),
       VariableKindAttr::get(builder.getContext(), VariableKind::State),
       builder.getStringAttr(name), TypeAttr::get(type),
-      InitializerAttr::get(builder.getContext(), init), FloatAttr(), value);
+      InitializerAttr::get(builder.getContext(), init), FloatAttr(), value,
+      FlatSymbolRefAttr());
 }
 
 LogicalResult applyOptimizer(func::FuncOp step, const OptimizerConfig &config) {

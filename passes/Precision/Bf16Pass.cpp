@@ -1,4 +1,4 @@
-//===- Bf16Pass.cpp - kiln-bf16 and kiln-fold-casts -----------------------===//
+//===- Bf16Pass.cpp - kiln-bf16, kiln-bf16-weight-copies, kiln-fold-casts -===//
 
 #include "passes/Precision/Bf16.h"
 #include "passes/Passes.h"
@@ -8,6 +8,7 @@
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNBF16
+#define GEN_PASS_DEF_KILNBF16WEIGHTCOPIES
 #define GEN_PASS_DEF_KILNFOLDCASTS
 #include "passes/Passes.h.inc"
 
@@ -18,6 +19,15 @@ struct Bf16Pass : impl::KilnBf16Base<Bf16Pass> {
     for (auto func : getOperation().getOps<mlir::func::FuncOp>())
       if (failed(castToBf16(func)))
         return signalPassFailure();
+  }
+};
+
+struct Bf16WeightCopiesPass
+    : impl::KilnBf16WeightCopiesBase<Bf16WeightCopiesPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    if (failed(keepBf16WeightCopies(getOperation())))
+      signalPassFailure();
   }
 };
 

@@ -2,6 +2,7 @@
 
 #include "kiln/rt/exec/checkpoint.h"
 
+#include "kiln/rt/exec/variables.h"
 #include "kiln/rt/safetensors.h"
 
 #include <fmt/format.h>
@@ -86,6 +87,10 @@ Status saveCheckpoint(const std::string &dir, const Manifest &manifest,
                       int64_t keep) {
   st::File file;
   for (const Variable &v : manifest.variables) {
+    // Copies are derived, so bf16 and f32 builds of a model share
+    // checkpoints.
+    if (v.isCopy())
+      continue;
     st::Tensor t;
     t.name = v.name;
     t.dtype = toSafetensors(v.tensor.dtype);
@@ -157,8 +162,13 @@ loadNewestCheckpoint(const std::string &dir, const Manifest &manifest,
     loaded.info.worldSize = world;
     loaded.info.data = file.metadata["data"];
 
-    // All-or-nothing: check every variable before writing any.
+    // All-or-nothing: check every variable before writing any. Copies are
+    // not in checkpoints; they are refilled from their sources below.
+    size_t saved = 0;
     for (const Variable &v : manifest.variables) {
+      if (v.isCopy())
+        continue;
+      ++saved;
       const st::Tensor *t = file.find(v.name);
       if (!t)
         return KILN_STATUS(kInvalidArgument,
@@ -176,16 +186,19 @@ loadNewestCheckpoint(const std::string &dir, const Manifest &manifest,
                         dtypeName(v.tensor.dtype),
                         fmt::format("[{}]", fmt::join(v.tensor.shape, ","))));
     }
-    if (file.tensors.size() != manifest.variables.size())
+    if (file.tensors.size() != saved)
       return KILN_STATUS(kInvalidArgument,
                          fmt::format("checkpoint {} holds {} tensors, the "
-                                     "model {} variables",
-                                     path, file.tensors.size(),
-                                     manifest.variables.size()));
+                                     "model {} variables (not counting "
+                                     "copies)",
+                                     path, file.tensors.size(), saved));
     for (const Variable &v : manifest.variables) {
+      if (v.isCopy())
+        continue;
       const st::Tensor *t = file.find(v.name);
       std::memcpy(arena + v.tensor.offset, t->bytes.data(), t->bytes.size());
     }
+    KILN_RETURN_IF_ERROR(refreshCopies(manifest, arena));
     return std::optional<LoadedCheckpoint>(std::move(loaded));
   }
   return std::optional<LoadedCheckpoint>();

@@ -52,6 +52,8 @@ const char *initKindName(InitKind kind) {
   case InitKind::Constant: return "constant";
   case InitKind::Normal: return "normal";
   case InitKind::HeNormal: return "he_normal";
+  case InitKind::Copy:
+    return "copy";
   }
   return "?";
 }
@@ -370,6 +372,9 @@ private:
   /// The optional post-op operands of a forward convolution.
   Status checkPostOps(const Call &call, const std::string &path);
   Status parseSchedule(const Value &v, const std::string &path);
+  /// Every copy's source: another variable, not a copy, of the same shape,
+  /// f32 or bf16.
+  Status checkCopies();
 };
 
 Status Parser::parseVariable(const Value &v, const std::string &path,
@@ -410,11 +415,9 @@ Status Parser::parseVariable(const Value &v, const std::string &path,
   KILN_RETURN_IF_ERROR(require(v, "init", where, field));
   KILN_RETURN_IF_ERROR(getString(*field, join(where, "init"), init));
   static const std::pair<const char *, InitKind> kInits[] = {
-      {"zeros", InitKind::Zeros},
-      {"ones", InitKind::Ones},
-      {"constant", InitKind::Constant},
-      {"normal", InitKind::Normal},
-      {"he_normal", InitKind::HeNormal}};
+      {"zeros", InitKind::Zeros},        {"ones", InitKind::Ones},
+      {"constant", InitKind::Constant},  {"normal", InitKind::Normal},
+      {"he_normal", InitKind::HeNormal}, {"copy", InitKind::Copy}};
   bool known = false;
   for (const auto &[name, k] : kInits)
     if (init == name) {
@@ -424,10 +427,31 @@ Status Parser::parseVariable(const Value &v, const std::string &path,
   if (!known)
     return error(join(where, "init"),
                  "unknown initializer \"" + init +
-                     "\" (expected zeros, ones, constant, normal or "
-                     "he_normal)");
+                     "\" (expected zeros, ones, constant, normal, he_normal "
+                     "or copy)");
   bool isFloat =
       out.tensor.dtype == DType::F32 || out.tensor.dtype == DType::BF16;
+  // A copy's source is checked once every variable is known (checkCopies):
+  // it may be declared after the copy.
+  if (const Value *of = v.member("of")) {
+    if (!out.isCopy())
+      return error(join(where, "of"),
+                   std::string("only init \"copy\" takes a source, not \"") +
+                       initKindName(out.init) + "\"");
+    KILN_RETURN_IF_ERROR(getString(*of, join(where, "of"), out.source));
+  } else if (out.isCopy()) {
+    return error(where, "missing member \"of\" (the variable it copies)");
+  }
+  if (out.isCopy()) {
+    // Not trained itself (its source's update rewrites it), so not a
+    // parameter: replica checks and parameter counts leave it out.
+    if (out.kind != VariableKind::State)
+      return error(join(where, "kind"), "a copy must be a state variable");
+    if (!isFloat)
+      return error(join(where, "dtype"),
+                   std::string("a copy must be f32 or bf16, not ") +
+                       dtypeName(out.tensor.dtype));
+  }
   if ((out.init == InitKind::Normal || out.init == InitKind::HeNormal) &&
       !isFloat)
     return error(join(where, "init"),
@@ -468,6 +492,34 @@ Status Parser::parseVariable(const Value &v, const std::string &path,
       return error(vpath, std::to_string(out.value.size()) +
                               " values for a variable of " +
                               std::to_string(n) + " elements");
+  }
+  return Status::ok();
+}
+
+Status Parser::checkCopies() {
+  for (size_t i = 0; i < m.variables.size(); ++i) {
+    const Variable &copy = m.variables[i];
+    if (!copy.isCopy())
+      continue;
+    std::string path =
+        "variables[" + std::to_string(i) + "] (" + copy.name + ").of";
+    if (copy.source == copy.name)
+      return error(path, "a copy cannot be its own source");
+    const Variable *source = m.findVariable(copy.source);
+    if (!source)
+      return error(path, "no variable named \"" + copy.source + "\"");
+    if (source->isCopy())
+      return error(path, "\"" + copy.source +
+                             "\" is itself a copy; copy its source instead");
+    if (source->tensor.dtype != DType::F32 &&
+        source->tensor.dtype != DType::BF16)
+      return error(path, "the source \"" + copy.source +
+                             "\" must be f32 or bf16, not " +
+                             dtypeName(source->tensor.dtype));
+    if (source->tensor.shape != copy.tensor.shape)
+      return error(path, "the source \"" + copy.source + "\" is " +
+                             shapeString(source->tensor.shape) + ", the copy " +
+                             shapeString(copy.tensor.shape));
   }
   return Status::ok();
 }
@@ -861,6 +913,7 @@ Status Parser::parse(const Value &root) {
         std::max(m.persistentBytes, var.tensor.offset + var.tensor.byteSize());
     m.variables.push_back(std::move(var));
   }
+  KILN_RETURN_IF_ERROR(checkCopies());
   if (const Value *persistent = root.member("persistent_bytes")) {
     int64_t declared;
     KILN_RETURN_IF_ERROR(getInt(*persistent, "persistent_bytes", declared));

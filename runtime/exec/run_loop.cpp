@@ -133,6 +133,9 @@ StatusOr<Resumed> resumeOrBroadcast(const RunOptions &options, Comm &comm,
     KILN_RETURN_IF_ERROR(comm.broadcast(header, sizeof(header), 0));
     KILN_RETURN_IF_ERROR(comm.broadcast(
         arena, static_cast<size_t>(manifest.persistentBytes), 0));
+    // The copies came along, but refilling them from the sources that did
+    // keeps "copy == round(source)" a local fact on every rank.
+    KILN_RETURN_IF_ERROR(refreshCopies(manifest, arena));
   }
   resumed.found = header[0] != 0;
   if (resumed.found) {

@@ -113,6 +113,8 @@ static Status initializeOne(const Variable &var, uint8_t *arena,
     }
     return Status::ok();
   }
+  case InitKind::Copy: // filled from its source by refreshCopies
+    return Status::ok();
   }
   return Status::ok();
 }
@@ -121,6 +123,33 @@ Status initializeVariables(const Manifest &manifest, uint8_t *arena,
                            uint64_t seed) {
   for (const Variable &var : manifest.variables)
     KILN_RETURN_IF_ERROR(initializeOne(var, arena, seed));
+  return refreshCopies(manifest, arena);
+}
+
+Status refreshCopies(const Manifest &manifest, uint8_t *arena) {
+  for (const Variable &copy : manifest.variables) {
+    if (!copy.isCopy())
+      continue;
+    // parseManifest guarantees this; a hand-built manifest may not.
+    const Variable *source = manifest.findVariable(copy.source);
+    if (!source || source->isCopy() ||
+        source->tensor.numElements() != copy.tensor.numElements())
+      return KILN_STATUS(kInvalidArgument,
+                         "variable " + copy.name + ": its source \"" +
+                             copy.source +
+                             "\" is missing, a copy, or of another size");
+    const TensorRef &from = source->tensor, &to = copy.tensor;
+    if (from.dtype == to.dtype) {
+      std::memcpy(arena + to.offset, arena + from.offset,
+                  static_cast<size_t>(to.byteSize()));
+      continue;
+    }
+    // f32 <-> bf16: each f32 is exact as a double, so this rounds once, in
+    // storeElement (ref::floatToBf16Bits), or widens exactly.
+    for (int64_t i = 0, n = to.numElements(); i < n; ++i)
+      storeElement(arena + to.offset, to.dtype, i,
+                   loadElement(arena + from.offset, from.dtype, i));
+  }
   return Status::ok();
 }
 

@@ -118,6 +118,70 @@ module @fused {
 
 // -----
 
+// A fused update with bf16 copies rounds each new weight in its loop and
+// stores it straight into the copy variable (the last column of the table:
+// size, first chunk, weight, gradient, velocity, copy), since every read of
+// the copy comes before the update: no copy at the end of the step. The
+// manifest declares the copy with its source.
+// CHECK: kiln.manifest = "{{.*}}{\22dtype\22:\22bf16\22,\22init\22:\22copy\22,\22kind\22:\22state\22,\22name\22:\22a.bf16\22,\22of\22:\22a\22,\22offset\22:64,
+// CHECK-DAG: memref.global "private" constant @[[$PARAMS:kiln_sgd_params[_0-9]*]] : memref<6xi64> = dense<[16, 0, 0, {{[0-9]+}}, 128, 64]>
+// CHECK-LABEL: func.func @kiln_model_train_step
+// CHECK: scf.parallel
+// CHECK: %[[C:.*]] = memref.view %{{.*}}[%{{.*}}][%{{.*}}] : memref<?xi8> to memref<?xbf16>
+// CHECK: scf.for
+// CHECK: %[[NW:.*]] = arith.subf
+// CHECK: %[[R:.*]] = arith.truncf %[[NW]] : f32 to bf16
+// CHECK: memref.store %[[R]], %[[C]]
+// CHECK-NOT: memref.copy
+// CHECK: return
+module @copies {
+  kiln.variable parameter @a : tensor<4x4xf32> init zeros
+  kiln.variable state @a.bf16 : tensor<4x4xbf16> init copy of @a
+  kiln.variable state @a.momentum : tensor<4x4xf32> init zeros
+  func.func @train_step(%x: tensor<2x4xf32>) -> tensor<4x4xf32> {
+    %lr = arith.constant dense<0.1> : tensor<f32>
+    %ab = kiln.read @a.bf16 : tensor<4x4xbf16>
+    %g = kiln.cast %ab : tensor<4x4xbf16> to tensor<4x4xf32>
+    %w = kiln.read @a : tensor<4x4xf32>
+    %v = kiln.read @a.momentum : tensor<4x4xf32>
+    %nw, %nv, %nc = kiln.fused_sgd_update (%w), (%g), (%v), %lr momentum 0.9 weight_decay 0.0 : tensor<4x4xf32> copies bf16
+    kiln.assign @a, %nw : tensor<4x4xf32>
+    kiln.assign @a.bf16, %nc : tensor<4x4xbf16>
+    kiln.assign @a.momentum, %nv : tensor<4x4xf32>
+    return %g : tensor<4x4xf32>
+  }
+}
+
+// -----
+
+// Negative case: the old copy is still read after the update (by the
+// returned cast), so the new one lands in scratch and is copied into the
+// variable at the end of the step.
+// CHECK-DAG: memref.global "private" constant @[[$PARAMS:kiln_sgd_params[_0-9]*]] : memref<6xi64> = dense<[16, 0, 0, {{[0-9]+}}, 128, [[SCRATCH:[0-9]+]]]>
+// CHECK-LABEL: func.func @kiln_model_train_step
+// CHECK: scf.parallel
+// CHECK: arith.truncf
+// CHECK: memref.copy %{{.*}}, %{{.*}} : memref<4x4xbf16> to memref<4x4xbf16>
+module @copy_read_late {
+  kiln.variable parameter @a : tensor<4x4xf32> init zeros
+  kiln.variable state @a.bf16 : tensor<4x4xbf16> init copy of @a
+  kiln.variable state @a.momentum : tensor<4x4xf32> init zeros
+  func.func @train_step(%x: tensor<2x4xf32>, %g: tensor<4x4xf32>) -> tensor<4x4xf32> {
+    %lr = arith.constant dense<0.1> : tensor<f32>
+    %ab = kiln.read @a.bf16 : tensor<4x4xbf16>
+    %w = kiln.read @a : tensor<4x4xf32>
+    %v = kiln.read @a.momentum : tensor<4x4xf32>
+    %nw, %nv, %nc = kiln.fused_sgd_update (%w), (%g), (%v), %lr momentum 0.9 weight_decay 0.0 : tensor<4x4xf32> copies bf16
+    kiln.assign @a, %nw : tensor<4x4xf32>
+    kiln.assign @a.bf16, %nc : tensor<4x4xbf16>
+    kiln.assign @a.momentum, %nv : tensor<4x4xf32>
+    %late = kiln.cast %ab : tensor<4x4xbf16> to tensor<4x4xf32>
+    return %late : tensor<4x4xf32>
+  }
+}
+
+// -----
+
 // Negative case: one fused update over parameters of different element types
 // has no single loop body.
 module @mixed {

@@ -9,7 +9,7 @@
 // op and model line of each site (from the NameLoc the lowering gives the
 // loops), and of each library call, by call id. The table is not part of
 // the kernels: the relu and the add share kiln_kernel_0.
-// CHECK: module attributes {kiln.manifest = "{\22abi\22:3,
+// CHECK: module attributes {kiln.manifest = "{\22abi\22:4,
 // CHECK-SAME: \22call_sites\22:[{\22loc\22:\22model.mlir:9\22,\22op\22:\22kiln.conv2d\22}],
 // CHECK-SAME: \22sites\22:[
 // CHECK-SAME: {\22function\22:\22train\22,\22kernel\22:\22kiln_kernel_0\22,\22loc\22:\22model.mlir:12\22,\22op\22:\22kiln.relu\22,\22parallel\22:true},
@@ -66,7 +66,7 @@
 // CHECK: call @kiln_rt_kernel_call(%[[CTX]],
 // CHECK-NOT: kiln_kernel_4
 // CHECK-NOT: kiln_rt_serial_call
-module attributes {kiln.manifest = "{\22abi\22:3}"} {
+module attributes {kiln.manifest = "{\22abi\22:4}"} {
   func.func private @kiln_rt_kernel_call(!llvm.ptr, i32)
   func.func @kiln_model_train_step(%ctx: !llvm.ptr, %arena: memref<?xi8>) {
     %c0 = arith.constant 0 : index

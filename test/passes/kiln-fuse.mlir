@@ -250,6 +250,77 @@ module {
 
 // -----
 
+// Updates whose new weight is cast to a bf16 copy (kiln-bf16-weight-copies)
+// group apart from those without, and their fused update writes the copies:
+// the casts disappear and the copies' assignments move after it. A single
+// update with a copy fuses alone, for the cast.
+// CHECK-LABEL: func.func @sgd_updates_with_copies
+// CHECK-NOT: kiln.cast
+// CHECK: %{{.*}}, %{{.*}}, %[[NC:.*]] = kiln.fused_sgd_update(%{{.*}}), (%{{.*}}), (%{{.*}}), %{{.*}} momentum 0.899999976 weight_decay 0.000000e+00 : tensor<4xf32> copies bf16
+// CHECK-NOT: kiln.cast
+// CHECK: %[[NW:.*]]:2, %[[NV:.*]]:2, %[[NC2:.*]]:2 = kiln.fused_sgd_update{{.*}} momentum 0.899999976 weight_decay 5.000000e-04 : tensor<3x4xf32>, tensor<4xf32> copies bf16
+// CHECK-NEXT: kiln.assign @w0, %[[NW]]#0
+// CHECK-NEXT: kiln.assign @w0.bf16, %[[NC2]]#0 : tensor<3x4xbf16>
+// CHECK-NEXT: kiln.assign @v0, %[[NV]]#0
+// CHECK-NEXT: kiln.assign @w1, %[[NW]]#1
+// CHECK-NEXT: kiln.assign @w1.bf16, %[[NC2]]#1 : tensor<4xbf16>
+// CHECK-NEXT: kiln.assign @v1, %[[NV]]#1
+// CHECK: kiln.fused_sgd_update{{.*}} momentum 0.899999976 weight_decay 5.000000e-04 : tensor<4xf32>, tensor<4xf32>{{$}}
+// CHECK-NEXT: kiln.assign @b
+// OFF-LABEL: func.func @sgd_updates_with_copies
+// OFF-COUNT-3: kiln.cast
+module {
+  kiln.variable parameter @w0 : tensor<3x4xf32> init zeros
+  kiln.variable state @w0.bf16 : tensor<3x4xbf16> init copy of @w0
+  kiln.variable state @v0 : tensor<3x4xf32> init zeros
+  kiln.variable parameter @w1 : tensor<4xf32> init zeros
+  kiln.variable state @w1.bf16 : tensor<4xbf16> init copy of @w1
+  kiln.variable state @v1 : tensor<4xf32> init zeros
+  kiln.variable parameter @w2 : tensor<4xf32> init zeros
+  kiln.variable state @w2.bf16 : tensor<4xbf16> init copy of @w2
+  kiln.variable state @v2 : tensor<4xf32> init zeros
+  kiln.variable parameter @b : tensor<4xf32> init zeros
+  kiln.variable state @vb : tensor<4xf32> init zeros
+  kiln.variable parameter @c : tensor<4xf32> init zeros
+  kiln.variable state @vc : tensor<4xf32> init zeros
+  func.func @sgd_updates_with_copies(%g0: tensor<3x4xf32>, %g1: tensor<4xf32>, %lr: tensor<f32>) {
+    %w0 = kiln.read @w0 : tensor<3x4xf32>
+    %v0 = kiln.read @v0 : tensor<3x4xf32>
+    %nw0, %nv0 = kiln.sgd_update %w0, %g0, %v0, %lr momentum 0.9 weight_decay 5.0e-4 : tensor<3x4xf32>
+    kiln.assign @w0, %nw0 : tensor<3x4xf32>
+    %c0 = kiln.cast %nw0 : tensor<3x4xf32> to tensor<3x4xbf16>
+    kiln.assign @w0.bf16, %c0 : tensor<3x4xbf16>
+    kiln.assign @v0, %nv0 : tensor<3x4xf32>
+    %w2 = kiln.read @w2 : tensor<4xf32>
+    %v2 = kiln.read @v2 : tensor<4xf32>
+    %nw2, %nv2 = kiln.sgd_update %w2, %g1, %v2, %lr momentum 0.9 weight_decay 0.0 : tensor<4xf32>
+    kiln.assign @w2, %nw2 : tensor<4xf32>
+    %c2 = kiln.cast %nw2 : tensor<4xf32> to tensor<4xbf16>
+    kiln.assign @w2.bf16, %c2 : tensor<4xbf16>
+    kiln.assign @v2, %nv2 : tensor<4xf32>
+    %b = kiln.read @b : tensor<4xf32>
+    %vb = kiln.read @vb : tensor<4xf32>
+    %nb, %nvb = kiln.sgd_update %b, %g1, %vb, %lr momentum 0.9 weight_decay 5.0e-4 : tensor<4xf32>
+    kiln.assign @b, %nb : tensor<4xf32>
+    kiln.assign @vb, %nvb : tensor<4xf32>
+    %w1 = kiln.read @w1 : tensor<4xf32>
+    %v1 = kiln.read @v1 : tensor<4xf32>
+    %nw1, %nv1 = kiln.sgd_update %w1, %g1, %v1, %lr momentum 0.9 weight_decay 5.0e-4 : tensor<4xf32>
+    kiln.assign @w1, %nw1 : tensor<4xf32>
+    %c1 = kiln.cast %nw1 : tensor<4xf32> to tensor<4xbf16>
+    kiln.assign @w1.bf16, %c1 : tensor<4xbf16>
+    kiln.assign @v1, %nv1 : tensor<4xf32>
+    %c = kiln.read @c : tensor<4xf32>
+    %vc = kiln.read @vc : tensor<4xf32>
+    %nc, %nvc = kiln.sgd_update %c, %g1, %vc, %lr momentum 0.9 weight_decay 5.0e-4 : tensor<4xf32>
+    kiln.assign @c, %nc : tensor<4xf32>
+    kiln.assign @vc, %nvc : tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
 // Negative case: a result of the first update is read (not assigned) before
 // the second update, so the first keeps its own op; with one update left
 // nothing fuses.

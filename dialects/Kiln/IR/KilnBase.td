@@ -58,7 +58,10 @@ def Kiln_Initializer : I32EnumAttr<"Initializer",
       // Normal(0, std).
       I32EnumAttrCase<"Normal", 3, "normal">,
       // The values given in the `value` attribute.
-      I32EnumAttrCase<"Constant", 4, "constant">
+      I32EnumAttrCase<"Constant", 4, "constant">,
+      // The value of the variable named by `of`, rounded to this variable's
+      // element type: derived state, refilled after every load.
+      I32EnumAttrCase<"Copy", 5, "copy">
     ]> {
   let cppNamespace = "::kiln";
 }

@@ -97,7 +97,11 @@ LogicalResult FusedElementwiseOp::verifyRegions() {
 LogicalResult FusedSgdUpdateOp::verify() {
   if (getWeights().empty())
     return emitOpError("needs at least one parameter");
-  for (auto [i, w] : llvm::enumerate(getWeights().getTypes()))
+  if (!getNewCopies().empty() && getNewCopies().size() != getWeights().size())
+    return emitOpError("has ")
+           << getNewCopies().size() << " copies for " << getWeights().size()
+           << " parameters: one each, or none";
+  for (auto [i, w] : llvm::enumerate(getWeights().getTypes())) {
     if (getGradients()[i].getType() != w || getVelocities()[i].getType() != w ||
         getNewWeights()[i].getType() != w ||
         getNewVelocities()[i].getType() != w)
@@ -105,6 +109,13 @@ LogicalResult FusedSgdUpdateOp::verify() {
              << i
              << ": weight, gradient, velocity and results must have one "
                 "type";
+    if (!getNewCopies().empty() &&
+        cast<RankedTensorType>(getNewCopies()[i].getType()).getShape() !=
+            cast<RankedTensorType>(w).getShape())
+      return emitOpError("parameter ") << i
+                                       << ": the copy's shape differs "
+                                          "from the weight's";
+  }
   return success();
 }
 
@@ -193,17 +204,28 @@ ParseResult kiln::parseParameterTypes(OpAsmParser &parser,
                                       SmallVectorImpl<Type> &gradients,
                                       SmallVectorImpl<Type> &velocities,
                                       SmallVectorImpl<Type> &newWeights,
-                                      SmallVectorImpl<Type> &newVelocities) {
+                                      SmallVectorImpl<Type> &newVelocities,
+                                      SmallVectorImpl<Type> &newCopies) {
   if (parser.parseTypeList(weights))
     return failure();
   for (SmallVectorImpl<Type> *other :
        {&gradients, &velocities, &newWeights, &newVelocities})
     other->assign(weights.begin(), weights.end());
+  Type copyElement;
+  if (failed(parser.parseOptionalKeyword("copies")))
+    return success();
+  if (parser.parseType(copyElement))
+    return failure();
+  for (Type weight : weights)
+    newCopies.push_back(cast<RankedTensorType>(weight).clone(copyElement));
   return success();
 }
 
 void kiln::printParameterTypes(OpAsmPrinter &printer, Operation *,
                                TypeRange weights, TypeRange, TypeRange,
-                               TypeRange, TypeRange) {
+                               TypeRange, TypeRange, TypeRange newCopies) {
   llvm::interleaveComma(weights, printer);
+  if (!newCopies.empty())
+    printer << " copies "
+            << cast<RankedTensorType>(newCopies.front()).getElementType();
 }

@@ -54,7 +54,7 @@ def Kiln_YieldOp : Kiln_Op<"yield", [Pure, Terminator, ReturnLike,
 }
 
 def Kiln_FusedSgdUpdateOp : Kiln_Op<"fused_sgd_update", [Pure,
-    SameVariadicOperandSize, SameVariadicResultSize]> {
+    SameVariadicOperandSize, AttrSizedResultSegments]> {
   let summary = "the SGD-with-momentum steps of several parameters at once";
   let description = [{
     For each `i`, `new_weights[i], new_velocities[i]` are what
@@ -65,10 +65,18 @@ def Kiln_FusedSgdUpdateOp : Kiln_Op<"fused_sgd_update", [Pure,
     loop per parameter. Operands `i` of the three groups have one type,
     printed once.
 
+    With `copies <type>`, `new_copies[i]` is `kiln.cast new_weights[i]` to
+    that element type (the bf16 weight copies of `--kiln-bf16-weight-copies`),
+    written in the same loop: the cast costs no pass of its own over the
+    weights.
+
     ```mlir
     %w:2, %v:2 = kiln.fused_sgd_update (%w0, %w1), (%g0, %g1), (%v0, %v1), %lr
         momentum 0.899999976 weight_decay 5.000000e-04 nesterov
         : tensor<3x3x16x16xf32>, tensor<16xf32>
+    %w:2, %v:2, %c:2 = kiln.fused_sgd_update (%w0, %w1), (%g0, %g1), (%v0, %v1), %lr
+        momentum 0.899999976 weight_decay 5.000000e-04
+        : tensor<3x3x16x16xf32>, tensor<64x10xf32> copies bf16
     ```
   }];
   let arguments = (ins
@@ -82,14 +90,16 @@ def Kiln_FusedSgdUpdateOp : Kiln_Op<"fused_sgd_update", [Pure,
   );
   let results = (outs
     Variadic<Kiln_FloatTensor>:$new_weights,
-    Variadic<Kiln_FloatTensor>:$new_velocities
+    Variadic<Kiln_FloatTensor>:$new_velocities,
+    Variadic<Kiln_FloatTensor>:$new_copies
   );
   let assemblyFormat = [{
     `(` $weights `)` `,` `(` $gradients `)` `,` `(` $velocities `)` `,`
     $learning_rate `momentum` $momentum `weight_decay` $weight_decay
     (`nesterov` $nesterov^)? attr-dict `:`
     custom<ParameterTypes>(type($weights), type($gradients), type($velocities),
-                           type($new_weights), type($new_velocities))
+                           type($new_weights), type($new_velocities),
+                           type($new_copies))
   }];
   let hasVerifier = 1;
 }

@@ -55,6 +55,38 @@ LogicalResult VariableOp::verify() {
     return emitOpError("'value' is only meaningful with initializer "
                        "'constant'");
   }
+  if (init == Initializer::Copy) {
+    if (!getOfAttr())
+      return emitOpError("initializer 'copy' needs 'of', the variable it "
+                         "copies");
+    if (getKind() != VariableKind::State)
+      return emitOpError("a copy is derived state: declare it 'state'");
+    if (!isFloat)
+      return emitOpError("a copy needs a float element type, got ")
+             << type.getElementType();
+  } else if (getOfAttr()) {
+    return emitOpError("'of' is only meaningful with initializer 'copy'");
+  }
+  return success();
+}
+
+LogicalResult VariableOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  if (!getOfAttr())
+    return success();
+  auto source =
+      symbolTable.lookupNearestSymbolFrom<VariableOp>(*this, getOfAttr());
+  if (!source)
+    return emitOpError("copies '")
+           << getOfAttr().getValue() << "', which is not a kiln.variable";
+  if (source.getInit() == Initializer::Copy)
+    return emitOpError("copies ")
+           << getOfAttr() << ", which is itself a copy: copy its source";
+  RankedTensorType type = getTensorType(), from = source.getTensorType();
+  if (type.getShape() != from.getShape() ||
+      !isa<FloatType>(from.getElementType()))
+    return emitOpError("is ")
+           << type << " but copies " << getOfAttr() << " of type " << from
+           << ": a copy has its source's shape and a float element type";
   return success();
 }
 

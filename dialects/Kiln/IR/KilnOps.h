@@ -21,18 +21,21 @@ class OpAsmPrinter;
 
 namespace kiln {
 /// The `custom<ParameterTypes>` directive of kiln.fused_sgd_update: one type
-/// per parameter, shared by its weight, gradient, velocity and results.
+/// per parameter, shared by its weight, gradient, velocity and results, then
+/// `copies <element type>` when the update also writes rounded copies.
 mlir::ParseResult
 parseParameterTypes(mlir::OpAsmParser &parser,
                     llvm::SmallVectorImpl<mlir::Type> &weights,
                     llvm::SmallVectorImpl<mlir::Type> &gradients,
                     llvm::SmallVectorImpl<mlir::Type> &velocities,
                     llvm::SmallVectorImpl<mlir::Type> &newWeights,
-                    llvm::SmallVectorImpl<mlir::Type> &newVelocities);
+                    llvm::SmallVectorImpl<mlir::Type> &newVelocities,
+                    llvm::SmallVectorImpl<mlir::Type> &newCopies);
 void printParameterTypes(mlir::OpAsmPrinter &printer, mlir::Operation *op,
                          mlir::TypeRange weights, mlir::TypeRange gradients,
                          mlir::TypeRange velocities, mlir::TypeRange newWeights,
-                         mlir::TypeRange newVelocities);
+                         mlir::TypeRange newVelocities,
+                         mlir::TypeRange newCopies);
 } // namespace kiln
 
 #define GET_OP_CLASSES

@@ -19,7 +19,8 @@ include "mlir/IR/BuiltinAttributes.td"
 // Variables
 //===----------------------------------------------------------------------===//
 
-def Kiln_VariableOp : Kiln_Op<"variable", [Symbol, HasParent<"mlir::ModuleOp">]> {
+def Kiln_VariableOp : Kiln_Op<"variable", [Symbol, HasParent<"mlir::ModuleOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "declares a model variable: a parameter or persistent state";
   let description = [{
     Declares a tensor that lives across training steps. `parameter`s are
@@ -30,12 +31,20 @@ def Kiln_VariableOp : Kiln_Op<"variable", [Symbol, HasParent<"mlir::ModuleOp">]>
     of all dimensions but the last), `normal` needs a standard deviation.
     Names follow PyTorch's state-dict names, so checkpoints map onto them.
 
+    `copy of @w` declares derived state: the value of parameter `@w` rounded
+    to this variable's element type (to nearest even). `--kiln-bf16-weight-copies`
+    declares one per master weight a bf16 compute op reads. A runtime fills
+    it from `@w` after initializing or loading variables, and checkpoints
+    leave it out; every function that assigns `@w` must assign the copy the
+    rounded new value, so that it stays equal to round(`@w`) between steps.
+
     Example:
 
     ```mlir
     kiln.variable parameter @conv1.weight : tensor<7x7x3x64xf32> init he_normal
     kiln.variable parameter @fc.weight : tensor<2048x1000xf32> init normal std 1.000000e-02
     kiln.variable state @bn1.running_var : tensor<64xf32> init ones
+    kiln.variable state @conv1.weight.bf16 : tensor<7x7x3x64xbf16> init copy of @conv1.weight
     kiln.variable state @kiln.lr_schedule : tensor<4xf32> init constant
         value dense<[1.0e-01, 2.6e+02, 4.8, 4.68e+03]> : tensor<4xf32>
     ```
@@ -46,10 +55,12 @@ def Kiln_VariableOp : Kiln_Op<"variable", [Symbol, HasParent<"mlir::ModuleOp">]>
     TypeAttrOf<AnyStaticShapeTensor>:$type,
     Kiln_Initializer:$init,
     OptionalAttr<F32Attr>:$std,
-    OptionalAttr<ElementsAttr>:$value
+    OptionalAttr<ElementsAttr>:$value,
+    OptionalAttr<FlatSymbolRefAttr>:$of
   );
   let assemblyFormat = [{
-    $kind $sym_name `:` $type `init` $init (`std` $std^)? (`value` $value^)? attr-dict
+    $kind $sym_name `:` $type `init` $init (`std` $std^)? (`value` $value^)?
+    (`of` $of^)? attr-dict
   }];
   let extraClassDeclaration = [{
     ::mlir::RankedTensorType getTensorType() {

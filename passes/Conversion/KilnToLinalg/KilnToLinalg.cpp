@@ -39,8 +39,10 @@ static llvm::json::Array describeVariables(ModuleOp module,
         {"kind", stringifyVariableKind(variable.getKind())},
         {"offset", layout.offsets.lookup(variable.getSymName())},
         {"shape", shapeJson(type.getShape())},
-        {"dtype", type.getElementType().isF64() ? "f64" : "f32"},
+        {"dtype", manifestDtype(type.getElementType())},
         {"init", stringifyInitializer(variable.getInit())}};
+    if (FlatSymbolRefAttr source = variable.getOfAttr())
+      object["of"] = source.getValue();
     if (auto std = variable.getStd())
       object["std"] = std->convertToDouble();
     if (ElementsAttr value = variable.getValueAttr()) {
@@ -270,7 +272,7 @@ LogicalResult lowerKilnToLinalg(ModuleOp module) {
                             "@train_step nor @eval_step");
 
   llvm::json::Object manifest{
-      {"abi", 3}, // KILN_RT_MODEL_ABI_VERSION (runtime/include/kiln/rt/model.h)
+      {"abi", 4}, // KILN_RT_MODEL_ABI_VERSION (runtime/include/kiln/rt/model.h)
       {"model", module.getSymName() ? *module.getSymName() : "model"},
       {"batch", batch},
       {"arena_bytes", arenaBytes},

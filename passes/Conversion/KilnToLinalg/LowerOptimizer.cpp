@@ -153,8 +153,15 @@ static LogicalResult lowerFusedSgdUpdate(Lowering &l, FusedSgdUpdateOp op) {
                    l.offsetOf(op.getVelocities()[i]);
   }
   // Per parameter: elements, first chunk, then the byte offsets of weight,
-  // gradient, velocity (and new weight, new velocity when not in place).
-  const int64_t columns = inPlace ? 5 : 7;
+  // gradient, velocity (and new weight, new velocity when not in place, and
+  // the copy when there are copies).
+  bool copies = !op.getNewCopies().empty();
+  const int64_t copyColumn = inPlace ? 5 : 7;
+  const int64_t columns = copyColumn + (copies ? 1 : 0);
+  Type copyType = copies
+                      ? cast<RankedTensorType>(op.getNewCopies()[0].getType())
+                            .getElementType()
+                      : Type();
   SmallVector<int64_t> paramOfChunk, params;
   for (unsigned i = 0, e = op.getWeights().size(); i < e; ++i) {
     int64_t n =
@@ -166,6 +173,8 @@ static LogicalResult lowerFusedSgdUpdate(Lowering &l, FusedSgdUpdateOp op) {
     if (!inPlace)
       params.append({l.offsetOf(op.getNewWeights()[i]),
                      l.offsetOf(op.getNewVelocities()[i])});
+    if (copies)
+      params.push_back(l.offsetOf(op.getNewCopies()[i]));
     paramOfChunk.append(llvm::divideCeil(n, kSgdChunk), int64_t(i));
   }
   Value chunkTable = l.constantTable(loc, "kiln_sgd_chunks", paramOfChunk);
@@ -204,6 +213,8 @@ static LogicalResult lowerFusedSgdUpdate(Lowering &l, FusedSgdUpdateOp op) {
         Value w = viewOf(2), g = viewOf(3), v = viewOf(4);
         Value newW = inPlace ? w : viewOf(5);
         Value newV = inPlace ? v : viewOf(6);
+        Value copy =
+            copies ? l.viewAt(loc, column(copyColumn), n, copyType) : Value();
         scf::ForOp::create(
             b, loc, begin, end, index(1), ValueRange{},
             [&](OpBuilder &fb, Location loc, Value i, ValueRange) {
@@ -215,6 +226,11 @@ static LogicalResult lowerFusedSgdUpdate(Lowering &l, FusedSgdUpdateOp op) {
               memref::StoreOp::create(fb, loc, newWeight, newW, ValueRange{i});
               memref::StoreOp::create(fb, loc, newVelocity, newV,
                                       ValueRange{i});
+              // kiln.cast's rounding, while the new weight is in a register.
+              if (copy)
+                memref::StoreOp::create(fb, loc,
+                                        narrowTo(fb, loc, newWeight, copyType),
+                                        copy, ValueRange{i});
               scf::YieldOp::create(fb, loc);
             });
       });

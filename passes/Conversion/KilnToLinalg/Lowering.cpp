@@ -70,7 +70,7 @@ Value Lowering::viewAs(Value value, ArrayRef<int64_t> shape, Type elementType) {
                 MemRefType::get(shape, elementType));
 }
 
-static StringRef dtypeName(Type type) {
+StringRef manifestDtype(Type type) {
   if (type.isF32())
     return "f32";
   if (type.isBF16())
@@ -91,7 +91,7 @@ llvm::json::Object Lowering::describe(Value value, bool activation) const {
     shape.push_back(d);
   llvm::json::Object object{{"offset", plan.offsetOf(value)},
                             {"shape", std::move(shape)},
-                            {"dtype", dtypeName(tensor.getElementType())}};
+                            {"dtype", manifestDtype(tensor.getElementType())}};
   if (activation && tensor.getRank() == 4)
     object["layout"] = getStorageLayout(value) == Layout::NChw16c ? "nChw16c"
                                                                    : "nhwc";
@@ -105,7 +105,7 @@ llvm::json::Object Lowering::describeTemporary(Value view) const {
     shape.push_back(d);
   return llvm::json::Object{{"offset", temporaryOffsets.lookup(view)},
                             {"shape", std::move(shape)},
-                            {"dtype", dtypeName(type.getElementType())}};
+                            {"dtype", manifestDtype(type.getElementType())}};
 }
 
 void Lowering::emitRuntimeCall(Location loc, StringRef name, int32_t id) {

@@ -23,6 +23,10 @@
 
 namespace kiln {
 
+/// The manifest's name of an element type: "f32", "bf16", "f64", "i32",
+/// "i64" (model-abi.md).
+llvm::StringRef manifestDtype(mlir::Type type);
+
 /// Names of the runtime entry points the generated code calls
 /// (docs/model-abi.md).
 inline constexpr llvm::StringLiteral kKernelCall = "kiln_rt_kernel_call";

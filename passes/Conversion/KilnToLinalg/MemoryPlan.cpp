@@ -49,20 +49,55 @@ static SmallVector<std::pair<unsigned, unsigned>> inPlacePairs(Operation *op) {
   return {};
 }
 
+/// The one kiln.assign among the users of `result`, if there is exactly one.
+static AssignOp assignOf(Value result) {
+  AssignOp found;
+  for (Operation *user : result.getUsers())
+    if (auto assign = dyn_cast<AssignOp>(user)) {
+      if (found)
+        return {};
+      found = assign;
+    }
+  return found;
+}
+
 /// If `result` may be computed directly into the storage of the variable it
-/// is assigned to, returns that assignment.
+/// is assigned to, over the operand read from it, returns that assignment.
+/// Other users of the result read the new value from there.
 static AssignOp inPlaceAssign(Operation *op, unsigned resultIndex,
                               unsigned operandIndex) {
-  Value result = op->getResult(resultIndex);
-  if (!result.hasOneUse())
-    return {};
-  auto assign = dyn_cast<AssignOp>(*result.getUsers().begin());
+  AssignOp assign = assignOf(op->getResult(resultIndex));
   auto read = op->getOperand(operandIndex).getDefiningOp<ReadOp>();
   if (!assign || !read || assign.getVariable() != read.getVariable())
     return {};
   // Every other reader of the old value must run before the op overwrites it.
   for (Operation *user : read->getUsers())
     if (user != op && !user->isBeforeInBlock(op))
+      return {};
+  return assign;
+}
+
+/// If `result`, which only a kiln.assign uses, may be written straight into
+/// the variable's storage by `op`, returns the assignment: when the old
+/// value is dead by then (every read of the variable, and every user of
+/// such a read, comes before `op`). `variableOf` maps the values read so
+/// far, aliases included, to their variables.
+static AssignOp outputAssign(Operation *op, Value result,
+                             const DenseMap<Value, StringRef> &variableOf) {
+  if (!result.hasOneUse())
+    return {};
+  auto assign = dyn_cast<AssignOp>(*result.getUsers().begin());
+  if (!assign)
+    return {};
+  StringRef name = assign.getVariable();
+  for (auto [value, variable] : variableOf)
+    if (variable == name && llvm::any_of(value.getUsers(), [&](Operation *u) {
+          return u == op || !u->isBeforeInBlock(op);
+        }))
+      return {};
+  for (Operation *later = op->getNextNode(); later;
+       later = later->getNextNode())
+    if (auto read = dyn_cast<ReadOp>(later); read && read.getVariable() == name)
       return {};
   return assign;
 }
@@ -158,6 +193,15 @@ FailureOr<FunctionPlan> planFunction(func::FuncOp func,
         variableOf[op.getResult(resultIndex)] = assign.getVariable();
         plan.inPlaceAssigns.insert(assign);
       }
+    // A copy the optimizer rounds (kiln-bf16-weight-copies) goes straight
+    // into its variable: otherwise the step would end copying every weight.
+    if (isa<FusedSgdUpdateOp, CastOp>(op))
+      for (Value result : op.getResults())
+        if (!variableOf.count(result))
+          if (AssignOp assign = outputAssign(&op, result, variableOf)) {
+            variableOf[result] = assign.getVariable();
+            plan.inPlaceAssigns.insert(assign);
+          }
   }
 
   // Live intervals of the roots.

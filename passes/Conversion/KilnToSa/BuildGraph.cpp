@@ -404,6 +404,10 @@ LogicalResult GraphBuilder::run() {
         t.data.assign(size_t(t.numElements()), t.data.front());
       break;
     }
+    case Initializer::Copy:
+      return var.emitError("kiln-convert-to-sa: copy variables "
+                           "(--kiln-bf16-weight-copies) are for x86; the "
+                           "device program casts the weights itself");
     }
     variables[t.name] = g.addTensor(t);
   }

@@ -76,7 +76,23 @@ func.func @sgd_no_parameters(%lr: tensor<f32>) {
 
 func.func @sgd_types(%w: tensor<4xf32>, %g: tensor<4xbf16>, %lr: tensor<f32>) {
   // expected-error @+1 {{parameter 0: weight, gradient, velocity and results must have one type}}
-  %0:2 = "kiln.fused_sgd_update"(%w, %g, %w, %lr) {momentum = 0.9 : f32, weight_decay = 0.0 : f32} : (tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+  %0:2 = "kiln.fused_sgd_update"(%w, %g, %w, %lr) <{resultSegmentSizes = array<i32: 1, 1, 0>}> {momentum = 0.9 : f32, weight_decay = 0.0 : f32} : (tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_copy_count(%w: tensor<4xf32>, %u: tensor<8xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{has 1 copies for 2 parameters: one each, or none}}
+  %0:5 = "kiln.fused_sgd_update"(%w, %u, %w, %u, %w, %u, %lr) <{resultSegmentSizes = array<i32: 2, 2, 1>}> {momentum = 0.9 : f32, weight_decay = 0.0 : f32} : (tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>, tensor<4xbf16>)
+  return
+}
+
+// -----
+
+func.func @sgd_copy_shape(%w: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{parameter 0: the copy's shape differs from the weight's}}
+  %0:3 = "kiln.fused_sgd_update"(%w, %w, %w, %lr) <{resultSegmentSizes = array<i32: 1, 1, 1>}> {momentum = 0.9 : f32, weight_decay = 0.0 : f32} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<2x2xbf16>)
   return
 }
 

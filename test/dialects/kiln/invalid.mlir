@@ -27,6 +27,41 @@ kiln.variable parameter @v : tensor<8x8xf32> init zeros std 1.0
 
 // -----
 
+// expected-error @+1 {{initializer 'copy' needs 'of', the variable it copies}}
+kiln.variable state @v : tensor<8xbf16> init copy
+
+// -----
+
+kiln.variable parameter @w : tensor<8xf32> init zeros
+// expected-error @+1 {{a copy is derived state: declare it 'state'}}
+kiln.variable parameter @v : tensor<8xbf16> init copy of @w
+
+// -----
+
+kiln.variable parameter @w : tensor<8xf32> init zeros
+// expected-error @+1 {{'of' is only meaningful with initializer 'copy'}}
+kiln.variable state @v : tensor<8xbf16> init zeros of @w
+
+// -----
+
+// expected-error @+1 {{copies 'w', which is not a kiln.variable}}
+kiln.variable state @v : tensor<8xbf16> init copy of @w
+
+// -----
+
+kiln.variable parameter @w : tensor<8xf32> init zeros
+kiln.variable state @c : tensor<8xbf16> init copy of @w
+// expected-error @+1 {{copies @c, which is itself a copy: copy its source}}
+kiln.variable state @v : tensor<8xf32> init copy of @c
+
+// -----
+
+kiln.variable parameter @w : tensor<8xf32> init zeros
+// expected-error @+1 {{is 'tensor<4x2xbf16>' but copies @w of type 'tensor<8xf32>': a copy has its source's shape and a float element type}}
+kiln.variable state @v : tensor<4x2xbf16> init copy of @w
+
+// -----
+
 // expected-error @+1 {{'type' failed to satisfy constraint: type attribute of statically shaped tensor of any type values}}
 kiln.variable parameter @v : tensor<?x8xf32> init zeros
 

@@ -12,6 +12,8 @@ module @variables {
   kiln.variable parameter @bn.weight : tensor<8xf32> init ones
   // CHECK: kiln.variable state @bn.running_mean : tensor<8xf32> init zeros
   kiln.variable state @bn.running_mean : tensor<8xf32> init zeros
+  // CHECK: kiln.variable state @conv.weight.bf16 : tensor<3x3x3x8xbf16> init copy of @conv.weight
+  kiln.variable state @conv.weight.bf16 : tensor<3x3x3x8xbf16> init copy of @conv.weight
 
   // CHECK-LABEL: func.func @read_assign
   func.func @read_assign() {
@@ -135,6 +137,8 @@ func.func @fused(%a: tensor<?x4xf32>, %b: tensor<?x4xbf16>, %w: tensor<3x4xf32>,
   }
   // CHECK: %[[NW:.*]]:2, %[[NV:.*]]:2 = kiln.fused_sgd_update(%[[W]], %[[V]]), (%[[W]], %[[V]]), (%[[W]], %[[V]]), %[[LR]] momentum 0.899999976 weight_decay 5.000000e-04 nesterov : tensor<3x4xf32>, tensor<4xf32>
   %nw:2, %nv:2 = kiln.fused_sgd_update (%w, %v), (%w, %v), (%w, %v), %lr momentum 0.9 weight_decay 5.0e-4 nesterov : tensor<3x4xf32>, tensor<4xf32>
+  // CHECK: %{{.*}}:2, %{{.*}}:2, %{{.*}}:2 = kiln.fused_sgd_update(%[[W]], %[[V]]), (%[[W]], %[[V]]), (%[[W]], %[[V]]), %[[LR]] momentum 0.899999976 weight_decay 0.000000e+00 : tensor<3x4xf32>, tensor<4xf32> copies bf16
+  %cw:2, %cv:2, %cc:2 = kiln.fused_sgd_update (%w, %v), (%w, %v), (%w, %v), %lr momentum 0.9 weight_decay 0.0 : tensor<3x4xf32>, tensor<4xf32> copies bf16
   // CHECK: return %[[F]]#0, %[[F]]#1, %[[NW]]#0, %[[NV]]#1
   return %f#0, %f#1, %nw#0, %nv#1 : tensor<?x4xbf16>, tensor<?x4xbf16>, tensor<3x4xf32>, tensor<4xf32>
 }

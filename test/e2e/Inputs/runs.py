@@ -6,6 +6,8 @@
       to RTOL relative (and there are as many).
   runs.py checkpoints A.safetensors B.safetensors
       Every tensor of the two checkpoints is bitwise identical.
+  runs.py names A.safetensors B.safetensors
+      The two checkpoints hold tensors of the same names.
 """
 
 import json
@@ -46,8 +48,13 @@ def main():
         if differ:
             sys.exit(f"FAIL: {len(differ)} tensors differ, e.g. {differ[:3]}")
         print(f"{len(a)} tensors bitwise identical")
+    elif sys.argv[1] == "names":
+        a, b = tensors(sys.argv[2]), tensors(sys.argv[3])
+        if a.keys() != b.keys():
+            sys.exit(f"FAIL: different tensors: {sorted(a.keys() ^ b.keys())}")
+        print(f"the same {len(a)} tensor names")
     else:
-        sys.exit("usage: runs.py losses|checkpoints ...")
+        sys.exit("usage: runs.py losses|checkpoints|names ...")
 
 
 if __name__ == "__main__":

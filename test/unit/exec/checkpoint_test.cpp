@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iterator>
 
 namespace kiln::rt::exec::test {
 namespace {
@@ -178,6 +179,199 @@ TEST(VariablesTest, Bf16AndIntegerVariables) {
   Status s = initializeVariables(m, arena.data(), 1);
   ASSERT_FALSE(s.isOk());
   EXPECT_NE(s.message().find("is not an exact i32"), std::string::npos);
+}
+
+float floatFromBits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t bf16At(const std::vector<uint8_t> &arena, const TensorRef &t,
+                int64_t i) {
+  uint16_t bits;
+  std::memcpy(&bits, arena.data() + t.offset + 2 * i, 2);
+  return bits;
+}
+
+/// f32 values whose bf16 rounding differs from truncation, and a tie that
+/// stays even; each paired with its round-to-nearest-even bf16.
+const std::pair<uint32_t, uint16_t> kRounding[] = {
+    {0x3f80c000, 0x3f81}, // 1.00586: low half above 0x8000 rounds up
+    {0xbf80c000, 0xbf81}, // the same, negative
+    {0x3f808000, 0x3f80}, // a tie, upper half even: stays
+    {0x3f818000, 0x3f82}, // a tie, upper half odd: up to even
+    {0x3f817fff, 0x3f81}, // just below a tie: down
+};
+
+/// "w" (f32 [5], constant kRounding) and its bf16 copy "w.bf16", declared
+/// first: copies must not depend on declaration order.
+Manifest copyManifest() {
+  ArenaLayout l;
+  Manifest m;
+  m.abi = KILN_RT_MODEL_ABI_VERSION;
+  m.model = "copies";
+  m.batch = 1;
+  Variable copy;
+  copy.name = "w.bf16";
+  copy.kind = VariableKind::State;
+  copy.tensor = l.place({5}, DType::BF16);
+  copy.init = InitKind::Copy;
+  copy.source = "w";
+  Variable w;
+  w.name = "w";
+  w.tensor = l.place({5}, DType::F32);
+  w.init = InitKind::Constant;
+  for (const auto &r : kRounding)
+    w.value.push_back(double(floatFromBits(r.first)));
+  m.variables = {copy, w};
+  m.arenaBytes = m.persistentBytes = l.bytes();
+  return m;
+}
+
+TEST(VariablesTest, CopiesAreTheirSourceRoundedToNearestEven) {
+  Manifest m = copyManifest();
+  std::vector<uint8_t> arena(static_cast<size_t>(m.arenaBytes), 0xab);
+  ASSERT_TRUE(initializeVariables(m, arena.data(), 1).isOk());
+  const TensorRef &copy = m.findVariable("w.bf16")->tensor;
+  for (size_t i = 0; i < std::size(kRounding); ++i) {
+    EXPECT_EQ(bf16At(arena, copy, int64_t(i)), kRounding[i].second)
+        << std::hex << kRounding[i].first;
+    EXPECT_EQ(bf16At(arena, copy, int64_t(i)),
+              ref::floatToBf16Bits(floatFromBits(kRounding[i].first)));
+  }
+
+  // A changed source reaches the copy only through refreshCopies.
+  const TensorRef &w = m.findVariable("w")->tensor;
+  storeElement(arena.data() + w.offset, DType::F32, 0, -2.0);
+  EXPECT_EQ(bf16At(arena, copy, 0), 0x3f81);
+  ASSERT_TRUE(refreshCopies(m, arena.data()).isOk());
+  EXPECT_EQ(bf16At(arena, copy, 0), 0xc000);
+}
+
+TEST(VariablesTest, AnF32CopyOfABf16VariableIsExact) {
+  ArenaLayout l;
+  Manifest m;
+  Variable h;
+  h.name = "h";
+  h.tensor = l.place({4, 3}, DType::BF16);
+  h.init = InitKind::HeNormal;
+  Variable f = h;
+  f.name = "h.f32";
+  f.kind = VariableKind::State;
+  f.tensor = l.place({4, 3}, DType::F32);
+  f.init = InitKind::Copy;
+  f.source = "h";
+  m.variables = {h, f};
+  std::vector<uint8_t> arena(static_cast<size_t>(l.bytes()), 0xab);
+  ASSERT_TRUE(initializeVariables(m, arena.data(), 3).isOk());
+  for (int64_t k = 0; k < 12; ++k)
+    EXPECT_EQ(loadElement(arena.data() + f.tensor.offset, DType::F32, k),
+              loadElement(arena.data() + h.tensor.offset, DType::BF16, k));
+}
+
+TEST(VariablesTest, ACopyWithoutItsSourceIsAnError) {
+  Manifest m = copyManifest();
+  m.variables.pop_back();
+  std::vector<uint8_t> arena(static_cast<size_t>(m.arenaBytes), 0);
+  Status s = initializeVariables(m, arena.data(), 1);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("variable w.bf16: its source \"w\""),
+            std::string::npos)
+      << s.message();
+}
+
+class CheckpointCopiesTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    withCopy = copyManifest();
+    // The same model built without the bf16 copy.
+    withoutCopy = withCopy;
+    withoutCopy.variables.erase(withoutCopy.variables.begin());
+    // Garbage around the variables, as in load()'s arena, so whole arenas
+    // compare equal when every variable does.
+    arena.assign(static_cast<size_t>(withCopy.arenaBytes), 0xab);
+    ASSERT_TRUE(initializeVariables(withCopy, arena.data(), 1).isOk());
+  }
+
+  CheckpointInfo info(int64_t step) {
+    CheckpointInfo i;
+    i.step = step;
+    i.seed = 1;
+    i.data = "synthetic";
+    return i;
+  }
+
+  /// Loads the newest checkpoint of `dir` with `manifest` into an arena of
+  /// garbage.
+  std::vector<uint8_t> load(const Manifest &manifest) {
+    std::vector<uint8_t> fresh(arena.size(), 0xab);
+    std::vector<std::string> warnings;
+    auto loaded =
+        loadNewestCheckpoint(dir.path(), manifest, fresh.data(), warnings);
+    EXPECT_TRUE(loaded.isOk()) << loaded.status().toString();
+    EXPECT_TRUE(loaded.isOk() && loaded->has_value());
+    EXPECT_TRUE(warnings.empty());
+    return fresh;
+  }
+
+  const TensorRef &tensor(const char *name) {
+    return withCopy.findVariable(name)->tensor;
+  }
+
+  TempDir dir;
+  Manifest withCopy, withoutCopy;
+  std::vector<uint8_t> arena;
+};
+
+TEST_F(CheckpointCopiesTest, CopiesAreLeftOutAndRefilledOnLoad) {
+  ASSERT_TRUE(
+      saveCheckpoint(dir.path(), withCopy, arena.data(), info(2), 3).isOk());
+  safetensors::File file;
+  std::string error;
+  ASSERT_TRUE(safetensors::read(checkpointPath(dir.path(), 2), file, error))
+      << error;
+  ASSERT_EQ(file.tensors.size(), 1u);
+  EXPECT_EQ(file.tensors[0].name, "w");
+
+  std::vector<uint8_t> fresh = load(withCopy);
+  for (size_t i = 0; i < std::size(kRounding); ++i)
+    EXPECT_EQ(bf16At(fresh, tensor("w.bf16"), int64_t(i)), kRounding[i].second);
+  EXPECT_EQ(fresh, arena);
+}
+
+TEST_F(CheckpointCopiesTest, BuildsWithAndWithoutCopiesShareCheckpoints) {
+  // Written without the copy (an older or f32 build), read with it.
+  ASSERT_TRUE(
+      saveCheckpoint(dir.path(), withoutCopy, arena.data(), info(2), 3).isOk());
+  std::vector<uint8_t> fresh = load(withCopy);
+  EXPECT_EQ(fresh, arena);
+
+  // Written with the copy, read without it: the copy's bytes stay untouched.
+  ASSERT_TRUE(
+      saveCheckpoint(dir.path(), withCopy, arena.data(), info(4), 3).isOk());
+  fresh = load(withoutCopy);
+  const TensorRef &w = tensor("w");
+  EXPECT_EQ(0, std::memcmp(fresh.data() + w.offset, arena.data() + w.offset,
+                           static_cast<size_t>(w.byteSize())));
+  EXPECT_EQ(bf16At(fresh, tensor("w.bf16"), 0), 0xabab);
+}
+
+TEST_F(CheckpointCopiesTest, ACopySavedAsAVariableIsAnExtraTensor) {
+  // A build that trained "w.bf16" as a variable of its own is another model.
+  Manifest plain = withCopy;
+  plain.variables[0].init = InitKind::Zeros;
+  ASSERT_TRUE(
+      saveCheckpoint(dir.path(), plain, arena.data(), info(2), 3).isOk());
+  std::vector<uint8_t> fresh(arena.size(), 0);
+  std::vector<std::string> warnings;
+  auto loaded =
+      loadNewestCheckpoint(dir.path(), withCopy, fresh.data(), warnings);
+  ASSERT_FALSE(loaded.isOk());
+  EXPECT_NE(loaded.status().message().find(
+                "holds 2 tensors, the model 1 variables (not counting copies)"),
+            std::string::npos)
+      << loaded.status().message();
 }
 
 } // namespace

@@ -89,12 +89,11 @@ TEST_P(ManifestErrorTest, IsRejectedWithAClearMessage) {
 
 std::vector<BadCase> badCases() {
   return {
-      {"truncated", testManifest().substr(0, 200),
-       "manifest: malformed JSON"},
+      {"truncated", testManifest().substr(0, 200), "manifest: malformed JSON"},
       {"not_an_object", "[1, 2]", "expected an object, got an array"},
-      {"abi", mutated("\"abi\": 3", "\"abi\": 1"),
+      {"abi", mutated("\"abi\": 4", "\"abi\": 1"),
        "the model was compiled for model ABI 1, but this runtime implements "
-       "ABI 3"},
+       "ABI 4"},
       {"no_arena", mutated("\"arena_bytes\"", "\"arena\""),
        "missing member \"arena_bytes\""},
       {"small_arena",
@@ -118,8 +117,9 @@ std::vector<BadCase> badCases() {
        "unknown variable kind \"weight\""},
       {"duplicate_variable", mutated("\"conv2.weight\"", "\"conv1.weight\""),
        "duplicate variable name \"conv1.weight\""},
-      {"schedule_variable", mutated("\"variable\": \"kiln.lr_schedule\"",
-                                    "\"variable\": \"fc.bias\""),
+      {"schedule_variable",
+       mutated("\"variable\": \"kiln.lr_schedule\"",
+               "\"variable\": \"fc.bias\""),
        "must be f64[5] (one per slot)"},
       {"schedule_slot", mutated("\"end_lr\"]", "\"base_lr\"]"),
        "duplicate slot \"base_lr\""},
@@ -128,7 +128,8 @@ std::vector<BadCase> badCases() {
       {"no_step", mutated("\"step\": {", "\"steps\": {"),
        "functions.train.inputs: missing input \"step\""},
       {"labels_layout",
-       mutated("\"labels\": {\"offset\": ", "\"labels\": {\"layout\": \"nhwc\", \"offset\": "),
+       mutated("\"labels\": {\"offset\": ",
+               "\"labels\": {\"layout\": \"nhwc\", \"offset\": "),
        "a layout is only meaningful for a 4-D tensor"},
       {"call_kind", mutated("\"conv2d_forward\"", "\"conv3d_forward\""),
        "unknown call kind \"conv3d_forward\""},
@@ -138,17 +139,21 @@ std::vector<BadCase> badCases() {
        "calls[0].strides: value 0 is below 1"},
       {"call_operand", mutated("\"filter\": ", "\"weights\": "),
        "calls[0].operands: missing operand \"filter\""},
-      {"conv_shape", mutated("\"padding\": [1,1,1,1]", "\"padding\": [0,0,0,0]"),
+      {"conv_shape",
+       mutated("\"padding\": [1,1,1,1]", "\"padding\": [0,0,0,0]"),
        "calls[0].operands.output: shape [8,8,8,4] does not match the "
        "expected [8,6,6,4]"},
-      {"matmul_transpose", mutated("\"transpose_rhs\": true", "\"transpose_rhs\": false"),
+      {"matmul_transpose",
+       mutated("\"transpose_rhs\": true", "\"transpose_rhs\": false"),
        "calls[4]: contraction sizes differ"},
-      {"matmul_bool", mutated("\"transpose_lhs\": true", "\"transpose_lhs\": 1"),
+      {"matmul_bool",
+       mutated("\"transpose_lhs\": true", "\"transpose_lhs\": 1"),
        "calls[3].transpose_lhs: expected a boolean, got a number"},
-      {"tensor_member", mutated("\"kind\": \"dense\", \"function\": \"train\", "
-                               "\"operands\": {\"input\": {\"offset\": ",
-                               "\"kind\": \"dense\", \"function\": \"train\", "
-                               "\"operands\": {\"input\": {\"offset\": 8, \"x\": "),
+      {"tensor_member",
+       mutated("\"kind\": \"dense\", \"function\": \"train\", "
+               "\"operands\": {\"input\": {\"offset\": ",
+               "\"kind\": \"dense\", \"function\": \"train\", "
+               "\"operands\": {\"input\": {\"offset\": 8, \"x\": "),
        "unknown member \"x\""},
       {"bucket_id", mutated("{\"id\": 1,", "{\"id\": 7,"),
        "buckets[1].id: bucket ids must be 0, 1, ... in order; got 7"},
@@ -181,7 +186,7 @@ TEST(ManifestTest, OverlappingVariablesAreRejected) {
 }
 
 TEST(ManifestTest, UnknownTopLevelMembersAreIgnored) {
-  auto m = parseManifest(mutated("\"abi\": 3,", "\"abi\": 3, \"compiler\": "
+  auto m = parseManifest(mutated("\"abi\": 4,", "\"abi\": 4, \"compiler\": "
                                                 "\"kilnc 0.1\","));
   EXPECT_TRUE(m.isOk()) << m.status().toString();
 }
@@ -341,6 +346,118 @@ TEST(ManifestTest, DenseBackwardWeightsShapes) {
   EXPECT_NE(bias.status().message().find("calls[0].operands.bias_grad: shape"),
             std::string::npos)
       << bias.status().toString();
+}
+
+/// A small manifest whose variables are `variables` (JSON objects, comma
+/// separated) in [0, 128) of a 512-byte arena.
+std::string withVariables(const std::string &variables) {
+  return "{\"abi\": " + std::to_string(KILN_RT_MODEL_ABI_VERSION) +
+         ", \"model\": \"copies\", \"batch\": 2, \"arena_bytes\": 512, "
+         "\"persistent_bytes\": 128, \"variables\": [" +
+         variables +
+         "], \"functions\": {\"train\": {\"symbol\": \"train\", \"inputs\": "
+         "{\"images\": {\"offset\": 128, \"shape\": [2,1,1,1], \"dtype\": "
+         "\"f32\"}, \"labels\": {\"offset\": 192, \"shape\": [2], \"dtype\": "
+         "\"i32\"}, \"step\": {\"offset\": 256, \"shape\": [], \"dtype\": "
+         "\"i64\"}}, \"outputs\": {\"loss\": {\"offset\": 320, \"shape\": [], "
+         "\"dtype\": \"f32\"}, \"logits\": {\"offset\": 384, \"shape\": [2,2], "
+         "\"dtype\": \"f32\"}, \"learning_rate\": {\"offset\": 448, "
+         "\"shape\": [], \"dtype\": \"f32\"}}}}}";
+}
+
+/// An f32 master weight and its bf16 copy, as the bf16 pipeline declares
+/// them.
+const std::string kMaster =
+    R"({"name": "w", "kind": "parameter", "offset": 0, "shape": [2,3],
+        "dtype": "f32", "init": "he_normal"})";
+const std::string kCopy =
+    R"({"name": "w.bf16", "kind": "state", "offset": 64, "shape": [2,3],
+        "dtype": "bf16", "init": "copy", "of": "w"})";
+
+/// `s` with the first `from` replaced by `to`.
+std::string replaced(std::string s, const std::string &from,
+                     const std::string &to) {
+  size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << "'" << from << "' not in " << s;
+  if (at != std::string::npos)
+    s.replace(at, from.size(), to);
+  return s;
+}
+
+TEST(ManifestTest, CopyVariablesNameTheirSource) {
+  // The source may come before or after the copy.
+  for (const std::string &variables :
+       {kCopy + ", " + kMaster, kMaster + ", " + kCopy}) {
+    auto m = parseManifest(withVariables(variables));
+    ASSERT_TRUE(m.isOk()) << m.status().toString();
+    const Variable *copy = m->findVariable("w.bf16");
+    ASSERT_NE(copy, nullptr);
+    EXPECT_EQ(copy->init, InitKind::Copy);
+    EXPECT_TRUE(copy->isCopy());
+    EXPECT_EQ(copy->source, "w");
+    EXPECT_EQ(copy->kind, VariableKind::State);
+    EXPECT_EQ(copy->tensor.dtype, DType::BF16);
+    EXPECT_FALSE(m->findVariable("w")->isCopy());
+    EXPECT_EQ(m->findVariable("w")->source, "");
+  }
+  // An f32 copy of a bf16 variable is a copy too.
+  auto widened = parseManifest(withVariables(
+      replaced(kMaster, "\"f32\"", "\"bf16\"") + ", " +
+      replaced(kCopy, "\"bf16\", \"init\"", "\"f32\", \"init\"")));
+  EXPECT_TRUE(widened.isOk()) << widened.status().toString();
+}
+
+TEST(ManifestTest, CopyVariableErrors) {
+  struct Case {
+    const char *name;
+    std::string variables;
+    const char *message;
+  };
+  const std::string second =
+      R"({"name": "w.bf16.bf16", "kind": "state", "offset": 96,
+          "shape": [2,3], "dtype": "bf16", "init": "copy", "of": "w.bf16"})";
+  const Case cases[] = {
+      {"no_of", kMaster + ", " + replaced(kCopy, ", \"of\": \"w\"", ""),
+       "variables[1] (w.bf16): missing member \"of\""},
+      {"of_without_copy",
+       replaced(kMaster, "\"he_normal\"", "\"he_normal\", \"of\": \"w.bf16\"") +
+           ", " + kCopy,
+       "variables[0] (w).of: only init \"copy\" takes a source, not "
+       "\"he_normal\""},
+      {"of_not_a_string",
+       kMaster + ", " + replaced(kCopy, "\"of\": \"w\"", "\"of\": 3"),
+       "variables[1] (w.bf16).of: expected a string, got a number"},
+      {"unknown_source",
+       kMaster + ", " + replaced(kCopy, "\"of\": \"w\"", "\"of\": \"v\""),
+       "variables[1] (w.bf16).of: no variable named \"v\""},
+      {"own_source",
+       kMaster + ", " + replaced(kCopy, "\"of\": \"w\"", "\"of\": \"w.bf16\""),
+       "variables[1] (w.bf16).of: a copy cannot be its own source"},
+      {"copy_of_a_copy", second + ", " + kMaster + ", " + kCopy,
+       "variables[0] (w.bf16.bf16).of: \"w.bf16\" is itself a copy"},
+      {"shape",
+       kMaster + ", " + replaced(kCopy, "\"shape\": [2,3]", "\"shape\": [3,2]"),
+       "variables[1] (w.bf16).of: the source \"w\" is [2,3], the copy [3,2]"},
+      {"copy_dtype", kMaster + ", " + replaced(kCopy, "\"bf16\"", "\"i32\""),
+       "variables[1] (w.bf16).dtype: a copy must be f32 or bf16, not i32"},
+      {"source_dtype",
+       replaced(kMaster, "\"f32\", \"init\": \"he_normal\"",
+                "\"f64\", \"init\": \"zeros\"") +
+           ", " + kCopy,
+       "variables[1] (w.bf16).of: the source \"w\" must be f32 or bf16, not "
+       "f64"},
+      {"parameter",
+       kMaster + ", " + replaced(kCopy, "\"state\"", "\"parameter\""),
+       "variables[1] (w.bf16).kind: a copy must be a state variable"},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.name);
+    auto m = parseManifest(withVariables(c.variables));
+    ASSERT_FALSE(m.isOk());
+    EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(m.status().message().find(c.message), std::string::npos)
+        << m.status().message();
+  }
 }
 
 TEST(ManifestTest, ConvOutputShapeFollowsTheReferenceFormula) {

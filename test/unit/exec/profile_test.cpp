@@ -37,7 +37,7 @@ TEST(ProfileTest, ReadsTheSiteTables) {
 }
 
 TEST(ProfileTest, AManifestWithoutSitesGivesAnEmptyTable) {
-  auto profile = SiteProfile::create(R"({"abi": 3})");
+  auto profile = SiteProfile::create(R"({"abi": 4})");
   ASSERT_TRUE(profile.isOk()) << profile.status().toString();
   EXPECT_EQ((*profile)->numSites(), 0u);
 }

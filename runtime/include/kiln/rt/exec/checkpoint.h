@@ -4,7 +4,9 @@
 // temporary file, fsynced and renamed, so a crash never leaves a torn file)
 // named ckpt-<step, 10 digits>.safetensors in the model directory. It holds
 // every manifest variable by name, with its dtype and shape — parameters,
-// momentum, BN statistics, the schedule — and "__metadata__" strings:
+// momentum, BN statistics, the schedule — except copies (derived from their
+// sources, so builds with and without them share checkpoints), and
+// "__metadata__" strings:
 //
 //   format=kiln-checkpoint  model  abi  step  epoch  batch_in_epoch
 //   steps_per_epoch  seed  world_size  batch  data  rng
@@ -61,8 +63,8 @@ struct LoadedCheckpoint {
 };
 
 /// Loads the newest valid checkpoint of `dir` into the variables of
-/// `arena`; nullopt if there is none. Skipped checkpoints are described in
-/// `warnings`.
+/// `arena` and refreshes the copies from them; nullopt if there is none.
+/// Skipped checkpoints are described in `warnings`.
 StatusOr<std::optional<LoadedCheckpoint>>
 loadNewestCheckpoint(const std::string &dir, const Manifest &manifest,
                      uint8_t *arena, std::vector<std::string> &warnings);

@@ -5,9 +5,10 @@
 // output slots, the library calls and the allreduce buckets. parseManifest()
 // turns it into these structs and checks everything the runtime relies on
 // before it touches the arena: every tensor lies inside the arena, variables
-// lie in the persistent region, shapes of library calls agree (the output of
-// a convolution is what its input, filter, strides and padding give), dtypes
-// and layouts are ones the runtime knows. Errors name the JSON path
+// lie in the persistent region, a copy variable mirrors another variable of
+// its shape, shapes of library calls agree (the output of a convolution is
+// what its input, filter, strides and padding give), dtypes and layouts are
+// ones the runtime knows. Errors name the JSON path
 // ("calls[3].operands.filter.shape: ...").
 //
 // Unknown members are ignored at the top level and in variables, functions
@@ -55,7 +56,7 @@ struct TensorRef {
 };
 
 enum class VariableKind { Parameter, State };
-enum class InitKind { Zeros, Ones, Constant, Normal, HeNormal };
+enum class InitKind { Zeros, Ones, Constant, Normal, HeNormal, Copy };
 const char *initKindName(InitKind kind);
 
 struct Variable {
@@ -67,6 +68,12 @@ struct Variable {
   double stddev = 0;
   /// constant: one value per element, or a single value for all.
   std::vector<double> value;
+  /// copy: the variable this one mirrors, converted to its dtype (a bf16
+  /// copy of an f32 master weight). Derived state: refilled from the source
+  /// after initialization, loading and broadcast, left out of checkpoints.
+  std::string source;
+
+  bool isCopy() const { return init == InitKind::Copy; }
 };
 
 struct Schedule {

@@ -106,7 +106,8 @@ struct Resumed {
 /// newest checkpoint of --model-dir into `arena` (the model directory may be
 /// on its disk only) and takes its step and seed. Then every rank receives
 /// rank 0's variables, so all replicas start identical even if
-/// initialization differed somewhere. Sets run.seed, startStep and step.
+/// initialization differed somewhere; copies are refilled from their sources
+/// after either. Sets run.seed, startStep and step.
 StatusOr<Resumed> resumeOrBroadcast(const RunOptions &options, Comm &comm,
                                     const Manifest &manifest, uint8_t *arena,
                                     RunState &run);

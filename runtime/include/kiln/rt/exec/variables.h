@@ -1,10 +1,11 @@
-//===- variables.h - Initializing and copying the model's variables -*- C++ -*-===//
+//===- variables.h - Initializing and copying variables ---------*- C++ -*-===//
 //
 // Variables live in the arena at the offsets the manifest gives. They start
 // from the reference initializers (kiln/ref/init.h), so a compiled model and
 // kiln-run begin from bit-identical parameters for the same seed: f32 values
 // are exactly ref::fillNormal's, bf16 values are those rounded by
-// ref::roundToBf16, as kiln-run does.
+// ref::roundToBf16, as kiln-run does. Copy variables (init "copy") are
+// derived: always their source converted to their dtype.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RT_EXEC_VARIABLES_H
@@ -18,9 +19,16 @@
 
 namespace kiln::rt::exec {
 
-/// Writes every variable's initial value into `arena`.
+/// Writes every variable's initial value into `arena`: the others first,
+/// then the copies from them (refreshCopies).
 Status initializeVariables(const Manifest &manifest, uint8_t *arena,
                            uint64_t seed);
+
+/// Refills every copy variable from its source, converted to the copy's
+/// dtype (f32 -> bf16 rounds to nearest even, as the compiled update's
+/// arith.truncf). Call it whenever the sources change outside a step:
+/// initialization, a loaded checkpoint, a broadcast.
+Status refreshCopies(const Manifest &manifest, uint8_t *arena);
 
 /// Element `index` of a tensor of `dtype` at `base`, widened to double.
 double loadElement(const uint8_t *base, DType dtype, int64_t index);
