@@ -4,9 +4,14 @@ models/fmnist_resnet20.mlir (basic blocks [3, 3, 3], widths 16/32/64,
 projection shortcuts, BN momentum 0.1, eps 1e-5), trained with the same recipe
 (batch 128, SGD Nesterov 0.9, weight decay 5e-4, LR 0.1 with one epoch of
 linear warmup then cosine decay, 2-pixel pad + random crop + horizontal flip)
-on the Debian dataset-fashion-mnist files. Augmentation runs on whole batches
-in torch, so no DataLoader overhead is charged to PyTorch. Prints one JSON
-line per epoch with its time and test top-1."""
+on the Debian dataset-fashion-mnist files. By default augmentation runs on
+whole batches in torch, so no DataLoader overhead is charged to PyTorch (its
+strongest configuration); --torchvision-loader instead feeds the model the
+way PyTorch's tutorials and most training scripts do: a Dataset returning
+PIL images through torchvision transforms (RandomCrop with padding,
+RandomHorizontalFlip, ToTensor, Normalize), batched by a DataLoader with
+--workers worker processes. Prints one JSON line per epoch with its time and
+test top-1."""
 
 import argparse
 import gzip
@@ -84,6 +89,24 @@ def augment(images, generator):
     return cropped
 
 
+class TorchvisionFashionMnist(torch.utils.data.Dataset):
+    """What torchvision.datasets.FashionMNIST does per sample (a PIL image
+    through the transform), over the arrays already loaded."""
+
+    def __init__(self, images, labels):
+        import torchvision.transforms as T
+        from PIL import Image
+        self.images, self.labels, self.to_pil = images, labels, Image.fromarray
+        self.transform = T.Compose([T.RandomCrop(28, padding=2), T.RandomHorizontalFlip(),
+                                    T.ToTensor(), T.Normalize((MEAN,), (STD,))])
+
+    def __len__(self):
+        return len(self.images)
+
+    def __getitem__(self, i):
+        return self.transform(self.to_pil(self.images[i], mode="L")), int(self.labels[i])
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
@@ -94,6 +117,10 @@ def main():
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--channels-last", action="store_true")
     p.add_argument("--eval", action="store_true")
+    p.add_argument("--torchvision-loader", action="store_true",
+                   help="per-sample torchvision transforms and a DataLoader (see above)")
+    p.add_argument("--workers", type=int, default=0,
+                   help="DataLoader worker processes with --torchvision-loader")
     p.add_argument("--bf16", action="store_true",
                    help="train under torch.autocast('cpu', bfloat16), as Kiln's --precision=bf16")
     args = p.parse_args()
@@ -102,8 +129,10 @@ def main():
     torch.manual_seed(0)
     generator = torch.Generator().manual_seed(0)
     d = args.data
-    train_x = torch.from_numpy(load_idx(os.path.join(d, "train-images-idx3-ubyte.gz")).copy())
-    train_y = torch.from_numpy(load_idx(os.path.join(d, "train-labels-idx1-ubyte.gz")).astype(np.int64))
+    raw_x = load_idx(os.path.join(d, "train-images-idx3-ubyte.gz"))
+    raw_y = load_idx(os.path.join(d, "train-labels-idx1-ubyte.gz"))
+    train_x = torch.from_numpy(raw_x.copy())
+    train_y = torch.from_numpy(raw_y.astype(np.int64))
     test_x = torch.from_numpy(load_idx(os.path.join(d, "t10k-images-idx3-ubyte.gz")).copy())
     test_y = torch.from_numpy(load_idx(os.path.join(d, "t10k-labels-idx1-ubyte.gz")).astype(np.int64))
     normalize = lambda x: ((x.float() / 255.0 - MEAN) / STD).unsqueeze(1)
@@ -123,25 +152,39 @@ def main():
         t = (step - steps_per_epoch) / max(1, total - steps_per_epoch)
         return 0.05 * (1 + math.cos(math.pi * min(t, 1.0)))
 
+    def batches():
+        """(images, labels) of one epoch."""
+        if args.torchvision_loader:
+            yield from loader
+            return
+        order = torch.randperm(len(train_x), generator=generator)
+        for i in range(steps_per_epoch):
+            idx = order[i * args.batch:(i + 1) * args.batch]
+            yield augment(train_x[idx], generator), train_y[idx]
+
+    if args.torchvision_loader:
+        loader = torch.utils.data.DataLoader(
+            TorchvisionFashionMnist(raw_x, raw_y), batch_size=args.batch, shuffle=True,
+            drop_last=True, num_workers=args.workers, generator=generator)
+
     step = 0
     for epoch in range(args.epochs):
         model.train()
-        order = torch.randperm(len(train_x), generator=generator)
         start = time.perf_counter()
-        for i in range(steps_per_epoch):
-            idx = order[i * args.batch:(i + 1) * args.batch]
-            x = augment(train_x[idx], generator).contiguous(memory_format=fmt)
+        for x, y in batches():
+            x = x.contiguous(memory_format=fmt)
             for g in optimizer.param_groups:
                 g["lr"] = lr_at(step)
             optimizer.zero_grad(set_to_none=True)
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
-                loss = F.cross_entropy(model(x), train_y[idx])
+                loss = F.cross_entropy(model(x), y)
             loss.backward()
             optimizer.step()
             step += 1
         seconds = time.perf_counter() - start
         row = {"system": "pytorch", "epoch": epoch + 1, "epoch_sec": seconds,
                "images_per_sec": steps_per_epoch * args.batch / seconds, "channels_last": args.channels_last,
+               "loader": f"torchvision, {args.workers} workers" if args.torchvision_loader else "batched",
                "precision": "bf16" if args.bf16 else "fp32",
                "threads": args.threads, "loss": loss.item(),
                "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,

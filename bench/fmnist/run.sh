@@ -2,8 +2,10 @@
 # Fashion-MNIST ResNet-20, batch 128, 2 threads, real data: Kiln's time per
 # epoch in fp32 and bf16 against PyTorch's in the same run (fp32 with default
 # settings and tuned: channels_last plus the glibc malloc settings of
-# bench/resnet50/run.sh; bf16 autocast, tuned). All train the same model with
-# the same recipe; see pytorch_fmnist.py.
+# bench/resnet50/run.sh; bf16 autocast, tuned), and fp32 the way PyTorch's
+# tutorials feed it (torchvision transforms per image and a DataLoader, default
+# settings). All train the same model with the same recipe; see
+# pytorch_fmnist.py.
 #
 #   bench/fmnist/run.sh [EPOCHS]      (results in build/bench/fmnist/)
 set -euo pipefail
@@ -12,7 +14,7 @@ epochs=${1:-1}
 out=build/bench/fmnist
 mkdir -p "$out"
 source bench/ensure-packages.sh
-ensure_packages python3-torch python3-numpy
+ensure_packages python3-torch python3-torchvision python3-numpy
 bash scripts/build.sh >/dev/null
 bin=build/bin
 [[ -f "$out/data/validation-00003-of-00004" ]] ||
@@ -41,6 +43,8 @@ for epoch, end in enumerate(ends, 1):
 PY
 done
 /usr/bin/python3 bench/fmnist/pytorch_fmnist.py --epochs "$epochs" >> "$out/results.jsonl"
+/usr/bin/python3 bench/fmnist/pytorch_fmnist.py --epochs "$epochs" --torchvision-loader \
+  >> "$out/results.jsonl"
 tuned="glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736"
 GLIBC_TUNABLES=$tuned /usr/bin/python3 bench/fmnist/pytorch_fmnist.py --epochs "$epochs" \
   --channels-last >> "$out/results.jsonl"
@@ -49,13 +53,16 @@ GLIBC_TUNABLES=$tuned /usr/bin/python3 bench/fmnist/pytorch_fmnist.py --epochs "
 python3 - "$out/results.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-def mean(system, precision, channels_last=None):
+def mean(system, precision, channels_last=None, loader="batched"):
     sel = [r["epoch_sec"] for r in rows if r["system"] == system
            and r["precision"] == precision
-           and (channels_last is None or r.get("channels_last") == channels_last)]
+           and (channels_last is None or r.get("channels_last") == channels_last)
+           and (system == "kiln" or r.get("loader") == loader)]
     return sum(sel) / len(sel)
 kiln32, kiln16 = mean("kiln", "fp32"), mean("kiln", "bf16")
 torch = {"PyTorch fp32 (default)": mean("pytorch", "fp32", False),
+         "PyTorch fp32 (torchvision DataLoader)":
+             mean("pytorch", "fp32", False, "torchvision, 0 workers"),
          "PyTorch fp32 (tuned, channels_last)": mean("pytorch", "fp32", True),
          "PyTorch bf16 autocast (tuned)": mean("pytorch", "bf16", True)}
 print(f"{'':38} {'s/epoch':>8} {'Kiln fp32 speed-up':>19} {'Kiln bf16 speed-up':>19}")
