@@ -140,9 +140,12 @@ def KilnFuse : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
        elsewhere is yielded as well, and a chain stops where that use comes
        before the chain's end.
     3. The `kiln.sgd_update`s sharing learning rate, momentum, weight decay
-       and nesterov become one `kiln.fused_sgd_update` at the last of them.
-       LARS updates stay per parameter (their trust ratio needs each
-       parameter's norms first).
+       and nesterov become one `kiln.fused_sgd_update` at the last of them;
+       updates whose new weight is cast to a bf16 copy
+       (`--kiln-bf16-weight-copies`) form their own group, whose fused
+       update writes the copies. LARS updates stay per parameter (their
+       trust ratio needs each parameter's norms first); a cast of one's new
+       weight becomes its `copy` result.
 
     Rounds 1 and 2 each remove a pass over the activations (a write and a
     read) per fusion; round 3 runs all updates as one kernel instead of one
@@ -221,9 +224,9 @@ def KilnBf16WeightCopies : Pass<"kiln-bf16-weight-copies", "mlir::ModuleOp"> {
     initializing or loading and leaves out of checkpoints), makes the
     functions read it instead, and makes each function that assigns `@w`
     also assign the copy the rounded new value. `--kiln-fuse` folds that
-    rounding into `kiln.fused_sgd_update`, so the cast happens in the
-    optimizer's loop while the new weight is in registers. Run it after the
-    optimizer.
+    rounding into `kiln.fused_sgd_update` (or `kiln.lars_update`'s `copy`
+    result), so the cast happens in the optimizer's loop while the new
+    weight is in registers. Run it after the optimizer.
   }];
 }
 

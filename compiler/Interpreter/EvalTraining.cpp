@@ -150,6 +150,8 @@ LogicalResult evalLarsUpdate(LarsUpdateOp op, EvalContext &ctx) {
   params.epsilon = op.getEpsilon().convertToFloat();
   params.nesterov = false;
   ref::larsUpdate(w, g, v, params, /*skip=*/op.getSkipAdaptation());
+  if (Value copy = op.getNewCopy())
+    ctx.setFloat(copy, w);
   ctx.setFloat(op.getNewWeight(), std::move(w));
   ctx.setFloat(op.getNewVelocity(), std::move(v));
   return success();

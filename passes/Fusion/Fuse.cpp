@@ -468,6 +468,31 @@ struct FuseSgdUpdates : RewritePattern {
   }
 };
 
+/// cast(lars_update(...).new_weight) -> the update's `copy` result: LARS
+/// stays per parameter, but its loop can round the new weight as well.
+struct FoldCopyIntoLarsUpdate : OpRewritePattern<CastOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CastOp cast,
+                                PatternRewriter &rewriter) const override {
+    auto update = cast.getInput().getDefiningOp<LarsUpdateOp>();
+    if (!update || update.getNewCopy() ||
+        cast.getInput() != update.getNewWeight())
+      return failure();
+    rewriter.setInsertionPoint(update);
+    auto folded = LarsUpdateOp::create(
+        rewriter, update.getLoc(), update.getNewWeight().getType(),
+        update.getNewVelocity().getType(), cast.getOutput().getType(),
+        update.getWeight(), update.getGradient(), update.getVelocity(),
+        update.getLearningRate(), update.getMomentumAttr(), update.getEtaAttr(),
+        update.getWeightDecayAttr(), update.getEpsilonAttr(),
+        update.getSkipAdaptationAttr());
+    rewriter.replaceOp(cast, folded.getNewCopy());
+    rewriter.replaceOp(update,
+                       {folded.getNewWeight(), folded.getNewVelocity()});
+    return success();
+  }
+};
+
 struct FusePass : impl::KilnFuseBase<FusePass> {
   using Base::Base;
   void runOnOperation() override {
@@ -514,6 +539,6 @@ void populateElementwiseFusionPatterns(RewritePatternSet &patterns) {
 }
 
 void populateOptimizerFusionPatterns(RewritePatternSet &patterns) {
-  patterns.add<FuseSgdUpdates>(patterns.getContext());
+  patterns.add<FuseSgdUpdates, FoldCopyIntoLarsUpdate>(patterns.getContext());
 }
 } // namespace kiln

@@ -29,7 +29,9 @@ void populateConvBatchNormFusionPatterns(mlir::RewritePatternSet &patterns);
 void populateElementwiseFusionPatterns(mlir::RewritePatternSet &patterns);
 
 /// The kiln.sgd_update ops of a block that share their hyperparameters
-/// become one kiln.fused_sgd_update: one kernel for all parameters.
+/// become one kiln.fused_sgd_update: one kernel for all parameters. The
+/// casts of new weights to their bf16 copies go into the fused update, or
+/// into a kiln.lars_update's `copy` result.
 void populateOptimizerFusionPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace kiln

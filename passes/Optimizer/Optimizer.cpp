@@ -154,8 +154,8 @@ LogicalResult applyOptimizer(func::FuncOp step, const OptimizerConfig &config) {
       newVelocity = update.getNewVelocity();
     } else {
       auto update = LarsUpdateOp::create(
-          builder, loc, type, type, weight, gradient, velocity, lr,
-          f32(config.momentum), f32(config.larsEta),
+          builder, loc, type, type, /*new_copy=*/Type(), weight, gradient,
+          velocity, lr, f32(config.momentum), f32(config.larsEta),
           f32(config.weightDecay), f32(config.larsEpsilon),
           exempt ? builder.getUnitAttr() : UnitAttr());
       newWeight = update.getNewWeight();

@@ -182,6 +182,36 @@ module @copy_read_late {
 
 // -----
 
+// A LARS update with a copy rounds the new weight in its update loop, whose
+// third output is the copy variable itself (offset 64).
+// CHECK-LABEL: func.func @kiln_model_train_step
+// CHECK: %[[OFF:.*]] = arith.constant 64 : index
+// CHECK-NEXT: %[[C:.*]] = memref.view %{{.*}}[%[[OFF]]][] : memref<?xi8> to memref<4x4xbf16>
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%{{.*}}, %{{.*}}, %[[C]] : memref<4x4xf32>, memref<4x4xf32>, memref<4x4xbf16>)
+// CHECK: %[[NW:.*]] = arith.subf
+// CHECK-NEXT: %[[R:.*]] = arith.truncf %[[NW]] : f32 to bf16
+// CHECK-NEXT: linalg.yield %[[NW]], %{{.*}}, %[[R]]
+// CHECK-NOT: memref.copy
+// CHECK: return
+module @lars_copy {
+  kiln.variable parameter @a : tensor<4x4xf32> init zeros
+  kiln.variable state @a.bf16 : tensor<4x4xbf16> init copy of @a
+  kiln.variable state @a.momentum : tensor<4x4xf32> init zeros
+  func.func @train_step(%x: tensor<2x4xf32>, %g: tensor<4x4xf32>) -> tensor<4x4xf32> {
+    %lr = arith.constant dense<0.1> : tensor<f32>
+    %w = kiln.read @a : tensor<4x4xf32>
+    %v = kiln.read @a.momentum : tensor<4x4xf32>
+    %nw, %nv, %nc = kiln.lars_update %w, %g, %v, %lr momentum 0.9 eta 1.0e-3 weight_decay 0.0 epsilon 0.0 skip_adaptation : tensor<4x4xf32> copy tensor<4x4xbf16>
+    kiln.assign @a, %nw : tensor<4x4xf32>
+    kiln.assign @a.bf16, %nc : tensor<4x4xbf16>
+    kiln.assign @a.momentum, %nv : tensor<4x4xf32>
+    return %g : tensor<4x4xf32>
+  }
+}
+
+// -----
+
 // Negative case: one fused update over parameters of different element types
 // has no single loop body.
 module @mixed {

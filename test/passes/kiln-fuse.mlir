@@ -351,6 +351,23 @@ func.func @lars_updates(%w: tensor<4xf32>, %g: tensor<4xf32>, %v: tensor<4xf32>,
 
 // -----
 
+// A LARS update whose new weight is cast to a bf16 copy writes the copy
+// itself; the cast of a velocity is not a copy and stays.
+// CHECK-LABEL: func.func @lars_copy
+// CHECK-NEXT: %[[W:.*]], %[[V:.*]], %[[C:.*]] = kiln.lars_update {{.*}} : tensor<4xf32> copy tensor<4xbf16>
+// CHECK-NEXT: %[[VC:.*]] = kiln.cast %[[V]]
+// CHECK-NEXT: return %[[W]], %[[C]], %[[VC]]
+// OFF-LABEL: func.func @lars_copy
+// OFF-COUNT-2: kiln.cast
+func.func @lars_copy(%w: tensor<4xf32>, %g: tensor<4xf32>, %v: tensor<4xf32>, %lr: tensor<f32>) -> (tensor<4xf32>, tensor<4xbf16>, tensor<4xbf16>) {
+  %nw, %nv = kiln.lars_update %w, %g, %v, %lr momentum 0.9 eta 0.001 weight_decay 0.0001 epsilon 0.0 : tensor<4xf32>
+  %c = kiln.cast %nw : tensor<4xf32> to tensor<4xbf16>
+  %vc = kiln.cast %nv : tensor<4xf32> to tensor<4xbf16>
+  return %nw, %c, %vc : tensor<4xf32>, tensor<4xbf16>, tensor<4xbf16>
+}
+
+// -----
+
 // Evaluation step: a convolution and its inference batch norm become one op,
 // which also takes the block's residual add and relu.
 // CHECK-LABEL: func.func @conv_batch_norm_residual_relu

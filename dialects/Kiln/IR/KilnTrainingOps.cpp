@@ -62,6 +62,14 @@ LogicalResult LearningRateOp::verify() {
   return success();
 }
 
+LogicalResult LarsUpdateOp::verify() {
+  if (Value copy = getNewCopy();
+      copy && cast<RankedTensorType>(copy.getType()).getShape() !=
+                  getWeight().getType().getShape())
+    return emitOpError("the copy's shape differs from the weight's");
+  return success();
+}
+
 LogicalResult AllReduceOp::inferReturnTypes(MLIRContext *context,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,

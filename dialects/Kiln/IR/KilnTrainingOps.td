@@ -87,10 +87,17 @@ def Kiln_LarsUpdateOp : Kiln_Op<"lars_update", [Pure,
     `v' = momentum * v + lr * trust * g'`; `w' = w - v'`. With `skip_adaptation`
     (BN parameters and biases) trust is 1 and there is no decay.
 
+    With a `copy` result, the step also writes `kiln.cast w'` to the copy's
+    element type (a bf16 weight copy of `--kiln-bf16-weight-copies`, folded
+    in by `--kiln-fuse`) in the same loop.
+
     ```mlir
     %w2, %v2 = kiln.lars_update %w, %g, %v, %lr momentum 0.899999976
         eta 1.000000e-03 weight_decay 9.99999974E-5 epsilon 0.000000e+00
         : tensor<1x1x64x256xf32>
+    %w3, %v3, %c3 = kiln.lars_update %w, %g, %v, %lr momentum 0.899999976
+        eta 1.000000e-03 weight_decay 9.99999974E-5 epsilon 0.000000e+00
+        : tensor<1x1x64x256xf32> copy tensor<1x1x64x256xbf16>
     ```
   }];
   let arguments = (ins
@@ -104,12 +111,15 @@ def Kiln_LarsUpdateOp : Kiln_Op<"lars_update", [Pure,
     ConfinedAttr<F32Attr, [Kiln_FloatNonNegative]>:$epsilon,
     UnitAttr:$skip_adaptation
   );
-  let results = (outs Kiln_FloatTensor:$new_weight, Kiln_FloatTensor:$new_velocity);
+  let results = (outs Kiln_FloatTensor:$new_weight, Kiln_FloatTensor:$new_velocity,
+                  Optional<Kiln_FloatTensor>:$new_copy);
   let assemblyFormat = [{
     $weight `,` $gradient `,` $velocity `,` $learning_rate `momentum` $momentum
     `eta` $eta `weight_decay` $weight_decay `epsilon` $epsilon
     (`skip_adaptation` $skip_adaptation^)? attr-dict `:` type($weight)
+    (`copy` type($new_copy)^)?
   }];
+  let hasVerifier = 1;
 }
 
 def Kiln_AllReduceOp : Kiln_Op<"allreduce", [Pure, InferTypeOpAdaptor]> {

@@ -319,14 +319,25 @@ LogicalResult lowerOptimizer(Lowering &l, Operation *op) {
   }
   Value m = l.f32(loc, update.getMomentum().convertToFloat());
   Value decay = l.f32(loc, wd);
+  SmallVector<Value> outputs = {l.view(update.getNewWeight()),
+                                l.view(update.getNewVelocity())};
+  Value copy = update.getNewCopy();
+  if (copy)
+    outputs.push_back(l.view(copy));
   l.elementwise(
-      loc, ValueRange{w, g, l.view(update.getVelocity())},
-      ValueRange{l.view(update.getNewWeight()), l.view(update.getNewVelocity())},
+      loc, ValueRange{w, g, l.view(update.getVelocity())}, outputs,
       [&](OpBuilder &nb, Location loc, ValueRange a) {
         Value grad = math::FmaOp::create(nb, loc, decay, a[0], a[1]);
         Value v = math::FmaOp::create(nb, loc, m, a[2],
                                       arith::MulFOp::create(nb, loc, factor, grad));
-        yield(nb, loc, ValueRange{arith::SubFOp::create(nb, loc, a[0], v), v});
+        Value weight = arith::SubFOp::create(nb, loc, a[0], v);
+        SmallVector<Value> results = {weight, v};
+        // kiln.cast's rounding, while the new weight is in a register.
+        if (copy)
+          results.push_back(narrowTo(
+              nb, loc, weight,
+              cast<RankedTensorType>(copy.getType()).getElementType()));
+        yield(nb, loc, results);
       });
   return success();
 }

@@ -195,7 +195,7 @@ FailureOr<FunctionPlan> planFunction(func::FuncOp func,
       }
     // A copy the optimizer rounds (kiln-bf16-weight-copies) goes straight
     // into its variable: otherwise the step would end copying every weight.
-    if (isa<FusedSgdUpdateOp, CastOp>(op))
+    if (isa<FusedSgdUpdateOp, LarsUpdateOp, CastOp>(op))
       for (Value result : op.getResults())
         if (!variableOf.count(result))
           if (AssignOp assign = outputAssign(&op, result, variableOf)) {

@@ -159,3 +159,11 @@ func.func @dense_gradient_shapes(%x: tensor<2x8xf32>, %dy: tensor<2x4xf32>) -> (
   %dw, %db = kiln.fused_dense_backward_weights %x, %dy : (tensor<2x8xf32>, tensor<2x4xf32>) -> (tensor<4x8xf32>, tensor<4xf32>)
   return %dw, %db : tensor<4x8xf32>, tensor<4xf32>
 }
+
+// -----
+
+func.func @lars_copy_shape(%w: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{the copy's shape differs from the weight's}}
+  %0:3 = kiln.lars_update %w, %w, %w, %lr momentum 0.9 eta 1.0e-3 weight_decay 0.0 epsilon 0.0 : tensor<4xf32> copy tensor<2x2xbf16>
+  return
+}

@@ -139,6 +139,8 @@ func.func @fused(%a: tensor<?x4xf32>, %b: tensor<?x4xbf16>, %w: tensor<3x4xf32>,
   %nw:2, %nv:2 = kiln.fused_sgd_update (%w, %v), (%w, %v), (%w, %v), %lr momentum 0.9 weight_decay 5.0e-4 nesterov : tensor<3x4xf32>, tensor<4xf32>
   // CHECK: %{{.*}}:2, %{{.*}}:2, %{{.*}}:2 = kiln.fused_sgd_update(%[[W]], %[[V]]), (%[[W]], %[[V]]), (%[[W]], %[[V]]), %[[LR]] momentum 0.899999976 weight_decay 0.000000e+00 : tensor<3x4xf32>, tensor<4xf32> copies bf16
   %cw:2, %cv:2, %cc:2 = kiln.fused_sgd_update (%w, %v), (%w, %v), (%w, %v), %lr momentum 0.9 weight_decay 0.0 : tensor<3x4xf32>, tensor<4xf32> copies bf16
+  // CHECK: %{{.*}}, %{{.*}}, %{{.*}} = kiln.lars_update %[[W]], %[[W]], %[[W]], %[[LR]] momentum 0.899999976 eta 1.000000e-03 weight_decay 9.99999974E-5 epsilon 0.000000e+00 : tensor<3x4xf32> copy tensor<3x4xbf16>
+  %lw, %lv, %lc = kiln.lars_update %w, %w, %w, %lr momentum 0.9 eta 1.0e-3 weight_decay 1.0e-4 epsilon 0.0 : tensor<3x4xf32> copy tensor<3x4xbf16>
   // CHECK: return %[[F]]#0, %[[F]]#1, %[[NW]]#0, %[[NV]]#1
   return %f#0, %f#1, %nw#0, %nv#1 : tensor<?x4xbf16>, tensor<?x4xbf16>, tensor<3x4xf32>, tensor<4xf32>
 }
