@@ -15,6 +15,16 @@
 namespace kiln::rt::exec::test {
 namespace {
 
+/// What a run at `step` records besides the variables.
+CheckpointInfo info(int64_t step) {
+  CheckpointInfo i;
+  i.step = step;
+  i.seed = 5;
+  i.stepsPerEpoch = 6;
+  i.data = "/some/data";
+  return i;
+}
+
 class CheckpointTest : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -23,15 +33,6 @@ protected:
     manifest = std::move(*m);
     arena.assign(static_cast<size_t>(manifest.arenaBytes), 0);
     ASSERT_TRUE(initializeVariables(manifest, arena.data(), 5).isOk());
-  }
-
-  CheckpointInfo info(int64_t step) {
-    CheckpointInfo i;
-    i.step = step;
-    i.seed = 5;
-    i.stepsPerEpoch = 6;
-    i.data = "/some/data";
-    return i;
   }
 
   TempDir dir;
@@ -292,14 +293,6 @@ protected:
     // compare equal when every variable does.
     arena.assign(static_cast<size_t>(withCopy.arenaBytes), 0xab);
     ASSERT_TRUE(initializeVariables(withCopy, arena.data(), 1).isOk());
-  }
-
-  CheckpointInfo info(int64_t step) {
-    CheckpointInfo i;
-    i.step = step;
-    i.seed = 1;
-    i.data = "synthetic";
-    return i;
   }
 
   /// Loads the newest checkpoint of `dir` with `manifest` into an arena of
