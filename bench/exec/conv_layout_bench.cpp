@@ -4,10 +4,10 @@
 // ResNet-50's layer shapes with NHWC activations (what Kiln's generated code
 // and memory plan use today) and with oneDNN's blocked nChw16c, weights in
 // the format each primitive prefers. This is the measurement a --kiln-layout
-// pass would decide from (docs/performance.md). For 1x1 stride-1 layers it
-// also times the weight gradient as one matrix product over NHWC
-// activations (input^T x output_grad), which the runtime uses for bf16 on
-// small images (kernels.cpp).
+// pass would decide from (docs/performance.md). For 1x1 layers it also
+// times the weight gradient as one matrix product over NHWC activations
+// (input^T x output_grad, after gathering the pixels a strided layer reads),
+// which the runtime uses for bf16 on small images (kernels.cpp).
 //
 //   kiln-bench-conv-layout [--threads N] [--batch N] [--dtype f32|bf16]
 //                          [--seconds S] [--model resnet50|fmnist]
@@ -122,21 +122,36 @@ std::vector<double> timeLayer(const Layer &l, int batch, memory::data_type dt,
                      {DNNL_ARG_DIFF_WEIGHTS, dw},
                      {DNNL_ARG_SCRATCHPAD, scratch3}})};
 }
-/// Seconds per call of the 1x1 stride-1 weight gradient as a matmul:
-/// [Cin, N*H*W] (the NHWC input read transposed) x [N*H*W, Cout].
+/// Seconds per call of the 1x1 weight gradient as a matmul: [Cin, N*Ho*Wo]
+/// (the NHWC input read transposed) x [N*Ho*Wo, Cout]; with a stride, the
+/// pixels it reads first gathered into a dense image (the runtime's form).
 double timePointwiseGradientMatmul(const Layer &l, int batch,
                                    memory::data_type dt, double budget) {
   engine eng(engine::kind::cpu, 0);
   stream s(eng);
-  memory::dim pixels = memory::dim(batch) * l.hw * l.hw;
+  memory::dim out = (l.hw - 1) / l.stride + 1;
+  memory::dim pixels = memory::dim(batch) * out * out;
   memory::desc a({l.cin, pixels}, dt, {1, l.cin});
   memory::desc b({pixels, l.cout}, dt, {l.cout, 1});
   memory::desc c({l.cin, l.cout}, memory::data_type::f32, {l.cout, 1});
   matmul::primitive_desc pd(matmul::desc(a, b, c), eng);
   memory x(a, eng), dy(b, eng), dw(c, eng), scratch(pd.scratchpad_desc(), eng);
   matmul product(pd);
+  memory::dims sampledDims = {batch, out, out, l.cin};
+  memory::desc sampled(sampledDims, dt,
+                       {memory::dim(l.hw) * l.hw * l.cin,
+                        memory::dim(l.stride) * l.hw * l.cin,
+                        memory::dim(l.stride) * l.cin, 1});
+  memory::desc full({batch, l.hw, l.hw, l.cin}, dt, memory::format_tag::abcd);
+  memory input(full, eng);
+  memory view(sampled, eng, input.get_data_handle());
+  memory dense(memory::desc(sampledDims, dt, memory::format_tag::abcd), eng,
+               x.get_data_handle());
+  reorder gather(view, dense);
   return secondsPerCall(
       [&] {
+        if (l.stride > 1)
+          gather.execute(s, view, dense);
         product.execute(s, {{DNNL_ARG_SRC, x},
                             {DNNL_ARG_WEIGHTS, dy},
                             {DNNL_ARG_DST, dw},
@@ -190,7 +205,7 @@ int main(int argc, char **argv) {
   }
   omp_set_num_threads(threads);
   std::printf("%-24s %27s %27s %10s  (ms per call: fwd / bwd-data / "
-              "bwd-weights; 1x1/1 bwd-weights as a matmul)\n",
+              "bwd-weights; 1x1 bwd-weights as a matmul)\n",
               "layer (hw cin->cout kxk/s)", "NHWC", "nChw16c", "matmul");
   double total[2][3] = {};
   std::vector<Layer> layers(std::begin(kResNet50), std::end(kResNet50));
@@ -206,7 +221,7 @@ int main(int argc, char **argv) {
         "%3d %4d->%-4d %dx%d/%d      %8.1f %8.1f %8.1f  %8.1f %8.1f %8.1f",
         l.hw, l.cin, l.cout, l.k, l.k, l.stride, t[0][0] * 1e3, t[0][1] * 1e3,
         t[0][2] * 1e3, t[1][0] * 1e3, t[1][1] * 1e3, t[1][2] * 1e3);
-    if (l.k == 1 && l.stride == 1)
+    if (l.k == 1)
       std::printf(" %10.1f",
                   timePointwiseGradientMatmul(l, batch, dt, budget) * 1e3);
     std::printf("\n");

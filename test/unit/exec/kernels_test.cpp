@@ -327,26 +327,35 @@ TEST(ConvKernelBf16Test, ForwardAndBackwardMatchReferenceOnRoundedInputs) {
       << (*kernels)->implementation(1);
 }
 
-/// The filter gradient of a bf16 1x1 stride-1 convolution on images of at
-/// most 8x8 is one matrix product under --conv-algorithm auto; on larger
-/// images, and with direct, it stays a convolution. Both match the reference
-/// on bf16-rounded inputs, with bf16 and with f32 gradients.
+/// The filter gradient of a bf16 1x1 convolution without padding whose
+/// output image has at most 8x8 pixels is one matrix product under
+/// --conv-algorithm auto (a stride-2 one after gathering the pixels it
+/// reads); on larger images, and with direct, it stays a convolution. All
+/// match the reference on bf16-rounded inputs, with bf16 and with f32
+/// gradients.
 TEST(ConvKernelBf16Test, SmallPointwiseFilterGradientIsAMatmul) {
   struct Case {
     ref::Shape input;
+    int64_t stride;
     DType gradType;
     ConvAlgorithm algorithm;
     bool matmul;
   };
   const Case cases[] = {
-      {{3, 8, 8, 32}, DType::F32, ConvAlgorithm::Auto, true},
-      {{3, 7, 7, 32}, DType::BF16, ConvAlgorithm::Auto, true},
-      {{3, 9, 9, 32}, DType::F32, ConvAlgorithm::Auto, false},
-      {{3, 7, 7, 32}, DType::F32, ConvAlgorithm::Direct, false},
+      {{3, 8, 8, 32}, 1, DType::F32, ConvAlgorithm::Auto, true},
+      {{3, 7, 7, 32}, 1, DType::BF16, ConvAlgorithm::Auto, true},
+      {{3, 9, 9, 32}, 1, DType::F32, ConvAlgorithm::Auto, false},
+      {{3, 7, 7, 32}, 1, DType::F32, ConvAlgorithm::Direct, false},
+      // Output 7x7 (the odd input keeps its last row and column out).
+      {{3, 14, 13, 32}, 2, DType::F32, ConvAlgorithm::Auto, true},
+      {{3, 14, 14, 32}, 2, DType::BF16, ConvAlgorithm::Auto, true},
+      {{3, 18, 18, 32}, 2, DType::F32, ConvAlgorithm::Auto, false},
   };
   for (const Case &c : cases) {
     ref::Shape ws = {1, 1, 32, 48};
-    ref::Shape ys = {c.input[0], c.input[1], c.input[2], 48};
+    int64_t s = c.stride;
+    ref::Shape ys = {c.input[0], (c.input[1] - 1) / s + 1,
+                     (c.input[2] - 1) / s + 1, 48};
     ArenaLayout layout;
     TensorRef x = layout.place(c.input, DType::BF16);
     TensorRef dy = layout.place(ys, DType::BF16);
@@ -354,7 +363,7 @@ TEST(ConvKernelBf16Test, SmallPointwiseFilterGradientIsAMatmul) {
     Manifest m;
     m.arenaBytes = layout.bytes();
     const ConvCase pointwise = {"1x1",  c.input,      ws,
-                                {1, 1}, {0, 0, 0, 0}, {1, 1}};
+                                {s, s}, {0, 0, 0, 0}, {1, 1}};
     m.calls = {convCall(
         CallKind::Conv2dBackwardFilter,
         {{"input", x}, {"output_grad", dy}, {"filter_grad", dw}}, pointwise)};
