@@ -21,9 +21,10 @@ using namespace mlir;
 
 namespace kiln {
 
-static bool hasElement(Value v, bool (Type::*is)() const) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  return type && (type.getElementType().*is)();
+/// The element type of a kiln tensor value (casts and reads have ranked
+/// tensor types).
+static Type elementTypeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getElementType();
 }
 
 LogicalResult keepBf16WeightCopies(ModuleOp module) {
@@ -32,8 +33,8 @@ LogicalResult keepBf16WeightCopies(ModuleOp module) {
   llvm::MapVector<Operation *, SmallVector<CastOp>> castsOf;
   module.walk([&](CastOp cast) {
     auto read = cast.getInput().getDefiningOp<ReadOp>();
-    if (!read || !hasElement(cast.getOutput(), &Type::isBF16) ||
-        !hasElement(read.getValue(), &Type::isF32))
+    if (!read || !elementTypeOf(cast.getOutput()).isBF16() ||
+        !elementTypeOf(read.getValue()).isF32())
       return;
     auto variable = symbols.lookup<VariableOp>(read.getVariable());
     if (variable && variable.isParameter())

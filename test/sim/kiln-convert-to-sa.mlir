@@ -136,3 +136,16 @@ module @fused_backward {
     return %dx : tensor<2x2x2x4xf32>
   }
 }
+
+// -----
+
+// Negative case: bf16 weight copies (--kiln-bf16-weight-copies) are for the
+// x86 backend; the device program rounds the weights itself.
+module @copies {
+  kiln.variable parameter @w : tensor<4xf32> init zeros
+  // expected-error @+1 {{kiln-convert-to-sa: copy variables (--kiln-bf16-weight-copies) are for x86; the device program casts the weights itself}}
+  kiln.variable state @w.bf16 : tensor<4xbf16> init copy of @w
+  func.func @train_step(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+    return %x : tensor<2x4xf32>
+  }
+}

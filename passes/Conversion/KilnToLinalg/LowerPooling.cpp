@@ -51,6 +51,20 @@ struct Window {
     Value lt = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, v, upper);
     return arith::AndIOp::create(b, loc, ge, lt);
   }
+
+  /// The input pixel of window offset (kh, kw) of output (oh, ow), and
+  /// whether it lies inside the image (not padding).
+  struct Tap {
+    Value ih, iw, valid;
+  };
+  Tap tap(OpBuilder &b, Location loc, Value oh, Value ow, Value kh,
+          Value kw) const {
+    Value ih = input(b, loc, oh, kh, sh, pt);
+    Value iw = input(b, loc, ow, kw, sw, pl);
+    Value valid = arith::AndIOp::create(b, loc, inRange(b, loc, ih, height),
+                                        inRange(b, loc, iw, width));
+    return {ih, iw, valid};
+  }
 };
 
 /// The element type the loops of a pooling op work on: 16 channels of
@@ -119,15 +133,11 @@ Window windowOf(PoolOp op, RankedTensorType input) {
 static void ifValidTap(OpBuilder &b, Location loc, const Window &w, Value oh,
                        Value ow, Value kh, Value kw,
                        function_ref<void(Value ih, Value iw)> body) {
-  Value ih = Window::input(b, loc, oh, kh, w.sh, w.pt);
-  Value iw = Window::input(b, loc, ow, kw, w.sw, w.pl);
-  Value valid =
-      arith::AndIOp::create(b, loc, Window::inRange(b, loc, ih, w.height),
-                            Window::inRange(b, loc, iw, w.width));
-  auto ifValid = scf::IfOp::create(b, loc, valid, /*withElse=*/false);
+  Window::Tap t = w.tap(b, loc, oh, ow, kh, kw);
+  auto ifValid = scf::IfOp::create(b, loc, t.valid, /*withElse=*/false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&ifValid.getThenRegion().front());
-  body(ih, iw);
+  body(t.ih, t.iw);
 }
 
 /// Emits, for every valid window position of output (n, oh, ow), `body(ih,
@@ -207,11 +217,7 @@ static scf::ValueVector scanWindow(
              {one, one}, init,
              [&](OpBuilder &nb, Location loc, ValueRange k,
                  ValueRange carried) -> scf::ValueVector {
-               Value ih = Window::input(nb, loc, oh, k[0], w.sh, w.pt);
-               Value iw = Window::input(nb, loc, ow, k[1], w.sw, w.pl);
-               Value valid = arith::AndIOp::create(
-                   nb, loc, Window::inRange(nb, loc, ih, w.height),
-                   Window::inRange(nb, loc, iw, w.width));
+               Window::Tap t = w.tap(nb, loc, oh, ow, k[0], k[1]);
                Value index = arith::AddIOp::create(
                    nb, loc,
                    arith::MulIOp::create(
@@ -224,18 +230,18 @@ static scf::ValueVector scanWindow(
                    lanes);
                if (carried.empty()) {
                  // scf.if without results has its terminator already.
-                 auto ifValid = scf::IfOp::create(nb, loc, valid);
+                 auto ifValid = scf::IfOp::create(nb, loc, t.valid);
                  OpBuilder then =
                      OpBuilder::atBlockTerminator(ifValid.thenBlock());
-                 body(then, ih, iw, tap, carried);
+                 body(then, t.ih, t.iw, tap, carried);
                  return {};
                }
                auto ifValid = scf::IfOp::create(
-                   nb, loc, ValueRange(carried).getTypes(), valid,
+                   nb, loc, ValueRange(carried).getTypes(), t.valid,
                    /*withElse=*/true);
                OpBuilder then = ifValid.getThenBodyBuilder();
                scf::YieldOp::create(then, loc,
-                                    body(then, ih, iw, tap, carried));
+                                    body(then, t.ih, t.iw, tap, carried));
                OpBuilder otherwise = ifValid.getElseBodyBuilder();
                scf::YieldOp::create(otherwise, loc, carried);
                return scf::ValueVector(ifValid.getResults().begin(),

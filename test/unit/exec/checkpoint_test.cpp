@@ -151,13 +151,19 @@ TEST(VariablesTest, InitializersMatchTheReference) {
     EXPECT_EQ(loadElement(arena.data() + mom.tensor.offset, DType::F32, i), 0.0);
 }
 
-TEST(VariablesTest, Bf16AndIntegerVariables) {
-  ArenaLayout l;
-  Manifest m;
+/// A 4x3 bf16 variable `h` with He-normal initialization.
+Variable heNormalBf16(ArenaLayout &l) {
   Variable h;
   h.name = "h";
   h.tensor = l.place({4, 3}, DType::BF16);
   h.init = InitKind::HeNormal;
+  return h;
+}
+
+TEST(VariablesTest, Bf16AndIntegerVariables) {
+  ArenaLayout l;
+  Manifest m;
+  Variable h = heNormalBf16(l);
   Variable i;
   i.name = "i";
   i.tensor = l.place({2}, DType::I64);
@@ -253,10 +259,7 @@ TEST(VariablesTest, CopiesAreTheirSourceRoundedToNearestEven) {
 TEST(VariablesTest, AnF32CopyOfABf16VariableIsExact) {
   ArenaLayout l;
   Manifest m;
-  Variable h;
-  h.name = "h";
-  h.tensor = l.place({4, 3}, DType::BF16);
-  h.init = InitKind::HeNormal;
+  Variable h = heNormalBf16(l);
   Variable f = h;
   f.name = "h.f32";
   f.kind = VariableKind::State;

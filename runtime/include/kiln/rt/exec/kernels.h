@@ -22,8 +22,8 @@
 // layers, with rounding a little different (docs/performance.md). `Auto`
 // (the default) lets oneDNN's heuristic choose per direction, `Winograd`
 // forces it wherever supported, `Direct` never uses it. `Auto` also computes
-// the filter gradient of a bf16 1x1 stride-1 convolution on small NHWC
-// images as one matrix product (kernels.cpp), which is faster there.
+// the filter gradient of a bf16 1x1 unpadded convolution with a small NHWC
+// output image as one matrix product (kernels.cpp), which is faster there.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RT_EXEC_KERNELS_H
