@@ -5,9 +5,10 @@
 // and memory plan use today) and with oneDNN's blocked nChw16c, weights in
 // the format each primitive prefers. This is the measurement a --kiln-layout
 // pass would decide from (docs/performance.md). For 1x1 layers it also
-// times the weight gradient as one matrix product over NHWC activations
-// (input^T x output_grad, after gathering the pixels a strided layer reads),
-// which the runtime uses for bf16 on small images (kernels.cpp).
+// times the weight gradient as matrix products over NHWC activations, one
+// per thread over its share of the batch (input^T x output_grad, after
+// gathering the pixels a strided layer reads), which the runtime uses for
+// bf16 on small images (kernels.cpp).
 //
 //   kiln-bench-conv-layout [--threads N] [--batch N] [--dtype f32|bf16]
 //                          [--seconds S] [--model resnet50|fmnist]
@@ -16,6 +17,7 @@
 
 #include <dnnl.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -27,7 +29,14 @@
 using namespace dnnl;
 using Tag = memory::format_tag;
 
-extern "C" void omp_set_num_threads(int);
+extern "C" {
+void omp_set_num_threads(int);
+int omp_get_thread_num(void);
+int omp_get_num_threads(void);
+void GOMP_parallel(void (*fn)(void *), void *data, unsigned numThreads,
+                   unsigned flags);
+void GOMP_barrier(void);
+}
 
 namespace {
 struct Layer {
@@ -122,43 +131,90 @@ std::vector<double> timeLayer(const Layer &l, int batch, memory::data_type dt,
                      {DNNL_ARG_DIFF_WEIGHTS, dw},
                      {DNNL_ARG_SCRATCHPAD, scratch3}})};
 }
-/// Seconds per call of the 1x1 weight gradient as a matmul: [Cin, N*Ho*Wo]
-/// (the NHWC input read transposed) x [N*Ho*Wo, Cout]; with a stride, the
-/// pixels it reads first gathered into a dense image (the runtime's form).
-double timePointwiseGradientMatmul(const Layer &l, int batch,
+/// Seconds per call of the 1x1 weight gradient as the runtime computes it
+/// (kernels.cpp): per thread, over its share of the batch, one matmul
+/// [Cin, pixels] (the NHWC input read transposed) x [pixels, Cout], planned
+/// for one thread, after gathering the pixels a strided layer reads; then
+/// the threads add the partial gradients.
+double timePointwiseGradientMatmul(const Layer &l, int batch, int threads,
                                    memory::data_type dt, double budget) {
   engine eng(engine::kind::cpu, 0);
-  stream s(eng);
   memory::dim out = (l.hw - 1) / l.stride + 1;
-  memory::dim pixels = memory::dim(batch) * out * out;
-  memory::desc a({l.cin, pixels}, dt, {1, l.cin});
-  memory::desc b({pixels, l.cout}, dt, {l.cout, 1});
+  memory::dim parts = std::min(batch, threads);
+  memory::dim elements = memory::dim(l.cin) * l.cout;
+  memory::dim elementSize = dt == memory::data_type::bf16 ? 2 : 4;
   memory::desc c({l.cin, l.cout}, memory::data_type::f32, {l.cout, 1});
-  matmul::primitive_desc pd(matmul::desc(a, b, c), eng);
-  memory x(a, eng), dy(b, eng), dw(c, eng), scratch(pd.scratchpad_desc(), eng);
-  matmul product(pd);
-  memory::dims sampledDims = {batch, out, out, l.cin};
-  memory::desc sampled(sampledDims, dt,
-                       {memory::dim(l.hw) * l.hw * l.cin,
-                        memory::dim(l.stride) * l.hw * l.cin,
-                        memory::dim(l.stride) * l.cin, 1});
-  memory::desc full({batch, l.hw, l.hw, l.cin}, dt, memory::format_tag::abcd);
-  memory input(full, eng);
-  memory view(sampled, eng, input.get_data_handle());
-  memory dense(memory::desc(sampledDims, dt, memory::format_tag::abcd), eng,
-               x.get_data_handle());
-  reorder gather(view, dense);
+  memory input(memory::desc({batch, l.hw, l.hw, l.cin}, dt, Tag::abcd), eng);
+  memory gathered(memory::desc({batch, out, out, l.cin}, dt, Tag::abcd), eng);
+  memory outputGrad(memory::desc({batch, out, out, l.cout}, dt, Tag::abcd),
+                    eng);
+  std::vector<std::vector<float>> sums(
+      static_cast<size_t>(parts),
+      std::vector<float>(static_cast<size_t>(elements)));
+  primitive_attr attr;
+  attr.set_scratchpad_mode(scratchpad_mode::user);
+  struct Part {
+    stream s;
+    matmul product;
+    reorder gather;
+    std::unordered_map<int, memory> args;
+    memory view, dense, scratch;
+  };
+  std::vector<Part> work;
+  omp_set_num_threads(1);
+  for (memory::dim p = 0; p < parts; ++p) {
+    memory::dim first = batch * p / parts;
+    memory::dim images = batch * (p + 1) / parts - first;
+    memory::dim pixels = images * out * out;
+    memory::desc a({l.cin, pixels}, dt, {1, l.cin});
+    memory::desc b({pixels, l.cout}, dt, {l.cout, 1});
+    matmul::primitive_desc pd(matmul::desc(a, b, c), attr, eng);
+    memory::dims dims = {images, out, out, l.cin};
+    memory::desc sampled(dims, dt,
+                         {memory::dim(l.hw) * l.hw * l.cin,
+                          memory::dim(l.stride) * l.hw * l.cin,
+                          memory::dim(l.stride) * l.cin, 1});
+    auto *inputAt = static_cast<char *>(input.get_data_handle()) +
+                    first * l.hw * l.hw * l.cin * elementSize;
+    auto *gatheredAt = static_cast<char *>(gathered.get_data_handle()) +
+                       first * out * out * l.cin * elementSize;
+    auto *gradAt = static_cast<char *>(outputGrad.get_data_handle()) +
+                   first * out * out * l.cout * elementSize;
+    memory view(sampled, eng, inputAt);
+    memory dense(memory::desc(dims, dt, Tag::abcd), eng, gatheredAt);
+    memory scratch(pd.scratchpad_desc(), eng);
+    Part part{stream(eng), matmul(pd), reorder(view, dense), {}, view,
+              dense,       scratch};
+    part.args = {
+        {DNNL_ARG_SRC, memory(a, eng, l.stride > 1 ? gatheredAt : inputAt)},
+        {DNNL_ARG_WEIGHTS, memory(b, eng, gradAt)},
+        {DNNL_ARG_DST, memory(c, eng, sums[size_t(p)].data())},
+        {DNNL_ARG_SCRATCHPAD, scratch}};
+    work.push_back(std::move(part));
+  }
+  omp_set_num_threads(threads);
+  struct Run {
+    std::vector<Part> &work;
+    std::vector<std::vector<float>> &sums;
+    int stride;
+  } run{work, sums, l.stride};
+  auto onThread = [](void *data) {
+    Run &r = *static_cast<Run *>(data);
+    size_t t = size_t(omp_get_thread_num()), n = size_t(omp_get_num_threads());
+    for (size_t p = t; p < r.work.size(); p += n) {
+      Part &part = r.work[p];
+      if (r.stride > 1)
+        part.gather.execute(part.s, part.view, part.dense);
+      part.product.execute(part.s, part.args);
+    }
+    GOMP_barrier();
+    size_t size = r.sums[0].size();
+    for (size_t u = 1; u < r.sums.size(); ++u)
+      for (size_t i = size * t / n; i < size * (t + 1) / n; ++i)
+        r.sums[0][i] += r.sums[u][i];
+  };
   return secondsPerCall(
-      [&] {
-        if (l.stride > 1)
-          gather.execute(s, view, dense);
-        product.execute(s, {{DNNL_ARG_SRC, x},
-                            {DNNL_ARG_WEIGHTS, dy},
-                            {DNNL_ARG_DST, dw},
-                            {DNNL_ARG_SCRATCHPAD, scratch}});
-        s.wait();
-      },
-      budget);
+      [&] { GOMP_parallel(onThread, &run, unsigned(parts), 0); }, budget);
 }
 } // namespace
 
@@ -223,7 +279,8 @@ int main(int argc, char **argv) {
         t[0][2] * 1e3, t[1][0] * 1e3, t[1][1] * 1e3, t[1][2] * 1e3);
     if (l.k == 1)
       std::printf(" %10.1f",
-                  timePointwiseGradientMatmul(l, batch, dt, budget) * 1e3);
+                  timePointwiseGradientMatmul(l, batch, threads, dt, budget) *
+                      1e3);
     std::printf("\n");
   }
   std::printf("%-24s %8.1f %8.1f %8.1f  %8.1f %8.1f %8.1f\n", "sum of shapes",

@@ -11,7 +11,19 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <optional>
 #include <unordered_map>
+
+extern "C" {
+void GOMP_parallel(void (*fn)(void *), void *data, unsigned numThreads,
+                   unsigned flags);
+void GOMP_barrier(void);
+int omp_get_thread_num(void);
+int omp_get_num_threads(void);
+int omp_get_max_threads(void);
+void omp_set_num_threads(int);
+}
 
 namespace kiln::rt::exec {
 
@@ -90,8 +102,33 @@ Step reorderStep(memory from, memory to) {
   return s;
 }
 
+/// Primitive descriptors created while this lives are planned for one
+/// thread: oneDNN reads the thread count when it creates them, and a
+/// primitive planned for more threads than run it skips their share.
+class OneThreadPlanning {
+public:
+  OneThreadPlanning() : saved(omp_get_max_threads()) { omp_set_num_threads(1); }
+  ~OneThreadPlanning() { omp_set_num_threads(saved); }
+
+private:
+  int saved;
+};
+
+/// Steps that run concurrently, one part to a thread, each part a
+/// single-threaded oneDNN computation of a partial f32 sum; when all are
+/// done, the threads add the partial sums into the first part's (`sum`,
+/// `elements` floats) in part order, so the result does not depend on how
+/// many threads ran the parts.
+struct SplitSteps {
+  std::vector<std::vector<Step>> parts;
+  int64_t sumOffset = 0;               // arena bytes
+  std::vector<int64_t> partialOffsets; // staging bytes, parts 1..
+  int64_t elements = 0;
+};
+
 struct CallPlan {
   std::vector<Step> steps;
+  SplitSteps split;
   std::string impl;
   std::string summary;
   double macs = 0;
@@ -107,6 +144,8 @@ struct Kernels::Impl {
   KernelOptions options;
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
+  // One stream per thread for split calls' parts.
+  std::vector<dnnl::stream> partStreams;
   dnnl::primitive_attr attr;
   std::vector<CallPlan> plans;
 
@@ -116,10 +155,10 @@ struct Kernels::Impl {
   size_t stagingBytes = 0;
   std::unique_ptr<uint8_t, void (*)(void *)> scratchpad{nullptr, std::free};
   std::unique_ptr<uint8_t, void (*)(void *)> staging{nullptr, std::free};
-  // Memory objects created before the shared buffers exist; their handles
-  // are set once all sizes are known.
-  std::vector<memory> scratchpadUsers;
-  std::vector<memory> stagingUsers;
+  // Memory objects created before the shared buffers exist, with their byte
+  // offsets into them; their handles are set once all sizes are known.
+  std::vector<std::pair<memory, size_t>> scratchpadUsers;
+  std::vector<std::pair<memory, size_t>> stagingUsers;
 
   Impl(const Manifest &manifest, uint8_t *arena, const KernelOptions &options)
       : manifest(manifest), arena(arena), options(options) {
@@ -127,22 +166,24 @@ struct Kernels::Impl {
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   }
 
-  memory bind(const memory::desc &md, const TensorRef &t) {
-    return memory(md, engine, arena + t.offset);
+  /// `md` over the arena from `t`'s offset plus `bytes`.
+  memory bind(const memory::desc &md, const TensorRef &t, int64_t bytes = 0) {
+    return memory(md, engine, arena + t.offset + bytes);
   }
 
-  memory scratchpadMemory(const memory::desc &md) {
-    scratchpadBytes = std::max(scratchpadBytes, md.get_size());
+  /// `md` over a shared buffer (`users`, `size`), `offset` bytes in.
+  memory sharedMemory(const memory::desc &md, size_t offset, size_t &size,
+                      std::vector<std::pair<memory, size_t>> &users) {
+    size = std::max(size, offset + md.get_size());
     memory m(md, engine, DNNL_MEMORY_NONE);
-    scratchpadUsers.push_back(m);
+    users.emplace_back(m, offset);
     return m;
   }
-
-  memory stagingMemory(const memory::desc &md) {
-    stagingBytes = std::max(stagingBytes, md.get_size());
-    memory m(md, engine, DNNL_MEMORY_NONE);
-    stagingUsers.push_back(m);
-    return m;
+  memory scratchpadMemory(const memory::desc &md, size_t offset = 0) {
+    return sharedMemory(md, offset, scratchpadBytes, scratchpadUsers);
+  }
+  memory stagingMemory(const memory::desc &md, size_t offset = 0) {
+    return sharedMemory(md, offset, stagingBytes, stagingUsers);
   }
 
   static std::string implName(const dnnl::primitive_desc_base &pd) {
@@ -178,16 +219,21 @@ struct Kernels::Impl {
 };
 
 /// Whether a backward-filter call is a bf16 1x1 convolution without padding
-/// over NHWC activations whose output image has at most 8x8 pixels
-/// (ResNet-50's last stage, and the stride-2 shortcut into it). Its filter
-/// gradient is then one matrix product, input^T x output_grad over all
-/// N*Ho*Wo output pixels (the input's pixels a stride-2 convolution reads
-/// first gathered into a dense image), and oneDNN's matmul computes it in
-/// ~2/3 of the time of its bf16 1x1 backward-weights kernel, which splits the
-/// long pixel reduction between threads (kiln-bench-conv-layout, last
-/// column; 14x14x1024 -> 7x7x2048, stride 2: 15.1 -> 9.3 ms). On larger
-/// images, or in f32, the convolution kernel is as fast or faster.
-static bool isSmallPointwiseBf16FilterGradient(const Call &call) {
+/// over NHWC activations, with at least 64 channels in and out and an output
+/// image of at most 14x14 pixels (ResNet-50's last two stages and the
+/// strided shortcuts into them). Its filter gradient is then a matrix
+/// product, input^T x output_grad over the N*Ho*Wo output pixels (the input
+/// pixels a strided convolution reads first gathered into a dense image).
+/// One oneDNN matmul per thread over its share of the batch, each planned
+/// for one thread, plus a sum of the partial gradients, takes 75-85% of the
+/// time of oneDNN's bf16 1x1 backward-weights kernel in a ResNet-50 step
+/// (14x14, 256 -> 1024: 6.6 -> 5.1 ms per call; 28x28x512 -> 14x14x1024,
+/// stride 2: 12.7 -> 10.3). One matmul across both threads is slower than
+/// the convolution above 8x8 pixels: it splits the long pixel reduction
+/// between them. On 28x28 outputs the two come out even in the step, on
+/// 56x56 ones, with fewer channels (Fashion-MNIST's 16-32) or in f32
+/// (blocked layouts) the convolution kernel is faster.
+static bool isPointwiseBf16FilterGradient(const Call &call) {
   if (call.kind != CallKind::Conv2dBackwardFilter)
     return false;
   const TensorRef &x = call.operand("input");
@@ -199,8 +245,9 @@ static bool isSmallPointwiseBf16FilterGradient(const Call &call) {
   return dw.shape[0] == 1 && dw.shape[1] == 1 &&
          call.padding == std::array<int64_t, 4>{0, 0, 0, 0} &&
          call.dilations == std::array<int64_t, 2>{1, 1} &&
-         x.dtype == DType::BF16 && dy.dtype == DType::BF16 && nhwc(x) &&
-         nhwc(dy) && dy.shape[1] * dy.shape[2] <= 64;
+         x.dtype == DType::BF16 && dy.dtype == DType::BF16 &&
+         dw.dtype == DType::F32 && nhwc(x) && nhwc(dy) && x.shape[3] >= 64 &&
+         dy.shape[3] >= 64 && dy.shape[1] * dy.shape[2] <= 14 * 14;
 }
 
 Status Kernels::Impl::planPointwiseFilterGradient(const Call &call,
@@ -209,49 +256,97 @@ Status Kernels::Impl::planPointwiseFilterGradient(const Call &call,
   const TensorRef &dy = call.operand("output_grad");
   const TensorRef &dw = call.operand("filter_grad");
   int64_t n = dy.shape[0], ho = dy.shape[1], wo = dy.shape[2];
-  int64_t pixels = n * ho * wo;
+  int64_t h = x.shape[1], w = x.shape[2];
   int64_t cin = x.shape[3], cout = dy.shape[3];
-  // NHWC input is a row-major [pixels, Cin] matrix, read transposed; a 1x1
-  // HWIO filter is a row-major [Cin, Cout] one.
-  memory::desc xMd({cin, pixels}, toDnnl(x.dtype), {1, cin});
-  memory::desc dyMd({pixels, cout}, toDnnl(dy.dtype), {cout, 1});
-  memory::desc dwMd({cin, cout}, toDnnl(dw.dtype), {cout, 1});
-  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(xMd, dyMd, dwMd), attr,
-                                  engine);
-  plan.macs = double(pixels) * double(cin) * double(cout);
+  bool strided = call.strides != std::array<int64_t, 2>{1, 1};
+  plan.macs = double(n * ho * wo) * double(cin) * double(cout);
   plan.summary =
       fmt::format("in {} filter {} out {} stride {}x{} pad 0,0,0,0",
                   shapeString(x.shape), shapeString(dw.shape),
                   shapeString(dy.shape), call.strides[0], call.strides[1]);
-  memory input = bind(xMd, x);
-  plan.impl = "matmul " + implName(pd);
-  if (call.strides != std::array<int64_t, 2>{1, 1}) {
-    // The pixels a strided 1x1 convolution reads, as a strided view of x,
-    // reordered into a dense [N, Ho, Wo, Cin] image in the staging buffer.
-    int64_t w = x.shape[2];
-    memory::desc sampled({n, ho, wo, cin}, toDnnl(x.dtype),
-                         {x.shape[1] * w * cin, call.strides[0] * w * cin,
-                          call.strides[1] * cin, 1});
-    // Dimensions in memory order, so plain row-major (abcd) is NHWC.
-    memory::desc dense({n, ho, wo, cin}, toDnnl(x.dtype),
-                       memory::format_tag::abcd);
-    plan.steps.push_back(reorderStep(bind(sampled, x), stagingMemory(dense)));
-    input = stagingMemory(xMd);
-    plan.impl += " (+ gather input)";
+  memory::data_type xType = toDnnl(x.dtype), dyType = toDnnl(dy.dtype);
+  int64_t xElement = int64_t(dtypeSize(x.dtype));
+  int64_t dyElement = int64_t(dtypeSize(dy.dtype));
+  memory::desc dwMd({cin, cout}, toDnnl(dw.dtype), {cout, 1});
+  // Part p's partial gradient goes to dw itself (p = 0) or to the staging
+  // buffer after the gathered images, 64-byte aligned.
+  int64_t gatheredBytes = strided ? n * ho * wo * cin * xElement : 0;
+  int64_t partialBytes = (int64_t(dwMd.get_size()) + 63) / 64 * 64;
+  int64_t parts = std::min<int64_t>(n, int64_t(partStreams.size()));
+  auto firstImage = [&](int64_t p) { return n * p / parts; };
+  // NHWC input is a row-major [pixels, Cin] matrix, read transposed; a 1x1
+  // HWIO filter is a row-major [Cin, Cout] one.
+  auto inputMd = [&](int64_t pixels) {
+    return memory::desc({cin, pixels}, xType, {1, cin});
+  };
+  auto outputGradMd = [&](int64_t pixels) {
+    return memory::desc({pixels, cout}, dyType, {cout, 1});
+  };
+  std::vector<dnnl::matmul::primitive_desc> pds;
+  size_t scratchpadStride = 0;
+  {
+    OneThreadPlanning oneThread;
+    for (int64_t p = 0; p < parts; ++p) {
+      int64_t pixels = (firstImage(p + 1) - firstImage(p)) * ho * wo;
+      pds.emplace_back(
+          dnnl::matmul::desc(inputMd(pixels), outputGradMd(pixels), dwMd), attr,
+          engine);
+      scratchpadStride =
+          std::max(scratchpadStride,
+                   (pds.back().scratchpad_desc().get_size() + 63) / 64 * 64);
+    }
   }
-  Step s;
-  s.primitive = dnnl::matmul(pd);
-  s.args = {{DNNL_ARG_SRC, input},
-            {DNNL_ARG_WEIGHTS, bind(dyMd, dy)},
-            {DNNL_ARG_DST, bind(dwMd, dw)},
-            {DNNL_ARG_SCRATCHPAD, scratchpadMemory(pd.scratchpad_desc())}};
-  plan.steps.push_back(std::move(s));
+  plan.impl = "matmul " + implName(pds[0]);
+  for (int64_t p = 0; p < parts; ++p) {
+    int64_t first = firstImage(p), images = firstImage(p + 1) - first;
+    memory::desc xMd = inputMd(images * ho * wo);
+    memory::desc dyMd = outputGradMd(images * ho * wo);
+    const dnnl::matmul::primitive_desc &pd = pds[size_t(p)];
+    std::vector<Step> steps;
+    memory input = bind(xMd, x, first * ho * wo * cin * xElement);
+    if (strided) {
+      // The pixels a strided 1x1 convolution reads, as a strided view of x,
+      // reordered into a dense [images, Ho, Wo, Cin] image in staging.
+      memory::desc sampled(
+          {images, ho, wo, cin}, xType,
+          {h * w * cin, call.strides[0] * w * cin, call.strides[1] * cin, 1});
+      // Dimensions in memory order, so plain row-major (abcd) is NHWC.
+      memory::desc dense({images, ho, wo, cin}, xType,
+                         memory::format_tag::abcd);
+      size_t at = size_t(first * ho * wo * cin * xElement);
+      steps.push_back(
+          reorderStep(bind(sampled, x, first * h * w * cin * xElement),
+                      stagingMemory(dense, at)));
+      input = stagingMemory(xMd, at);
+    }
+    memory partial = bind(dwMd, dw);
+    if (p > 0) {
+      int64_t at = gatheredBytes + (p - 1) * partialBytes;
+      partial = stagingMemory(dwMd, size_t(at));
+      plan.split.partialOffsets.push_back(at);
+    }
+    Step s;
+    s.primitive = dnnl::matmul(pd);
+    s.args = {
+        {DNNL_ARG_SRC, input},
+        {DNNL_ARG_WEIGHTS, bind(dyMd, dy, first * ho * wo * cout * dyElement)},
+        {DNNL_ARG_DST, partial},
+        {DNNL_ARG_SCRATCHPAD,
+         scratchpadMemory(pd.scratchpad_desc(), size_t(p) * scratchpadStride)}};
+    steps.push_back(std::move(s));
+    plan.split.parts.push_back(std::move(steps));
+  }
+  plan.split.sumOffset = dw.offset;
+  plan.split.elements = cin * cout;
+  plan.impl += fmt::format(" per thread over {} parts of the batch", parts);
+  if (strided)
+    plan.impl += " (+ gather input)";
   return Status::ok();
 }
 
 Status Kernels::Impl::planConv(const Call &call, CallPlan &plan) {
   if (options.convAlgorithm == ConvAlgorithm::Auto &&
-      isSmallPointwiseBf16FilterGradient(call))
+      isPointwiseBf16FilterGradient(call))
     return planPointwiseFilterGradient(call, plan);
   const TensorRef &w = call.operand(
       call.kind == CallKind::Conv2dBackwardFilter ? "filter_grad" : "filter");
@@ -527,10 +622,10 @@ Status Kernels::Impl::allocateShared() {
                                 scratchpad));
   KILN_RETURN_IF_ERROR(allocate(stagingBytes, "weight staging buffer",
                                 staging));
-  for (memory &m : scratchpadUsers)
-    m.set_data_handle(scratchpad.get());
-  for (memory &m : stagingUsers)
-    m.set_data_handle(staging.get());
+  for (auto &[m, offset] : scratchpadUsers)
+    m.set_data_handle(scratchpad.get() + offset);
+  for (auto &[m, offset] : stagingUsers)
+    m.set_data_handle(staging.get() + offset);
   return Status::ok();
 }
 
@@ -541,6 +636,8 @@ StatusOr<std::unique_ptr<Kernels>> Kernels::create(const Manifest &manifest,
                                                    uint8_t *arena,
                                                    const KernelOptions &options) {
   auto impl = std::make_unique<Impl>(manifest, arena, options);
+  for (int t = 0, threads = omp_get_max_threads(); t < threads; ++t)
+    impl->partStreams.emplace_back(impl->engine);
   impl->plans.resize(manifest.calls.size());
   for (size_t i = 0; i < manifest.calls.size(); ++i) {
     const Call &call = manifest.calls[i];
@@ -566,6 +663,53 @@ StatusOr<std::unique_ptr<Kernels>> Kernels::create(const Manifest &manifest,
   return std::unique_ptr<Kernels>(new Kernels(std::move(impl)));
 }
 
+namespace {
+/// One execution of a call's SplitSteps on libgomp's pool (the threads
+/// oneDNN uses; inside the parallel region each oneDNN primitive runs on
+/// the thread that calls it).
+struct SplitRun {
+  SplitRun(Kernels::Impl &impl, CallPlan &plan) : impl(impl), plan(plan) {}
+
+  Kernels::Impl &impl;
+  CallPlan &plan;
+  std::mutex failureMutex;
+  std::optional<std::pair<dnnl_status_t, std::string>> failure;
+
+  void run() {
+    unsigned parts = unsigned(plan.split.parts.size());
+    GOMP_parallel(&SplitRun::onThread, this, parts, 0);
+  }
+
+  static void onThread(void *data) {
+    auto &self = *static_cast<SplitRun *>(data);
+    SplitSteps &split = self.plan.split;
+    size_t thread = size_t(omp_get_thread_num());
+    size_t threads = size_t(omp_get_num_threads());
+    // A team smaller than asked for runs the parts round-robin.
+    for (size_t p = thread; p < split.parts.size(); p += threads) {
+      try {
+        for (Step &s : split.parts[p])
+          s.primitive.execute(self.impl.partStreams[p], s.args);
+      } catch (const dnnl::error &e) {
+        std::lock_guard<std::mutex> lock(self.failureMutex);
+        self.failure = {e.status, e.what()};
+      }
+    }
+    GOMP_barrier();
+    // Each thread adds the partial sums over its slice of the elements.
+    auto *sum = reinterpret_cast<float *>(self.impl.arena + split.sumOffset);
+    int64_t begin = split.elements * int64_t(thread) / int64_t(threads);
+    int64_t end = split.elements * int64_t(thread + 1) / int64_t(threads);
+    for (int64_t offset : split.partialOffsets) {
+      const auto *partial =
+          reinterpret_cast<const float *>(self.impl.staging.get() + offset);
+      for (int64_t i = begin; i < end; ++i)
+        sum[i] += partial[i];
+    }
+  }
+};
+} // namespace
+
 void Kernels::execute(int32_t id) {
   Impl &impl = *impl_;
   if (id < 0 || static_cast<size_t>(id) >= impl.plans.size()) {
@@ -578,17 +722,24 @@ void Kernels::execute(int32_t id) {
   CallPlan &plan = impl.plans[static_cast<size_t>(id)];
   auto start = impl.options.profile ? std::chrono::steady_clock::now()
                                     : std::chrono::steady_clock::time_point();
+  SplitRun split{impl, plan};
   try {
     for (Step &s : plan.steps)
       s.primitive.execute(impl.stream, s.args);
     impl.stream.wait();
+    if (!plan.split.parts.empty())
+      split.run();
   } catch (const dnnl::error &e) {
-    std::fprintf(stderr, "kiln runtime: %s failed in oneDNN (%s: %s); %s [%s:%d]\n",
-                 impl.manifest.calls[static_cast<size_t>(id)]
-                     .describe(static_cast<size_t>(id))
-                     .c_str(),
-                 dnnl_status2str(e.status), e.what(), plan.summary.c_str(),
-                 __FILE__, __LINE__);
+    split.failure = {e.status, e.what()};
+  }
+  if (split.failure) {
+    std::fprintf(
+        stderr, "kiln runtime: %s failed in oneDNN (%s: %s); %s [%s:%d]\n",
+        impl.manifest.calls[static_cast<size_t>(id)]
+            .describe(static_cast<size_t>(id))
+            .c_str(),
+        dnnl_status2str(split.failure->first), split.failure->second.c_str(),
+        plan.summary.c_str(), __FILE__, __LINE__);
     std::abort();
   }
   if (impl.options.profile) {

@@ -11,6 +11,10 @@
 #include "kiln/rt/exec/arena.h"
 #include "kiln/rt/exec/kernels.h"
 
+#include <fmt/format.h>
+
+extern "C" int omp_get_max_threads(void);
+
 namespace kiln::rt::exec::test {
 namespace {
 
@@ -327,13 +331,15 @@ TEST(ConvKernelBf16Test, ForwardAndBackwardMatchReferenceOnRoundedInputs) {
       << (*kernels)->implementation(1);
 }
 
-/// The filter gradient of a bf16 1x1 convolution without padding whose
-/// output image has at most 8x8 pixels is one matrix product under
-/// --conv-algorithm auto (a stride-2 one after gathering the pixels it
-/// reads); on larger images, and with direct, it stays a convolution. All
-/// match the reference on bf16-rounded inputs, with bf16 and with f32
-/// gradients.
-TEST(ConvKernelBf16Test, SmallPointwiseFilterGradientIsAMatmul) {
+/// The filter gradient of a bf16 1x1 convolution without padding, with at
+/// least 64 channels in and out and an output image of at most 14x14 pixels,
+/// is a matrix product per thread over its share of the batch under
+/// --conv-algorithm auto (a strided one after gathering the pixels it
+/// reads); otherwise, with a bf16 gradient, and with direct, it stays a
+/// convolution. All match the reference on bf16-rounded inputs, with one
+/// thread, and with two and three threads over 3 images (unequal shares;
+/// with three, one image each).
+TEST(ConvKernelBf16Test, PointwiseFilterGradientIsAMatmulPerThread) {
   struct Case {
     ref::Shape input;
     int64_t stride;
@@ -342,52 +348,69 @@ TEST(ConvKernelBf16Test, SmallPointwiseFilterGradientIsAMatmul) {
     bool matmul;
   };
   const Case cases[] = {
-      {{3, 8, 8, 32}, 1, DType::F32, ConvAlgorithm::Auto, true},
-      {{3, 7, 7, 32}, 1, DType::BF16, ConvAlgorithm::Auto, true},
-      {{3, 9, 9, 32}, 1, DType::F32, ConvAlgorithm::Auto, false},
-      {{3, 7, 7, 32}, 1, DType::F32, ConvAlgorithm::Direct, false},
-      // Output 7x7 (the odd input keeps its last row and column out).
-      {{3, 14, 13, 32}, 2, DType::F32, ConvAlgorithm::Auto, true},
-      {{3, 14, 14, 32}, 2, DType::BF16, ConvAlgorithm::Auto, true},
-      {{3, 18, 18, 32}, 2, DType::F32, ConvAlgorithm::Auto, false},
+      {{3, 8, 8, 64}, 1, DType::F32, ConvAlgorithm::Auto, true},
+      {{3, 14, 14, 64}, 1, DType::F32, ConvAlgorithm::Auto, true},
+      {{3, 15, 15, 64}, 1, DType::F32, ConvAlgorithm::Auto, false},
+      {{3, 7, 7, 64}, 1, DType::BF16, ConvAlgorithm::Auto, false},
+      {{3, 7, 7, 64}, 1, DType::F32, ConvAlgorithm::Direct, false},
+      {{3, 7, 7, 32}, 1, DType::F32, ConvAlgorithm::Auto, false},
+      // Output 14x14 (the odd input keeps its last column out).
+      {{3, 28, 27, 64}, 2, DType::F32, ConvAlgorithm::Auto, true},
+      {{3, 14, 14, 64}, 2, DType::F32, ConvAlgorithm::Auto, true},
+      {{3, 30, 30, 64}, 2, DType::F32, ConvAlgorithm::Auto, false},
   };
-  for (const Case &c : cases) {
-    ref::Shape ws = {1, 1, 32, 48};
-    int64_t s = c.stride;
-    ref::Shape ys = {c.input[0], (c.input[1] - 1) / s + 1,
-                     (c.input[2] - 1) / s + 1, 48};
-    ArenaLayout layout;
-    TensorRef x = layout.place(c.input, DType::BF16);
-    TensorRef dy = layout.place(ys, DType::BF16);
-    TensorRef dw = layout.place(ws, c.gradType);
-    Manifest m;
-    m.arenaBytes = layout.bytes();
-    const ConvCase pointwise = {"1x1",  c.input,      ws,
-                                {s, s}, {0, 0, 0, 0}, {1, 1}};
-    m.calls = {convCall(
-        CallKind::Conv2dBackwardFilter,
-        {{"input", x}, {"output_grad", dy}, {"filter_grad", dw}}, pointwise)};
-    auto arena = Arena::allocate(m.arenaBytes);
-    ASSERT_TRUE(arena.isOk());
-    KernelOptions options;
-    options.convAlgorithm = c.algorithm;
-    auto kernels = Kernels::create(m, (*arena)->data(), options);
-    ASSERT_TRUE(kernels.isOk()) << kernels.status().toString();
-    std::string impl = (*kernels)->implementation(0);
-    EXPECT_EQ(impl.find("matmul") != std::string::npos, c.matmul) << impl;
-    ref::Tensor xv = ref::roundToBf16(randomTensor(c.input, 9));
-    ref::Tensor dyv = ref::roundToBf16(randomTensor(ys, 10));
-    storeTensor((*arena)->data(), x, xv);
-    storeTensor((*arena)->data(), dy, dyv);
-    (*kernels)->execute(0);
-    ref::Tensor expected =
-        ref::conv2dBackwardFilter(xv, dyv, ws, attrsOf(pointwise));
-    if (c.gradType == DType::BF16)
-      expected = ref::roundToBf16(expected);
-    EXPECT_TRUE(closeTo(loadTensor((*arena)->data(), dw), expected,
-                        c.gradType == DType::BF16 ? 1e-2 : 1e-4))
-        << impl;
+  const int defaultThreads = omp_get_max_threads();
+  for (int threads : {1, 2, 3}) {
+    ASSERT_TRUE(setComputeThreads(threads).isOk());
+    for (const Case &c : cases) {
+      SCOPED_TRACE(::testing::Message()
+                   << threads << " threads, input " << c.input[1] << "x"
+                   << c.input[2] << "x" << c.input[3] << ", stride "
+                   << c.stride);
+      ref::Shape ws = {1, 1, c.input[3], 80};
+      int64_t s = c.stride;
+      ref::Shape ys = {c.input[0], (c.input[1] - 1) / s + 1,
+                       (c.input[2] - 1) / s + 1, 80};
+      ArenaLayout layout;
+      TensorRef x = layout.place(c.input, DType::BF16);
+      TensorRef dy = layout.place(ys, DType::BF16);
+      TensorRef dw = layout.place(ws, c.gradType);
+      Manifest m;
+      m.arenaBytes = layout.bytes();
+      const ConvCase pointwise = {"1x1",  c.input,      ws,
+                                  {s, s}, {0, 0, 0, 0}, {1, 1}};
+      m.calls = {convCall(
+          CallKind::Conv2dBackwardFilter,
+          {{"input", x}, {"output_grad", dy}, {"filter_grad", dw}}, pointwise)};
+      auto arena = Arena::allocate(m.arenaBytes);
+      ASSERT_TRUE(arena.isOk());
+      KernelOptions options;
+      options.convAlgorithm = c.algorithm;
+      auto kernels = Kernels::create(m, (*arena)->data(), options);
+      ASSERT_TRUE(kernels.isOk()) << kernels.status().toString();
+      std::string impl = (*kernels)->implementation(0);
+      EXPECT_EQ(impl.find("matmul") != std::string::npos, c.matmul) << impl;
+      if (c.matmul)
+        EXPECT_NE(impl.find(fmt::format("over {} parts", threads)),
+                  std::string::npos)
+            << impl;
+      ref::Tensor xv = ref::roundToBf16(randomTensor(c.input, 9));
+      ref::Tensor dyv = ref::roundToBf16(randomTensor(ys, 10));
+      storeTensor((*arena)->data(), x, xv);
+      storeTensor((*arena)->data(), dy, dyv);
+      // Twice: the partial sums must not accumulate across calls.
+      (*kernels)->execute(0);
+      (*kernels)->execute(0);
+      ref::Tensor expected =
+          ref::conv2dBackwardFilter(xv, dyv, ws, attrsOf(pointwise));
+      if (c.gradType == DType::BF16)
+        expected = ref::roundToBf16(expected);
+      EXPECT_TRUE(closeTo(loadTensor((*arena)->data(), dw), expected,
+                          c.gradType == DType::BF16 ? 1e-2 : 1e-4))
+          << impl;
+    }
   }
+  ASSERT_TRUE(setComputeThreads(defaultThreads).isOk());
 }
 
 /// Reference matmul on logical (already transposed) operands.
