@@ -413,6 +413,81 @@ TEST(ConvKernelBf16Test, PointwiseFilterGradientIsAMatmulPerThread) {
   ASSERT_TRUE(setComputeThreads(defaultThreads).isOk());
 }
 
+/// The input gradient of a bf16 stride-1 convolution with a filter larger
+/// than 1x1, at least 64 channels in and out and an image of at most 14x14
+/// pixels is a forward convolution of the output gradient with the flipped
+/// filter under --conv-algorithm auto; otherwise, and with direct, oneDNN's
+/// backward-data kernel. Both match the reference on bf16-rounded inputs,
+/// with f32 and bf16 input gradients, same and uneven padding.
+TEST(ConvKernelBf16Test, BackwardDataAsForwardOnTheFlippedFilter) {
+  struct Case {
+    ref::Shape input, filter;
+    std::array<int64_t, 4> padding;
+    std::array<int64_t, 2> strides;
+    DType gradType;
+    ConvAlgorithm algorithm;
+    bool flipped;
+  };
+  const Case cases[] = {
+      {{2, 7, 7, 64}, {3, 3, 64, 80}, {1, 1, 1, 1}, {1, 1}, DType::F32,
+       ConvAlgorithm::Auto, true},
+      {{2, 14, 13, 80}, {3, 3, 80, 64}, {1, 1, 1, 1}, {1, 1}, DType::BF16,
+       ConvAlgorithm::Auto, true},
+      // Uneven padding, a 5x3 filter: the output image is 6x7.
+      {{2, 8, 7, 64}, {5, 3, 64, 64}, {0, 2, 1, 1}, {1, 1}, DType::F32,
+       ConvAlgorithm::Auto, true},
+      {{2, 15, 15, 64}, {3, 3, 64, 64}, {1, 1, 1, 1}, {1, 1}, DType::F32,
+       ConvAlgorithm::Auto, false},
+      {{2, 7, 7, 32}, {3, 3, 32, 64}, {1, 1, 1, 1}, {1, 1}, DType::F32,
+       ConvAlgorithm::Auto, false},
+      {{2, 8, 8, 64}, {3, 3, 64, 64}, {1, 1, 1, 1}, {2, 2}, DType::F32,
+       ConvAlgorithm::Auto, false},
+      {{2, 7, 7, 64}, {1, 1, 64, 64}, {0, 0, 0, 0}, {1, 1}, DType::F32,
+       ConvAlgorithm::Auto, false},
+      {{2, 7, 7, 64}, {3, 3, 64, 64}, {1, 1, 1, 1}, {1, 1}, DType::F32,
+       ConvAlgorithm::Direct, false},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(::testing::Message()
+                 << "input " << c.input[1] << "x" << c.input[2] << "x"
+                 << c.input[3] << ", filter " << c.filter[0] << "x"
+                 << c.filter[1]);
+    const ConvCase conv = {"conv",    c.input, c.filter,
+                           c.strides, c.padding, {1, 1}};
+    ref::Conv2dAttrs attrs = attrsOf(conv);
+    ref::Shape ys;
+    ASSERT_TRUE(ref::inferConv2dShape(c.input, c.filter, attrs, ys).ok());
+    ArenaLayout layout;
+    TensorRef w = layout.place(c.filter, DType::BF16);
+    TensorRef dy = layout.place(ys, DType::BF16);
+    TensorRef dx = layout.place(c.input, c.gradType);
+    Manifest m;
+    m.arenaBytes = layout.bytes();
+    m.calls = {convCall(CallKind::Conv2dBackwardData,
+                        {{"filter", w}, {"output_grad", dy}, {"input_grad", dx}},
+                        conv)};
+    auto arena = Arena::allocate(m.arenaBytes);
+    ASSERT_TRUE(arena.isOk());
+    KernelOptions options;
+    options.convAlgorithm = c.algorithm;
+    auto kernels = Kernels::create(m, (*arena)->data(), options);
+    ASSERT_TRUE(kernels.isOk()) << kernels.status().toString();
+    std::string impl = (*kernels)->implementation(0);
+    EXPECT_EQ(impl.find("flipped") != std::string::npos, c.flipped) << impl;
+    ref::Tensor wv = ref::roundToBf16(randomTensor(c.filter, 11));
+    ref::Tensor dyv = ref::roundToBf16(randomTensor(ys, 12));
+    storeTensor((*arena)->data(), w, wv);
+    storeTensor((*arena)->data(), dy, dyv);
+    (*kernels)->execute(0);
+    ref::Tensor expected = ref::conv2dBackwardData(dyv, wv, c.input, attrs);
+    if (c.gradType == DType::BF16)
+      expected = ref::roundToBf16(expected);
+    EXPECT_TRUE(closeTo(loadTensor((*arena)->data(), dx), expected,
+                        c.gradType == DType::BF16 ? 1e-2 : 1e-4))
+        << impl;
+  }
+}
+
 /// Reference matmul on logical (already transposed) operands.
 ref::Tensor referenceMatmul(const ref::Tensor &a, const ref::Tensor &b,
                             bool ta, bool tb) {
