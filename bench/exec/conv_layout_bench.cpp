@@ -7,8 +7,10 @@
 // pass would decide from (docs/performance.md). For 1x1 layers it also
 // times the weight gradient as matrix products over NHWC activations, one
 // per thread over its share of the batch (input^T x output_grad, after
-// gathering the pixels a strided layer reads), which the runtime uses for
-// bf16 on small images (kernels.cpp).
+// gathering the pixels a strided layer reads), and for stride-1 layers
+// larger than 1x1 the input gradient as a forward convolution on the
+// flipped filter: the runtime's forms for bf16 on small images
+// (kernels.cpp).
 //
 //   kiln-bench-conv-layout [--threads N] [--batch N] [--dtype f32|bf16]
 //                          [--seconds S] [--model resnet50|fmnist]
@@ -216,6 +218,56 @@ double timePointwiseGradientMatmul(const Layer &l, int batch, int threads,
   return secondsPerCall(
       [&] { GOMP_parallel(onThread, &run, unsigned(parts), 0); }, budget);
 }
+/// Seconds per call of a stride-1 input gradient as the runtime computes it
+/// for bf16 on small images (kernels.cpp): a forward convolution of the
+/// NHWC output gradient with the filter flipped in space and its channel
+/// axes swapped, each tap reordered from the HWIO filter into the
+/// primitive's weights first.
+double timeBackwardDataAsForward(const Layer &l, int batch,
+                                 memory::data_type dt, double budget) {
+  engine eng(engine::kind::cpu, 0);
+  stream s(eng);
+  memory::dim pad = l.k / 2, k = l.k;
+  memory::desc dy({batch, l.cout, l.hw, l.hw}, dt, Tag::nhwc);
+  memory::desc dx({batch, l.cin, l.hw, l.hw}, dt, Tag::nhwc);
+  memory::desc flippedAny({l.cin, l.cout, k, k}, dt, Tag::any);
+  memory::dims padding = {k - 1 - pad, k - 1 - pad};
+  convolution_forward::primitive_desc pd(
+      convolution_forward::desc(prop_kind::forward_training,
+                                algorithm::convolution_direct, dy, flippedAny,
+                                dx, {1, 1}, padding, padding),
+      eng);
+  memory hwio(memory::desc({l.cout, l.cin, k, k}, dt, Tag::hwio), eng);
+  memory flipped(pd.weights_desc(), eng), outputGrad(dy, eng),
+      inputGrad(dx, eng), scratch(pd.scratchpad_desc(), eng);
+  memory::dim tapBytes = memory::dim(l.cin) * l.cout *
+                         (dt == memory::data_type::bf16 ? 2 : 4);
+  memory::desc tap({l.cin, l.cout, 1, 1}, dt, {l.cout, 1, 1, 1});
+  std::vector<memory> from, to;
+  std::vector<reorder> taps;
+  for (memory::dim a = 0; a < k; ++a)
+    for (memory::dim b = 0; b < k; ++b) {
+      from.emplace_back(tap, eng,
+                        static_cast<char *>(hwio.get_data_handle()) +
+                            ((k - 1 - a) * k + (k - 1 - b)) * tapBytes);
+      to.emplace_back(
+          pd.weights_desc().submemory_desc({l.cin, l.cout, 1, 1}, {0, 0, a, b}),
+          eng, flipped.get_data_handle());
+      taps.emplace_back(from.back(), to.back());
+    }
+  convolution_forward conv(pd);
+  return secondsPerCall(
+      [&] {
+        for (size_t i = 0; i < taps.size(); ++i)
+          taps[i].execute(s, from[i], to[i]);
+        conv.execute(s, {{DNNL_ARG_SRC, outputGrad},
+                         {DNNL_ARG_WEIGHTS, flipped},
+                         {DNNL_ARG_DST, inputGrad},
+                         {DNNL_ARG_SCRATCHPAD, scratch}});
+        s.wait();
+      },
+      budget);
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -261,8 +313,10 @@ int main(int argc, char **argv) {
   }
   omp_set_num_threads(threads);
   std::printf("%-24s %27s %27s %10s  (ms per call: fwd / bwd-data / "
-              "bwd-weights; 1x1 bwd-weights as a matmul)\n",
-              "layer (hw cin->cout kxk/s)", "NHWC", "nChw16c", "matmul");
+              "bwd-weights; 1x1 bwd-weights as matmuls per thread, or "
+              "stride-1 bwd-data as a forward convolution on the flipped "
+              "filter, NHWC)\n",
+              "layer (hw cin->cout kxk/s)", "NHWC", "nChw16c", "runtime's");
   double total[2][3] = {};
   std::vector<Layer> layers(std::begin(kResNet50), std::end(kResNet50));
   if (fmnist)
@@ -281,6 +335,9 @@ int main(int argc, char **argv) {
       std::printf(" %10.1f",
                   timePointwiseGradientMatmul(l, batch, threads, dt, budget) *
                       1e3);
+    else if (l.stride == 1)
+      std::printf(" %10.1f",
+                  timeBackwardDataAsForward(l, batch, dt, budget) * 1e3);
     std::printf("\n");
   }
   std::printf("%-24s %8.1f %8.1f %8.1f  %8.1f %8.1f %8.1f\n", "sum of shapes",

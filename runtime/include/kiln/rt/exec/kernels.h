@@ -3,7 +3,7 @@
 //
 // For every manifest "calls" entry the runtime creates its oneDNN primitives
 // once, at start-up, with memory objects bound to arena + offset; a call is
-// then one or two primitive executions and nothing is allocated.
+// then a few primitive executions and nothing is allocated.
 //
 // Formats. Activations are used in the layout the manifest names (NHWC by
 // default), so the generated code's elementwise loops see what they expect.
@@ -14,16 +14,19 @@
 // backward-data pass, and blocked -> HWIO after a backward-filter pass. The
 // reorder is O(weights) against O(N*H*W*weights) for the convolution. One
 // staging buffer serves all calls (calls run one after another), as does one
-// user-mode scratchpad.
+// user-mode scratchpad (each thread its own part of both where a call's
+// threads run primitives of their own).
 //
 // Algorithm. An f32 3x3 stride-1 convolution that oneDNN can run as
 // Winograd F(4x4, 3x3) (nChw16c activations, channels a multiple of 16) may
 // do so: about half the time of the direct kernels on ResNet-50's 3x3
 // layers, with rounding a little different (docs/performance.md). `Auto`
 // (the default) lets oneDNN's heuristic choose per direction, `Winograd`
-// forces it wherever supported, `Direct` never uses it. `Auto` also computes
-// the filter gradient of a bf16 1x1 unpadded convolution with a small NHWC
-// output image as one matrix product (kernels.cpp), which is faster there.
+// forces it wherever supported, `Direct` never uses it. `Auto` also replaces
+// two of oneDNN's bf16 backward kernels where they are slow (kernels.cpp):
+// on small NHWC images, a 1x1 filter gradient is a matrix product per
+// thread over its share of the batch, and a stride-1 input gradient is a
+// forward convolution with the flipped filter.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RT_EXEC_KERNELS_H
