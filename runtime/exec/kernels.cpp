@@ -2,6 +2,8 @@
 
 #include "kiln/rt/exec/kernels.h"
 
+#include "kiln/rt/exec/weight_reorder.h"
+
 #include <dnnl.hpp>
 #include <dnnl_debug.h>
 #include <fmt/format.h>
@@ -92,12 +94,26 @@ std::string shapeString(const std::vector<int64_t> &shape) {
 struct Step {
   dnnl::primitive primitive;
   std::unordered_map<int, memory> args;
+  /// Set instead of `primitive` for a filter reorder the runtime does
+  /// itself, from DNNL_ARG_FROM to DNNL_ARG_TO.
+  std::optional<PairBlockedWeightReorder> weightReorder;
+
+  void execute(dnnl::stream &stream) {
+    if (weightReorder)
+      weightReorder->run(args.at(DNNL_ARG_FROM).get_data_handle(),
+                         args.at(DNNL_ARG_TO).get_data_handle());
+    else
+      primitive.execute(stream, args);
+  }
 };
 
 /// A oneDNN reorder from one memory into another (format or type change).
 Step reorderStep(memory from, memory to) {
   Step s;
-  s.primitive = dnnl::reorder(from, to);
+  s.weightReorder =
+      PairBlockedWeightReorder::match(from.get_desc(), to.get_desc());
+  if (!s.weightReorder)
+    s.primitive = dnnl::reorder(from, to);
   s.args = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
   return s;
 }
@@ -200,7 +216,10 @@ struct Kernels::Impl {
     bool reorderAfter = wanted != user.get_desc();
     memory produced = reorderAfter ? stagingMemory(wanted) : user;
     args[DNNL_ARG_DIFF_WEIGHTS] = produced;
-    plan.steps.push_back({std::move(primitive), std::move(args)});
+    Step s;
+    s.primitive = std::move(primitive);
+    s.args = std::move(args);
+    plan.steps.push_back(std::move(s));
     plan.impl = std::move(impl);
     if (reorderAfter) {
       plan.steps.push_back(reorderStep(produced, user));
@@ -773,7 +792,7 @@ struct SplitRun {
     for (size_t p = thread; p < split.parts.size(); p += threads) {
       try {
         for (Step &s : split.parts[p])
-          s.primitive.execute(self.impl.partStreams[p], s.args);
+          s.execute(self.impl.partStreams[p]);
       } catch (const dnnl::error &e) {
         std::lock_guard<std::mutex> lock(self.failureMutex);
         self.failure = {e.status, e.what()};
@@ -809,7 +828,7 @@ void Kernels::execute(int32_t id) {
   SplitRun split{impl, plan};
   try {
     for (Step &s : plan.steps)
-      s.primitive.execute(impl.stream, s.args);
+      s.execute(impl.stream);
     impl.stream.wait();
     if (!plan.split.parts.empty())
       split.run();
