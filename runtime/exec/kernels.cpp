@@ -2,13 +2,12 @@
 
 #include "kiln/rt/exec/kernels.h"
 
+#include "kiln/rt/exec/gomp.h"
 #include "kiln/rt/exec/weight_reorder.h"
 
 #include <dnnl.hpp>
 #include <dnnl_debug.h>
 #include <fmt/format.h>
-
-#include <dlfcn.h>
 
 #include <chrono>
 #include <cstdio>
@@ -16,16 +15,6 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
-
-extern "C" {
-void GOMP_parallel(void (*fn)(void *), void *data, unsigned numThreads,
-                   unsigned flags);
-void GOMP_barrier(void);
-int omp_get_thread_num(void);
-int omp_get_num_threads(void);
-int omp_get_max_threads(void);
-void omp_set_num_threads(int);
-}
 
 namespace kiln::rt::exec {
 
@@ -119,8 +108,9 @@ Step reorderStep(memory from, memory to) {
 }
 
 /// Primitive descriptors created while this lives are planned for one
-/// thread: oneDNN reads the thread count when it creates them, and a
-/// primitive planned for more threads than run it skips their share.
+/// thread: oneDNN partitions a primitive's work by the thread count it reads
+/// at creation, and inside a parallel region each primitive runs on its
+/// calling thread alone.
 class OneThreadPlanning {
 public:
   OneThreadPlanning() : saved(omp_get_max_threads()) { omp_set_num_threads(1); }
@@ -879,24 +869,13 @@ Status setComputeThreads(int threads) {
   if (threads <= 0)
     return KILN_STATUS(kInvalidArgument,
                        fmt::format("thread count {} is not positive", threads));
-  // oneDNN here runs on the GNU OpenMP runtime it links (libgomp), which read
-  // OMP_NUM_THREADS when it was loaded, before main. Setting the variable
-  // now serves anything loaded later; the running runtime is told through
-  // omp_set_num_threads, looked up in the process rather than linked, so the
-  // runtime does not pick an OpenMP library of its own (clang's -fopenmp
-  // would bring libomp, a second OpenMP runtime in the same process).
+  // libgomp read OMP_NUM_THREADS when it was loaded, before main. Setting
+  // the variable now serves anything loaded later; the running runtime is
+  // told through omp_set_num_threads (gomp.h).
   std::string value = std::to_string(threads);
   KILN_CHECK_LIBC(::setenv("OMP_NUM_THREADS", value.c_str(), 1),
                   "setenv OMP_NUM_THREADS");
-  using SetThreads = void (*)(int);
-  auto set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT,
-                                                  "omp_set_num_threads"));
-  if (!set)
-    return KILN_STATUS(kInternal,
-                       "omp_set_num_threads is not in the process: this "
-                       "oneDNN does not use OpenMP, so --threads cannot take "
-                       "effect");
-  set(threads);
+  omp_set_num_threads(threads);
   return Status::ok();
 }
 

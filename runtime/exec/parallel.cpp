@@ -12,19 +12,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/rt/exec/context.h"
+#include "kiln/rt/exec/gomp.h"
 #include "kiln/rt/exec/profile.h"
 #include "kiln/rt/model.h"
 
 #include <algorithm>
 #include <chrono>
-
-extern "C" {
-void GOMP_parallel(void (*fn)(void *), void *data, unsigned numThreads,
-                   unsigned flags);
-int omp_get_thread_num(void);
-int omp_get_num_threads(void);
-int omp_get_max_threads(void);
-}
 
 namespace {
 struct LoopTask {

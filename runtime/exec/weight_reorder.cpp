@@ -2,15 +2,9 @@
 
 #include "kiln/rt/exec/weight_reorder.h"
 
-#include <algorithm>
+#include "kiln/rt/exec/gomp.h"
 
-extern "C" {
-void GOMP_parallel(void (*fn)(void *), void *data, unsigned numThreads,
-                   unsigned flags);
-int omp_get_thread_num(void);
-int omp_get_num_threads(void);
-int omp_get_max_threads(void);
-}
+#include <algorithm>
 
 namespace kiln::rt::exec {
 
