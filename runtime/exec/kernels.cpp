@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -83,14 +85,12 @@ std::string shapeString(const std::vector<int64_t> &shape) {
 struct Step {
   dnnl::primitive primitive;
   std::unordered_map<int, memory> args;
-  /// Set instead of `primitive` for a filter reorder the runtime does
-  /// itself, from DNNL_ARG_FROM to DNNL_ARG_TO.
-  std::optional<PairBlockedWeightReorder> weightReorder;
+  /// Set instead of `primitive` for work the runtime does itself.
+  std::function<void()> custom;
 
   void execute(dnnl::stream &stream) {
-    if (weightReorder)
-      weightReorder->run(args.at(DNNL_ARG_FROM).get_data_handle(),
-                         args.at(DNNL_ARG_TO).get_data_handle());
+    if (custom)
+      custom();
     else
       primitive.execute(stream, args);
   }
@@ -99,9 +99,14 @@ struct Step {
 /// A oneDNN reorder from one memory into another (format or type change).
 Step reorderStep(memory from, memory to) {
   Step s;
-  s.weightReorder =
-      PairBlockedWeightReorder::match(from.get_desc(), to.get_desc());
-  if (!s.weightReorder)
+  if (auto own = PairBlockedWeightReorder::match(from.get_desc(),
+                                                 to.get_desc()))
+    // The memory objects share their handles with the ones the plan sets
+    // once the staging buffer exists.
+    s.custom = [own = *own, from, to] {
+      own.run(from.get_data_handle(), to.get_data_handle());
+    };
+  else
     s.primitive = dnnl::reorder(from, to);
   s.args = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
   return s;
@@ -218,7 +223,12 @@ struct Kernels::Impl {
   }
 
   Status planConv(const Call &call, CallPlan &plan);
-  Status planPointwiseFilterGradient(const Call &call, CallPlan &plan);
+  Status planFilterGradientAsMatmuls(const Call &call, CallPlan &plan);
+  /// im2col: the input pixels each output pixel of images [first, first +
+  /// images) of a backward-filter call reads, Cin per filter tap in HWIO
+  /// order, zeros where the filter reaches into the padding.
+  void writeColumns(const Call &call, int64_t first, int64_t images,
+                    uint8_t *out) const;
   Status planBackwardDataAsForward(const Call &call, CallPlan &plan);
   Status planConvWith(const Call &call, CallPlan &plan,
                       dnnl::algorithm algorithm);
@@ -228,22 +238,26 @@ struct Kernels::Impl {
   Status allocateShared();
 };
 
-/// Whether a backward-filter call is a bf16 1x1 convolution without padding
-/// over NHWC activations, with at least 64 channels in and out and an output
-/// image of at most 14x14 pixels (ResNet-50's last two stages and the
-/// strided shortcuts into them). Its filter gradient is then a matrix
-/// product, input^T x output_grad over the N*Ho*Wo output pixels (the input
-/// pixels a strided convolution reads first gathered into a dense image).
-/// One oneDNN matmul per thread over its share of the batch, each planned
-/// for one thread, plus a sum of the partial gradients, takes 75-85% of the
-/// time of oneDNN's bf16 1x1 backward-weights kernel in a ResNet-50 step
-/// (14x14, 256 -> 1024: 6.6 -> 5.1 ms per call; 28x28x512 -> 14x14x1024,
-/// stride 2: 12.7 -> 10.3). One matmul across both threads is slower than
-/// the convolution above 8x8 pixels: it splits the long pixel reduction
-/// between them. On 28x28 outputs the two come out even in the step, on
-/// 56x56 ones, with fewer channels (Fashion-MNIST's 16-32) or in f32
-/// (blocked layouts) the convolution kernel is faster.
-static bool isPointwiseBf16FilterGradient(const Call &call) {
+/// Whether a backward-filter call is a bf16 convolution over NHWC
+/// activations, without dilation, with at least 64 channels in and out,
+/// whose filter gradient is faster as matrix products than in oneDNN's
+/// bf16 backward-weights kernels (older jit kernels in oneDNN 2.6):
+/// 1x1 filters on output images of at most 14x14 pixels, larger ones on
+/// 7x7 outputs, and larger strided ones on 14x14 outputs. The gradient is
+/// columns^T x output_grad, the columns being the input pixels each output
+/// pixel reads (im2col; for an unpadded stride-1 1x1 filter the input
+/// itself). One oneDNN matmul per thread over its share of the batch, each
+/// planned for one thread, plus a sum of the partial gradients, against
+/// oneDNN's kernel in a ResNet-50 bf16 step (kiln-bench-conv-layout, last
+/// column): 14x14, 256 -> 1024, 1x1: 6.6 -> 5.1 ms per call; 28x28x512 ->
+/// 14x14x1024, 1x1 stride 2: 12.7 -> 10.3; 14x14x512 -> 7x7x512, 3x3
+/// stride 2: 18.7 -> 10.4; 7x7x512, 3x3: 13.5 -> 10.2; 28x28x256 ->
+/// 14x14x256, 3x3 stride 2: 13.5 -> 11.7. One matmul across both threads
+/// splits the long pixel reduction between them and is slower than the
+/// convolution. On larger outputs (3x3 stride 1 on 14x14: 9.6 against 10.6
+/// ms), with fewer channels (Fashion-MNIST's 16-32; the stem's 3) or in f32
+/// (blocked layouts) the convolution kernel is as fast or faster.
+static bool isBf16FilterGradientAsMatmuls(const Call &call) {
   if (call.kind != CallKind::Conv2dBackwardFilter)
     return false;
   const TensorRef &x = call.operand("input");
@@ -252,42 +266,52 @@ static bool isPointwiseBf16FilterGradient(const Call &call) {
   auto nhwc = [](const TensorRef &t) {
     return t.layout == Layout::None || t.layout == Layout::Nhwc;
   };
-  return dw.shape[0] == 1 && dw.shape[1] == 1 &&
-         call.padding == std::array<int64_t, 4>{0, 0, 0, 0} &&
-         call.dilations == std::array<int64_t, 2>{1, 1} &&
-         x.dtype == DType::BF16 && dy.dtype == DType::BF16 &&
-         dw.dtype == DType::F32 && nhwc(x) && nhwc(dy) && x.shape[3] >= 64 &&
-         dy.shape[3] >= 64 && dy.shape[1] * dy.shape[2] <= 14 * 14;
+  if (call.dilations != std::array<int64_t, 2>{1, 1} ||
+      x.dtype != DType::BF16 || dy.dtype != DType::BF16 ||
+      dw.dtype != DType::F32 || !nhwc(x) || !nhwc(dy) || x.shape[3] < 64 ||
+      dy.shape[3] < 64)
+    return false;
+  int64_t pixels = dy.shape[1] * dy.shape[2];
+  bool strided = call.strides != std::array<int64_t, 2>{1, 1};
+  if (dw.shape[0] * dw.shape[1] == 1)
+    return pixels <= 14 * 14;
+  return pixels <= 7 * 7 || (strided && pixels <= 14 * 14);
 }
 
-Status Kernels::Impl::planPointwiseFilterGradient(const Call &call,
+Status Kernels::Impl::planFilterGradientAsMatmuls(const Call &call,
                                                   CallPlan &plan) {
   const TensorRef &x = call.operand("input");
   const TensorRef &dy = call.operand("output_grad");
   const TensorRef &dw = call.operand("filter_grad");
   int64_t n = dy.shape[0], ho = dy.shape[1], wo = dy.shape[2];
-  int64_t h = x.shape[1], w = x.shape[2];
+  int64_t kh = dw.shape[0], kw = dw.shape[1];
   int64_t cin = x.shape[3], cout = dy.shape[3];
-  bool strided = call.strides != std::array<int64_t, 2>{1, 1};
-  plan.macs = double(n * ho * wo) * double(cin) * double(cout);
-  plan.summary =
-      fmt::format("in {} filter {} out {} stride {}x{} pad 0,0,0,0",
-                  shapeString(x.shape), shapeString(dw.shape),
-                  shapeString(dy.shape), call.strides[0], call.strides[1]);
+  // Columns per output pixel: the filter's taps, Cin each, in HWIO order,
+  // so the product is the HWIO gradient.
+  int64_t columns = kh * kw * cin;
+  bool direct = kh * kw == 1 &&
+                call.strides == std::array<int64_t, 2>{1, 1} &&
+                call.padding == std::array<int64_t, 4>{0, 0, 0, 0};
+  plan.macs = double(n * ho * wo) * double(columns) * double(cout);
+  plan.summary = fmt::format(
+      "in {} filter {} out {} stride {}x{} pad {},{},{},{}",
+      shapeString(x.shape), shapeString(dw.shape), shapeString(dy.shape),
+      call.strides[0], call.strides[1], call.padding[0], call.padding[1],
+      call.padding[2], call.padding[3]);
   memory::data_type xType = toDnnl(x.dtype), dyType = toDnnl(dy.dtype);
   int64_t xElement = int64_t(dtypeSize(x.dtype));
   int64_t dyElement = int64_t(dtypeSize(dy.dtype));
-  memory::desc dwMd({cin, cout}, toDnnl(dw.dtype), {cout, 1});
-  // Part p's partial gradient goes to dw itself (p = 0) or to the staging
-  // buffer after the gathered images, 64-byte aligned.
-  int64_t gatheredBytes = strided ? n * ho * wo * cin * xElement : 0;
+  memory::desc dwMd({columns, cout}, toDnnl(dw.dtype), {cout, 1});
+  // Staging holds every part's columns, then the partial gradients of parts
+  // 1.. (part 0's goes to dw itself), 64-byte aligned.
+  int64_t columnBytes = direct ? 0 : n * ho * wo * columns * xElement;
   int64_t partialBytes = (int64_t(dwMd.get_size()) + 63) / 64 * 64;
+  int64_t partialsAt = (columnBytes + 63) / 64 * 64;
   int64_t parts = std::min<int64_t>(n, int64_t(partStreams.size()));
   auto firstImage = [&](int64_t p) { return n * p / parts; };
-  // NHWC input is a row-major [pixels, Cin] matrix, read transposed; a 1x1
-  // HWIO filter is a row-major [Cin, Cout] one.
-  auto inputMd = [&](int64_t pixels) {
-    return memory::desc({cin, pixels}, xType, {1, cin});
+  // Row-major [pixels, columns] read transposed, and [pixels, Cout].
+  auto columnsMd = [&](int64_t pixels) {
+    return memory::desc({columns, pixels}, xType, {1, columns});
   };
   auto outputGradMd = [&](int64_t pixels) {
     return memory::desc({pixels, cout}, dyType, {cout, 1});
@@ -299,8 +323,8 @@ Status Kernels::Impl::planPointwiseFilterGradient(const Call &call,
     for (int64_t p = 0; p < parts; ++p) {
       int64_t pixels = (firstImage(p + 1) - firstImage(p)) * ho * wo;
       pds.emplace_back(
-          dnnl::matmul::desc(inputMd(pixels), outputGradMd(pixels), dwMd), attr,
-          engine);
+          dnnl::matmul::desc(columnsMd(pixels), outputGradMd(pixels), dwMd),
+          attr, engine);
       scratchpadStride =
           std::max(scratchpadStride,
                    (pds.back().scratchpad_desc().get_size() + 63) / 64 * 64);
@@ -309,49 +333,68 @@ Status Kernels::Impl::planPointwiseFilterGradient(const Call &call,
   plan.impl = "matmul " + implName(pds[0]);
   for (int64_t p = 0; p < parts; ++p) {
     int64_t first = firstImage(p), images = firstImage(p + 1) - first;
-    memory::desc xMd = inputMd(images * ho * wo);
-    memory::desc dyMd = outputGradMd(images * ho * wo);
-    const dnnl::matmul::primitive_desc &pd = pds[size_t(p)];
+    int64_t pixels = images * ho * wo;
     std::vector<Step> steps;
-    memory input = bind(xMd, x, first * ho * wo * cin * xElement);
-    if (strided) {
-      // The pixels a strided 1x1 convolution reads, as a strided view of x,
-      // reordered into a dense [images, Ho, Wo, Cin] image in staging.
-      memory::desc sampled(
-          {images, ho, wo, cin}, xType,
-          {h * w * cin, call.strides[0] * w * cin, call.strides[1] * cin, 1});
-      // Dimensions in memory order, so plain row-major (abcd) is NHWC.
-      memory::desc dense({images, ho, wo, cin}, xType,
-                         memory::format_tag::abcd);
-      size_t at = size_t(first * ho * wo * cin * xElement);
-      steps.push_back(
-          reorderStep(bind(sampled, x, first * h * w * cin * xElement),
-                      stagingMemory(dense, at)));
-      input = stagingMemory(xMd, at);
+    memory input = bind(columnsMd(pixels), x, first * ho * wo * cin * xElement);
+    if (!direct) {
+      size_t at = size_t(first * ho * wo * columns * xElement);
+      Step im2col;
+      im2col.custom = [this, call, first, images, at] {
+        writeColumns(call, first, images, staging.get() + at);
+      };
+      steps.push_back(std::move(im2col));
+      input = stagingMemory(columnsMd(pixels), at);
     }
     memory partial = bind(dwMd, dw);
     if (p > 0) {
-      int64_t at = gatheredBytes + (p - 1) * partialBytes;
+      int64_t at = partialsAt + (p - 1) * partialBytes;
       partial = stagingMemory(dwMd, size_t(at));
       plan.split.partialOffsets.push_back(at);
     }
+    const dnnl::matmul::primitive_desc &pd = pds[size_t(p)];
     Step s;
     s.primitive = dnnl::matmul(pd);
-    s.args = {
-        {DNNL_ARG_SRC, input},
-        {DNNL_ARG_WEIGHTS, bind(dyMd, dy, first * ho * wo * cout * dyElement)},
-        {DNNL_ARG_DST, partial},
-        {DNNL_ARG_SCRATCHPAD,
-         scratchpadMemory(pd.scratchpad_desc(), size_t(p) * scratchpadStride)}};
+    s.args = {{DNNL_ARG_SRC, input},
+              {DNNL_ARG_WEIGHTS,
+               bind(outputGradMd(pixels), dy, first * ho * wo * cout * dyElement)},
+              {DNNL_ARG_DST, partial},
+              {DNNL_ARG_SCRATCHPAD,
+               scratchpadMemory(pd.scratchpad_desc(),
+                                size_t(p) * scratchpadStride)}};
     steps.push_back(std::move(s));
     plan.split.parts.push_back(std::move(steps));
   }
   plan.split.sumOffset = dw.offset;
-  plan.split.elements = cin * cout;
+  plan.split.elements = columns * cout;
   plan.impl += fmt::format(" per thread over {} parts of the batch", parts);
-  if (strided)
-    plan.impl += " (+ gather input)";
+  if (!direct)
+    plan.impl += " (+ im2col)";
   return Status::ok();
+}
+
+void Kernels::Impl::writeColumns(const Call &call, int64_t firstImage,
+                                 int64_t images, uint8_t *out) const {
+  const TensorRef &x = call.operand("input");
+  const TensorRef &dy = call.operand("output_grad");
+  const TensorRef &dw = call.operand("filter_grad");
+  int64_t h = x.shape[1], w = x.shape[2], cin = x.shape[3];
+  int64_t ho = dy.shape[1], wo = dy.shape[2];
+  int64_t kh = dw.shape[0], kw = dw.shape[1];
+  size_t rowBytes = size_t(cin) * dtypeSize(x.dtype);
+  const uint8_t *in = arena + x.offset;
+  for (int64_t b = firstImage; b < firstImage + images; ++b)
+    for (int64_t i = 0; i < ho; ++i)
+      for (int64_t j = 0; j < wo; ++j)
+        for (int64_t a = 0; a < kh; ++a) {
+          int64_t r = i * call.strides[0] - call.padding[0] + a;
+          for (int64_t c = 0; c < kw; ++c, out += rowBytes) {
+            int64_t q = j * call.strides[1] - call.padding[2] + c;
+            if (r < 0 || r >= h || q < 0 || q >= w)
+              std::memset(out, 0, rowBytes);
+            else
+              std::memcpy(out, in + ((b * h + r) * w + q) * rowBytes, rowBytes);
+          }
+        }
 }
 
 /// Whether a backward-data call is a bf16 stride-1 convolution with a
@@ -436,8 +479,8 @@ Status Kernels::Impl::planBackwardDataAsForward(const Call &call,
 
 Status Kernels::Impl::planConv(const Call &call, CallPlan &plan) {
   if (options.convAlgorithm == ConvAlgorithm::Auto &&
-      isPointwiseBf16FilterGradient(call))
-    return planPointwiseFilterGradient(call, plan);
+      isBf16FilterGradientAsMatmuls(call))
+    return planFilterGradientAsMatmuls(call, plan);
   if (options.convAlgorithm == ConvAlgorithm::Auto &&
       isBf16BackwardDataAsForward(call))
     return planBackwardDataAsForward(call, plan);

@@ -331,33 +331,59 @@ TEST(ConvKernelBf16Test, ForwardAndBackwardMatchReferenceOnRoundedInputs) {
       << (*kernels)->implementation(1);
 }
 
-/// The filter gradient of a bf16 1x1 convolution without padding, with at
-/// least 64 channels in and out and an output image of at most 14x14 pixels,
-/// is a matrix product per thread over its share of the batch under
-/// --conv-algorithm auto (a strided one after gathering the pixels it
-/// reads); otherwise, with a bf16 gradient, and with direct, it stays a
+/// The filter gradient of a bf16 convolution with at least 64 channels in
+/// and out is a matrix product per thread over its share of the batch under
+/// --conv-algorithm auto for 1x1 filters on outputs of at most 14x14
+/// pixels, larger filters on 7x7 outputs and larger strided ones on 14x14
+/// outputs (after im2col, unless the filter is an unpadded stride-1 1x1);
+/// otherwise, with a bf16 gradient, and with direct, it stays a
 /// convolution. All match the reference on bf16-rounded inputs, with one
 /// thread, and with two and three threads over 3 images (unequal shares;
 /// with three, one image each).
-TEST(ConvKernelBf16Test, PointwiseFilterGradientIsAMatmulPerThread) {
+TEST(ConvKernelBf16Test, FilterGradientAsMatmulsPerThread) {
   struct Case {
-    ref::Shape input;
-    int64_t stride;
+    ref::Shape input, filter;
+    std::array<int64_t, 2> strides;
+    std::array<int64_t, 4> padding;
     DType gradType;
     ConvAlgorithm algorithm;
-    bool matmul;
+    bool matmul, im2col;
   };
   const Case cases[] = {
-      {{3, 8, 8, 64}, 1, DType::F32, ConvAlgorithm::Auto, true},
-      {{3, 14, 14, 64}, 1, DType::F32, ConvAlgorithm::Auto, true},
-      {{3, 15, 15, 64}, 1, DType::F32, ConvAlgorithm::Auto, false},
-      {{3, 7, 7, 64}, 1, DType::BF16, ConvAlgorithm::Auto, false},
-      {{3, 7, 7, 64}, 1, DType::F32, ConvAlgorithm::Direct, false},
-      {{3, 7, 7, 32}, 1, DType::F32, ConvAlgorithm::Auto, false},
+      {{3, 8, 8, 64}, {1, 1, 64, 80}, {1, 1}, {0, 0, 0, 0}, DType::F32,
+       ConvAlgorithm::Auto, true, false},
+      {{3, 14, 14, 64}, {1, 1, 64, 80}, {1, 1}, {0, 0, 0, 0}, DType::F32,
+       ConvAlgorithm::Auto, true, false},
+      {{3, 15, 15, 64}, {1, 1, 64, 80}, {1, 1}, {0, 0, 0, 0}, DType::F32,
+       ConvAlgorithm::Auto, false, false},
+      {{3, 7, 7, 64}, {1, 1, 64, 80}, {1, 1}, {0, 0, 0, 0}, DType::BF16,
+       ConvAlgorithm::Auto, false, false},
+      {{3, 7, 7, 64}, {1, 1, 64, 80}, {1, 1}, {0, 0, 0, 0}, DType::F32,
+       ConvAlgorithm::Direct, false, false},
+      {{3, 7, 7, 32}, {1, 1, 32, 80}, {1, 1}, {0, 0, 0, 0}, DType::F32,
+       ConvAlgorithm::Auto, false, false},
       // Output 14x14 (the odd input keeps its last column out).
-      {{3, 28, 27, 64}, 2, DType::F32, ConvAlgorithm::Auto, true},
-      {{3, 14, 14, 64}, 2, DType::F32, ConvAlgorithm::Auto, true},
-      {{3, 30, 30, 64}, 2, DType::F32, ConvAlgorithm::Auto, false},
+      {{3, 28, 27, 64}, {1, 1, 64, 80}, {2, 2}, {0, 0, 0, 0}, DType::F32,
+       ConvAlgorithm::Auto, true, true},
+      {{3, 14, 14, 64}, {1, 1, 64, 80}, {2, 2}, {0, 0, 0, 0}, DType::F32,
+       ConvAlgorithm::Auto, true, true},
+      {{3, 30, 30, 64}, {1, 1, 64, 80}, {2, 2}, {0, 0, 0, 0}, DType::F32,
+       ConvAlgorithm::Auto, false, false},
+      // 3x3: stride 1 on 7x7, not on 8x8; stride 2 on 14x14 outputs, with
+      // same and TensorFlow-style (bottom and right only) padding.
+      {{3, 7, 7, 64}, {3, 3, 64, 80}, {1, 1}, {1, 1, 1, 1}, DType::F32,
+       ConvAlgorithm::Auto, true, true},
+      {{3, 8, 8, 64}, {3, 3, 64, 80}, {1, 1}, {1, 1, 1, 1}, DType::F32,
+       ConvAlgorithm::Auto, false, false},
+      {{3, 28, 28, 64}, {3, 3, 64, 80}, {2, 2}, {1, 1, 1, 1}, DType::F32,
+       ConvAlgorithm::Auto, true, true},
+      {{3, 14, 14, 64}, {3, 3, 64, 80}, {2, 2}, {0, 1, 0, 1}, DType::F32,
+       ConvAlgorithm::Auto, true, true},
+      {{3, 30, 30, 64}, {3, 3, 64, 80}, {2, 2}, {1, 1, 1, 1}, DType::F32,
+       ConvAlgorithm::Auto, false, false},
+      // A 5x3 filter with uneven padding: a 6x7 output.
+      {{3, 8, 7, 64}, {5, 3, 64, 64}, {1, 1}, {0, 2, 1, 1}, DType::F32,
+       ConvAlgorithm::Auto, true, true},
   };
   const int defaultThreads = omp_get_max_threads();
   for (int threads : {1, 2, 3}) {
@@ -365,23 +391,23 @@ TEST(ConvKernelBf16Test, PointwiseFilterGradientIsAMatmulPerThread) {
     for (const Case &c : cases) {
       SCOPED_TRACE(::testing::Message()
                    << threads << " threads, input " << c.input[1] << "x"
-                   << c.input[2] << "x" << c.input[3] << ", stride "
-                   << c.stride);
-      ref::Shape ws = {1, 1, c.input[3], 80};
-      int64_t s = c.stride;
-      ref::Shape ys = {c.input[0], (c.input[1] - 1) / s + 1,
-                       (c.input[2] - 1) / s + 1, 80};
+                   << c.input[2] << "x" << c.input[3] << ", filter "
+                   << c.filter[0] << "x" << c.filter[1] << ", stride "
+                   << c.strides[0]);
+      const ConvCase conv = {"conv",    c.input,   c.filter,
+                             c.strides, c.padding, {1, 1}};
+      ref::Conv2dAttrs attrs = attrsOf(conv);
+      ref::Shape ys;
+      ASSERT_TRUE(ref::inferConv2dShape(c.input, c.filter, attrs, ys).ok());
       ArenaLayout layout;
       TensorRef x = layout.place(c.input, DType::BF16);
       TensorRef dy = layout.place(ys, DType::BF16);
-      TensorRef dw = layout.place(ws, c.gradType);
+      TensorRef dw = layout.place(c.filter, c.gradType);
       Manifest m;
       m.arenaBytes = layout.bytes();
-      const ConvCase pointwise = {"1x1",  c.input,      ws,
-                                  {s, s}, {0, 0, 0, 0}, {1, 1}};
       m.calls = {convCall(
           CallKind::Conv2dBackwardFilter,
-          {{"input", x}, {"output_grad", dy}, {"filter_grad", dw}}, pointwise)};
+          {{"input", x}, {"output_grad", dy}, {"filter_grad", dw}}, conv)};
       auto arena = Arena::allocate(m.arenaBytes);
       ASSERT_TRUE(arena.isOk());
       KernelOptions options;
@@ -390,6 +416,7 @@ TEST(ConvKernelBf16Test, PointwiseFilterGradientIsAMatmulPerThread) {
       ASSERT_TRUE(kernels.isOk()) << kernels.status().toString();
       std::string impl = (*kernels)->implementation(0);
       EXPECT_EQ(impl.find("matmul") != std::string::npos, c.matmul) << impl;
+      EXPECT_EQ(impl.find("im2col") != std::string::npos, c.im2col) << impl;
       if (c.matmul)
         EXPECT_NE(impl.find(fmt::format("over {} parts", threads)),
                   std::string::npos)
@@ -402,7 +429,7 @@ TEST(ConvKernelBf16Test, PointwiseFilterGradientIsAMatmulPerThread) {
       (*kernels)->execute(0);
       (*kernels)->execute(0);
       ref::Tensor expected =
-          ref::conv2dBackwardFilter(xv, dyv, ws, attrsOf(pointwise));
+          ref::conv2dBackwardFilter(xv, dyv, c.filter, attrs);
       if (c.gradType == DType::BF16)
         expected = ref::roundToBf16(expected);
       EXPECT_TRUE(closeTo(loadTensor((*arena)->data(), dw), expected,
