@@ -4,13 +4,12 @@
 // ResNet-50's layer shapes with NHWC activations (what Kiln's generated code
 // and memory plan use today) and with oneDNN's blocked nChw16c, weights in
 // the format each primitive prefers. This is the measurement a --kiln-layout
-// pass would decide from (docs/performance.md). For 1x1 layers it also
-// times the weight gradient as matrix products over NHWC activations, one
-// per thread over its share of the batch (input^T x output_grad, after
-// gathering the pixels a strided layer reads), and for stride-1 layers
-// larger than 1x1 the input gradient as a forward convolution on the
-// flipped filter: the runtime's forms for bf16 on small images
-// (kernels.cpp).
+// pass would decide from (docs/performance.md). It also times the runtime's
+// forms for bf16 on small images (kernels.cpp), over NHWC activations: for
+// stride-1 layers larger than 1x1 the input gradient as a forward
+// convolution on the flipped filter, and for every layer the weight
+// gradient as matrix products, one per thread over its share of the batch
+// (im2col^T x output_grad).
 //
 //   kiln-bench-conv-layout [--threads N] [--batch N] [--dtype f32|bf16]
 //                          [--seconds S] [--model resnet50|fmnist]
@@ -133,34 +132,36 @@ std::vector<double> timeLayer(const Layer &l, int batch, memory::data_type dt,
                      {DNNL_ARG_DIFF_WEIGHTS, dw},
                      {DNNL_ARG_SCRATCHPAD, scratch3}})};
 }
-/// Seconds per call of the 1x1 weight gradient as the runtime computes it
-/// (kernels.cpp): per thread, over its share of the batch, one matmul
-/// [Cin, pixels] (the NHWC input read transposed) x [pixels, Cout], planned
-/// for one thread, after gathering the pixels a strided layer reads; then
-/// the threads add the partial gradients.
-double timePointwiseGradientMatmul(const Layer &l, int batch, int threads,
-                                   memory::data_type dt, double budget) {
+/// Seconds per call of the weight gradient as the runtime computes it for
+/// bf16 on small images (kernels.cpp): per thread, over its share of the
+/// batch, im2col (unless the filter is a stride-1 1x1, whose columns are the
+/// input itself), then one matmul [KH*KW*Cin, pixels] (read transposed) x
+/// [pixels, Cout], planned for one thread; then the threads add the partial
+/// gradients.
+double timeFilterGradientMatmuls(const Layer &l, int batch, int threads,
+                                 memory::data_type dt, double budget) {
   engine eng(engine::kind::cpu, 0);
-  memory::dim out = (l.hw - 1) / l.stride + 1;
+  memory::dim pad = l.k / 2;
+  memory::dim out = (l.hw + 2 * pad - l.k) / l.stride + 1;
+  memory::dim columns = memory::dim(l.k) * l.k * l.cin;
+  bool direct = l.k == 1 && l.stride == 1;
   memory::dim parts = std::min(batch, threads);
-  memory::dim elements = memory::dim(l.cin) * l.cout;
-  memory::dim elementSize = dt == memory::data_type::bf16 ? 2 : 4;
-  memory::desc c({l.cin, l.cout}, memory::data_type::f32, {l.cout, 1});
+  size_t elementSize = dt == memory::data_type::bf16 ? 2 : 4;
+  memory::desc c({columns, l.cout}, memory::data_type::f32, {l.cout, 1});
   memory input(memory::desc({batch, l.hw, l.hw, l.cin}, dt, Tag::abcd), eng);
-  memory gathered(memory::desc({batch, out, out, l.cin}, dt, Tag::abcd), eng);
+  memory im2col(memory::desc({batch * out * out, columns}, dt, Tag::ab), eng);
   memory outputGrad(memory::desc({batch, out, out, l.cout}, dt, Tag::abcd),
                     eng);
   std::vector<std::vector<float>> sums(
       static_cast<size_t>(parts),
-      std::vector<float>(static_cast<size_t>(elements)));
+      std::vector<float>(static_cast<size_t>(columns * l.cout)));
   primitive_attr attr;
   attr.set_scratchpad_mode(scratchpad_mode::user);
   struct Part {
     stream s;
     matmul product;
-    reorder gather;
     std::unordered_map<int, memory> args;
-    memory view, dense, scratch;
+    memory::dim first, images;
   };
   std::vector<Part> work;
   omp_set_num_threads(1);
@@ -168,45 +169,58 @@ double timePointwiseGradientMatmul(const Layer &l, int batch, int threads,
     memory::dim first = batch * p / parts;
     memory::dim images = batch * (p + 1) / parts - first;
     memory::dim pixels = images * out * out;
-    memory::desc a({l.cin, pixels}, dt, {1, l.cin});
+    memory::desc a({columns, pixels}, dt, {1, columns});
     memory::desc b({pixels, l.cout}, dt, {l.cout, 1});
     matmul::primitive_desc pd(matmul::desc(a, b, c), attr, eng);
-    memory::dims dims = {images, out, out, l.cin};
-    memory::desc sampled(dims, dt,
-                         {memory::dim(l.hw) * l.hw * l.cin,
-                          memory::dim(l.stride) * l.hw * l.cin,
-                          memory::dim(l.stride) * l.cin, 1});
-    auto *inputAt = static_cast<char *>(input.get_data_handle()) +
-                    first * l.hw * l.hw * l.cin * elementSize;
-    auto *gatheredAt = static_cast<char *>(gathered.get_data_handle()) +
-                       first * out * out * l.cin * elementSize;
+    char *columnsAt =
+        direct ? static_cast<char *>(input.get_data_handle()) +
+                     first * l.hw * l.hw * l.cin * elementSize
+               : static_cast<char *>(im2col.get_data_handle()) +
+                     first * out * out * columns * elementSize;
     auto *gradAt = static_cast<char *>(outputGrad.get_data_handle()) +
                    first * out * out * l.cout * elementSize;
-    memory view(sampled, eng, inputAt);
-    memory dense(memory::desc(dims, dt, Tag::abcd), eng, gatheredAt);
-    memory scratch(pd.scratchpad_desc(), eng);
-    Part part{stream(eng), matmul(pd), reorder(view, dense), {}, view,
-              dense,       scratch};
-    part.args = {
-        {DNNL_ARG_SRC, memory(a, eng, l.stride > 1 ? gatheredAt : inputAt)},
-        {DNNL_ARG_WEIGHTS, memory(b, eng, gradAt)},
-        {DNNL_ARG_DST, memory(c, eng, sums[size_t(p)].data())},
-        {DNNL_ARG_SCRATCHPAD, scratch}};
+    Part part{stream(eng), matmul(pd), {}, first, images};
+    part.args = {{DNNL_ARG_SRC, memory(a, eng, columnsAt)},
+                 {DNNL_ARG_WEIGHTS, memory(b, eng, gradAt)},
+                 {DNNL_ARG_DST, memory(c, eng, sums[size_t(p)].data())},
+                 {DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), eng)}};
     work.push_back(std::move(part));
   }
   omp_set_num_threads(threads);
   struct Run {
+    const Layer &l;
     std::vector<Part> &work;
     std::vector<std::vector<float>> &sums;
-    int stride;
-  } run{work, sums, l.stride};
+    const char *input;
+    char *im2col;
+    memory::dim out, pad;
+    size_t elementSize;
+    bool direct;
+  } run{l,   work, sums, static_cast<const char *>(input.get_data_handle()),
+        static_cast<char *>(im2col.get_data_handle()), out, pad, elementSize,
+        direct};
   auto onThread = [](void *data) {
     Run &r = *static_cast<Run *>(data);
+    const Layer &l = r.l;
     size_t t = size_t(omp_get_thread_num()), n = size_t(omp_get_num_threads());
+    size_t row = size_t(l.cin) * r.elementSize;
     for (size_t p = t; p < r.work.size(); p += n) {
       Part &part = r.work[p];
-      if (r.stride > 1)
-        part.gather.execute(part.s, part.view, part.dense);
+      char *to = r.im2col + part.first * r.out * r.out * l.k * l.k * row;
+      for (memory::dim b = part.first; !r.direct && b < part.first + part.images;
+           ++b)
+        for (memory::dim i = 0; i < r.out; ++i)
+          for (memory::dim j = 0; j < r.out; ++j)
+            for (memory::dim y = i * l.stride - r.pad;
+                 y < i * l.stride - r.pad + l.k; ++y)
+              for (memory::dim x = j * l.stride - r.pad;
+                   x < j * l.stride - r.pad + l.k; ++x, to += row) {
+                if (y < 0 || y >= l.hw || x < 0 || x >= l.hw)
+                  std::memset(to, 0, row);
+                else
+                  std::memcpy(to, r.input + ((b * l.hw + y) * l.hw + x) * row,
+                              row);
+              }
       part.product.execute(part.s, part.args);
     }
     GOMP_barrier();
@@ -218,6 +232,7 @@ double timePointwiseGradientMatmul(const Layer &l, int batch, int threads,
   return secondsPerCall(
       [&] { GOMP_parallel(onThread, &run, unsigned(parts), 0); }, budget);
 }
+
 /// Seconds per call of a stride-1 input gradient as the runtime computes it
 /// for bf16 on small images (kernels.cpp): a forward convolution of the
 /// NHWC output gradient with the filter flipped in space and its channel
@@ -312,12 +327,11 @@ int main(int argc, char **argv) {
     }
   }
   omp_set_num_threads(threads);
-  std::printf("%-24s %27s %27s %10s  (ms per call: fwd / bwd-data / "
-              "bwd-weights; 1x1 bwd-weights as matmuls per thread, or "
-              "stride-1 bwd-data as a forward convolution on the flipped "
-              "filter, NHWC)\n",
-              "layer (hw cin->cout kxk/s)", "NHWC", "nChw16c", "runtime's");
-  double total[2][3] = {};
+  std::printf("%-24s %27s %27s %21s  (ms per call: fwd / bwd-data / "
+              "bwd-weights; the runtime's bf16 forms: bwd-data of stride-1 "
+              "layers as a forward convolution on the flipped filter, "
+              "bwd-weights as im2col and a matmul per thread, NHWC)\n",
+              "layer (hw cin->cout kxk/s)", "NHWC", "nChw16c", "runtime's");  double total[2][3] = {};
   std::vector<Layer> layers(std::begin(kResNet50), std::end(kResNet50));
   if (fmnist)
     layers.assign(std::begin(kFmnist), std::end(kFmnist));
@@ -331,13 +345,13 @@ int main(int argc, char **argv) {
         "%3d %4d->%-4d %dx%d/%d      %8.1f %8.1f %8.1f  %8.1f %8.1f %8.1f",
         l.hw, l.cin, l.cout, l.k, l.k, l.stride, t[0][0] * 1e3, t[0][1] * 1e3,
         t[0][2] * 1e3, t[1][0] * 1e3, t[1][1] * 1e3, t[1][2] * 1e3);
-    if (l.k == 1)
-      std::printf(" %10.1f",
-                  timePointwiseGradientMatmul(l, batch, threads, dt, budget) *
-                      1e3);
-    else if (l.stride == 1)
+    if (l.k > 1 && l.stride == 1)
       std::printf(" %10.1f",
                   timeBackwardDataAsForward(l, batch, dt, budget) * 1e3);
+    else
+      std::printf(" %10s", "-");
+    std::printf(" %10.1f",
+                timeFilterGradientMatmuls(l, batch, threads, dt, budget) * 1e3);
     std::printf("\n");
   }
   std::printf("%-24s %8.1f %8.1f %8.1f  %8.1f %8.1f %8.1f\n", "sum of shapes",
