@@ -331,11 +331,12 @@ TEST(ConvKernelBf16Test, ForwardAndBackwardMatchReferenceOnRoundedInputs) {
       << (*kernels)->implementation(1);
 }
 
-/// The filter gradient of a bf16 convolution with at least 64 channels in
-/// and out is a matrix product per thread over its share of the batch under
-/// --conv-algorithm auto for 1x1 filters on outputs of at most 14x14
-/// pixels, larger filters on 7x7 outputs and larger strided ones on 14x14
-/// outputs (after im2col, unless the filter is an unpadded stride-1 1x1);
+/// The filter gradient of a bf16 convolution is a matrix product per thread
+/// over its share of the batch under --conv-algorithm auto for 1x1 filters
+/// with 64 channels in and out on outputs of at most 14x14 pixels, and for
+/// larger filters with 128 columns and 32 output channels on 7x7 outputs,
+/// strided ones on 14x14 outputs (after im2col, unless the filter is an
+/// unpadded stride-1 1x1);
 /// otherwise, with a bf16 gradient, and with direct, it stays a
 /// convolution. All match the reference on bf16-rounded inputs, with one
 /// thread, and with two and three threads over 3 images (unequal shares;
@@ -384,6 +385,14 @@ TEST(ConvKernelBf16Test, FilterGradientAsMatmulsPerThread) {
       // A 5x3 filter with uneven padding: a 6x7 output.
       {{3, 8, 7, 64}, {5, 3, 64, 64}, {1, 1}, {0, 2, 1, 1}, DType::F32,
        ConvAlgorithm::Auto, true, true},
+      // Larger filters need 128 columns and 32 output channels: 3x3x16 ->
+      // 32 qualifies, 3x3x8 -> 32 and 3x3x16 -> 16 do not.
+      {{3, 14, 14, 16}, {3, 3, 16, 32}, {2, 2}, {1, 1, 1, 1}, DType::F32,
+       ConvAlgorithm::Auto, true, true},
+      {{3, 14, 14, 8}, {3, 3, 8, 32}, {2, 2}, {1, 1, 1, 1}, DType::F32,
+       ConvAlgorithm::Auto, false, false},
+      {{3, 14, 14, 16}, {3, 3, 16, 16}, {2, 2}, {1, 1, 1, 1}, DType::F32,
+       ConvAlgorithm::Auto, false, false},
   };
   const int defaultThreads = omp_get_max_threads();
   for (int threads : {1, 2, 3}) {
