@@ -24,9 +24,9 @@
 // (the default) lets oneDNN's heuristic choose per direction, `Winograd`
 // forces it wherever supported, `Direct` never uses it. `Auto` also replaces
 // two of oneDNN's bf16 backward kernels where they are slow (kernels.cpp):
-// on small NHWC images, a 1x1 filter gradient is a matrix product per
-// thread over its share of the batch, and a stride-1 input gradient is a
-// forward convolution with the flipped filter.
+// on small NHWC images, a filter gradient is im2col and a matrix product
+// per thread over its share of the batch, and a stride-1 input gradient is
+// a forward convolution with the flipped filter.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RT_EXEC_KERNELS_H
