@@ -242,7 +242,7 @@ struct Kernels::Impl {
 /// activations, without dilation, whose filter gradient is faster as matrix
 /// products than in oneDNN 2.6's bf16 backward-weights kernels (older jit
 /// kernels): 1x1 filters with at least 64 channels in and out on output
-/// images of at most 14x14 pixels, and larger filters with at least 128
+/// images of at most 28x28 pixels, and larger filters with at least 128
 /// columns (KH*KW*Cin) and 32 output channels on 7x7 outputs, or on 14x14
 /// outputs when strided. The gradient is columns^T x output_grad, the
 /// columns being the input pixels each output pixel reads (im2col; for an
@@ -253,16 +253,17 @@ struct Kernels::Impl {
 /// columns of kiln-bench-conv-layout):
 ///   14x14, 256 -> 1024, 1x1: 6.6 -> 5.1 ms per call
 ///   28x28x512 -> 14x14x1024, 1x1 stride 2: 12.7 -> 10.3
+///   ResNet-50's nine 1x1 layers on 28x28 outputs: 65.3 -> 61.9 ms per step
 ///   14x14x512 -> 7x7x512, 3x3 stride 2: 18.7 -> 10.4
 ///   7x7x512, 3x3: 13.5 -> 10.2
 ///   28x28x256 -> 14x14x256, 3x3 stride 2: 13.5 -> 11.7
 ///   Fashion-MNIST 14x14x32 -> 7x7x64, 3x3 stride 2: 1.3 -> 0.5;
 ///   7x7x64, 3x3: 1.3 -> 0.9; 28x28x16 -> 14x14x32, 3x3 stride 2: 1.1 -> 0.9
 /// One matmul across both threads splits the long pixel reduction between
-/// them and is slower than the convolution. On larger outputs (3x3 stride 1
-/// on 14x14: 9.6 against 10.6 ms), with fewer channels (Fashion-MNIST's
-/// 1x1 shortcuts) or in f32 (blocked layouts) the convolution kernel is as
-/// fast or faster.
+/// them and is slower than the convolution. On larger outputs (1x1 on
+/// 56x56; 3x3 stride 1 on 14x14: 9.6 against 10.6 ms), with fewer channels
+/// (Fashion-MNIST's 1x1 shortcuts) or in f32 (blocked layouts) the
+/// convolution kernel is as fast or faster.
 static bool isBf16FilterGradientAsMatmuls(const Call &call) {
   if (call.kind != CallKind::Conv2dBackwardFilter)
     return false;
@@ -281,7 +282,7 @@ static bool isBf16FilterGradientAsMatmuls(const Call &call) {
   int64_t pixels = dy.shape[1] * dy.shape[2];
   bool strided = call.strides != std::array<int64_t, 2>{1, 1};
   if (taps == 1)
-    return cin >= 64 && cout >= 64 && pixels <= 14 * 14;
+    return cin >= 64 && cout >= 64 && pixels <= 28 * 28;
   return taps * cin >= 128 && cout >= 32 &&
          (pixels <= 7 * 7 || (strided && pixels <= 14 * 14));
 }

@@ -333,7 +333,7 @@ TEST(ConvKernelBf16Test, ForwardAndBackwardMatchReferenceOnRoundedInputs) {
 
 /// The filter gradient of a bf16 convolution is a matrix product per thread
 /// over its share of the batch under --conv-algorithm auto for 1x1 filters
-/// with 64 channels in and out on outputs of at most 14x14 pixels, and for
+/// with 64 channels in and out on outputs of at most 28x28 pixels, and for
 /// larger filters with 128 columns and 32 output channels on 7x7 outputs,
 /// strided ones on 14x14 outputs (after im2col, unless the filter is an
 /// unpadded stride-1 1x1);
@@ -353,9 +353,9 @@ TEST(ConvKernelBf16Test, FilterGradientAsMatmulsPerThread) {
   const Case cases[] = {
       {{3, 8, 8, 64}, {1, 1, 64, 80}, {1, 1}, {0, 0, 0, 0}, DType::F32,
        ConvAlgorithm::Auto, true, false},
-      {{3, 14, 14, 64}, {1, 1, 64, 80}, {1, 1}, {0, 0, 0, 0}, DType::F32,
+      {{3, 28, 28, 64}, {1, 1, 64, 80}, {1, 1}, {0, 0, 0, 0}, DType::F32,
        ConvAlgorithm::Auto, true, false},
-      {{3, 15, 15, 64}, {1, 1, 64, 80}, {1, 1}, {0, 0, 0, 0}, DType::F32,
+      {{3, 29, 29, 64}, {1, 1, 64, 80}, {1, 1}, {0, 0, 0, 0}, DType::F32,
        ConvAlgorithm::Auto, false, false},
       {{3, 7, 7, 64}, {1, 1, 64, 80}, {1, 1}, {0, 0, 0, 0}, DType::BF16,
        ConvAlgorithm::Auto, false, false},
@@ -363,12 +363,12 @@ TEST(ConvKernelBf16Test, FilterGradientAsMatmulsPerThread) {
        ConvAlgorithm::Direct, false, false},
       {{3, 7, 7, 32}, {1, 1, 32, 80}, {1, 1}, {0, 0, 0, 0}, DType::F32,
        ConvAlgorithm::Auto, false, false},
-      // Output 14x14 (the odd input keeps its last column out).
-      {{3, 28, 27, 64}, {1, 1, 64, 80}, {2, 2}, {0, 0, 0, 0}, DType::F32,
+      // Output 28x28 (the odd input keeps its last column out).
+      {{3, 56, 55, 64}, {1, 1, 64, 80}, {2, 2}, {0, 0, 0, 0}, DType::F32,
        ConvAlgorithm::Auto, true, true},
       {{3, 14, 14, 64}, {1, 1, 64, 80}, {2, 2}, {0, 0, 0, 0}, DType::F32,
        ConvAlgorithm::Auto, true, true},
-      {{3, 30, 30, 64}, {1, 1, 64, 80}, {2, 2}, {0, 0, 0, 0}, DType::F32,
+      {{3, 58, 58, 64}, {1, 1, 64, 80}, {2, 2}, {0, 0, 0, 0}, DType::F32,
        ConvAlgorithm::Auto, false, false},
       // 3x3: stride 1 on 7x7, not on 8x8; stride 2 on 14x14 outputs, with
       // same and TensorFlow-style (bottom and right only) padding.
