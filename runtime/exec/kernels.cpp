@@ -344,8 +344,10 @@ Status Kernels::Impl::planFilterGradientAsMatmuls(const Call &call,
     int64_t first = firstImage(p), images = firstImage(p + 1) - first;
     int64_t pixels = images * ho * wo;
     std::vector<Step> steps;
-    memory input = bind(columnsMd(pixels), x, first * ho * wo * cin * xElement);
-    if (!direct) {
+    memory input;
+    if (direct) {
+      input = bind(columnsMd(pixels), x, first * ho * wo * cin * xElement);
+    } else {
       size_t at = size_t(first * ho * wo * columns * xElement);
       Step im2col;
       im2col.custom = [this, call, first, images, at] {
