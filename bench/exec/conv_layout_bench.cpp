@@ -172,11 +172,10 @@ double timeFilterGradientMatmuls(const Layer &l, int batch, int threads,
     memory::desc a({columns, pixels}, dt, {1, columns});
     memory::desc b({pixels, l.cout}, dt, {l.cout, 1});
     matmul::primitive_desc pd(matmul::desc(a, b, c), attr, eng);
-    char *columnsAt =
-        direct ? static_cast<char *>(input.get_data_handle()) +
-                     first * l.hw * l.hw * l.cin * elementSize
-               : static_cast<char *>(im2col.get_data_handle()) +
-                     first * out * out * columns * elementSize;
+    char *columnsAt = direct ? static_cast<char *>(input.get_data_handle()) +
+                                   first * l.hw * l.hw * l.cin * elementSize
+                             : static_cast<char *>(im2col.get_data_handle()) +
+                                   first * out * out * columns * elementSize;
     auto *gradAt = static_cast<char *>(outputGrad.get_data_handle()) +
                    first * out * out * l.cout * elementSize;
     Part part{stream(eng), matmul(pd), {}, first, images};
@@ -196,8 +195,14 @@ double timeFilterGradientMatmuls(const Layer &l, int batch, int threads,
     memory::dim out, pad;
     size_t elementSize;
     bool direct;
-  } run{l,   work, sums, static_cast<const char *>(input.get_data_handle()),
-        static_cast<char *>(im2col.get_data_handle()), out, pad, elementSize,
+  } run{l,
+        work,
+        sums,
+        static_cast<const char *>(input.get_data_handle()),
+        static_cast<char *>(im2col.get_data_handle()),
+        out,
+        pad,
+        elementSize,
         direct};
   auto onThread = [](void *data) {
     Run &r = *static_cast<Run *>(data);
@@ -207,8 +212,8 @@ double timeFilterGradientMatmuls(const Layer &l, int batch, int threads,
     for (size_t p = t; p < r.work.size(); p += n) {
       Part &part = r.work[p];
       char *to = r.im2col + part.first * r.out * r.out * l.k * l.k * row;
-      for (memory::dim b = part.first; !r.direct && b < part.first + part.images;
-           ++b)
+      for (memory::dim b = part.first;
+           !r.direct && b < part.first + part.images; ++b)
         for (memory::dim i = 0; i < r.out; ++i)
           for (memory::dim j = 0; j < r.out; ++j)
             for (memory::dim y = i * l.stride - r.pad;
@@ -255,8 +260,8 @@ double timeBackwardDataAsForward(const Layer &l, int batch,
   memory hwio(memory::desc({l.cout, l.cin, k, k}, dt, Tag::hwio), eng);
   memory flipped(pd.weights_desc(), eng), outputGrad(dy, eng),
       inputGrad(dx, eng), scratch(pd.scratchpad_desc(), eng);
-  memory::dim tapBytes = memory::dim(l.cin) * l.cout *
-                         (dt == memory::data_type::bf16 ? 2 : 4);
+  memory::dim tapBytes =
+      memory::dim(l.cin) * l.cout * (dt == memory::data_type::bf16 ? 2 : 4);
   memory::desc tap({l.cin, l.cout, 1, 1}, dt, {l.cout, 1, 1, 1});
   std::vector<memory> from, to;
   std::vector<reorder> taps;
@@ -331,7 +336,8 @@ int main(int argc, char **argv) {
               "bwd-weights; the runtime's bf16 forms: bwd-data of stride-1 "
               "layers as a forward convolution on the flipped filter, "
               "bwd-weights as im2col and a matmul per thread, NHWC)\n",
-              "layer (hw cin->cout kxk/s)", "NHWC", "nChw16c", "runtime's");  double total[2][3] = {};
+              "layer (hw cin->cout kxk/s)", "NHWC", "nChw16c", "runtime's");
+  double total[2][3] = {};
   std::vector<Layer> layers(std::begin(kResNet50), std::end(kResNet50));
   if (fmnist)
     layers.assign(std::begin(kFmnist), std::end(kFmnist));

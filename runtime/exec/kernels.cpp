@@ -99,8 +99,8 @@ struct Step {
 /// A oneDNN reorder from one memory into another (format or type change).
 Step reorderStep(memory from, memory to) {
   Step s;
-  if (auto own = PairBlockedWeightReorder::match(from.get_desc(),
-                                                 to.get_desc()))
+  if (auto own =
+          PairBlockedWeightReorder::match(from.get_desc(), to.get_desc()))
     // The memory objects share their handles with the ones the plan sets
     // once the staging buffer exists.
     s.custom = [own = *own, from, to] {
@@ -298,8 +298,7 @@ Status Kernels::Impl::planFilterGradientAsMatmuls(const Call &call,
   // Columns per output pixel: the filter's taps, Cin each, in HWIO order,
   // so the product is the HWIO gradient.
   int64_t columns = kh * kw * cin;
-  bool direct = kh * kw == 1 &&
-                call.strides == std::array<int64_t, 2>{1, 1} &&
+  bool direct = kh * kw == 1 && call.strides == std::array<int64_t, 2>{1, 1} &&
                 call.padding == std::array<int64_t, 4>{0, 0, 0, 0};
   plan.macs = double(n * ho * wo) * double(columns) * double(cout);
   plan.summary = fmt::format(
@@ -365,13 +364,13 @@ Status Kernels::Impl::planFilterGradientAsMatmuls(const Call &call,
     const dnnl::matmul::primitive_desc &pd = pds[size_t(p)];
     Step s;
     s.primitive = dnnl::matmul(pd);
-    s.args = {{DNNL_ARG_SRC, input},
-              {DNNL_ARG_WEIGHTS,
-               bind(outputGradMd(pixels), dy, first * ho * wo * cout * dyElement)},
-              {DNNL_ARG_DST, partial},
-              {DNNL_ARG_SCRATCHPAD,
-               scratchpadMemory(pd.scratchpad_desc(),
-                                size_t(p) * scratchpadStride)}};
+    s.args = {
+        {DNNL_ARG_SRC, input},
+        {DNNL_ARG_WEIGHTS,
+         bind(outputGradMd(pixels), dy, first * ho * wo * cout * dyElement)},
+        {DNNL_ARG_DST, partial},
+        {DNNL_ARG_SCRATCHPAD,
+         scratchpadMemory(pd.scratchpad_desc(), size_t(p) * scratchpadStride)}};
     steps.push_back(std::move(s));
     plan.split.parts.push_back(std::move(steps));
   }
@@ -444,13 +443,12 @@ Status Kernels::Impl::planBackwardDataAsForward(const Call &call,
   const TensorRef &w = call.operand("filter");
   const TensorRef &dy = call.operand("output_grad");
   const TensorRef &dx = call.operand("input_grad");
-  int64_t kh = w.shape[0], kw = w.shape[1], cin = w.shape[2],
-          cout = w.shape[3];
+  int64_t kh = w.shape[0], kw = w.shape[1], cin = w.shape[2], cout = w.shape[3];
   plan.macs = double(dy.numElements()) * double(kh * kw * cin);
   plan.summary = fmt::format(
-      "in {} filter {} out {} stride 1x1 pad {},{},{},{}", shapeString(dx.shape),
-      shapeString(w.shape), shapeString(dy.shape), call.padding[0],
-      call.padding[1], call.padding[2], call.padding[3]);
+      "in {} filter {} out {} stride 1x1 pad {},{},{},{}",
+      shapeString(dx.shape), shapeString(w.shape), shapeString(dy.shape),
+      call.padding[0], call.padding[1], call.padding[2], call.padding[3]);
   // dx = conv(dy, w') with w'[o = c, i = k, a, b] = w[kh-1-a, kw-1-b, c, k]:
   // each output-gradient pixel reaches the input pixels under the filter.
   memory::desc dyMd = activationDesc(dy), dxMd = activationDesc(dx);
@@ -460,9 +458,8 @@ Status Kernels::Impl::planBackwardDataAsForward(const Call &call,
   Dims padR = {kh - 1 - call.padding[1], kw - 1 - call.padding[3]};
   dnnl::convolution_forward::primitive_desc pd(
       dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                      dnnl::algorithm::convolution_direct,
-                                      dyMd, flippedAny, dxMd, {1, 1}, padL,
-                                      padR),
+                                      dnnl::algorithm::convolution_direct, dyMd,
+                                      flippedAny, dxMd, {1, 1}, padL, padR),
       attr, engine);
   // The flip has no strided form (oneDNN takes no negative strides), so
   // each tap is its own reorder: a [Cin, Cout] slice of the HWIO filter into

@@ -23,7 +23,7 @@ PairBlockedWeightReorder::match(const dnnl::memory::desc &from,
   const dnnl_blocking_desc_t &fb = f.format_desc.blocking;
   const dnnl_blocking_desc_t &tb = t.format_desc.blocking;
   // Source: plain, output channels dense and innermost (HWIO).
-  if (fb.inner_nblks != 0 || fb.strides[0] != 1)
+  if (fb.inner_nblks != 0 || fb.strides[0] != 1 || f.offset0 != 0)
     return std::nullopt;
   // Destination: X output channels, then 2 input channels, innermost.
   if (tb.inner_nblks != 2 || tb.inner_idxs[0] != 0 || tb.inner_idxs[1] != 1 ||
@@ -42,8 +42,6 @@ PairBlockedWeightReorder::match(const dnnl::memory::desc &from,
     r.toStride[d] = tb.strides[d];
   }
   r.toOffset = t.offset0;
-  if (f.offset0 != 0)
-    return std::nullopt;
   return r;
 }
 
@@ -52,12 +50,14 @@ void PairBlockedWeightReorder::runShare(const uint16_t *from, uint16_t *to,
   // Work items: (output block, h, w); each writes inputPairs chunks of
   // 2 * block elements.
   int64_t items = outputBlocks * height * width;
-  int64_t begin = items * thread / threads, end = items * (thread + 1) / threads;
+  int64_t begin = items * thread / threads,
+          end = items * (thread + 1) / threads;
   for (int64_t item = begin; item < end; ++item) {
     int64_t w = item % width, h = item / width % height,
             ob = item / (width * height);
     int64_t firstOutput = ob * block;
-    int64_t valid = std::max<int64_t>(0, std::min(block, outputs - firstOutput));
+    int64_t valid =
+        std::max<int64_t>(0, std::min(block, outputs - firstOutput));
     for (int64_t ip = 0; ip < inputPairs; ++ip) {
       uint16_t *out = to + toOffset + ob * toStride[0] + ip * toStride[1] +
                       h * toStride[2] + w * toStride[3];

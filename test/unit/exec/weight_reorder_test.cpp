@@ -39,10 +39,9 @@ TEST(PairBlockedWeightReorderTest, MatchesOneDnnIncludingPadding) {
   for (int threads : {1, 2, 3}) {
     omp_set_num_threads(threads);
     for (const Case &c : cases) {
-      SCOPED_TRACE(::testing::Message()
-                   << threads << " threads, " << c.outputs << "x" << c.inputs
-                   << "x" << c.kh << "x" << c.kw << " format "
-                   << int(c.format));
+      SCOPED_TRACE(::testing::Message() << threads << " threads, " << c.outputs
+                                        << "x" << c.inputs << "x" << c.kh << "x"
+                                        << c.kw << " format " << int(c.format));
       memory::dims dims = {c.outputs, c.inputs, c.kh, c.kw};
       memory::desc from(dims, memory::data_type::bf16, Tag::hwio);
       memory::desc to(dims, memory::data_type::bf16, c.format);
@@ -80,8 +79,8 @@ TEST(PairBlockedWeightReorderTest, ClaimsOnlyItsFormats) {
                                                desc(f32, Tag::AcdB32a2b)));
   EXPECT_FALSE(PairBlockedWeightReorder::match(desc(bf16, Tag::oihw),
                                                desc(bf16, Tag::AcdB32a2b)));
-  EXPECT_FALSE(PairBlockedWeightReorder::match(
-      desc(bf16, Tag::hwio), desc(bf16, Tag::BAcd8a16b2a)));
+  EXPECT_FALSE(PairBlockedWeightReorder::match(desc(bf16, Tag::hwio),
+                                               desc(bf16, Tag::BAcd8a16b2a)));
   EXPECT_FALSE(PairBlockedWeightReorder::match(desc(bf16, Tag::AcdB32a2b),
                                                desc(bf16, Tag::hwio)));
   EXPECT_FALSE(PairBlockedWeightReorder::match(desc(bf16, Tag::hwio),

@@ -38,10 +38,10 @@ private:
   PairBlockedWeightReorder() = default;
 
   int64_t outputs = 0, inputs = 0, height = 0, width = 0;
-  int64_t block = 0;                 // X output channels
+  int64_t block = 0; // X output channels
   int64_t outputBlocks = 0, inputPairs = 0;
-  int64_t fromStride[4] = {};        // elements, logical O, I, H, W
-  int64_t toStride[4] = {};          // elements per O block, I pair, H, W
+  int64_t fromStride[4] = {}; // elements, logical O, I, H, W
+  int64_t toStride[4] = {};   // elements per O block, I pair, H, W
   int64_t toOffset = 0;
 };
 
