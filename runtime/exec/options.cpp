@@ -319,8 +319,9 @@ compute:
   --weights-format F       blocked (default: oneDNN's format, reordered) | hwio
   --conv-algorithm A       auto (default: oneDNN's choice) | winograd | direct:
                            whether f32 3x3 stride-1 convolutions on nChw16c
-                           may run as Winograd F(4x4,3x3); direct also keeps
-                           bf16 backward passes on oneDNN's kernels
+                           may run as Winograd F(4x4,3x3); auto also runs
+                           bf16 backward passes on small images as matmuls
+                           or forward convolutions
   --profile                per-kernel time and GFLOP/s at the end
 
 output:
