@@ -16,6 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/rt/exec/gomp.h"
+
 #include <dnnl.hpp>
 
 #include <algorithm>
@@ -29,15 +31,6 @@
 
 using namespace dnnl;
 using Tag = memory::format_tag;
-
-extern "C" {
-void omp_set_num_threads(int);
-int omp_get_thread_num(void);
-int omp_get_num_threads(void);
-void GOMP_parallel(void (*fn)(void *), void *data, unsigned numThreads,
-                   unsigned flags);
-void GOMP_barrier(void);
-}
 
 namespace {
 struct Layer {

@@ -15,7 +15,7 @@ void storeImages(const float *nhwc, const TensorRef &slot, uint8_t *arena) {
   uint8_t *dst = arena + slot.offset;
   const int64_t n = slot.shape[0], h = slot.shape[1], w = slot.shape[2],
                 c = slot.shape[3];
-  if (slot.layout == Layout::None || slot.layout == Layout::Nhwc) {
+  if (slot.isRowMajor()) {
     if (slot.dtype == DType::F32) {
       std::memcpy(dst, nhwc, static_cast<size_t>(slot.byteSize()));
       return;

@@ -81,11 +81,13 @@ std::string shapeString(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
-/// One primitive execution with its arguments.
+/// One primitive execution with its arguments, or work the runtime does
+/// itself.
 struct Step {
   dnnl::primitive primitive;
   std::unordered_map<int, memory> args;
-  /// Set instead of `primitive` for work the runtime does itself.
+  /// Set instead of `primitive` (and `args`) for work the runtime does
+  /// itself.
   std::function<void()> custom;
 
   void execute(dnnl::stream &stream) {
@@ -100,14 +102,15 @@ struct Step {
 Step reorderStep(memory from, memory to) {
   Step s;
   if (auto own =
-          PairBlockedWeightReorder::match(from.get_desc(), to.get_desc()))
+          PairBlockedWeightReorder::match(from.get_desc(), to.get_desc())) {
     // The memory objects share their handles with the ones the plan sets
     // once the staging buffer exists.
     s.custom = [own = *own, from, to] {
       own.run(from.get_data_handle(), to.get_data_handle());
     };
-  else
-    s.primitive = dnnl::reorder(from, to);
+    return s;
+  }
+  s.primitive = dnnl::reorder(from, to);
   s.args = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
   return s;
 }
@@ -126,10 +129,11 @@ private:
 };
 
 /// Steps that run concurrently, one part to a thread, each part a
-/// single-threaded oneDNN computation of a partial f32 sum; when all are
-/// done, the threads add the partial sums into the first part's (`sum`,
-/// `elements` floats) in part order, so the result does not depend on how
-/// many threads ran the parts.
+/// single-threaded oneDNN computation of a partial f32 sum: part 0's in the
+/// arena at `sumOffset`, the others' in the staging buffer. When all are
+/// done, the threads add the partial sums into part 0's (`elements` floats)
+/// in part order, so the result does not depend on how many threads ran
+/// the parts.
 struct SplitSteps {
   std::vector<std::vector<Step>> parts;
   int64_t sumOffset = 0;               // arena bytes
@@ -271,12 +275,9 @@ static bool isBf16FilterGradientAsMatmuls(const Call &call) {
   const TensorRef &x = call.operand("input");
   const TensorRef &dy = call.operand("output_grad");
   const TensorRef &dw = call.operand("filter_grad");
-  auto nhwc = [](const TensorRef &t) {
-    return t.layout == Layout::None || t.layout == Layout::Nhwc;
-  };
   if (call.dilations != std::array<int64_t, 2>{1, 1} ||
       x.dtype != DType::BF16 || dy.dtype != DType::BF16 ||
-      dw.dtype != DType::F32 || !nhwc(x) || !nhwc(dy))
+      dw.dtype != DType::F32 || !x.isRowMajor() || !dy.isRowMajor())
     return false;
   int64_t taps = dw.shape[0] * dw.shape[1], cin = x.shape[3],
           cout = dy.shape[3];
@@ -424,9 +425,6 @@ static bool isBf16BackwardDataAsForward(const Call &call) {
   const TensorRef &w = call.operand("filter");
   const TensorRef &dy = call.operand("output_grad");
   const TensorRef &dx = call.operand("input_grad");
-  auto nhwc = [](const TensorRef &t) {
-    return t.layout == Layout::None || t.layout == Layout::Nhwc;
-  };
   // The forward convolution pads by what the filter reaches past the
   // backward one's padding.
   bool padsFit = call.padding[0] < w.shape[0] && call.padding[1] < w.shape[0] &&
@@ -434,8 +432,8 @@ static bool isBf16BackwardDataAsForward(const Call &call) {
   return w.shape[0] * w.shape[1] > 1 && padsFit &&
          call.strides == std::array<int64_t, 2>{1, 1} &&
          call.dilations == std::array<int64_t, 2>{1, 1} &&
-         w.dtype == DType::BF16 && dy.dtype == DType::BF16 && nhwc(dy) &&
-         nhwc(dx) && w.shape[2] >= 64 && w.shape[3] >= 64 &&
+         w.dtype == DType::BF16 && dy.dtype == DType::BF16 && dy.isRowMajor() &&
+         dx.isRowMajor() && w.shape[2] >= 64 && w.shape[3] >= 64 &&
          dy.shape[1] * dy.shape[2] <= 14 * 14;
 }
 

@@ -82,23 +82,19 @@ void PairBlockedWeightReorder::runShare(const uint16_t *from, uint16_t *to,
   }
 }
 
-namespace {
-struct Share {
-  const PairBlockedWeightReorder *reorder;
-  const uint16_t *from;
-  uint16_t *to;
-};
-void runShareOnPool(void *data) {
-  const Share &s = *static_cast<const Share *>(data);
-  s.reorder->runShare(s.from, s.to, omp_get_thread_num(),
-                      omp_get_num_threads());
-}
-} // namespace
-
 void PairBlockedWeightReorder::run(const void *from, void *to) const {
-  Share share{this, static_cast<const uint16_t *>(from),
-              static_cast<uint16_t *>(to)};
-  GOMP_parallel(runShareOnPool, &share, unsigned(omp_get_max_threads()), 0);
+  struct Share {
+    const PairBlockedWeightReorder *reorder;
+    const uint16_t *from;
+    uint16_t *to;
+  } share{this, static_cast<const uint16_t *>(from),
+          static_cast<uint16_t *>(to)};
+  auto onThread = [](void *data) {
+    const Share &s = *static_cast<const Share *>(data);
+    s.reorder->runShare(s.from, s.to, omp_get_thread_num(),
+                        omp_get_num_threads());
+  };
+  GOMP_parallel(onThread, &share, unsigned(omp_get_max_threads()), 0);
 }
 
 } // namespace kiln::rt::exec

@@ -9,11 +9,10 @@
 #include "kiln/ref/conv.h"
 #include "kiln/ref/dense.h"
 #include "kiln/rt/exec/arena.h"
+#include "kiln/rt/exec/gomp.h"
 #include "kiln/rt/exec/kernels.h"
 
 #include <fmt/format.h>
-
-extern "C" int omp_get_max_threads(void);
 
 namespace kiln::rt::exec::test {
 namespace {
@@ -331,16 +330,68 @@ TEST(ConvKernelBf16Test, ForwardAndBackwardMatchReferenceOnRoundedInputs) {
       << (*kernels)->implementation(1);
 }
 
+/// One bf16 backward convolution call of `kind` (filter or input gradient)
+/// on `conv`'s shapes: its two operands bf16-rounded random values (seeds
+/// `seed` and `seed + 1`), its result of `gradType`, planned under
+/// `algorithm` and executed `executions` times. `expected` is the
+/// reference's result on the same operands, rounded like the result.
+struct Bf16BackwardRun {
+  std::string impl;
+  ref::Tensor actual, expected;
+  double tolerance = 0;
+};
+void runBf16Backward(CallKind kind, const ConvCase &conv, DType gradType,
+                     ConvAlgorithm algorithm, int executions, uint64_t seed,
+                     Bf16BackwardRun &run) {
+  bool filterGrad = kind == CallKind::Conv2dBackwardFilter;
+  ref::Conv2dAttrs attrs = attrsOf(conv);
+  ref::Shape ys;
+  ASSERT_TRUE(ref::inferConv2dShape(conv.input, conv.filter, attrs, ys).ok());
+  // The operand besides the output gradient, and the result.
+  const ref::Shape &operandShape = filterGrad ? conv.input : conv.filter;
+  const ref::Shape &resultShape = filterGrad ? conv.filter : conv.input;
+  ArenaLayout layout;
+  TensorRef operand = layout.place(operandShape, DType::BF16);
+  TensorRef dy = layout.place(ys, DType::BF16);
+  TensorRef result = layout.place(resultShape, gradType);
+  Manifest m;
+  m.arenaBytes = layout.bytes();
+  m.calls = {convCall(kind,
+                      {{filterGrad ? "input" : "filter", operand},
+                       {"output_grad", dy},
+                       {filterGrad ? "filter_grad" : "input_grad", result}},
+                      conv)};
+  auto arena = Arena::allocate(m.arenaBytes);
+  ASSERT_TRUE(arena.isOk());
+  KernelOptions options;
+  options.convAlgorithm = algorithm;
+  auto kernels = Kernels::create(m, (*arena)->data(), options);
+  ASSERT_TRUE(kernels.isOk()) << kernels.status().toString();
+  run.impl = (*kernels)->implementation(0);
+  ref::Tensor ov = ref::roundToBf16(randomTensor(operandShape, seed));
+  ref::Tensor dyv = ref::roundToBf16(randomTensor(ys, seed + 1));
+  storeTensor((*arena)->data(), operand, ov);
+  storeTensor((*arena)->data(), dy, dyv);
+  for (int i = 0; i < executions; ++i)
+    (*kernels)->execute(0);
+  run.actual = loadTensor((*arena)->data(), result);
+  run.expected = filterGrad
+                     ? ref::conv2dBackwardFilter(ov, dyv, conv.filter, attrs)
+                     : ref::conv2dBackwardData(dyv, ov, conv.input, attrs);
+  if (gradType == DType::BF16)
+    run.expected = ref::roundToBf16(run.expected);
+  run.tolerance = gradType == DType::BF16 ? 1e-2 : 1e-4;
+}
+
 /// The filter gradient of a bf16 convolution is a matrix product per thread
 /// over its share of the batch under --conv-algorithm auto for 1x1 filters
 /// with 64 channels in and out on outputs of at most 28x28 pixels, and for
 /// larger filters with 128 columns and 32 output channels on 7x7 outputs,
 /// strided ones on 14x14 outputs (after im2col, unless the filter is an
-/// unpadded stride-1 1x1);
-/// otherwise, with a bf16 gradient, and with direct, it stays a
-/// convolution. All match the reference on bf16-rounded inputs, with one
-/// thread, and with two and three threads over 3 images (unequal shares;
-/// with three, one image each).
+/// unpadded stride-1 1x1); otherwise, with a bf16 gradient, and with
+/// direct, it stays a convolution. All match the reference on bf16-rounded
+/// inputs, with one thread, and with two and three threads over 3 images
+/// (unequal shares; with three, one image each).
 TEST(ConvKernelBf16Test, FilterGradientAsMatmulsPerThread) {
   struct Case {
     ref::Shape input, filter;
@@ -405,45 +456,20 @@ TEST(ConvKernelBf16Test, FilterGradientAsMatmulsPerThread) {
                    << c.strides[0]);
       const ConvCase conv = {"conv",    c.input,   c.filter,
                              c.strides, c.padding, {1, 1}};
-      ref::Conv2dAttrs attrs = attrsOf(conv);
-      ref::Shape ys;
-      ASSERT_TRUE(ref::inferConv2dShape(c.input, c.filter, attrs, ys).ok());
-      ArenaLayout layout;
-      TensorRef x = layout.place(c.input, DType::BF16);
-      TensorRef dy = layout.place(ys, DType::BF16);
-      TensorRef dw = layout.place(c.filter, c.gradType);
-      Manifest m;
-      m.arenaBytes = layout.bytes();
-      m.calls = {convCall(
-          CallKind::Conv2dBackwardFilter,
-          {{"input", x}, {"output_grad", dy}, {"filter_grad", dw}}, conv)};
-      auto arena = Arena::allocate(m.arenaBytes);
-      ASSERT_TRUE(arena.isOk());
-      KernelOptions options;
-      options.convAlgorithm = c.algorithm;
-      auto kernels = Kernels::create(m, (*arena)->data(), options);
-      ASSERT_TRUE(kernels.isOk()) << kernels.status().toString();
-      std::string impl = (*kernels)->implementation(0);
-      EXPECT_EQ(impl.find("matmul") != std::string::npos, c.matmul) << impl;
-      EXPECT_EQ(impl.find("im2col") != std::string::npos, c.im2col) << impl;
-      if (c.matmul)
-        EXPECT_NE(impl.find(fmt::format("over {} parts", threads)),
-                  std::string::npos)
-            << impl;
-      ref::Tensor xv = ref::roundToBf16(randomTensor(c.input, 9));
-      ref::Tensor dyv = ref::roundToBf16(randomTensor(ys, 10));
-      storeTensor((*arena)->data(), x, xv);
-      storeTensor((*arena)->data(), dy, dyv);
+      Bf16BackwardRun run;
       // Twice: the partial sums must not accumulate across calls.
-      (*kernels)->execute(0);
-      (*kernels)->execute(0);
-      ref::Tensor expected =
-          ref::conv2dBackwardFilter(xv, dyv, c.filter, attrs);
-      if (c.gradType == DType::BF16)
-        expected = ref::roundToBf16(expected);
-      EXPECT_TRUE(closeTo(loadTensor((*arena)->data(), dw), expected,
-                          c.gradType == DType::BF16 ? 1e-2 : 1e-4))
-          << impl;
+      ASSERT_NO_FATAL_FAILURE(runBf16Backward(CallKind::Conv2dBackwardFilter,
+                                              conv, c.gradType, c.algorithm,
+                                              /*executions=*/2, 9, run));
+      EXPECT_EQ(run.impl.find("matmul") != std::string::npos, c.matmul)
+          << run.impl;
+      EXPECT_EQ(run.impl.find("im2col") != std::string::npos, c.im2col)
+          << run.impl;
+      if (c.matmul)
+        EXPECT_NE(run.impl.find(fmt::format("over {} parts", threads)),
+                  std::string::npos)
+            << run.impl;
+      EXPECT_TRUE(closeTo(run.actual, run.expected, run.tolerance)) << run.impl;
     }
   }
   ASSERT_TRUE(setComputeThreads(defaultThreads).isOk());
@@ -490,37 +516,13 @@ TEST(ConvKernelBf16Test, BackwardDataAsForwardOnTheFlippedFilter) {
                  << c.filter[1]);
     const ConvCase conv = {"conv",    c.input, c.filter,
                            c.strides, c.padding, {1, 1}};
-    ref::Conv2dAttrs attrs = attrsOf(conv);
-    ref::Shape ys;
-    ASSERT_TRUE(ref::inferConv2dShape(c.input, c.filter, attrs, ys).ok());
-    ArenaLayout layout;
-    TensorRef w = layout.place(c.filter, DType::BF16);
-    TensorRef dy = layout.place(ys, DType::BF16);
-    TensorRef dx = layout.place(c.input, c.gradType);
-    Manifest m;
-    m.arenaBytes = layout.bytes();
-    m.calls = {convCall(CallKind::Conv2dBackwardData,
-                        {{"filter", w}, {"output_grad", dy}, {"input_grad", dx}},
-                        conv)};
-    auto arena = Arena::allocate(m.arenaBytes);
-    ASSERT_TRUE(arena.isOk());
-    KernelOptions options;
-    options.convAlgorithm = c.algorithm;
-    auto kernels = Kernels::create(m, (*arena)->data(), options);
-    ASSERT_TRUE(kernels.isOk()) << kernels.status().toString();
-    std::string impl = (*kernels)->implementation(0);
-    EXPECT_EQ(impl.find("flipped") != std::string::npos, c.flipped) << impl;
-    ref::Tensor wv = ref::roundToBf16(randomTensor(c.filter, 11));
-    ref::Tensor dyv = ref::roundToBf16(randomTensor(ys, 12));
-    storeTensor((*arena)->data(), w, wv);
-    storeTensor((*arena)->data(), dy, dyv);
-    (*kernels)->execute(0);
-    ref::Tensor expected = ref::conv2dBackwardData(dyv, wv, c.input, attrs);
-    if (c.gradType == DType::BF16)
-      expected = ref::roundToBf16(expected);
-    EXPECT_TRUE(closeTo(loadTensor((*arena)->data(), dx), expected,
-                        c.gradType == DType::BF16 ? 1e-2 : 1e-4))
-        << impl;
+    Bf16BackwardRun run;
+    ASSERT_NO_FATAL_FAILURE(runBf16Backward(CallKind::Conv2dBackwardData, conv,
+                                            c.gradType, c.algorithm,
+                                            /*executions=*/1, 11, run));
+    EXPECT_EQ(run.impl.find("flipped") != std::string::npos, c.flipped)
+        << run.impl;
+    EXPECT_TRUE(closeTo(run.actual, run.expected, run.tolerance)) << run.impl;
   }
 }
 

@@ -6,12 +6,11 @@
 
 #include "kiln/rt/exec/weight_reorder.h"
 
+#include "kiln/rt/exec/gomp.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
-
-extern "C" void omp_set_num_threads(int);
-extern "C" int omp_get_max_threads(void);
 
 namespace kiln::rt::exec::test {
 namespace {

@@ -53,6 +53,10 @@ struct TensorRef {
   int64_t numElements() const;
   /// Bytes the tensor occupies (nChw16c pads channels to 16).
   int64_t byteSize() const;
+  /// Whether the tensor is stored row-major, NHWC for an activation.
+  bool isRowMajor() const {
+    return layout == Layout::None || layout == Layout::Nhwc;
+  }
 };
 
 enum class VariableKind { Parameter, State };

@@ -30,12 +30,12 @@ public:
   /// Runs the reorder on the OpenMP pool.
   void run(const void *from, void *to) const;
 
-  /// The same for the thread `thread` of `threads` (the pool calls this).
-  void runShare(const uint16_t *from, uint16_t *to, int64_t thread,
-                int64_t threads) const;
-
 private:
   PairBlockedWeightReorder() = default;
+
+  /// The share of thread `thread` of `threads`.
+  void runShare(const uint16_t *from, uint16_t *to, int64_t thread,
+                int64_t threads) const;
 
   int64_t outputs = 0, inputs = 0, height = 0, width = 0;
   int64_t block = 0; // X output channels
