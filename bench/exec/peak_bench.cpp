@@ -9,8 +9,7 @@
 //     (vfmadd231ps zmm, m32{1to16}): the inner loop of a direct
 //     convolution that keeps output channels in a vector, as oneDNN's jit
 //     and brgconv kernels do. With 16 channels there is one such broadcast
-//     per FMA, and this rate, not the FMA peak, is what those layers can
-//     reach.
+//     per FMA, and this rate bounds those layers.
 // Each runs on N threads at once for a fixed number of iterations. Then the
 // memory rates that bound the generated loops (batch norm, elementwise
 // chains): a read of a 256 MiB buffer, and a copy into another counted as
@@ -21,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -133,10 +133,12 @@ void measureMemory(int threads) {
   }
   std::memset(from, 1, bytes); // fault the pages in before timing
   std::memset(to, 2, bytes);
-  std::vector<long long> sinks(static_cast<size_t>(threads));
+  // The sums are kept so that the reads cannot be optimized away.
+  static std::atomic<long long> sink;
   auto first = [&](int t, int n) { return vectors * size_t(t) / size_t(n); };
   double read = bandwidth(threads, double(bytes), [&](int t, int n) {
-    sinks[size_t(t)] = readVectors(from, first(t, n), first(t + 1, n));
+    sink.store(readVectors(from, first(t, n), first(t + 1, n)),
+               std::memory_order_relaxed);
   });
   double copy = bandwidth(threads, 2.0 * double(bytes), [&](int t, int n) {
     copyVectors(from, to, first(t, n), first(t + 1, n));

@@ -141,9 +141,13 @@ struct FoldCastIntoFilterGradient : OpRewritePattern<CastOp> {
     if (!grad || !grad->hasOneUse() ||
         !cast.getOutput().getType().getElementType().isF32())
       return failure();
-    rewriter.replaceOpWithNewOp<Conv2DBackwardFilterOp>(
-        cast, cast.getOutput().getType(), grad.getInput(), grad.getOutputGrad(),
-        grad.getStridesAttr(), grad.getPaddingAttr(), grad.getDilationsAttr());
+    // The gradient's location, not the cast's (which autodiff put at the
+    // weight's read): profiles attribute the call to its convolution.
+    auto f32Grad = Conv2DBackwardFilterOp::create(
+        rewriter, grad.getLoc(), cast.getOutput().getType(), grad.getInput(),
+        grad.getOutputGrad(), grad.getStridesAttr(), grad.getPaddingAttr(),
+        grad.getDilationsAttr());
+    rewriter.replaceOp(cast, f32Grad);
     rewriter.eraseOp(grad);
     return success();
   }
