@@ -33,3 +33,15 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 # End-to-end tests link compiled models with the runtime.
 if config.kiln_build_runtime:
     config.available_features.add("runtime")
+
+# The host's CPU flags as features (cpu-<flag> in /proc/cpuinfo's spelling,
+# e.g. cpu-amx_tile), for tests that need a CPU the host is not.
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("flags"):
+                config.available_features.update(
+                    "cpu-" + flag for flag in line.split(":", 1)[1].split())
+                break
+except OSError:
+    pass

@@ -5,6 +5,7 @@
 #include "kiln/rt/exec/arena.h"
 #include "kiln/rt/exec/comm.h"
 #include "kiln/rt/exec/context.h"
+#include "kiln/rt/exec/cpu_check.h"
 #include "kiln/rt/exec/eval.h"
 #include "kiln/rt/exec/input.h"
 #include "kiln/rt/exec/kernels.h"
@@ -119,6 +120,8 @@ Status Trainer::setup() {
     return KILN_STATUS(kInternal, "the model provides no manifest or train "
                                   "step");
   KILN_ASSIGN_OR_RETURN(manifest, parseManifest(model.manifest()));
+  if (model.target)
+    KILN_RETURN_IF_ERROR(checkTargetCpu(model.target()));
   trainFn = manifest.findFunction("train");
   evalFn = manifest.findFunction("eval");
   if (options.eval && (!evalFn || !model.eval))

@@ -5,6 +5,8 @@
 #include "passes/Conversion/KilnToLinalg/KilnToLinalg.h"
 #include "passes/Passes.h"
 
+#include "kiln/rt/cpu_features.h"
+
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
@@ -28,8 +30,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "llvm/IR/IRBuilder.h"
-#include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/IR/LegacyPassManager.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
@@ -37,6 +39,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
 
 using namespace mlir;
 
@@ -110,6 +113,37 @@ std::unique_ptr<llvm::Module> translateToLLVMIR(ModuleOp module,
   return llvmModule;
 }
 
+/// kiln_model_target (model.h): the CPU the code is generated for and the
+/// extensions of cpu_features.h it has, which the runtime checks before it
+/// runs any of the code.
+static void addTargetDescription(llvm::Module &module,
+                                 const llvm::TargetMachine &machine) {
+  const llvm::MCSubtargetInfo *info = machine.getMCSubtargetInfo();
+  std::string json =
+      "{\"cpu\": \"" + machine.getTargetCPU().str() + "\", \"features\": [";
+  llvm::StringRef separator = "";
+#define KILN_RECORD_FEATURE(feature)                                           \
+  if (info->checkFeatures("+" feature)) {                                      \
+    json += separator.str() + "\"" feature "\"";                               \
+    separator = ", ";                                                          \
+  }
+  KILN_CPU_FEATURES(KILN_RECORD_FEATURE)
+#undef KILN_RECORD_FEATURE
+  json += "]}";
+
+  llvm::LLVMContext &context = module.getContext();
+  auto *data = llvm::ConstantDataArray::getString(context, json, true);
+  auto *global = new llvm::GlobalVariable(
+      module, data->getType(), /*isConstant=*/true,
+      llvm::GlobalValue::PrivateLinkage, data, "kiln_model_target_data");
+  auto *fnType = llvm::FunctionType::get(llvm::PointerType::get(context, 0),
+                                         /*isVarArg=*/false);
+  auto *fn = llvm::Function::Create(fnType, llvm::GlobalValue::ExternalLinkage,
+                                    "kiln_model_target", module);
+  llvm::IRBuilder<> builder(llvm::BasicBlock::Create(context, "entry", fn));
+  builder.CreateRet(global);
+}
+
 bool emitObjectFile(llvm::Module &module, llvm::StringRef cpu,
                     llvm::StringRef path, std::string &error) {
   llvm::InitializeNativeTarget();
@@ -138,6 +172,7 @@ bool emitObjectFile(llvm::Module &module, llvm::StringRef cpu,
   }
   module.setTargetTriple(triple);
   module.setDataLayout(machine->createDataLayout());
+  addTargetDescription(module, *machine);
   for (llvm::Function &fn : module)
     if (!fn.isDeclaration()) {
       fn.addFnAttr("target-cpu", cpuName);

@@ -1,7 +1,7 @@
 /*===- model.h - The model ABI: compiled training step <-> runtime -*- C -*-===*
  *
  * The C side of docs/model-abi.md. `kilnc` compiles a model into one object
- * file that provides the three symbols declared under "provided by the
+ * file that provides the symbols declared under "provided by the
  * compiled model"; the runtime's `main` (runtime/exec) is linked with it and
  * provides the symbols under "provided by the runtime", which the generated
  * code calls back.
@@ -9,7 +9,9 @@
  * Versioning (as abi.h and IREE's executable_library.h): the manifest carries
  * "abi": KILN_RT_MODEL_ABI_VERSION. The runtime refuses a manifest whose
  * version differs; any change to the declarations below or to the meaning of
- * an existing manifest field bumps it. Everything here is plain C and POD.
+ * an existing manifest field bumps it, except an optional (weak) symbol that
+ * a runtime does without when an object lacks it. Everything here is plain C
+ * and POD.
  *
  *===----------------------------------------------------------------------===*/
 #ifndef KILN_RT_MODEL_H
@@ -46,6 +48,12 @@ typedef struct kiln_rt_arena_ref_s {
 /* The manifest: NUL-terminated JSON describing the arena, the variables, the
  * functions, the library calls and the allreduce buckets (model-abi.md). */
 const char *kiln_model_manifest(void);
+
+/* The CPU the code was generated for: NUL-terminated JSON
+ * {"cpu": "<LLVM CPU name>", "features": ["avx2", "avx512f", ...]}, the
+ * features being those of cpu_features.h that the CPU has. Optional (weak):
+ * objects from before it lack it, and the runtime then skips its check. */
+const char *kiln_model_target(void) __attribute__((weak));
 
 /* One training step / one evaluation step. Inputs are read from and outputs
  * written to their arena slots; variables are updated in place. */
