@@ -234,8 +234,10 @@ struct Kernels::Impl {
   void writeColumns(const Call &call, int64_t first, int64_t images,
                     uint8_t *out) const;
   Status planBackwardDataAsForward(const Call &call, CallPlan &plan);
+  /// With `kernelOnly`, a backward pass sets only plan.impl, the kernel
+  /// oneDNN picks, and creates and binds nothing.
   Status planConvWith(const Call &call, CallPlan &plan,
-                      dnnl::algorithm algorithm);
+                      dnnl::algorithm algorithm, bool kernelOnly = false);
   Status planMatmul(const Call &call, CallPlan &plan);
   Status planReorder(const Call &call, CallPlan &plan);
   Status planDenseBackwardWeights(const Call &call, CallPlan &plan);
@@ -484,13 +486,26 @@ Status Kernels::Impl::planBackwardDataAsForward(const Call &call,
   return Status::ok();
 }
 
+bool isOlderBf16JitKernel(std::string_view impl) {
+  return impl.substr(0, 8) == "jit_bf16";
+}
+
 Status Kernels::Impl::planConv(const Call &call, CallPlan &plan) {
+  bool asMatmuls = isBf16FilterGradientAsMatmuls(call),
+       asForward = isBf16BackwardDataAsForward(call);
   if (options.convAlgorithm == ConvAlgorithm::Auto &&
-      isBf16FilterGradientAsMatmuls(call))
-    return planFilterGradientAsMatmuls(call, plan);
-  if (options.convAlgorithm == ConvAlgorithm::Auto &&
-      isBf16BackwardDataAsForward(call))
-    return planBackwardDataAsForward(call, plan);
+      (asMatmuls || asForward)) {
+    // The runtime's forms replace oneDNN's older bf16 jit kernels only,
+    // which its rules were measured against; a newer kernel oneDNN picks
+    // instead (brgemm-based, or AMX on CPUs that have it) is kept.
+    CallPlan library;
+    KILN_RETURN_IF_ERROR(planConvWith(call, library,
+                                      dnnl::algorithm::convolution_direct,
+                                      /*kernelOnly=*/true));
+    if (isOlderBf16JitKernel(library.impl))
+      return asMatmuls ? planFilterGradientAsMatmuls(call, plan)
+                       : planBackwardDataAsForward(call, plan);
+  }
   const TensorRef &w = call.operand(
       call.kind == CallKind::Conv2dBackwardFilter ? "filter_grad" : "filter");
   bool eligible = options.convAlgorithm != ConvAlgorithm::Direct &&
@@ -519,7 +534,7 @@ Status Kernels::Impl::planConv(const Call &call, CallPlan &plan) {
 }
 
 Status Kernels::Impl::planConvWith(const Call &call, CallPlan &plan,
-                                   dnnl::algorithm algorithm) {
+                                   dnnl::algorithm algorithm, bool kernelOnly) {
   bool fwd = call.kind == CallKind::Conv2dForward;
   bool bwdData = call.kind == CallKind::Conv2dBackwardData;
   const TensorRef &x = call.operand(fwd ? "input"
@@ -623,6 +638,10 @@ Status Kernels::Impl::planConvWith(const Call &call, CallPlan &plan,
                                                strides, dilates, padL, padR);
     dnnl::convolution_backward_data::primitive_desc pd(desc, attr, engine,
                                                        fwdPd);
+    if (kernelOnly) {
+      plan.impl = implName(pd);
+      return Status::ok();
+    }
     memory weights = bind(wUser, w);
     memory used = weights;
     if (pd.weights_desc() != wUser) {
@@ -645,6 +664,10 @@ Status Kernels::Impl::planConvWith(const Call &call, CallPlan &plan,
                                                 strides, dilates, padL, padR);
   dnnl::convolution_backward_weights::primitive_desc pd(desc, attr, engine,
                                                         fwdPd);
+  if (kernelOnly) {
+    plan.impl = implName(pd);
+    return Status::ok();
+  }
   addWeightGradientStep(
       plan, dnnl::convolution_backward_weights(pd),
       {{DNNL_ARG_SRC, bind(xMd, x)},

@@ -475,6 +475,19 @@ TEST(ConvKernelBf16Test, FilterGradientAsMatmulsPerThread) {
   ASSERT_TRUE(setComputeThreads(defaultThreads).isOk());
 }
 
+/// The runtime's bf16 backward forms replace oneDNN's older jit kernels
+/// only: a newer kernel (brgemm-based, AMX) is kept.
+TEST(ConvKernelBf16Test, ReplacesOnlyTheOlderJitKernels) {
+  EXPECT_TRUE(isOlderBf16JitKernel("jit_bf16:avx512_core_bf16"));
+  EXPECT_TRUE(isOlderBf16JitKernel("jit_bf16_1x1:avx512_core_bf16"));
+  EXPECT_FALSE(isOlderBf16JitKernel("brgconv:avx512_core_bf16"));
+  EXPECT_FALSE(isOlderBf16JitKernel("brgconv_bwd_w:avx512_core_amx"));
+  EXPECT_FALSE(isOlderBf16JitKernel("jit:avx512_core"));
+  EXPECT_FALSE(isOlderBf16JitKernel("gemm:jit"));
+  EXPECT_FALSE(isOlderBf16JitKernel("jit_bf"));
+  EXPECT_FALSE(isOlderBf16JitKernel(""));
+}
+
 /// The input gradient of a bf16 stride-1 convolution with a filter larger
 /// than 1x1, at least 64 channels in and out and an image of at most 14x14
 /// pixels is a forward convolution of the output gradient with the flipped

@@ -26,7 +26,9 @@
 // two of oneDNN's bf16 backward kernels where they are slow (kernels.cpp):
 // on small NHWC images, a filter gradient is im2col and a matrix product
 // per thread over its share of the batch, and a stride-1 input gradient is
-// a forward convolution with the flipped filter.
+// a forward convolution with the flipped filter. Both replace only oneDNN
+// 2.6's older bf16 jit kernels (isOlderBf16JitKernel), which their rules
+// were measured against; newer kernels (brgemm-based, AMX) are kept.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RT_EXEC_KERNELS_H
@@ -38,10 +40,16 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace kiln::rt::exec {
 
 enum class ConvAlgorithm { Direct, Winograd, Auto };
+
+/// Whether oneDNN's implementation name `impl` is one of its older bf16 jit
+/// convolution kernels (jit_bf16, jit_bf16_1x1), the ones the runtime's bf16
+/// backward forms replace.
+bool isOlderBf16JitKernel(std::string_view impl);
 
 struct KernelOptions {
   /// Let oneDNN choose the weight format of convolutions (see above);
