@@ -155,6 +155,16 @@ bool emitObjectFile(llvm::Module &module, llvm::StringRef cpu,
     return false;
   std::string cpuName =
       cpu == "native" ? llvm::sys::getHostCPUName().str() : cpu.str();
+  // LLVM would only warn about an unknown name, then fail deep inside code
+  // generation; its name is also recorded for the runtime (kiln_model_target).
+  std::unique_ptr<llvm::MCSubtargetInfo> generic(
+      target->createMCSubtargetInfo(triple, "x86-64", ""));
+  if (!generic || !generic->isCPUStringValid(cpuName)) {
+    error = "--cpu=" + cpuName +
+            ": not a CPU LLVM knows (`llc-22 -mcpu=help` lists them; "
+            "native, the default, is this machine's)";
+    return false;
+  }
   std::string features;
   if (cpu == "native") {
     llvm::SubtargetFeatures list;
