@@ -1,0 +1,569 @@
+//===- winograd.cpp - Fused-tile Winograd F(4x4,3x3) for narrow layers ----===//
+//
+// Y = A^T [(G g G^T) . (B^T d B)] A for each 4x4 output tile, d its 6x6
+// input patch and g the 3x3 filter of one input and output channel (Lavin
+// and Gray, "Fast Algorithms for Convolutional Neural Networks", 2016). The
+// 16 channels of a block sit in one AVX-512 register, so the transforms are
+// vector additions and multiplications by constants, and the products are
+// 36 matrix products [tiles x inputs] x [inputs x outputs], one per point
+// of the 6x6 transformed tile.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/rt/exec/winograd.h"
+
+#include "kiln/rt/exec/gomp.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+// Every function that uses AVX-512 carries the target attribute instead of
+// the file being compiled with -mavx512f: no inline function of a shared
+// header can then be emitted with AVX-512 instructions and picked by the
+// linker for code that runs on CPUs without it.
+#define KILN_AVX512 __attribute__((target("avx512f")))
+
+namespace kiln::rt::exec {
+
+ActivationView ActivationView::nhwc(float *data, int64_t n, int64_t h,
+                                    int64_t w, int64_t c) {
+  return {data, n, h, w, c, h * w * c, 16, w * c, c};
+}
+
+ActivationView ActivationView::nChw16c(float *data, int64_t n, int64_t h,
+                                       int64_t w, int64_t c) {
+  int64_t blocks = (c + 15) / 16;
+  return {data, n, h, w, c, blocks * h * w * 16, h * w * 16, w * 16, 16};
+}
+
+bool Winograd3x3::available() { return __builtin_cpu_supports("avx512f"); }
+
+Winograd3x3::Winograd3x3(int64_t inputs, int64_t outputs, Pass pass)
+    : inputs(inputs), outputs(outputs), pass(pass) {}
+
+namespace {
+
+constexpr int64_t kGroup = Winograd3x3::kTilesPerGroup;
+constexpr int64_t kPoints = 36; // of a 6x6 transformed tile
+
+/// Floats from one point's slice of those buffers to the next: a cache line
+/// more than the slice, since with power-of-two strides the 36 slices a
+/// tile transform touches fall into a few L1 sets and evict each other.
+int64_t pointStride(int64_t channels) { return kGroup * channels + 16; }
+
+/// The buffers of one thread: the transformed filter [36][inputs][outputs],
+/// transformed inputs [36][inputs/16][kGroup][16] and products
+/// [36][outputs/16][kGroup][16] (each point's slice pointStride apart). The
+/// filter gradient uses the same: its sum in the transformed domain, the
+/// transformed inputs and the transformed output gradients.
+/// Tile-major inside a channel block, so the broadcasts of one channel for
+/// the kGroup tiles sit at fixed offsets from one base. Each thread
+/// transforms the whole filter into its own copy: sharing one, written by
+/// both threads and then read by both, made every call on two threads ~10%
+/// slower than the filter transform costs (~2% of a call at 64 channels).
+int64_t threadFloats(int64_t inputs, int64_t outputs) {
+  return kPoints *
+         (inputs * outputs + pointStride(inputs) + pointStride(outputs));
+}
+
+/// out = B^T d for one column (or, applied to a row, d B).
+KILN_AVX512 inline void inputTransform(const __m512 d[6], __m512 out[6]) {
+  __m512 four = _mm512_set1_ps(4.0f), five = _mm512_set1_ps(5.0f),
+         two = _mm512_set1_ps(2.0f);
+  __m512 t1 = _mm512_fnmadd_ps(four, d[2], d[4]); // d4 - 4 d2
+  __m512 t2 = _mm512_fnmadd_ps(four, d[1], d[3]); // d3 - 4 d1
+  __m512 t3 = _mm512_sub_ps(d[4], d[2]);
+  __m512 t4 = _mm512_mul_ps(two, _mm512_sub_ps(d[3], d[1]));
+  out[0] = _mm512_fmadd_ps(four, d[0], _mm512_fnmadd_ps(five, d[2], d[4]));
+  out[1] = _mm512_add_ps(t1, t2);
+  out[2] = _mm512_sub_ps(t1, t2);
+  out[3] = _mm512_add_ps(t3, t4);
+  out[4] = _mm512_sub_ps(t3, t4);
+  out[5] = _mm512_fmadd_ps(four, d[1], _mm512_fnmadd_ps(five, d[3], d[5]));
+}
+
+/// out = A^T m for one column (or m A for a row).
+KILN_AVX512 inline void outputTransform(const __m512 m[6], __m512 out[4]) {
+  __m512 sum12 = _mm512_add_ps(m[1], m[2]), diff12 = _mm512_sub_ps(m[1], m[2]);
+  __m512 sum34 = _mm512_add_ps(m[3], m[4]), diff34 = _mm512_sub_ps(m[3], m[4]);
+  out[0] = _mm512_add_ps(_mm512_add_ps(m[0], sum12), sum34);
+  out[1] = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), diff34, diff12);
+  out[2] = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), sum34, sum12);
+  out[3] = _mm512_add_ps(_mm512_fmadd_ps(_mm512_set1_ps(8.0f), diff34, diff12),
+                         m[5]);
+}
+
+/// out = G g for one column of the 3x3 filter (or g G^T for a row).
+KILN_AVX512 inline void filterTransform(const __m512 g[3], __m512 out[6]) {
+  __m512 sixth = _mm512_set1_ps(1.0f / 6.0f);
+  __m512 sum02 = _mm512_add_ps(g[0], g[2]);
+  out[0] = _mm512_mul_ps(_mm512_set1_ps(0.25f), g[0]);
+  out[1] =
+      _mm512_mul_ps(_mm512_set1_ps(-1.0f / 6.0f), _mm512_add_ps(sum02, g[1]));
+  out[2] =
+      _mm512_mul_ps(_mm512_set1_ps(-1.0f / 6.0f), _mm512_sub_ps(sum02, g[1]));
+  __m512 a = _mm512_fmadd_ps(_mm512_set1_ps(1.0f / 24.0f), g[0],
+                             _mm512_mul_ps(sixth, g[2]));
+  __m512 b = _mm512_mul_ps(_mm512_set1_ps(1.0f / 12.0f), g[1]);
+  out[3] = _mm512_add_ps(a, b);
+  out[4] = _mm512_sub_ps(a, b);
+  out[5] = g[2];
+}
+
+/// out = A y for one column of a 4x4 output-gradient tile (or y A^T for a
+/// row): the transpose of outputTransform.
+KILN_AVX512 inline void outputGradientTransform(const __m512 y[4],
+                                                __m512 out[6]) {
+  __m512 even = _mm512_add_ps(y[0], y[2]), odd = _mm512_add_ps(y[1], y[3]);
+  __m512 even4 = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), y[2], y[0]);
+  __m512 odd8 =
+      _mm512_fmadd_ps(_mm512_set1_ps(8.0f), y[3], _mm512_add_ps(y[1], y[1]));
+  out[0] = y[0];
+  out[1] = _mm512_add_ps(even, odd);
+  out[2] = _mm512_sub_ps(even, odd);
+  out[3] = _mm512_add_ps(even4, odd8);
+  out[4] = _mm512_sub_ps(even4, odd8);
+  out[5] = y[3];
+}
+
+/// out = G^T u for one column of a 6x6 filter gradient (or u G for a row):
+/// the transpose of filterTransform.
+KILN_AVX512 inline void filterGradientTransform(const __m512 u[6],
+                                                __m512 out[3]) {
+  __m512 sum12 = _mm512_add_ps(u[1], u[2]), diff21 = _mm512_sub_ps(u[2], u[1]);
+  __m512 sum34 = _mm512_add_ps(u[3], u[4]), diff34 = _mm512_sub_ps(u[3], u[4]);
+  __m512 sixth = _mm512_set1_ps(1.0f / 6.0f);
+  out[0] = _mm512_fmadd_ps(
+      _mm512_set1_ps(0.25f), u[0],
+      _mm512_fmadd_ps(_mm512_set1_ps(1.0f / 24.0f), sum34,
+                      _mm512_mul_ps(_mm512_set1_ps(-1.0f / 6.0f), sum12)));
+  out[1] = _mm512_fmadd_ps(sixth, diff21,
+                           _mm512_mul_ps(_mm512_set1_ps(1.0f / 12.0f), diff34));
+  out[2] =
+      _mm512_add_ps(_mm512_mul_ps(sixth, _mm512_sub_ps(sum34, sum12)), u[5]);
+}
+
+struct Job {
+  const float *filter; // forward and input gradient
+  float *filterGrad;   // filter gradient
+  /// The filter gradient's `output` is the output gradient it reads.
+  ActivationView input, output;
+  Winograd3x3::Epilogue epilogue;
+  int64_t inputs, outputs;
+  bool inputGradient;
+  float *threadBuffers; // threadFloats() per thread
+  int64_t tileRows, tileCols, tiles;
+};
+
+/// U[point][input][output] = G g G^T, 16 output channels at a time.
+KILN_AVX512 void transformFilter(const Job &job, float *U) {
+  int64_t C = job.inputs, K = job.outputs;
+  for (int64_t i = 0; i < C; ++i) {
+    for (int64_t ob = 0; ob < K; ob += 16) {
+      __m512 g[3][3];
+      for (int kh = 0; kh < 3; ++kh)
+        for (int kw = 0; kw < 3; ++kw) {
+          if (!job.inputGradient) {
+            g[kh][kw] =
+                _mm512_loadu_ps(job.filter + ((kh * 3 + kw) * C + i) * K + ob);
+            continue;
+          }
+          // The forward filter [3,3,K,C], flipped in space, its channel
+          // axes swapped: 16 output channels are 16 rows C floats apart.
+          const float *row =
+              job.filter + (((2 - kh) * 3 + (2 - kw)) * K + ob) * C + i;
+          __m512i index =
+              _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
+                                                   10, 11, 12, 13, 14, 15),
+                                 _mm512_set1_epi32(int(C)));
+          g[kh][kw] = _mm512_i32gather_ps(index, row, 4);
+        }
+      __m512 columns[3][6]; // G g: columns[kw][r]
+      for (int kw = 0; kw < 3; ++kw) {
+        __m512 column[3] = {g[0][kw], g[1][kw], g[2][kw]};
+        filterTransform(column, columns[kw]);
+      }
+      for (int r = 0; r < 6; ++r) {
+        __m512 row[3] = {columns[0][r], columns[1][r], columns[2][r]}, u[6];
+        filterTransform(row, u);
+        for (int s = 0; s < 6; ++s)
+          _mm512_storeu_ps(U + ((r * 6 + s) * C + i) * K + ob, u[s]);
+      }
+    }
+  }
+}
+
+/// V[point][slot][block] = B^T d B for the tile at (n, row, col).
+KILN_AVX512 void transformInputTile(const Job &job, float *V, int64_t slot,
+                                    int64_t n, int64_t tileRow,
+                                    int64_t tileCol) {
+  const ActivationView &in = job.input;
+  int64_t y0 = tileRow * 4 - 1, x0 = tileCol * 4 - 1;
+  bool interior =
+      y0 >= 0 && y0 + 6 <= in.height && x0 >= 0 && x0 + 6 <= in.width;
+  int64_t C = job.inputs;
+  for (int64_t block = 0; block < C / 16; ++block) {
+    const float *origin = in.at(n, block, 0, 0);
+    __m512 t[6][6]; // B^T d: t[row][column]
+    for (int j = 0; j < 6; ++j) {
+      __m512 d[6], out[6];
+      int64_t x = x0 + j;
+      for (int r = 0; r < 6; ++r) {
+        int64_t y = y0 + r;
+        d[r] = interior || (y >= 0 && y < in.height && x >= 0 && x < in.width)
+                   ? _mm512_loadu_ps(origin + y * in.rowStride +
+                                     x * in.pixelStride)
+                   : _mm512_setzero_ps();
+      }
+      inputTransform(d, out);
+      for (int r = 0; r < 6; ++r)
+        t[r][j] = out[r];
+    }
+    for (int r = 0; r < 6; ++r) {
+      __m512 out[6];
+      inputTransform(t[r], out);
+      for (int s = 0; s < 6; ++s)
+        _mm512_storeu_ps(V + (r * 6 + s) * pointStride(C) +
+                             (block * kGroup + slot) * 16,
+                         out[s]);
+    }
+  }
+}
+
+/// The output tile at (n, row, col) = A^T M A, plus the epilogue.
+KILN_AVX512 void transformOutputTile(const Job &job, const float *M,
+                                     int64_t slot, int64_t n, int64_t tileRow,
+                                     int64_t tileCol) {
+  const ActivationView &out = job.output;
+  const Winograd3x3::Epilogue &epilogue = job.epilogue;
+  int64_t K = job.outputs;
+  for (int64_t block = 0; block < K / 16; ++block) {
+    __m512 s[4][6]; // A^T m: s[row][column]
+    for (int j = 0; j < 6; ++j) {
+      __m512 m[6], column[4];
+      for (int r = 0; r < 6; ++r)
+        m[r] = _mm512_loadu_ps(M + (r * 6 + j) * pointStride(K) +
+                               (block * kGroup + slot) * 16);
+      outputTransform(m, column);
+      for (int r = 0; r < 4; ++r)
+        s[r][j] = column[r];
+    }
+    __m512 bias = epilogue.bias ? _mm512_loadu_ps(epilogue.bias + block * 16)
+                                : _mm512_setzero_ps();
+    for (int r = 0; r < 4; ++r) {
+      int64_t y = tileRow * 4 + r;
+      if (y >= out.height)
+        break;
+      __m512 row[4];
+      outputTransform(s[r], row);
+      for (int c = 0; c < 4; ++c) {
+        int64_t x = tileCol * 4 + c;
+        if (x >= out.width)
+          break;
+        float *at = out.at(n, block, y, x);
+        __m512 v = _mm512_add_ps(row[c], bias);
+        if (epilogue.residual)
+          v = _mm512_add_ps(
+              v, _mm512_loadu_ps(epilogue.residual + (at - out.data)));
+        if (epilogue.relu)
+          v = _mm512_max_ps(v, _mm512_setzero_ps());
+        _mm512_storeu_ps(at, v);
+      }
+    }
+  }
+}
+
+template <int Blocks>
+KILN_AVX512 inline void multiplyBlocks(const float *Vp, const float *Up,
+                                       float *Mp, int64_t C, int64_t K,
+                                       int64_t ob) {
+  __m512 acc[kGroup][Blocks];
+  for (int64_t g = 0; g < kGroup; ++g)
+    for (int b = 0; b < Blocks; ++b)
+      acc[g][b] = _mm512_setzero_ps();
+  for (int64_t block = 0; block < C / 16; ++block) {
+    const float *Vb = Vp + block * kGroup * 16;
+    const float *Ub = Up + block * 16 * K + ob;
+    for (int64_t c = 0; c < 16; ++c) {
+      __m512 w[Blocks];
+      for (int b = 0; b < Blocks; ++b)
+        w[b] = _mm512_loadu_ps(Ub + c * K + 16 * b);
+      for (int64_t g = 0; g < kGroup; ++g) {
+        __m512 v = _mm512_set1_ps(Vb[g * 16 + c]);
+        for (int b = 0; b < Blocks; ++b)
+          acc[g][b] = _mm512_fmadd_ps(v, w[b], acc[g][b]);
+      }
+    }
+  }
+  for (int64_t g = 0; g < kGroup; ++g)
+    for (int b = 0; b < Blocks; ++b)
+      _mm512_storeu_ps(Mp + ((ob / 16 + b) * kGroup + g) * 16, acc[g][b]);
+}
+
+KILN_AVX512 void multiply(const Job &job, const float *U, const float *V,
+                          float *M) {
+  int64_t C = job.inputs, K = job.outputs;
+  for (int64_t p = 0; p < kPoints; ++p) {
+    const float *Vp = V + p * pointStride(C);
+    const float *Up = U + p * C * K;
+    float *Mp = M + p * pointStride(K);
+    int64_t ob = 0;
+    for (; ob + 32 <= K; ob += 32)
+      multiplyBlocks<2>(Vp, Up, Mp, C, K, ob);
+    for (; ob < K; ob += 16)
+      multiplyBlocks<1>(Vp, Up, Mp, C, K, ob);
+  }
+}
+
+/// Asks the caches for the pixels that tiles [first, first + count) read
+/// from `view`: rows and columns [4 t - before, 4 t - before + extent) of
+/// tile t, clipped to the image; a 16-channel block of a pixel is one
+/// cache line. Runs of tiles in one tile row share their rows.
+void prefetchTiles(const Job &job, const ActivationView &view, int64_t first,
+                   int64_t count, int64_t before, int64_t extent) {
+  int64_t tilesPerImage = job.tileRows * job.tileCols;
+  int64_t end = std::min(first + count, job.tiles);
+  for (int64_t tile = first; tile < end;) {
+    int64_t n = tile / tilesPerImage, inImage = tile % tilesPerImage;
+    int64_t row = inImage / job.tileCols, column = inImage % job.tileCols;
+    int64_t run = std::min(job.tileCols - column, end - tile);
+    int64_t y0 = std::max<int64_t>(0, row * 4 - before);
+    int64_t y1 = std::min(view.height, row * 4 - before + extent);
+    int64_t x0 = std::max<int64_t>(0, column * 4 - before);
+    int64_t x1 = std::min(view.width, (column + run - 1) * 4 - before + extent);
+    for (int64_t block = 0; block < view.channels / 16; ++block)
+      for (int64_t y = y0; y < y1; ++y)
+        for (int64_t x = x0; x < x1; ++x)
+          __builtin_prefetch(view.at(n, block, y, x));
+    tile += run;
+  }
+}
+
+/// Zeros in `slot` of a [36][channels/16][kGroup][16] buffer.
+void zeroSlot(float *buffer, int64_t channels, int64_t slot) {
+  for (int64_t p = 0; p < kPoints; ++p)
+    for (int64_t block = 0; block < channels / 16; ++block)
+      std::fill_n(buffer + p * pointStride(channels) +
+                      (block * kGroup + slot) * 16,
+                  16, 0.0f);
+}
+
+KILN_AVX512 void runThread(void *data) {
+  const Job &job = *static_cast<const Job *>(data);
+  int64_t thread = omp_get_thread_num(), threads = omp_get_num_threads();
+  float *U = job.threadBuffers + thread * threadFloats(job.inputs, job.outputs);
+  float *V = U + kPoints * job.inputs * job.outputs;
+  float *M = V + kPoints * pointStride(job.inputs);
+  transformFilter(job, U);
+
+  int64_t groups = (job.tiles + kGroup - 1) / kGroup;
+  int64_t tilesPerImage = job.tileRows * job.tileCols;
+  for (int64_t group = groups * thread / threads,
+               end = groups * (thread + 1) / threads;
+       group < end; ++group) {
+    int64_t first = group * kGroup;
+    int64_t count = std::min(kGroup, job.tiles - first);
+    if (group + 1 < end)
+      prefetchTiles(job, job.input, first + kGroup, kGroup, 1, 6);
+    for (int64_t slot = 0; slot < kGroup; ++slot) {
+      int64_t tile = first + slot;
+      if (slot < count) {
+        int64_t n = tile / tilesPerImage, inImage = tile % tilesPerImage;
+        transformInputTile(job, V, slot, n, inImage / job.tileCols,
+                           inImage % job.tileCols);
+        continue;
+      }
+      // The unused slots of the last group: their products are never
+      // stored, but garbage could hold NaNs or slow denormals.
+      zeroSlot(V, job.inputs, slot);
+    }
+    multiply(job, U, V, M);
+    for (int64_t slot = 0; slot < count; ++slot) {
+      int64_t tile = first + slot;
+      int64_t n = tile / tilesPerImage, inImage = tile % tilesPerImage;
+      transformOutputTile(job, M, slot, n, inImage / job.tileCols,
+                          inImage % job.tileCols);
+    }
+  }
+}
+
+/// Y[point][slot][block] = A y A^T for the 4x4 output-gradient tile at
+/// (n, row, col), zeros past the image's edge.
+KILN_AVX512 void transformOutputGradientTile(const Job &job, float *Y,
+                                             int64_t slot, int64_t n,
+                                             int64_t tileRow, int64_t tileCol) {
+  const ActivationView &dy = job.output;
+  int64_t K = job.outputs;
+  int64_t rows = std::min<int64_t>(4, dy.height - tileRow * 4);
+  int64_t columns = std::min<int64_t>(4, dy.width - tileCol * 4);
+  for (int64_t block = 0; block < K / 16; ++block) {
+    const float *origin = dy.at(n, block, tileRow * 4, tileCol * 4);
+    __m512 t[6][4]; // A y: t[row][column]
+    for (int c = 0; c < 4; ++c) {
+      __m512 y[4], out[6];
+      for (int r = 0; r < 4; ++r)
+        y[r] = r < rows && c < columns
+                   ? _mm512_loadu_ps(origin + r * dy.rowStride +
+                                     c * dy.pixelStride)
+                   : _mm512_setzero_ps();
+      outputGradientTransform(y, out);
+      for (int r = 0; r < 6; ++r)
+        t[r][c] = out[r];
+    }
+    for (int r = 0; r < 6; ++r) {
+      __m512 out[6];
+      outputGradientTransform(t[r], out);
+      for (int s = 0; s < 6; ++s)
+        _mm512_storeu_ps(Y + (r * 6 + s) * pointStride(K) +
+                             (block * kGroup + slot) * 16,
+                         out[s]);
+    }
+  }
+}
+
+/// dU[point] += V[point]^T x Y[point] for each of the 36 points: [C x
+/// kGroup] x [kGroup x K], 16 input channels' sums for 16 output channels
+/// in registers at a time.
+KILN_AVX512 void accumulateFilterGradient(const Job &job, const float *V,
+                                          const float *Y, float *dU) {
+  int64_t C = job.inputs, K = job.outputs;
+  for (int64_t p = 0; p < kPoints; ++p) {
+    const float *Vp = V + p * pointStride(C);
+    const float *Yp = Y + p * pointStride(K);
+    float *dUp = dU + p * C * K;
+    for (int64_t ob = 0; ob < K / 16; ++ob)
+      for (int64_t block = 0; block < C / 16; ++block) {
+        float *sums = dUp + block * 16 * K + ob * 16;
+        const float *Vb = Vp + block * kGroup * 16;
+        __m512 acc[16];
+        for (int c = 0; c < 16; ++c)
+          acc[c] = _mm512_loadu_ps(sums + c * K);
+        for (int64_t g = 0; g < kGroup; ++g) {
+          __m512 y = _mm512_loadu_ps(Yp + (ob * kGroup + g) * 16);
+          for (int c = 0; c < 16; ++c)
+            acc[c] = _mm512_fmadd_ps(_mm512_set1_ps(Vb[g * 16 + c]), y, acc[c]);
+        }
+        for (int c = 0; c < 16; ++c)
+          _mm512_storeu_ps(sums + c * K, acc[c]);
+      }
+  }
+}
+
+/// The filter gradient [3,3,C,K] = G^T (sum of the threads' dU) G for input
+/// channels [begin, end).
+KILN_AVX512 void finishFilterGradient(const Job &job, int64_t threads,
+                                      int64_t begin, int64_t end) {
+  int64_t C = job.inputs, K = job.outputs;
+  int64_t stride = threadFloats(C, K);
+  for (int64_t i = begin; i < end; ++i)
+    for (int64_t ob = 0; ob < K; ob += 16) {
+      __m512 u[6][6];
+      for (int p = 0; p < kPoints; ++p) {
+        const float *sum = job.threadBuffers + (p * C + i) * K + ob;
+        __m512 total = _mm512_loadu_ps(sum);
+        for (int64_t t = 1; t < threads; ++t)
+          total = _mm512_add_ps(total, _mm512_loadu_ps(sum + t * stride));
+        u[p / 6][p % 6] = total;
+      }
+      __m512 columns[6][3]; // G^T u: columns[column][row]
+      for (int j = 0; j < 6; ++j) {
+        __m512 column[6] = {u[0][j], u[1][j], u[2][j],
+                            u[3][j], u[4][j], u[5][j]};
+        filterGradientTransform(column, columns[j]);
+      }
+      for (int r = 0; r < 3; ++r) {
+        __m512 row[6] = {columns[0][r], columns[1][r], columns[2][r],
+                         columns[3][r], columns[4][r], columns[5][r]};
+        __m512 out[3];
+        filterGradientTransform(row, out);
+        for (int c = 0; c < 3; ++c)
+          _mm512_storeu_ps(job.filterGrad + ((r * 3 + c) * C + i) * K + ob,
+                           out[c]);
+      }
+    }
+}
+
+KILN_AVX512 void runFilterGradientThread(void *data) {
+  const Job &job = *static_cast<const Job *>(data);
+  int64_t thread = omp_get_thread_num(), threads = omp_get_num_threads();
+  int64_t C = job.inputs, K = job.outputs;
+  float *dU = job.threadBuffers + thread * threadFloats(C, K);
+  float *V = dU + kPoints * C * K;
+  float *Y = V + kPoints * pointStride(C);
+  std::fill_n(dU, kPoints * C * K, 0.0f);
+
+  int64_t groups = (job.tiles + kGroup - 1) / kGroup;
+  int64_t tilesPerImage = job.tileRows * job.tileCols;
+  for (int64_t group = groups * thread / threads,
+               end = groups * (thread + 1) / threads;
+       group < end; ++group) {
+    int64_t first = group * kGroup;
+    int64_t count = std::min(kGroup, job.tiles - first);
+    if (group + 1 < end) {
+      prefetchTiles(job, job.input, first + kGroup, kGroup, 1, 6);
+      prefetchTiles(job, job.output, first + kGroup, kGroup, 0, 4);
+    }
+    for (int64_t slot = 0; slot < kGroup; ++slot) {
+      int64_t tile = first + slot;
+      if (slot >= count) {
+        // Unused slots add zeros (0 x garbage could be NaN).
+        zeroSlot(V, C, slot);
+        zeroSlot(Y, K, slot);
+        continue;
+      }
+      int64_t n = tile / tilesPerImage, inImage = tile % tilesPerImage;
+      int64_t row = inImage / job.tileCols, column = inImage % job.tileCols;
+      transformInputTile(job, V, slot, n, row, column);
+      transformOutputGradientTile(job, Y, slot, n, row, column);
+    }
+    accumulateFilterGradient(job, V, Y, dU);
+  }
+  GOMP_barrier();
+  finishFilterGradient(job, threads, C * thread / threads,
+                       C * (thread + 1) / threads);
+}
+
+} // namespace
+
+size_t Winograd3x3::workspaceBytes(int threads) const {
+  return size_t(threads) * size_t(threadFloats(inputs, outputs)) *
+         sizeof(float);
+}
+
+void Winograd3x3::run(const float *filter, const ActivationView &input,
+                      const ActivationView &output, const Epilogue &epilogue,
+                      void *workspace, int threads) const {
+  Job job{};
+  job.filter = filter;
+  job.input = input;
+  job.output = output;
+  job.epilogue = epilogue;
+  job.inputs = inputs;
+  job.outputs = outputs;
+  job.inputGradient = pass == Pass::InputGradient;
+  job.threadBuffers = static_cast<float *>(workspace);
+  job.tileRows = (output.height + 3) / 4;
+  job.tileCols = (output.width + 3) / 4;
+  job.tiles = output.images * job.tileRows * job.tileCols;
+  GOMP_parallel(&runThread, &job, unsigned(threads), 0);
+}
+
+void Winograd3x3::runFilterGradient(const ActivationView &input,
+                                    const ActivationView &outputGrad,
+                                    float *filterGrad, void *workspace,
+                                    int threads) const {
+  Job job{};
+  job.filterGrad = filterGrad;
+  job.input = input;
+  job.output = outputGrad;
+  job.inputs = inputs;
+  job.outputs = outputs;
+  job.threadBuffers = static_cast<float *>(workspace);
+  job.tileRows = (outputGrad.height + 3) / 4;
+  job.tileCols = (outputGrad.width + 3) / 4;
+  job.tiles = outputGrad.images * job.tileRows * job.tileCols;
+  GOMP_parallel(&runFilterGradientThread, &job, unsigned(threads), 0);
+}
+
+} // namespace kiln::rt::exec

@@ -1,0 +1,271 @@
+//===- winograd_test.cpp - The runtime's fused-tile Winograd F(4x4,3x3) ---===//
+//
+// Through Kernels, as the training step uses it: which calls it takes, and
+// its results against the reference convolution on shapes that exercise
+// the partial tiles at the image's edges, a last group of tiles only partly
+// filled, one, two and three channel blocks on either side, both
+// activation layouts, the epilogue, and thread counts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "exec_test_util.h"
+
+#include "kiln/ref/conv.h"
+#include "kiln/rt/exec/arena.h"
+#include "kiln/rt/exec/gomp.h"
+#include "kiln/rt/exec/kernels.h"
+#include "kiln/rt/exec/winograd.h"
+
+#include <fmt/format.h>
+
+namespace kiln::rt::exec::test {
+namespace {
+
+constexpr const char *kImpl = "kiln_wino_4x3";
+
+struct Shape3x3 {
+  std::vector<int64_t> input; // NHWC
+  int64_t outputs;
+};
+
+// 7x9 and 5x6 images end in partial tiles; 1x3 is a single partial tile
+// row; 5x8x8 is 20 tiles, not a whole number of groups (12); 48 channels
+// are three blocks, which the products take as a pair and a single.
+const Shape3x3 kShapes[] = {{{3, 7, 9, 16}, 32},
+                            {{2, 5, 6, 48}, 16},
+                            {{1, 1, 3, 16}, 48},
+                            {{5, 8, 8, 32}, 32}};
+
+struct Param {
+  Shape3x3 shape;
+  Layout layout;
+};
+
+std::string describe(const Param &p) {
+  const Shape3x3 &s = p.shape;
+  return fmt::format("{}x{}x{}x{}_to_{}_{}", s.input[0], s.input[1],
+                     s.input[2], s.input[3], s.outputs, layoutName(p.layout));
+}
+
+void PrintTo(const Param &p, std::ostream *os) { *os << describe(p); }
+
+std::string paramName(const ::testing::TestParamInfo<Param> &info) {
+  return describe(info.param);
+}
+
+std::vector<Param> params() {
+  std::vector<Param> out;
+  for (const Shape3x3 &s : kShapes)
+    for (Layout layout : {Layout::None, Layout::NChw16c})
+      out.push_back({s, layout});
+  return out;
+}
+
+ref::Conv2dAttrs same3x3() {
+  ref::Conv2dAttrs attrs;
+  attrs.padding = {1, 1, 1, 1};
+  return attrs;
+}
+
+Call call3x3(CallKind kind, std::map<std::string, TensorRef> operands) {
+  Call call;
+  call.kind = kind;
+  call.operands = std::move(operands);
+  call.padding = {1, 1, 1, 1};
+  return call;
+}
+
+/// Forward, input gradient, filter gradient, and forward with bias,
+/// residual (in the output's own storage) and relu, on `threads` threads;
+/// the results in `out` (y, dx, dw, fused), in logical order.
+void run3x3(const Param &p, int threads, std::vector<ref::Tensor> &out) {
+  const std::vector<int64_t> &xShape = p.shape.input;
+  const std::vector<int64_t> wShape = {3, 3, xShape[3], p.shape.outputs};
+  const std::vector<int64_t> yShape = {xShape[0], xShape[1], xShape[2],
+                                       p.shape.outputs};
+  ArenaLayout layout;
+  TensorRef x = layout.place(xShape, DType::F32, p.layout);
+  TensorRef w = layout.place(wShape);
+  TensorRef y = layout.place(yShape, DType::F32, p.layout);
+  TensorRef dy = layout.place(yShape, DType::F32, p.layout);
+  TensorRef dx = layout.place(xShape, DType::F32, p.layout);
+  TensorRef dw = layout.place(wShape);
+  TensorRef bias = layout.place({p.shape.outputs});
+  TensorRef fused = layout.place(yShape, DType::F32, p.layout);
+  Manifest m;
+  m.arenaBytes = layout.bytes();
+  m.calls.push_back(call3x3(CallKind::Conv2dForward,
+                            {{"input", x}, {"filter", w}, {"output", y}}));
+  m.calls.push_back(
+      call3x3(CallKind::Conv2dBackwardData,
+              {{"output_grad", dy}, {"filter", w}, {"input_grad", dx}}));
+  m.calls.push_back(
+      call3x3(CallKind::Conv2dBackwardFilter,
+              {{"input", x}, {"output_grad", dy}, {"filter_grad", dw}}));
+  Call withEpilogue = call3x3(CallKind::Conv2dForward, {{"input", x},
+                                                        {"filter", w},
+                                                        {"output", fused},
+                                                        {"bias", bias},
+                                                        {"residual", fused}});
+  withEpilogue.relu = true;
+  m.calls.push_back(withEpilogue);
+
+  const int defaultThreads = omp_get_max_threads();
+  ASSERT_TRUE(setComputeThreads(threads).isOk());
+  auto arena = Arena::allocate(m.arenaBytes);
+  ASSERT_TRUE(arena.isOk()) << arena.status().toString();
+  auto kernels = Kernels::create(m, (*arena)->data(), KernelOptions());
+  ASSERT_TRUE(kernels.isOk()) << kernels.status().toString();
+  for (int32_t id = 0; id < 4; ++id)
+    EXPECT_NE((*kernels)->implementation(id).find(kImpl), std::string::npos)
+        << "call " << id << ": " << (*kernels)->implementation(id);
+  uint8_t *a = (*arena)->data();
+  storeTensor(a, x, randomTensor(xShape, 1));
+  storeTensor(a, w, randomTensor(wShape, 2));
+  storeTensor(a, dy, randomTensor(yShape, 3));
+  storeTensor(a, bias, randomTensor({p.shape.outputs}, 4));
+  storeTensor(a, fused, randomTensor(yShape, 5));
+  // Twice: nothing may carry over from one execution to the next (the
+  // epilogue's residual is re-stored in between).
+  for (int round = 0; round < 2; ++round) {
+    storeTensor(a, fused, randomTensor(yShape, 5));
+    for (int32_t id = 0; id < 4; ++id)
+      (*kernels)->execute(id);
+  }
+  out = {loadTensor(a, y), loadTensor(a, dx), loadTensor(a, dw),
+         loadTensor(a, fused)};
+  ASSERT_TRUE(setComputeThreads(defaultThreads).isOk());
+}
+
+class FusedTileWinogradTest : public ::testing::TestWithParam<Param> {
+protected:
+  void SetUp() override {
+    if (!Winograd3x3::available())
+      GTEST_SKIP() << "the kernel needs AVX-512F";
+  }
+};
+
+TEST_P(FusedTileWinogradTest, MatchesReference) {
+  const Param &p = GetParam();
+  std::vector<ref::Tensor> actual;
+  ASSERT_NO_FATAL_FAILURE(run3x3(p, 2, actual));
+
+  const std::vector<int64_t> &xShape = p.shape.input;
+  const std::vector<int64_t> wShape = {3, 3, xShape[3], p.shape.outputs};
+  const std::vector<int64_t> yShape = {xShape[0], xShape[1], xShape[2],
+                                       p.shape.outputs};
+  ref::Tensor xv = randomTensor(xShape, 1), wv = randomTensor(wShape, 2);
+  ref::Tensor dyv = randomTensor(yShape, 3);
+  ref::Tensor bv = randomTensor({p.shape.outputs}, 4);
+  ref::Tensor rv = randomTensor(yShape, 5);
+  ref::Tensor y = ref::conv2d(xv, wv, same3x3());
+  ref::Tensor fused = y;
+  for (int64_t i = 0; i < fused.size(); ++i)
+    fused[i] = std::max(y[i] + bv[i % p.shape.outputs] + rv[i], 0.0f);
+  // F(4x4,3x3) rounds more than a direct sum (its transforms scale by up
+  // to 8 and 1/24): ~1e-6 of the largest output here.
+  EXPECT_TRUE(closeTo(actual[0], y, 1e-5)) << "forward";
+  EXPECT_TRUE(closeTo(actual[1],
+                      ref::conv2dBackwardData(dyv, wv, xShape, same3x3()),
+                      1e-5))
+      << "input gradient";
+  EXPECT_TRUE(closeTo(actual[2],
+                      ref::conv2dBackwardFilter(xv, dyv, wShape, same3x3()),
+                      1e-5))
+      << "filter gradient";
+  EXPECT_TRUE(closeTo(actual[3], fused, 1e-5)) << "bias, residual, relu";
+}
+
+// Each output tile is computed the same way whichever thread takes it, so
+// the thread count changes neither the forward nor the input gradient, not
+// even their rounding. The filter gradient sums each thread's share of the
+// tiles, then the shares in thread order: the same bits from run to run on
+// a given thread count, rounded differently on another. Three threads on
+// two cores also run a team larger than the machine.
+TEST_P(FusedTileWinogradTest, ThreadCounts) {
+  std::vector<ref::Tensor> one, three, threeAgain;
+  ASSERT_NO_FATAL_FAILURE(run3x3(GetParam(), 1, one));
+  ASSERT_NO_FATAL_FAILURE(run3x3(GetParam(), 3, three));
+  ASSERT_NO_FATAL_FAILURE(run3x3(GetParam(), 3, threeAgain));
+  for (size_t i : {0, 1, 3})
+    EXPECT_TRUE(closeTo(three[i], one[i], 0)) << "result " << i;
+  EXPECT_TRUE(closeTo(three[2], one[2], 1e-5)) << "filter gradient";
+  EXPECT_TRUE(closeTo(threeAgain[2], three[2], 0)) << "filter gradient";
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, FusedTileWinogradTest,
+                         ::testing::ValuesIn(params()), paramName);
+
+/// The calls the kernel does not take go to oneDNN.
+TEST(FusedTileWinogradRuleTest, TakesOnlyNarrowSamePaddedF32Layers) {
+  struct Case {
+    const char *what;
+    std::vector<int64_t> input, filter;
+    std::array<int64_t, 2> strides;
+    std::array<int64_t, 4> padding;
+    DType dtype;
+    ConvAlgorithm algorithm;
+    bool taken;
+  };
+  const Case cases[] = {
+      {"eligible", {2, 8, 8, 128}, {3, 3, 128, 16}, {1, 1}, {1, 1, 1, 1},
+       DType::F32, ConvAlgorithm::Auto, true},
+      {"forced Winograd", {2, 8, 8, 16}, {3, 3, 16, 16}, {1, 1}, {1, 1, 1, 1},
+       DType::F32, ConvAlgorithm::Winograd, true},
+      {"direct asked for", {2, 8, 8, 16}, {3, 3, 16, 16}, {1, 1},
+       {1, 1, 1, 1}, DType::F32, ConvAlgorithm::Direct, false},
+      {"256 input channels", {2, 8, 8, 256}, {3, 3, 256, 16}, {1, 1},
+       {1, 1, 1, 1}, DType::F32, ConvAlgorithm::Auto, false},
+      {"channels not a multiple of 16", {2, 8, 8, 24}, {3, 3, 24, 16},
+       {1, 1}, {1, 1, 1, 1}, DType::F32, ConvAlgorithm::Auto, false},
+      {"strided", {2, 8, 8, 16}, {3, 3, 16, 16}, {2, 2}, {1, 1, 1, 1},
+       DType::F32, ConvAlgorithm::Auto, false},
+      {"unpadded", {2, 8, 8, 16}, {3, 3, 16, 16}, {1, 1}, {0, 0, 0, 0},
+       DType::F32, ConvAlgorithm::Auto, false},
+      {"5x5", {2, 8, 8, 16}, {5, 5, 16, 16}, {1, 1}, {2, 2, 2, 2},
+       DType::F32, ConvAlgorithm::Auto, false},
+      {"bf16", {2, 8, 8, 16}, {3, 3, 16, 16}, {1, 1}, {1, 1, 1, 1},
+       DType::BF16, ConvAlgorithm::Auto, false},
+  };
+  for (const Case &c : cases) {
+    ref::Conv2dAttrs attrs;
+    attrs.strides = c.strides;
+    attrs.padding = c.padding;
+    ref::Shape yShape;
+    ASSERT_TRUE(ref::inferConv2dShape(c.input, c.filter, attrs, yShape).ok());
+    ArenaLayout layout;
+    TensorRef x = layout.place(c.input, c.dtype);
+    TensorRef w = layout.place(c.filter, c.dtype);
+    TensorRef y = layout.place(yShape, c.dtype);
+    Manifest m;
+    TensorRef dw = layout.place(c.filter, DType::F32);
+    m.arenaBytes = layout.bytes();
+    m.calls = {
+        call3x3(CallKind::Conv2dForward,
+                {{"input", x}, {"filter", w}, {"output", y}}),
+        call3x3(CallKind::Conv2dBackwardData,
+                {{"output_grad", y}, {"filter", w}, {"input_grad", x}}),
+        call3x3(CallKind::Conv2dBackwardFilter,
+                {{"input", x}, {"output_grad", y}, {"filter_grad", dw}})};
+    for (Call &call : m.calls) {
+      call.strides = c.strides;
+      call.padding = c.padding;
+    }
+    auto arena = Arena::allocate(m.arenaBytes);
+    ASSERT_TRUE(arena.isOk()) << arena.status().toString();
+    KernelOptions options;
+    options.convAlgorithm = c.algorithm;
+    auto kernels = Kernels::create(m, (*arena)->data(), options);
+    ASSERT_TRUE(kernels.isOk()) << c.what << ": "
+                                << kernels.status().toString();
+    for (int32_t id = 0; id < 3; ++id) {
+      std::string impl = (*kernels)->implementation(id);
+      EXPECT_EQ(impl.find(kImpl) != std::string::npos,
+                c.taken && Winograd3x3::available())
+          << c.what << ", call " << id << ": " << impl;
+    }
+  }
+}
+
+} // namespace
+} // namespace kiln::rt::exec::test
