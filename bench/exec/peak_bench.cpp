@@ -20,7 +20,6 @@
 //===----------------------------------------------------------------------===//
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -133,12 +132,13 @@ void measureMemory(int threads) {
   }
   std::memset(from, 1, bytes); // fault the pages in before timing
   std::memset(to, 2, bytes);
-  // The sums are kept so that the reads cannot be optimized away.
-  static std::atomic<long long> sink;
+  // Each sum goes to an empty asm statement the compiler must assume reads
+  // it, so the reads cannot be optimized away (a store to an atomic that
+  // nothing loads could be, and clang 22 removed the whole loop).
   auto first = [&](int t, int n) { return vectors * size_t(t) / size_t(n); };
   double read = bandwidth(threads, double(bytes), [&](int t, int n) {
-    sink.store(readVectors(from, first(t, n), first(t + 1, n)),
-               std::memory_order_relaxed);
+    long long sum = readVectors(from, first(t, n), first(t + 1, n));
+    asm volatile("" : : "r"(sum));
   });
   double copy = bandwidth(threads, 2.0 * double(bytes), [&](int t, int n) {
     copyVectors(from, to, first(t, n), first(t + 1, n));

@@ -423,8 +423,35 @@ KILN_AVX512 void transformOutputGradientTile(const Job &job, float *Y,
 }
 
 /// dU[point] += V[point]^T x Y[point] for each of the 36 points: [C x
-/// kGroup] x [kGroup x K], 16 input channels' sums for 16 output channels
-/// in registers at a time.
+/// kGroup] x [kGroup x K]. `Blocks` blocks of 16 output channels by 16 / Blocks
+/// input channels of sums in registers at a time: each broadcast input
+/// value serves `Blocks` multiply-adds.
+template <int Blocks>
+KILN_AVX512 inline void accumulateBlocks(const float *Vb, const float *Yp,
+                                         float *sums, int64_t K, int64_t ob) {
+  constexpr int kChannels = 16 / Blocks;
+  for (int half = 0; half < Blocks; ++half) {
+    __m512 acc[kChannels][Blocks];
+    float *rows = sums + half * kChannels * K;
+    for (int c = 0; c < kChannels; ++c)
+      for (int b = 0; b < Blocks; ++b)
+        acc[c][b] = _mm512_loadu_ps(rows + c * K + 16 * b);
+    for (int64_t g = 0; g < kGroup; ++g) {
+      __m512 y[Blocks];
+      for (int b = 0; b < Blocks; ++b)
+        y[b] = _mm512_loadu_ps(Yp + ((ob / 16 + b) * kGroup + g) * 16);
+      for (int c = 0; c < kChannels; ++c) {
+        __m512 v = _mm512_set1_ps(Vb[g * 16 + half * kChannels + c]);
+        for (int b = 0; b < Blocks; ++b)
+          acc[c][b] = _mm512_fmadd_ps(v, y[b], acc[c][b]);
+      }
+    }
+    for (int c = 0; c < kChannels; ++c)
+      for (int b = 0; b < Blocks; ++b)
+        _mm512_storeu_ps(rows + c * K + 16 * b, acc[c][b]);
+  }
+}
+
 KILN_AVX512 void accumulateFilterGradient(const Job &job, const float *V,
                                           const float *Y, float *dU) {
   int64_t C = job.inputs, K = job.outputs;
@@ -432,21 +459,15 @@ KILN_AVX512 void accumulateFilterGradient(const Job &job, const float *V,
     const float *Vp = V + p * pointStride(C);
     const float *Yp = Y + p * pointStride(K);
     float *dUp = dU + p * C * K;
-    for (int64_t ob = 0; ob < K / 16; ++ob)
-      for (int64_t block = 0; block < C / 16; ++block) {
-        float *sums = dUp + block * 16 * K + ob * 16;
-        const float *Vb = Vp + block * kGroup * 16;
-        __m512 acc[16];
-        for (int c = 0; c < 16; ++c)
-          acc[c] = _mm512_loadu_ps(sums + c * K);
-        for (int64_t g = 0; g < kGroup; ++g) {
-          __m512 y = _mm512_loadu_ps(Yp + (ob * kGroup + g) * 16);
-          for (int c = 0; c < 16; ++c)
-            acc[c] = _mm512_fmadd_ps(_mm512_set1_ps(Vb[g * 16 + c]), y, acc[c]);
-        }
-        for (int c = 0; c < 16; ++c)
-          _mm512_storeu_ps(sums + c * K, acc[c]);
-      }
+    for (int64_t block = 0; block < C / 16; ++block) {
+      const float *Vb = Vp + block * kGroup * 16;
+      float *sums = dUp + block * 16 * K;
+      int64_t ob = 0;
+      for (; ob + 32 <= K; ob += 32)
+        accumulateBlocks<2>(Vb, Yp, sums + ob, K, ob);
+      for (; ob < K; ob += 16)
+        accumulateBlocks<1>(Vb, Yp, sums + ob, K, ob);
+    }
   }
 }
 
