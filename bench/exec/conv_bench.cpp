@@ -7,10 +7,17 @@
 //
 //   kiln-bench-exec-conv [--batch 32] [--hw 56] [--cin 64] [--cout 64]
 //       [--k 3] [--stride 1] [--threads 2] [--dtype f32|bf16]
-//       [--weights blocked|hwio] [--seconds 3]
+//       [--weights blocked|hwio] [--layout nhwc|nChw16c]
+//       [--conv-algorithm auto|winograd|direct|library] [--cold]
+//       [--seconds 3]
 //   kiln-bench-exec-conv --resnet50 [--batch 16] [--threads 2] [--dtype ...]
 //
 // Default: the ResNet-50 layer of TOOLCHAIN.md (N=32 56x56x64 -> 64, 3x3).
+// --conv-algorithm is the executable's flag (docs/runtime.md); `library`
+// against `auto` measures the runtime's own kernels against oneDNN's
+// choice. --cold evicts the caches (a 96 MiB sweep) before every timed
+// call, as a training step's calls mostly find their operands in memory
+// rather than cache; the calls are then timed one by one, sweeps left out.
 // --resnet50 runs every distinct convolution of ResNet-50 v1.5 (224x224
 // input, TF fixed padding) once per call after a warm-up and sums the time
 // of one training step's convolutions (forward and backward filter of all 53,
@@ -28,6 +35,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 using namespace kiln::rt::exec;
 
@@ -43,8 +51,18 @@ struct Settings {
   int64_t batch = 32;
   DType dtype = DType::F32;
   bool blocked = true;
+  Layout layout = Layout::Nhwc;
+  ConvAlgorithm algorithm = ConvAlgorithm::Auto;
+  bool cold = false;
   double seconds = 3;
 };
+
+/// Writes to every cache line of a buffer larger than the caches.
+void evictCaches() {
+  static std::vector<uint8_t> sweep(size_t(96) << 20);
+  for (size_t i = 0; i < sweep.size(); i += 64)
+    ++sweep[i];
+}
 
 /// Milliseconds per call (forward, backward data, backward filter) and the
 /// implementation names; an error message instead if creation fails.
@@ -67,6 +85,7 @@ Result benchLayer(const Layer &layer, const Settings &s, double secondsPerCall) 
     t.offset = offset;
     t.shape = std::move(shape);
     t.dtype = s.dtype;
+    t.layout = t.shape[0] == s.batch ? s.layout : Layout::None;
     offset += (t.byteSize() + 4095) / 4096 * 4096;
     return t;
   };
@@ -102,6 +121,7 @@ Result benchLayer(const Layer &layer, const Settings &s, double secondsPerCall) 
     a[i] = 0x80, a[i + 1] = 0x3f;
   KernelOptions options;
   options.blockedWeights = s.blocked;
+  options.convAlgorithm = s.algorithm;
   auto kernels = Kernels::create(m, a, options);
   if (!kernels.isOk()) {
     result.error = kernels.status().toString();
@@ -111,15 +131,17 @@ Result benchLayer(const Layer &layer, const Settings &s, double secondsPerCall) 
     if (id == 1 && !layer.backwardData)
       continue;
     (*kernels)->execute(id); // warm-up: first touch of pages, JIT caches
-    auto start = std::chrono::steady_clock::now();
     int iters = 0;
     double elapsed = 0;
     while (elapsed < secondsPerCall || iters < 1) {
+      if (s.cold)
+        evictCaches();
+      auto start = std::chrono::steady_clock::now();
       (*kernels)->execute(id);
       ++iters;
-      elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                              start)
-                    .count();
+      elapsed += std::chrono::duration<double>(
+                     std::chrono::steady_clock::now() - start)
+                     .count();
     }
     result.ms[id] = 1e3 * elapsed / iters;
     result.flop[id] = 2 * (*kernels)->multiplyAdds(id);
@@ -180,6 +202,31 @@ int main(int argc, char **argv) {
     else if (a == "--seconds") s.seconds = std::atof(next());
     else if (a == "--dtype") s.dtype = std::strcmp(next(), "bf16") == 0 ? DType::BF16 : DType::F32;
     else if (a == "--weights") s.blocked = std::strcmp(next(), "hwio") != 0;
+    else if (a == "--layout") {
+      std::string v = next();
+      if (v != "nhwc" && v != "nChw16c") {
+        fmt::print(stderr, "--layout expects nhwc or nChw16c\n");
+        return 2;
+      }
+      s.layout = v == "nhwc" ? Layout::Nhwc : Layout::NChw16c;
+    } else if (a == "--conv-algorithm") {
+      std::string v = next();
+      if (v == "auto")
+        s.algorithm = ConvAlgorithm::Auto;
+      else if (v == "winograd")
+        s.algorithm = ConvAlgorithm::Winograd;
+      else if (v == "direct")
+        s.algorithm = ConvAlgorithm::Direct;
+      else if (v == "library")
+        s.algorithm = ConvAlgorithm::Library;
+      else {
+        fmt::print(
+            stderr,
+            "--conv-algorithm expects auto, winograd, direct or library\n");
+        return 2;
+      }
+    } else if (a == "--cold")
+      s.cold = true;
     else if (a == "--resnet50") net = true;
     else {
       fmt::print(stderr, "unknown flag {}\n", a);
@@ -194,10 +241,11 @@ int main(int argc, char **argv) {
   const char *names[] = {"forward", "backward_data", "backward_filter"};
 
   if (!net) {
-    fmt::print("conv N={} {}x{}x{} -> {} {}x{}/{} {} weights={} threads={}\n",
+    fmt::print("conv N={} {}x{}x{} -> {} {}x{}/{} {} {} weights={} "
+               "threads={}{}\n",
                s.batch, layer.hw, layer.hw, layer.cin, layer.cout, layer.k,
-               layer.k, layer.stride, dtypeName(s.dtype),
-               s.blocked ? "blocked" : "hwio", threads);
+               layer.k, layer.stride, dtypeName(s.dtype), layoutName(s.layout),
+               s.blocked ? "blocked" : "hwio", threads, s.cold ? " cold" : "");
     Result r = benchLayer(layer, s, s.seconds / 3);
     if (!r.error.empty()) {
       fmt::print(stderr, "{}\n", r.error);

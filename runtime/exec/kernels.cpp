@@ -491,17 +491,20 @@ Status Kernels::Impl::planBackwardDataAsForward(const Call &call,
 /// Whether a call is one the runtime's fused-tile Winograd (winograd.h)
 /// runs faster than oneDNN: an f32 3x3 convolution pass, stride 1, one
 /// pixel of padding on every side, NHWC or nChw16c activations, channels
-/// multiples of 16 and at most 128. Per call, two threads, against the
-/// faster of oneDNN's Winograd and direct kernels (kiln-bench-conv-layout):
-///   forward and input gradient: 128x28x28x16 0.68 against 1.07 ms,
-///   128x14x14x32 0.58 against 1.06, 128x7x7x64 0.52 against 0.77,
-///   32x56x56x64 7.3 against 9.7, 32x28x28x128 6.6 against 9.4;
-///   filter gradient (oneDNN's Winograd is slower than its direct kernels
-///   there): 0.89 against 1.13, 0.77 against 1.15, 0.70 against 1.17, 10.0
-///   against 19.6, 8.4 against 18.7.
+/// multiples of 16 and at most 128. Per call, two threads, nChw16c, against
+/// oneDNN's choice (`kiln-bench-exec-conv --conv-algorithm auto|library`;
+/// forward / input gradient / filter gradient, ms):
+///   128x28x28x16  0.73 / 0.74 / 0.96 against 1.09 / 1.11 / 1.16
+///                 (caches evicted first: 0.98 / 0.99 / 1.19 against
+///                 1.70 / 1.77 / 1.25)
+///   128x14x14x32  0.64 / 0.64 / 0.71 against 1.10 / 1.07 / 1.16
+///   128x7x7x64    0.60 / 0.59 / 0.68 against 0.81 / 0.81 / 1.23
+///   32x56x56x64   7.2 / 7.2 / 8.6 against 10.0 / 9.4 / 14.8
+///   32x28x28x128  7.1 / 6.7 / 7.8 against 9.0 / 9.6 / 18.8
 /// At 256 channels the transformed filter (36 x 256 x 256 floats per
-/// thread) no longer stays in cache and oneDNN's Winograd is faster (8.9
-/// against 8.1 ms on 14x14); CPUs without AVX-512 do not run the kernel.
+/// thread) no longer stays in cache and oneDNN's Winograd is faster (8.1
+/// against 8.9 ms forward on 32x14x14x256); CPUs without AVX-512 do not run
+/// the kernel.
 static bool isFusedTileWinograd(const Call &call) {
   bool fwd = call.kind == CallKind::Conv2dForward;
   bool bwdData = call.kind == CallKind::Conv2dBackwardData;
@@ -613,7 +616,8 @@ Status Kernels::Impl::planConv(const Call &call, CallPlan &plan) {
       return asMatmuls ? planFilterGradientAsMatmuls(call, plan)
                        : planBackwardDataAsForward(call, plan);
   }
-  if (options.convAlgorithm != ConvAlgorithm::Direct &&
+  if ((options.convAlgorithm == ConvAlgorithm::Auto ||
+       options.convAlgorithm == ConvAlgorithm::Winograd) &&
       isFusedTileWinograd(call))
     return planFusedTileWinograd(call, plan);
   const TensorRef &w = call.operand(

@@ -166,9 +166,11 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
         }}},
       {"--conv-algorithm",
        {true, [&](const std::string &f, const std::string &v) {
-          if (v != "direct" && v != "winograd" && v != "auto")
+          if (v != "direct" && v != "winograd" && v != "auto" &&
+              v != "library")
             return bad(fmt::format(
-                "{} expects direct, winograd or auto, got '{}'", f, v));
+                "{} expects auto, winograd, direct or library, got '{}'", f,
+                v));
           o.convAlgorithm = v;
           return Status::ok();
         }}},
@@ -317,11 +319,14 @@ learning-rate schedule (written into the schedule variable's slots):
 compute:
   --threads N              oneDNN threads (default: cores / ranks on this node)
   --weights-format F       blocked (default: oneDNN's format, reordered) | hwio
-  --conv-algorithm A       auto (default: oneDNN's choice) | winograd | direct:
-                           whether f32 3x3 stride-1 convolutions on nChw16c
-                           may run as Winograd F(4x4,3x3); auto also runs
-                           bf16 backward passes on small images as matmuls
-                           or forward convolutions
+  --conv-algorithm A       auto (default) | winograd | direct | library:
+                           auto runs f32 3x3 stride-1 layers of 16-128
+                           channels on the runtime's Winograd F(4x4,3x3),
+                           lets oneDNN choose Winograd or direct elsewhere,
+                           and runs bf16 backward passes on small images as
+                           matmuls or forward convolutions; winograd takes
+                           Winograd wherever supported, direct never;
+                           library is oneDNN's choice alone
   --profile                per-kernel time and GFLOP/s at the end
 
 output:

@@ -144,6 +144,7 @@ Status Trainer::setup() {
   kernelOptions.convAlgorithm =
       options.convAlgorithm == "direct"     ? ConvAlgorithm::Direct
       : options.convAlgorithm == "winograd" ? ConvAlgorithm::Winograd
+      : options.convAlgorithm == "library"  ? ConvAlgorithm::Library
                                             : ConvAlgorithm::Auto;
   kernelOptions.profile = options.profile;
   KILN_ASSIGN_OR_RETURN(kernels,

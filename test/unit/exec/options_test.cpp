@@ -103,11 +103,14 @@ TEST_P(OptionsErrorTest, NamesTheProblem) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, OptionsErrorTest,
     ::testing::Values(
-        Bad{{"--synthetic", "--steps", "1", "--bogus"}, "unknown flag '--bogus'"},
+        Bad{{"--synthetic", "--steps", "1", "--bogus"},
+            "unknown flag '--bogus'"},
         Bad{{"--synthetic", "--steps", "1", "--conv-algorithm", "fft"},
-            "--conv-algorithm expects direct, winograd or auto, got 'fft'"},
+            "--conv-algorithm expects auto, winograd, direct or library, got "
+            "'fft'"},
         Bad{{"--synthetic", "--steps"}, "--steps needs a value"},
-        Bad{{"--synthetic", "--steps", "x"}, "--steps expects an integer, got 'x'"},
+        Bad{{"--synthetic", "--steps", "x"},
+            "--steps expects an integer, got 'x'"},
         Bad{{"--synthetic", "--steps", "-1"}, "--steps must be at least 0"},
         Bad{{"--synthetic=1", "--steps", "1"}, "--synthetic takes no value"},
         Bad{{"--steps", "1"}, "no input: pass --data DIR"},

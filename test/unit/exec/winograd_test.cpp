@@ -214,6 +214,8 @@ TEST(FusedTileWinogradRuleTest, TakesOnlyNarrowSamePaddedF32Layers) {
        DType::F32, ConvAlgorithm::Winograd, true},
       {"direct asked for", {2, 8, 8, 16}, {3, 3, 16, 16}, {1, 1},
        {1, 1, 1, 1}, DType::F32, ConvAlgorithm::Direct, false},
+      {"oneDNN's choice asked for", {2, 8, 8, 16}, {3, 3, 16, 16}, {1, 1},
+       {1, 1, 1, 1}, DType::F32, ConvAlgorithm::Library, false},
       {"256 input channels", {2, 8, 8, 256}, {3, 3, 256, 16}, {1, 1},
        {1, 1, 1, 1}, DType::F32, ConvAlgorithm::Auto, false},
       {"channels not a multiple of 16", {2, 8, 8, 24}, {3, 3, 24, 16},

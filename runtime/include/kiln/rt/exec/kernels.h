@@ -17,13 +17,18 @@
 // user-mode scratchpad (each thread its own part of both where a call's
 // threads run primitives of their own).
 //
-// Algorithm. An f32 3x3 stride-1 convolution that oneDNN can run as
-// Winograd F(4x4, 3x3) (nChw16c activations, channels a multiple of 16) may
-// do so: about half the time of the direct kernels on ResNet-50's 3x3
-// layers, with rounding a little different (docs/performance.md). `Auto`
-// (the default) lets oneDNN's heuristic choose per direction, `Winograd`
-// forces it wherever supported, `Direct` never uses it. `Auto` also replaces
-// two of oneDNN's bf16 backward kernels where they are slow (kernels.cpp):
+// Algorithm. f32 3x3 stride-1 convolutions may run as Winograd F(4x4, 3x3):
+// about half the time of the direct kernels, with rounding a little
+// different (docs/performance.md). On layers of 16-128 channels (NHWC or
+// nChw16c, padding 1) the runtime's own fused-tile Winograd (winograd.h)
+// runs all three passes; on others oneDNN's may (nChw16c activations,
+// channels a multiple of 16). `Auto` (the default) takes the runtime's
+// kernel where it applies and lets oneDNN's heuristic choose elsewhere,
+// `Winograd` forces oneDNN's Winograd where the runtime's does not apply,
+// `Direct` never uses Winograd, and `Library` is oneDNN's heuristic alone,
+// none of the runtime's kernels (to measure them against). `Auto` also
+// replaces two of oneDNN's bf16 backward kernels where they are slow
+// (kernels.cpp):
 // on small NHWC images, a filter gradient is im2col and a matrix product
 // per thread over its share of the batch, and a stride-1 input gradient is
 // a forward convolution with the flipped filter. Both replace only oneDNN
@@ -44,7 +49,7 @@
 
 namespace kiln::rt::exec {
 
-enum class ConvAlgorithm { Direct, Winograd, Auto };
+enum class ConvAlgorithm { Direct, Winograd, Auto, Library };
 
 /// Whether oneDNN's implementation name `impl` is one of its older bf16 jit
 /// convolution kernels (jit_bf16, jit_bf16_1x1), the ones the runtime's bf16

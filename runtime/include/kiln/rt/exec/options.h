@@ -48,7 +48,7 @@ struct RunOptions {
   // Compute.
   int64_t threads = 0; ///< 0: cores / ranks on this node
   bool blockedWeights = true;
-  std::string convAlgorithm = "auto"; ///< direct | winograd | auto
+  std::string convAlgorithm = "auto"; ///< auto | winograd | direct | library
   bool profile = false;
 
   // Output.
