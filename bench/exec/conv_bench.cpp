@@ -34,6 +34,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,11 +81,12 @@ Result benchLayer(const Layer &layer, const Settings &s, double secondsPerCall) 
   int64_t before = (layer.k - 1) / 2, after = layer.k - 1 - before;
   int64_t out = (layer.hw + before + after - layer.k) / layer.stride + 1;
   int64_t offset = 0;
-  auto place = [&](std::vector<int64_t> shape) {
+  auto place = [&](std::vector<int64_t> shape,
+                   std::optional<DType> dtype = std::nullopt) {
     TensorRef t;
     t.offset = offset;
     t.shape = std::move(shape);
-    t.dtype = s.dtype;
+    t.dtype = dtype.value_or(s.dtype);
     t.layout = t.shape[0] == s.batch ? s.layout : Layout::None;
     offset += (t.byteSize() + 4095) / 4096 * 4096;
     return t;
@@ -93,7 +95,8 @@ Result benchLayer(const Layer &layer, const Settings &s, double secondsPerCall) 
   TensorRef w = place({layer.k, layer.k, layer.cin, layer.cout});
   TensorRef y = place({s.batch, out, out, layer.cout});
   TensorRef dx = place({s.batch, layer.hw, layer.hw, layer.cin});
-  TensorRef dw = place({layer.k, layer.k, layer.cin, layer.cout});
+  // The filter gradient is f32 in a bf16 step too (the master weights').
+  TensorRef dw = place({layer.k, layer.k, layer.cin, layer.cout}, DType::F32);
   TensorRef dy = place({s.batch, out, out, layer.cout});
   m.arenaBytes = offset;
   Call c;

@@ -236,8 +236,8 @@ struct Kernels::Impl {
                     uint8_t *out) const;
   Status planBackwardDataAsForward(const Call &call, CallPlan &plan);
   Status planFusedTileWinograd(const Call &call, CallPlan &plan);
-  /// With `kernelOnly`, a backward pass sets only plan.impl, the kernel
-  /// oneDNN picks, and creates and binds nothing.
+  /// With `kernelOnly`, a pass sets only plan.impl, the kernel oneDNN
+  /// picks, and creates and binds nothing.
   Status planConvWith(const Call &call, CallPlan &plan,
                       dnnl::algorithm algorithm, bool kernelOnly = false);
   Status planMatmul(const Call &call, CallPlan &plan);
@@ -489,7 +489,7 @@ Status Kernels::Impl::planBackwardDataAsForward(const Call &call,
 }
 
 /// Whether a call is one the runtime's fused-tile Winograd (winograd.h)
-/// runs faster than oneDNN: an f32 3x3 convolution pass, stride 1, one
+/// runs faster than oneDNN: a 3x3 convolution pass, stride 1, one
 /// pixel of padding on every side, NHWC or nChw16c activations, channels
 /// multiples of 16 and at most 128. Per call, two threads, nChw16c, against
 /// oneDNN's choice (`kiln-bench-exec-conv --conv-algorithm auto|library`;
@@ -516,14 +516,36 @@ static bool isFusedTileWinograd(const Call &call) {
   const TensorRef &y = call.operand(fwd       ? "output"
                                     : bwdData ? "input_grad"
                                               : "output_grad");
-  bool f32 = true, layouts = true;
+  // Activations and the filter f32 or bf16; the bias and a filter
+  // gradient f32.
+  bool types = true, layouts = true;
   for (const auto &[name, t] : call.operands) {
-    f32 &= t.dtype == DType::F32;
-    if (t.shape.size() == 4 && t.shape != w.shape)
+    bool f32Only = name == "bias" || name == "filter_grad";
+    types &= t.dtype == DType::F32 || (!f32Only && t.dtype == DType::BF16);
+    if (t.shape.size() == 4 && name != "filter" && name != "filter_grad")
       layouts &= t.isRowMajor() || t.layout == Layout::NChw16c;
   }
+  if (call.hasOperand("residual"))
+    types &= call.operand("residual").dtype == y.dtype;
   int64_t inputs = x.shape[3], outputs = y.shape[3];
-  return f32 && layouts && w.shape[0] == 3 && w.shape[1] == 3 &&
+  bool bf16 = false;
+  for (const auto &[name, t] : call.operands)
+    bf16 |= t.dtype == DType::BF16;
+  // Against oneDNN's bf16 kernels, which multiply twice as fast per
+  // instruction, it wins only on larger layers (with the caches evicted,
+  // forward / input gradient / filter gradient, ms): 32x56x56x64 6.8 /
+  // 6.9 / 8.7 against 9.3 / 9.3 / 14.4, 32x28x28x128 7.3 / 8.0 / 8.3
+  // against 9.0 / 9.1 / 11.7; but 128x28x28x16 1.04 / 1.08 / 1.29 against
+  // 1.08 / 0.68 / 1.16, and on 14x14 and 7x7 images it loses the forward
+  // and input gradient (32x14x14x128 2.7 / 3.2 against 2.4 / 2.6) while
+  // winning the filter gradient from 32 channels (2.7 against 3.1 ms;
+  // 128x7x7x64 0.68 against 1.22).
+  if (bf16 && bwdFilter && (inputs < 32 || outputs < 32))
+    return false;
+  if (bf16 && !bwdFilter &&
+      (inputs < 64 || outputs < 64 || y.shape[1] * y.shape[2] < 28 * 28))
+    return false;
+  return types && layouts && w.shape[0] == 3 && w.shape[1] == 3 &&
          call.strides == std::array<int64_t, 2>{1, 1} &&
          call.dilations == std::array<int64_t, 2>{1, 1} &&
          call.padding == std::array<int64_t, 4>{1, 1, 1, 1} &&
@@ -532,12 +554,13 @@ static bool isFusedTileWinograd(const Call &call) {
 }
 
 static ActivationView activationView(uint8_t *arena, const TensorRef &t) {
-  auto *data = reinterpret_cast<float *>(arena + t.offset);
+  uint8_t *data = arena + t.offset;
+  bool bf16 = t.dtype == DType::BF16;
   return t.layout == Layout::NChw16c
-             ? ActivationView::nChw16c(data, t.shape[0], t.shape[1], t.shape[2],
-                                       t.shape[3])
-             : ActivationView::nhwc(data, t.shape[0], t.shape[1], t.shape[2],
-                                    t.shape[3]);
+             ? ActivationView::nChw16c(data, bf16, t.shape[0], t.shape[1],
+                                       t.shape[2], t.shape[3])
+             : ActivationView::nhwc(data, bf16, t.shape[0], t.shape[1],
+                                    t.shape[2], t.shape[3]);
 }
 
 Status Kernels::Impl::planFusedTileWinograd(const Call &call, CallPlan &plan) {
@@ -558,8 +581,7 @@ Status Kernels::Impl::planFusedTileWinograd(const Call &call, CallPlan &plan) {
     plan.summary += " + bias";
   }
   if (call.hasOperand("residual")) {
-    epilogue.residual = reinterpret_cast<const float *>(
-        arena + call.operand("residual").offset);
+    epilogue.residual = arena + call.operand("residual").offset;
     plan.summary += " + residual";
   }
   epilogue.relu = fwd && call.relu;
@@ -574,22 +596,27 @@ Status Kernels::Impl::planFusedTileWinograd(const Call &call, CallPlan &plan) {
                            : Winograd3x3(in.shape[3], out.shape[3], pass);
   int threads = omp_get_max_threads();
   scratchpadBytes = std::max(scratchpadBytes, kernel.workspaceBytes(threads));
-  auto *filter = reinterpret_cast<float *>(arena + w.offset);
+  uint8_t *filter = arena + w.offset;
+  bool filterBf16 = w.dtype == DType::BF16;
   ActivationView inView = activationView(arena, in);
   ActivationView outView = activationView(arena, out);
   Step s;
   if (pass == Winograd3x3::Pass::FilterGradient)
     s.custom = [this, kernel, inView, outView, filter, threads] {
-      kernel.runFilterGradient(inView, outView, filter, scratchpad.get(),
-                               threads);
+      kernel.runFilterGradient(inView, outView,
+                               reinterpret_cast<float *>(filter),
+                               scratchpad.get(), threads);
     };
   else if (pass == Winograd3x3::Pass::Forward)
-    s.custom = [this, kernel, inView, outView, filter, epilogue, threads] {
-      kernel.run(filter, inView, outView, epilogue, scratchpad.get(), threads);
+    s.custom = [this, kernel, inView, outView, filter, filterBf16, epilogue,
+                threads] {
+      kernel.run(filter, filterBf16, inView, outView, epilogue,
+                 scratchpad.get(), threads);
     };
   else
-    s.custom = [this, kernel, inView, outView, filter, threads] {
-      kernel.run(filter, outView, inView, {}, scratchpad.get(), threads);
+    s.custom = [this, kernel, inView, outView, filter, filterBf16, threads] {
+      kernel.run(filter, filterBf16, outView, inView, {}, scratchpad.get(),
+                 threads);
     };
   plan.steps.push_back(std::move(s));
   plan.impl = "kiln_wino_4x3:avx512 (fused tiles)";
@@ -601,6 +628,22 @@ bool isOlderBf16JitKernel(std::string_view impl) {
 }
 
 Status Kernels::Impl::planConv(const Call &call, CallPlan &plan) {
+  if ((options.convAlgorithm == ConvAlgorithm::Auto ||
+       options.convAlgorithm == ConvAlgorithm::Winograd) &&
+      isFusedTileWinograd(call)) {
+    // In bf16 the kernel was measured against oneDNN's AVX-512 kernels; its
+    // AMX kernels, on CPUs that have them, are kept.
+    bool bf16 = false;
+    for (const auto &[name, t] : call.operands)
+      bf16 |= t.dtype == DType::BF16;
+    CallPlan library;
+    if (bf16)
+      KILN_RETURN_IF_ERROR(planConvWith(call, library,
+                                        dnnl::algorithm::convolution_direct,
+                                        /*kernelOnly=*/true));
+    if (library.impl.find("amx") == std::string::npos)
+      return planFusedTileWinograd(call, plan);
+  }
   bool asMatmuls = isBf16FilterGradientAsMatmuls(call),
        asForward = isBf16BackwardDataAsForward(call);
   if (options.convAlgorithm == ConvAlgorithm::Auto &&
@@ -616,10 +659,6 @@ Status Kernels::Impl::planConv(const Call &call, CallPlan &plan) {
       return asMatmuls ? planFilterGradientAsMatmuls(call, plan)
                        : planBackwardDataAsForward(call, plan);
   }
-  if ((options.convAlgorithm == ConvAlgorithm::Auto ||
-       options.convAlgorithm == ConvAlgorithm::Winograd) &&
-      isFusedTileWinograd(call))
-    return planFusedTileWinograd(call, plan);
   const TensorRef &w = call.operand(
       call.kind == CallKind::Conv2dBackwardFilter ? "filter_grad" : "filter");
   bool eligible = options.convAlgorithm != ConvAlgorithm::Direct &&
@@ -717,6 +756,10 @@ Status Kernels::Impl::planConvWith(const Call &call, CallPlan &plan,
       plan.summary += hasBias ? " + bias" : "";
       plan.summary += hasResidual ? " + residual" : "";
       plan.summary += call.relu ? ", relu" : "";
+    }
+    if (kernelOnly) {
+      plan.impl = implName(fwdPd);
+      return Status::ok();
     }
     // The sum post-op adds what the output holds: the residual, unless the
     // memory plan already put the output in the residual's place.

@@ -12,6 +12,7 @@
 
 #include "kiln/rt/exec/winograd.h"
 
+#include "kiln/ref/bf16.h"
 #include "kiln/rt/exec/gomp.h"
 
 #include <immintrin.h>
@@ -26,15 +27,15 @@
 
 namespace kiln::rt::exec {
 
-ActivationView ActivationView::nhwc(float *data, int64_t n, int64_t h,
+ActivationView ActivationView::nhwc(void *data, bool bf16, int64_t n, int64_t h,
                                     int64_t w, int64_t c) {
-  return {data, n, h, w, c, h * w * c, 16, w * c, c};
+  return {data, bf16, n, h, w, c, h * w * c, 16, w * c, c};
 }
 
-ActivationView ActivationView::nChw16c(float *data, int64_t n, int64_t h,
-                                       int64_t w, int64_t c) {
+ActivationView ActivationView::nChw16c(void *data, bool bf16, int64_t n,
+                                       int64_t h, int64_t w, int64_t c) {
   int64_t blocks = (c + 15) / 16;
-  return {data, n, h, w, c, blocks * h * w * 16, h * w * 16, w * 16, 16};
+  return {data, bf16, n, h, w, c, blocks * h * w * 16, h * w * 16, w * 16, 16};
 }
 
 bool Winograd3x3::available() { return __builtin_cpu_supports("avx512f"); }
@@ -54,17 +55,67 @@ int64_t pointStride(int64_t channels) { return kGroup * channels + 16; }
 
 /// The buffers of one thread: the transformed filter [36][inputs][outputs],
 /// transformed inputs [36][inputs/16][kGroup][16] and products
-/// [36][outputs/16][kGroup][16] (each point's slice pointStride apart). The
-/// filter gradient uses the same: its sum in the transformed domain, the
-/// transformed inputs and the transformed output gradients.
-/// Tile-major inside a channel block, so the broadcasts of one channel for
-/// the kGroup tiles sit at fixed offsets from one base. Each thread
-/// transforms the whole filter into its own copy: sharing one, written by
-/// both threads and then read by both, made every call on two threads ~10%
-/// slower than the filter transform costs (~2% of a call at 64 channels).
+/// [36][outputs/16][kGroup][16] (each point's slice pointStride apart), the
+/// latter two tile-major inside a channel block, so that the broadcasts of
+/// one channel for the kGroup tiles sit at fixed offsets from one base. The
+/// filter gradient uses the same for its sums in the transformed domain,
+/// the transformed inputs and the transformed output gradients. Each thread
+/// transforms the whole filter into its own copy (~2% of a call at 64
+/// channels): one shared copy, written by both threads and then read by
+/// both, made calls on two threads 6-13% slower.
 int64_t threadFloats(int64_t inputs, int64_t outputs) {
   return kPoints *
          (inputs * outputs + pointStride(inputs) + pointStride(outputs));
+}
+
+/// 16 bf16 values at `p` widened to f32 (exact: the upper halves).
+KILN_AVX512 inline __m512 loadBf16(const void *p) {
+  __m256i half = _mm256_loadu_si256(static_cast<const __m256i *>(p));
+  return _mm512_castsi512_ps(
+      _mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
+}
+
+/// `x` rounded to bf16 and stored at `p`, as VCVTNEPS2BF16 rounds (and
+/// kiln/ref/bf16.h): to nearest even, denormals to signed zero, NaNs kept
+/// and made quiet. AVX-512F integer operations, so that CPUs without
+/// AVX512_BF16 round the same.
+KILN_AVX512 inline void storeBf16(void *p, __m512 x) {
+  __m512i bits = _mm512_castps_si512(x);
+  __m512i sign = _mm512_and_si512(bits, _mm512_set1_epi32(int(0x80000000u)));
+  __m512i magnitude = _mm512_and_si512(bits, _mm512_set1_epi32(0x7FFFFFFF));
+  __m512i lsb =
+      _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  __m512i rounded = _mm512_srli_epi32(
+      _mm512_add_epi32(bits, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), lsb)),
+      16);
+  __mmask16 denormal = _mm512_cmpeq_epi32_mask(
+      _mm512_and_si512(bits, _mm512_set1_epi32(0x7F800000)),
+      _mm512_setzero_si512());
+  __mmask16 nan =
+      _mm512_cmpgt_epi32_mask(magnitude, _mm512_set1_epi32(0x7F800000));
+  rounded =
+      _mm512_mask_mov_epi32(rounded, denormal, _mm512_srli_epi32(sign, 16));
+  rounded = _mm512_mask_mov_epi32(
+      rounded, nan,
+      _mm512_or_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x40)));
+  _mm256_storeu_si256(static_cast<__m256i *>(p),
+                      _mm512_cvtepi32_epi16(rounded));
+}
+
+/// The 16 channels at element `offset` of `view`, as f32.
+KILN_AVX512 inline __m512 loadBlock(const ActivationView &view,
+                                    int64_t offset) {
+  return view.bf16 ? loadBf16(view.address(offset))
+                   : _mm512_loadu_ps(view.address(offset));
+}
+
+KILN_AVX512 inline void storeBlock(const ActivationView &view, int64_t offset,
+                                   __m512 x) {
+  void *p = const_cast<char *>(view.address(offset));
+  if (view.bf16)
+    storeBf16(p, x);
+  else
+    _mm512_storeu_ps(static_cast<float *>(p), x);
 }
 
 /// out = B^T d for one column (or, applied to a row, d B).
@@ -145,7 +196,8 @@ KILN_AVX512 inline void filterGradientTransform(const __m512 u[6],
 }
 
 struct Job {
-  const float *filter; // forward and input gradient
+  const void *filter; // forward and input gradient
+  bool filterBf16;
   float *filterGrad;   // filter gradient
   /// The filter gradient's `output` is the output gradient it reads.
   ActivationView input, output;
@@ -165,19 +217,25 @@ KILN_AVX512 void transformFilter(const Job &job, float *U) {
       for (int kh = 0; kh < 3; ++kh)
         for (int kw = 0; kw < 3; ++kw) {
           if (!job.inputGradient) {
+            int64_t at = ((kh * 3 + kw) * C + i) * K + ob;
             g[kh][kw] =
-                _mm512_loadu_ps(job.filter + ((kh * 3 + kw) * C + i) * K + ob);
+                job.filterBf16
+                    ? loadBf16(static_cast<const uint16_t *>(job.filter) + at)
+                    : _mm512_loadu_ps(static_cast<const float *>(job.filter) +
+                                      at);
             continue;
           }
           // The forward filter [3,3,K,C], flipped in space, its channel
-          // axes swapped: 16 output channels are 16 rows C floats apart.
-          const float *row =
-              job.filter + (((2 - kh) * 3 + (2 - kw)) * K + ob) * C + i;
-          __m512i index =
-              _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
-                                                   10, 11, 12, 13, 14, 15),
-                                 _mm512_set1_epi32(int(C)));
-          g[kh][kw] = _mm512_i32gather_ps(index, row, 4);
+          // axes swapped: 16 output channels are 16 rows C elements apart.
+          int64_t at = (((2 - kh) * 3 + (2 - kw)) * K + ob) * C + i;
+          alignas(64) float column[16];
+          for (int o = 0; o < 16; ++o)
+            column[o] =
+                job.filterBf16
+                    ? ref::bf16BitsToFloat(
+                          static_cast<const uint16_t *>(job.filter)[at + o * C])
+                    : static_cast<const float *>(job.filter)[at + o * C];
+          g[kh][kw] = _mm512_load_ps(column);
         }
       __m512 columns[3][6]; // G g: columns[kw][r]
       for (int kw = 0; kw < 3; ++kw) {
@@ -194,7 +252,7 @@ KILN_AVX512 void transformFilter(const Job &job, float *U) {
   }
 }
 
-/// V[point][slot][block] = B^T d B for the tile at (n, row, col).
+/// V[point][block][slot] = B^T d B for the tile at (n, row, col).
 KILN_AVX512 void transformInputTile(const Job &job, float *V, int64_t slot,
                                     int64_t n, int64_t tileRow,
                                     int64_t tileCol) {
@@ -204,17 +262,17 @@ KILN_AVX512 void transformInputTile(const Job &job, float *V, int64_t slot,
       y0 >= 0 && y0 + 6 <= in.height && x0 >= 0 && x0 + 6 <= in.width;
   int64_t C = job.inputs;
   for (int64_t block = 0; block < C / 16; ++block) {
-    const float *origin = in.at(n, block, 0, 0);
+    int64_t origin = in.offset(n, block, 0, 0);
     __m512 t[6][6]; // B^T d: t[row][column]
     for (int j = 0; j < 6; ++j) {
       __m512 d[6], out[6];
       int64_t x = x0 + j;
       for (int r = 0; r < 6; ++r) {
         int64_t y = y0 + r;
-        d[r] = interior || (y >= 0 && y < in.height && x >= 0 && x < in.width)
-                   ? _mm512_loadu_ps(origin + y * in.rowStride +
-                                     x * in.pixelStride)
-                   : _mm512_setzero_ps();
+        d[r] =
+            interior || (y >= 0 && y < in.height && x >= 0 && x < in.width)
+                ? loadBlock(in, origin + y * in.rowStride + x * in.pixelStride)
+                : _mm512_setzero_ps();
       }
       inputTransform(d, out);
       for (int r = 0; r < 6; ++r)
@@ -237,6 +295,8 @@ KILN_AVX512 void transformOutputTile(const Job &job, const float *M,
                                      int64_t tileCol) {
   const ActivationView &out = job.output;
   const Winograd3x3::Epilogue &epilogue = job.epilogue;
+  ActivationView residual = out;
+  residual.data = const_cast<void *>(epilogue.residual);
   int64_t K = job.outputs;
   for (int64_t block = 0; block < K / 16; ++block) {
     __m512 s[4][6]; // A^T m: s[row][column]
@@ -261,14 +321,13 @@ KILN_AVX512 void transformOutputTile(const Job &job, const float *M,
         int64_t x = tileCol * 4 + c;
         if (x >= out.width)
           break;
-        float *at = out.at(n, block, y, x);
+        int64_t at = out.offset(n, block, y, x);
         __m512 v = _mm512_add_ps(row[c], bias);
         if (epilogue.residual)
-          v = _mm512_add_ps(
-              v, _mm512_loadu_ps(epilogue.residual + (at - out.data)));
+          v = _mm512_add_ps(v, loadBlock(residual, at));
         if (epilogue.relu)
           v = _mm512_max_ps(v, _mm512_setzero_ps());
-        _mm512_storeu_ps(at, v);
+        storeBlock(out, at, v);
       }
     }
   }
@@ -335,7 +394,7 @@ void prefetchTiles(const Job &job, const ActivationView &view, int64_t first,
     for (int64_t block = 0; block < view.channels / 16; ++block)
       for (int64_t y = y0; y < y1; ++y)
         for (int64_t x = x0; x < x1; ++x)
-          __builtin_prefetch(view.at(n, block, y, x));
+          __builtin_prefetch(view.address(view.offset(n, block, y, x)));
     tile += run;
   }
 }
@@ -388,7 +447,7 @@ KILN_AVX512 void runThread(void *data) {
   }
 }
 
-/// Y[point][slot][block] = A y A^T for the 4x4 output-gradient tile at
+/// Y[point][block][slot] = A y A^T for the 4x4 output-gradient tile at
 /// (n, row, col), zeros past the image's edge.
 KILN_AVX512 void transformOutputGradientTile(const Job &job, float *Y,
                                              int64_t slot, int64_t n,
@@ -398,15 +457,15 @@ KILN_AVX512 void transformOutputGradientTile(const Job &job, float *Y,
   int64_t rows = std::min<int64_t>(4, dy.height - tileRow * 4);
   int64_t columns = std::min<int64_t>(4, dy.width - tileCol * 4);
   for (int64_t block = 0; block < K / 16; ++block) {
-    const float *origin = dy.at(n, block, tileRow * 4, tileCol * 4);
+    int64_t origin = dy.offset(n, block, tileRow * 4, tileCol * 4);
     __m512 t[6][4]; // A y: t[row][column]
     for (int c = 0; c < 4; ++c) {
       __m512 y[4], out[6];
       for (int r = 0; r < 4; ++r)
-        y[r] = r < rows && c < columns
-                   ? _mm512_loadu_ps(origin + r * dy.rowStride +
-                                     c * dy.pixelStride)
-                   : _mm512_setzero_ps();
+        y[r] =
+            r < rows && c < columns
+                ? loadBlock(dy, origin + r * dy.rowStride + c * dy.pixelStride)
+                : _mm512_setzero_ps();
       outputGradientTransform(y, out);
       for (int r = 0; r < 6; ++r)
         t[r][c] = out[r];
@@ -552,11 +611,13 @@ size_t Winograd3x3::workspaceBytes(int threads) const {
          sizeof(float);
 }
 
-void Winograd3x3::run(const float *filter, const ActivationView &input,
-                      const ActivationView &output, const Epilogue &epilogue,
-                      void *workspace, int threads) const {
+void Winograd3x3::run(const void *filter, bool filterBf16,
+                      const ActivationView &input, const ActivationView &output,
+                      const Epilogue &epilogue, void *workspace,
+                      int threads) const {
   Job job{};
   job.filter = filter;
+  job.filterBf16 = filterBf16;
   job.input = input;
   job.output = output;
   job.epilogue = epilogue;

@@ -425,11 +425,13 @@ TEST(ConvKernelBf16Test, FilterGradientAsMatmulsPerThread) {
        ConvAlgorithm::Auto, true, true},
       {{3, 58, 58, 64}, {1, 1, 64, 80}, {2, 2}, {0, 0, 0, 0}, DType::F32,
        ConvAlgorithm::Auto, false, false},
-      // 3x3: stride 1 on 7x7, not on 8x8; stride 2 on 14x14 outputs, with
-      // same and TensorFlow-style (bottom and right only) padding.
-      {{3, 7, 7, 64}, {3, 3, 64, 80}, {1, 1}, {1, 1, 1, 1}, DType::F32,
+      // 3x3: stride 1 on 7x7, not on 8x8 (72 input channels: the runtime's
+      // Winograd takes stride-1 3x3 layers of multiples of 16); stride 2 on
+      // 14x14 outputs, with same and TensorFlow-style (bottom and right
+      // only) padding.
+      {{3, 7, 7, 72}, {3, 3, 72, 80}, {1, 1}, {1, 1, 1, 1}, DType::F32,
        ConvAlgorithm::Auto, true, true},
-      {{3, 8, 8, 64}, {3, 3, 64, 80}, {1, 1}, {1, 1, 1, 1}, DType::F32,
+      {{3, 8, 8, 72}, {3, 3, 72, 80}, {1, 1}, {1, 1, 1, 1}, DType::F32,
        ConvAlgorithm::Auto, false, false},
       {{3, 28, 28, 64}, {3, 3, 64, 80}, {2, 2}, {1, 1, 1, 1}, DType::F32,
        ConvAlgorithm::Auto, true, true},
@@ -507,23 +509,25 @@ TEST(ConvKernelBf16Test, BackwardDataAsForwardOnTheFlippedFilter) {
     ConvAlgorithm algorithm;
     bool flipped;
   };
+  // 72 channels on one side: the runtime's Winograd takes stride-1 3x3
+  // layers of multiples of 16.
   const Case cases[] = {
-      {{2, 7, 7, 64}, {3, 3, 64, 80}, {1, 1, 1, 1}, {1, 1}, DType::F32,
+      {{2, 7, 7, 72}, {3, 3, 72, 80}, {1, 1, 1, 1}, {1, 1}, DType::F32,
        ConvAlgorithm::Auto, true},
-      {{2, 14, 13, 80}, {3, 3, 80, 64}, {1, 1, 1, 1}, {1, 1}, DType::BF16,
+      {{2, 14, 13, 80}, {3, 3, 80, 72}, {1, 1, 1, 1}, {1, 1}, DType::BF16,
        ConvAlgorithm::Auto, true},
       // Uneven padding, a 5x3 filter: the output image is 6x7.
       {{2, 8, 7, 64}, {5, 3, 64, 64}, {0, 2, 1, 1}, {1, 1}, DType::F32,
        ConvAlgorithm::Auto, true},
-      {{2, 15, 15, 64}, {3, 3, 64, 64}, {1, 1, 1, 1}, {1, 1}, DType::F32,
+      {{2, 15, 15, 72}, {3, 3, 72, 72}, {1, 1, 1, 1}, {1, 1}, DType::F32,
        ConvAlgorithm::Auto, false},
-      {{2, 7, 7, 32}, {3, 3, 32, 64}, {1, 1, 1, 1}, {1, 1}, DType::F32,
+      {{2, 7, 7, 40}, {3, 3, 40, 72}, {1, 1, 1, 1}, {1, 1}, DType::F32,
        ConvAlgorithm::Auto, false},
       {{2, 8, 8, 64}, {3, 3, 64, 64}, {1, 1, 1, 1}, {2, 2}, DType::F32,
        ConvAlgorithm::Auto, false},
       {{2, 7, 7, 64}, {1, 1, 64, 64}, {0, 0, 0, 0}, {1, 1}, DType::F32,
        ConvAlgorithm::Auto, false},
-      {{2, 7, 7, 64}, {3, 3, 64, 64}, {1, 1, 1, 1}, {1, 1}, DType::F32,
+      {{2, 7, 7, 72}, {3, 3, 72, 72}, {1, 1, 1, 1}, {1, 1}, DType::F32,
        ConvAlgorithm::Direct, false},
   };
   for (const Case &c : cases) {

@@ -35,16 +35,23 @@ const Shape3x3 kShapes[] = {{{3, 7, 9, 16}, 32},
                             {{2, 5, 6, 48}, 16},
                             {{1, 1, 3, 16}, 48},
                             {{5, 8, 8, 32}, 32}};
+// bf16 takes images of at least 28x28 pixels and 64 channels (the forward
+// and input gradient; kernels.cpp): 29x30 ends in partial tiles, 80
+// channels are five blocks.
+const Shape3x3 kBf16Shapes[] = {{{1, 29, 30, 64}, 80}, {{2, 28, 28, 80}, 64}};
 
 struct Param {
   Shape3x3 shape;
   Layout layout;
+  /// Activations and the filter (filter gradients are f32 either way).
+  DType dtype;
 };
 
 std::string describe(const Param &p) {
   const Shape3x3 &s = p.shape;
-  return fmt::format("{}x{}x{}x{}_to_{}_{}", s.input[0], s.input[1],
-                     s.input[2], s.input[3], s.outputs, layoutName(p.layout));
+  return fmt::format("{}x{}x{}x{}_to_{}_{}_{}", s.input[0], s.input[1],
+                     s.input[2], s.input[3], s.outputs, layoutName(p.layout),
+                     dtypeName(p.dtype));
 }
 
 void PrintTo(const Param &p, std::ostream *os) { *os << describe(p); }
@@ -55,9 +62,12 @@ std::string paramName(const ::testing::TestParamInfo<Param> &info) {
 
 std::vector<Param> params() {
   std::vector<Param> out;
-  for (const Shape3x3 &s : kShapes)
-    for (Layout layout : {Layout::None, Layout::NChw16c})
-      out.push_back({s, layout});
+  for (Layout layout : {Layout::None, Layout::NChw16c}) {
+    for (const Shape3x3 &s : kShapes)
+      out.push_back({s, layout, DType::F32});
+    for (const Shape3x3 &s : kBf16Shapes)
+      out.push_back({s, layout, DType::BF16});
+  }
   return out;
 }
 
@@ -77,21 +87,24 @@ Call call3x3(CallKind kind, std::map<std::string, TensorRef> operands) {
 
 /// Forward, input gradient, filter gradient, and forward with bias,
 /// residual (in the output's own storage) and relu, on `threads` threads;
-/// the results in `out` (y, dx, dw, fused), in logical order.
-void run3x3(const Param &p, int threads, std::vector<ref::Tensor> &out) {
+/// the results in `out` (y, dx, dw, fused), in logical order. With
+/// `bf16Values` the activations and the filter hold bf16 values whatever
+/// their type.
+void run3x3(const Param &p, int threads, std::vector<ref::Tensor> &out,
+            bool bf16Values = false) {
   const std::vector<int64_t> &xShape = p.shape.input;
   const std::vector<int64_t> wShape = {3, 3, xShape[3], p.shape.outputs};
   const std::vector<int64_t> yShape = {xShape[0], xShape[1], xShape[2],
                                        p.shape.outputs};
   ArenaLayout layout;
-  TensorRef x = layout.place(xShape, DType::F32, p.layout);
-  TensorRef w = layout.place(wShape);
-  TensorRef y = layout.place(yShape, DType::F32, p.layout);
-  TensorRef dy = layout.place(yShape, DType::F32, p.layout);
-  TensorRef dx = layout.place(xShape, DType::F32, p.layout);
+  TensorRef x = layout.place(xShape, p.dtype, p.layout);
+  TensorRef w = layout.place(wShape, p.dtype);
+  TensorRef y = layout.place(yShape, p.dtype, p.layout);
+  TensorRef dy = layout.place(yShape, p.dtype, p.layout);
+  TensorRef dx = layout.place(xShape, p.dtype, p.layout);
   TensorRef dw = layout.place(wShape);
   TensorRef bias = layout.place({p.shape.outputs});
-  TensorRef fused = layout.place(yShape, DType::F32, p.layout);
+  TensorRef fused = layout.place(yShape, p.dtype, p.layout);
   Manifest m;
   m.arenaBytes = layout.bytes();
   m.calls.push_back(call3x3(CallKind::Conv2dForward,
@@ -120,15 +133,18 @@ void run3x3(const Param &p, int threads, std::vector<ref::Tensor> &out) {
     EXPECT_NE((*kernels)->implementation(id).find(kImpl), std::string::npos)
         << "call " << id << ": " << (*kernels)->implementation(id);
   uint8_t *a = (*arena)->data();
-  storeTensor(a, x, randomTensor(xShape, 1));
-  storeTensor(a, w, randomTensor(wShape, 2));
-  storeTensor(a, dy, randomTensor(yShape, 3));
+  auto values = [&](const ref::Shape &shape, uint64_t seed) {
+    ref::Tensor t = randomTensor(shape, seed);
+    return bf16Values ? ref::roundToBf16(t) : t;
+  };
+  storeTensor(a, x, values(xShape, 1));
+  storeTensor(a, w, values(wShape, 2));
+  storeTensor(a, dy, values(yShape, 3));
   storeTensor(a, bias, randomTensor({p.shape.outputs}, 4));
-  storeTensor(a, fused, randomTensor(yShape, 5));
   // Twice: nothing may carry over from one execution to the next (the
   // epilogue's residual is re-stored in between).
   for (int round = 0; round < 2; ++round) {
-    storeTensor(a, fused, randomTensor(yShape, 5));
+    storeTensor(a, fused, values(yShape, 5));
     for (int32_t id = 0; id < 4; ++id)
       (*kernels)->execute(id);
   }
@@ -142,6 +158,8 @@ protected:
   void SetUp() override {
     if (!Winograd3x3::available())
       GTEST_SKIP() << "the kernel needs AVX-512F";
+    if (GetParam().dtype == DType::BF16 && __builtin_cpu_supports("amx-bf16"))
+      GTEST_SKIP() << "oneDNN's AMX kernels are kept in bf16";
   }
 };
 
@@ -154,26 +172,32 @@ TEST_P(FusedTileWinogradTest, MatchesReference) {
   const std::vector<int64_t> wShape = {3, 3, xShape[3], p.shape.outputs};
   const std::vector<int64_t> yShape = {xShape[0], xShape[1], xShape[2],
                                        p.shape.outputs};
-  ref::Tensor xv = randomTensor(xShape, 1), wv = randomTensor(wShape, 2);
-  ref::Tensor dyv = randomTensor(yShape, 3);
+  // bf16 operands as the kernel sees them; their products are exact in f32.
+  auto operand = [&](const ref::Shape &shape, uint64_t seed) {
+    ref::Tensor t = randomTensor(shape, seed);
+    return p.dtype == DType::BF16 ? ref::roundToBf16(t) : t;
+  };
+  ref::Tensor xv = operand(xShape, 1), wv = operand(wShape, 2);
+  ref::Tensor dyv = operand(yShape, 3);
   ref::Tensor bv = randomTensor({p.shape.outputs}, 4);
-  ref::Tensor rv = randomTensor(yShape, 5);
+  ref::Tensor rv = operand(yShape, 5);
   ref::Tensor y = ref::conv2d(xv, wv, same3x3());
   ref::Tensor fused = y;
   for (int64_t i = 0; i < fused.size(); ++i)
     fused[i] = std::max(y[i] + bv[i % p.shape.outputs] + rv[i], 0.0f);
   // F(4x4,3x3) rounds more than a direct sum (its transforms scale by up
-  // to 8 and 1/24): ~1e-6 of the largest output here.
-  EXPECT_TRUE(closeTo(actual[0], y, 1e-5)) << "forward";
-  EXPECT_TRUE(closeTo(actual[1],
-                      ref::conv2dBackwardData(dyv, wv, xShape, same3x3()),
-                      1e-5))
+  // to 8 and 1/24): ~1e-6 of the largest output here. A bf16 result is
+  // rounded to 8 significant bits on top (at most 2^-9 of its magnitude).
+  double rounded = p.dtype == DType::BF16 ? 4e-3 : 1e-5;
+  EXPECT_TRUE(closeTo(actual[0], y, rounded)) << "forward";
+  EXPECT_TRUE(closeTo(
+      actual[1], ref::conv2dBackwardData(dyv, wv, xShape, same3x3()), rounded))
       << "input gradient";
   EXPECT_TRUE(closeTo(actual[2],
                       ref::conv2dBackwardFilter(xv, dyv, wShape, same3x3()),
                       1e-5))
       << "filter gradient";
-  EXPECT_TRUE(closeTo(actual[3], fused, 1e-5)) << "bias, residual, relu";
+  EXPECT_TRUE(closeTo(actual[3], fused, rounded)) << "bias, residual, relu";
 }
 
 // Each output tile is computed the same way whichever thread takes it, so
@@ -193,6 +217,23 @@ TEST_P(FusedTileWinogradTest, ThreadCounts) {
   EXPECT_TRUE(closeTo(threeAgain[2], three[2], 0)) << "filter gradient";
 }
 
+// bf16 operands are widened exactly and the kernel computes in f32, so its
+// bf16 results are its f32 results on the same values rounded to nearest
+// even, bit for bit, and its f32 filter gradient is the same.
+TEST_P(FusedTileWinogradTest, Bf16ResultsAreTheF32OnesRounded) {
+  if (GetParam().dtype != DType::BF16)
+    GTEST_SKIP() << "bf16 only";
+  Param f32 = GetParam();
+  f32.dtype = DType::F32;
+  std::vector<ref::Tensor> bf16Out, f32Out;
+  ASSERT_NO_FATAL_FAILURE(run3x3(GetParam(), 2, bf16Out));
+  ASSERT_NO_FATAL_FAILURE(run3x3(f32, 2, f32Out, /*bf16Values=*/true));
+  for (size_t i : {0, 1, 3})
+    EXPECT_TRUE(closeTo(bf16Out[i], ref::roundToBf16(f32Out[i]), 0))
+        << "result " << i;
+  EXPECT_TRUE(closeTo(bf16Out[2], f32Out[2], 0)) << "filter gradient";
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, FusedTileWinogradTest,
                          ::testing::ValuesIn(params()), paramName);
 
@@ -205,29 +246,37 @@ TEST(FusedTileWinogradRuleTest, TakesOnlyNarrowSamePaddedF32Layers) {
     std::array<int64_t, 4> padding;
     DType dtype;
     ConvAlgorithm algorithm;
-    bool taken;
+    /// Forward, input gradient, filter gradient.
+    std::array<bool, 3> taken;
   };
+  const std::array<bool, 3> kAll = {true, true, true}, kNone = {};
+  // In bf16 against oneDNN's AVX-512 kernels; its AMX kernels are kept.
+  bool amx = __builtin_cpu_supports("amx-bf16");
   const Case cases[] = {
       {"eligible", {2, 8, 8, 128}, {3, 3, 128, 16}, {1, 1}, {1, 1, 1, 1},
-       DType::F32, ConvAlgorithm::Auto, true},
+       DType::F32, ConvAlgorithm::Auto, kAll},
       {"forced Winograd", {2, 8, 8, 16}, {3, 3, 16, 16}, {1, 1}, {1, 1, 1, 1},
-       DType::F32, ConvAlgorithm::Winograd, true},
+       DType::F32, ConvAlgorithm::Winograd, kAll},
       {"direct asked for", {2, 8, 8, 16}, {3, 3, 16, 16}, {1, 1},
-       {1, 1, 1, 1}, DType::F32, ConvAlgorithm::Direct, false},
+       {1, 1, 1, 1}, DType::F32, ConvAlgorithm::Direct, kNone},
       {"oneDNN's choice asked for", {2, 8, 8, 16}, {3, 3, 16, 16}, {1, 1},
-       {1, 1, 1, 1}, DType::F32, ConvAlgorithm::Library, false},
+       {1, 1, 1, 1}, DType::F32, ConvAlgorithm::Library, kNone},
       {"256 input channels", {2, 8, 8, 256}, {3, 3, 256, 16}, {1, 1},
-       {1, 1, 1, 1}, DType::F32, ConvAlgorithm::Auto, false},
+       {1, 1, 1, 1}, DType::F32, ConvAlgorithm::Auto, kNone},
       {"channels not a multiple of 16", {2, 8, 8, 24}, {3, 3, 24, 16},
-       {1, 1}, {1, 1, 1, 1}, DType::F32, ConvAlgorithm::Auto, false},
+       {1, 1}, {1, 1, 1, 1}, DType::F32, ConvAlgorithm::Auto, kNone},
       {"strided", {2, 8, 8, 16}, {3, 3, 16, 16}, {2, 2}, {1, 1, 1, 1},
-       DType::F32, ConvAlgorithm::Auto, false},
+       DType::F32, ConvAlgorithm::Auto, kNone},
       {"unpadded", {2, 8, 8, 16}, {3, 3, 16, 16}, {1, 1}, {0, 0, 0, 0},
-       DType::F32, ConvAlgorithm::Auto, false},
+       DType::F32, ConvAlgorithm::Auto, kNone},
       {"5x5", {2, 8, 8, 16}, {5, 5, 16, 16}, {1, 1}, {2, 2, 2, 2},
-       DType::F32, ConvAlgorithm::Auto, false},
-      {"bf16", {2, 8, 8, 16}, {3, 3, 16, 16}, {1, 1}, {1, 1, 1, 1},
-       DType::BF16, ConvAlgorithm::Auto, false},
+       DType::F32, ConvAlgorithm::Auto, kNone},
+      {"bf16, 16 channels", {2, 8, 8, 16}, {3, 3, 16, 16}, {1, 1},
+       {1, 1, 1, 1}, DType::BF16, ConvAlgorithm::Auto, kNone},
+      {"bf16, 32 channels on 8x8", {2, 8, 8, 32}, {3, 3, 32, 32}, {1, 1},
+       {1, 1, 1, 1}, DType::BF16, ConvAlgorithm::Auto, {false, false, !amx}},
+      {"bf16, 64 channels on 28x28", {1, 28, 28, 64}, {3, 3, 64, 64}, {1, 1},
+       {1, 1, 1, 1}, DType::BF16, ConvAlgorithm::Auto, {!amx, !amx, !amx}},
   };
   for (const Case &c : cases) {
     ref::Conv2dAttrs attrs;
@@ -263,7 +312,7 @@ TEST(FusedTileWinogradRuleTest, TakesOnlyNarrowSamePaddedF32Layers) {
     for (int32_t id = 0; id < 3; ++id) {
       std::string impl = (*kernels)->implementation(id);
       EXPECT_EQ(impl.find(kImpl) != std::string::npos,
-                c.taken && Winograd3x3::available())
+                c.taken[size_t(id)] && Winograd3x3::available())
           << c.what << ", call " << id << ": " << impl;
     }
   }

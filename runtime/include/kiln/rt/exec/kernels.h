@@ -21,19 +21,19 @@
 // about half the time of the direct kernels, with rounding a little
 // different (docs/performance.md). On layers of 16-128 channels (NHWC or
 // nChw16c, padding 1) the runtime's own fused-tile Winograd (winograd.h)
-// runs all three passes; on others oneDNN's may (nChw16c activations,
-// channels a multiple of 16). `Auto` (the default) takes the runtime's
-// kernel where it applies and lets oneDNN's heuristic choose elsewhere,
-// `Winograd` forces oneDNN's Winograd where the runtime's does not apply,
-// `Direct` never uses Winograd, and `Library` is oneDNN's heuristic alone,
-// none of the runtime's kernels (to measure them against). `Auto` also
-// replaces two of oneDNN's bf16 backward kernels where they are slow
-// (kernels.cpp):
-// on small NHWC images, a filter gradient is im2col and a matrix product
-// per thread over its share of the batch, and a stride-1 input gradient is
-// a forward convolution with the flipped filter. Both replace only oneDNN
-// 2.6's older bf16 jit kernels (isOlderBf16JitKernel), which their rules
-// were measured against; newer kernels (brgemm-based, AMX) are kept.
+// runs all three passes, and the larger such bf16 layers too; on others
+// oneDNN's may (f32, nChw16c activations, channels a multiple of 16). `Auto`
+// (the default) takes the runtime's kernel where it applies and lets oneDNN's
+// heuristic choose elsewhere, `Winograd` forces oneDNN's Winograd where the
+// runtime's does not apply, `Direct` never uses Winograd, and `Library` is
+// oneDNN's heuristic alone, none of the runtime's kernels (to measure them
+// against). `Auto` also replaces two of oneDNN's bf16 backward kernels where
+// they are slow (kernels.cpp): on small NHWC images, a filter gradient is
+// im2col and a matrix product per thread over its share of the batch, and a
+// stride-1 input gradient is a forward convolution with the flipped filter.
+// Both replace only oneDNN 2.6's older bf16 jit kernels (isOlderBf16JitKernel),
+// which their rules were measured against; newer kernels (brgemm-based, AMX)
+// are kept.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RT_EXEC_KERNELS_H

@@ -5,17 +5,20 @@
 // 16-64 channels the matrix products are too small to hide those passes: on
 // Fashion-MNIST's ResNet-20 it runs at the speed of the direct kernels
 // (~1.1 ms per 128x28x28x16 call, docs/performance.md). This one works on
-// 16 output tiles at a time: their inputs are transformed into a buffer that
-// stays in cache, multiplied by the transformed filter, and transformed back
-// into the output, so each activation is read and written once.
+// kTilesPerGroup output tiles at a time: their inputs are transformed into
+// a buffer that stays in cache, multiplied by the transformed filter, and
+// transformed back into the output, so each activation is read and written
+// once.
 //
 // It computes a 3x3, stride-1 convolution with one pixel of zero padding on
-// every side (the output has the input's size) and f32 data, channels in
-// multiples of 16, and serves the forward pass, the input gradient (the
+// every side (the output has the input's size), channels in multiples of
+// 16, in f32 whether activations and filter are f32 or bf16 (widened as
+// they are loaded, bf16 results rounded to nearest even as VCVTNEPS2BF16
+// does), and serves the forward pass, the input gradient (the
 // forward convolution of the output gradient with the filter flipped in
 // space and its channel axes swapped) and the filter gradient (the sum over
 // tiles of the transformed inputs times the transformed output gradients,
-// transformed back; Lavin and Gray, section 4). AVX-512F only.
+// transformed back). AVX-512F only.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RT_EXEC_WINOGRAD_H
@@ -26,22 +29,28 @@
 
 namespace kiln::rt::exec {
 
-/// A 4-D f32 activation in 16-channel blocks, addressed by strides in floats.
+/// A 4-D f32 or bf16 activation in 16-channel blocks, addressed by strides
+/// in elements.
 struct ActivationView {
-  float *data = nullptr;
+  void *data = nullptr;
+  bool bf16 = false;
   int64_t images = 0, height = 0, width = 0, channels = 0;
   int64_t imageStride = 0, blockStride = 0, rowStride = 0, pixelStride = 0;
 
   /// NHWC storage (channels a multiple of 16 for the kernel below).
-  static ActivationView nhwc(float *data, int64_t n, int64_t h, int64_t w,
-                             int64_t c);
+  static ActivationView nhwc(void *data, bool bf16, int64_t n, int64_t h,
+                             int64_t w, int64_t c);
   /// nChw16c storage: [N][C/16][H][W][16].
-  static ActivationView nChw16c(float *data, int64_t n, int64_t h, int64_t w,
-                                int64_t c);
+  static ActivationView nChw16c(void *data, bool bf16, int64_t n, int64_t h,
+                                int64_t w, int64_t c);
 
-  float *at(int64_t n, int64_t block, int64_t h, int64_t w) const {
-    return data + n * imageStride + block * blockStride + h * rowStride +
+  /// Elements from `data` to channel block `block` of pixel (n, h, w).
+  int64_t offset(int64_t n, int64_t block, int64_t h, int64_t w) const {
+    return n * imageStride + block * blockStride + h * rowStride +
            w * pixelStride;
+  }
+  const char *address(int64_t offset) const {
+    return static_cast<const char *>(data) + offset * (bf16 ? 2 : 4);
   }
 };
 
@@ -65,26 +74,29 @@ public:
   /// (multiples of 16).
   Winograd3x3(int64_t inputs, int64_t outputs, Pass pass);
 
-  /// Bytes of workspace run() needs with `threads` threads.
+  /// Bytes of workspace a pass needs with `threads` threads.
   size_t workspaceBytes(int threads) const;
 
   /// Optional epilogue of a forward pass: output = [relu](conv + bias
   /// [+ residual]); the residual may be the output's own storage.
   struct Epilogue {
     const float *bias = nullptr;
-    const float *residual = nullptr; // laid out like the output
+    const void *residual = nullptr; // laid out and typed like the output
     bool relu = false;
   };
 
-  /// Runs on `threads` threads of the OpenMP pool (fewer if the pool gives
-  /// fewer). `filter` is HWIO: [3,3,inputs,outputs], or the forward filter
-  /// with `inputGradient`. `workspace` is 64-byte aligned, workspaceBytes.
-  void run(const float *filter, const ActivationView &input,
+  /// The Forward or InputGradient pass, on `threads` threads of the OpenMP
+  /// pool (fewer if the pool gives fewer). `filter` is HWIO, f32 or bf16
+  /// (`filterBf16`): [3,3,inputs,outputs], or for InputGradient the forward
+  /// filter [3,3,outputs,inputs]. `workspace` is 64-byte aligned,
+  /// workspaceBytes(threads) long.
+  void run(const void *filter, bool filterBf16, const ActivationView &input,
            const ActivationView &output, const Epilogue &epilogue,
            void *workspace, int threads) const;
 
   /// The filter gradient [3,3,inputs,outputs] of a forward convolution from
-  /// `input` (the forward's) and `outputGrad`, written over `filterGrad`:
+  /// `input` (the forward's) and `outputGrad`, written over `filterGrad`
+  /// (f32):
   /// each thread sums its tiles' products in the transformed domain, then
   /// the threads add up the sums and transform them back, each for its
   /// share of the input channels.
@@ -92,7 +104,8 @@ public:
                          const ActivationView &outputGrad, float *filterGrad,
                          void *workspace, int threads) const;
 
-  /// Tiles transformed and multiplied together (a thread's unit of work).
+  /// Tiles transformed and multiplied together (a thread's unit of work):
+  /// 12 x 2 accumulators for the products, 12 to 16 measured best.
   static constexpr int64_t kTilesPerGroup = 12;
 
 private:
