@@ -505,6 +505,13 @@ Status Kernels::Impl::planBackwardDataAsForward(const Call &call,
 /// thread) no longer stays in cache and oneDNN's Winograd is faster (8.1
 /// against 8.9 ms forward on 32x14x14x256); CPUs without AVX-512 do not run
 /// the kernel.
+static bool hasBf16Operand(const Call &call) {
+  for (const auto &[name, t] : call.operands)
+    if (t.dtype == DType::BF16)
+      return true;
+  return false;
+}
+
 static bool isFusedTileWinograd(const Call &call) {
   bool fwd = call.kind == CallKind::Conv2dForward;
   bool bwdData = call.kind == CallKind::Conv2dBackwardData;
@@ -528,9 +535,7 @@ static bool isFusedTileWinograd(const Call &call) {
   if (call.hasOperand("residual"))
     types &= call.operand("residual").dtype == y.dtype;
   int64_t inputs = x.shape[3], outputs = y.shape[3];
-  bool bf16 = false;
-  for (const auto &[name, t] : call.operands)
-    bf16 |= t.dtype == DType::BF16;
+  bool bf16 = hasBf16Operand(call);
   // Against oneDNN's bf16 kernels, which multiply twice as fast per
   // instruction, it wins only on larger layers (with the caches evicted,
   // forward / input gradient / filter gradient, ms): 32x56x56x64 6.8 /
@@ -633,11 +638,8 @@ Status Kernels::Impl::planConv(const Call &call, CallPlan &plan) {
       isFusedTileWinograd(call)) {
     // In bf16 the kernel was measured against oneDNN's AVX-512 kernels; its
     // AMX kernels, on CPUs that have them, are kept.
-    bool bf16 = false;
-    for (const auto &[name, t] : call.operands)
-      bf16 |= t.dtype == DType::BF16;
     CallPlan library;
-    if (bf16)
+    if (hasBf16Operand(call))
       KILN_RETURN_IF_ERROR(planConvWith(call, library,
                                         dnnl::algorithm::convolution_direct,
                                         /*kernelOnly=*/true));

@@ -53,6 +53,13 @@ constexpr int64_t kPoints = 36; // of a 6x6 transformed tile
 /// tile transform touches fall into a few L1 sets and evict each other.
 int64_t pointStride(int64_t channels) { return kGroup * channels + 16; }
 
+/// Floats from a [36][channels/16][kGroup][16] buffer's start to the 16
+/// channels of `block` for tile `slot` at transformed point `point`.
+int64_t slotOffset(int64_t channels, int64_t point, int64_t block,
+                   int64_t slot) {
+  return point * pointStride(channels) + (block * kGroup + slot) * 16;
+}
+
 /// The buffers of one thread: the transformed filter [36][inputs][outputs],
 /// transformed inputs [36][inputs/16][kGroup][16] and products
 /// [36][outputs/16][kGroup][16] (each point's slice pointStride apart), the
@@ -282,9 +289,7 @@ KILN_AVX512 void transformInputTile(const Job &job, float *V, int64_t slot,
       __m512 out[6];
       inputTransform(t[r], out);
       for (int s = 0; s < 6; ++s)
-        _mm512_storeu_ps(V + (r * 6 + s) * pointStride(C) +
-                             (block * kGroup + slot) * 16,
-                         out[s]);
+        _mm512_storeu_ps(V + slotOffset(C, r * 6 + s, block, slot), out[s]);
     }
   }
 }
@@ -303,8 +308,7 @@ KILN_AVX512 void transformOutputTile(const Job &job, const float *M,
     for (int j = 0; j < 6; ++j) {
       __m512 m[6], column[4];
       for (int r = 0; r < 6; ++r)
-        m[r] = _mm512_loadu_ps(M + (r * 6 + j) * pointStride(K) +
-                               (block * kGroup + slot) * 16);
+        m[r] = _mm512_loadu_ps(M + slotOffset(K, r * 6 + j, block, slot));
       outputTransform(m, column);
       for (int r = 0; r < 4; ++r)
         s[r][j] = column[r];
@@ -403,9 +407,7 @@ void prefetchTiles(const Job &job, const ActivationView &view, int64_t first,
 void zeroSlot(float *buffer, int64_t channels, int64_t slot) {
   for (int64_t p = 0; p < kPoints; ++p)
     for (int64_t block = 0; block < channels / 16; ++block)
-      std::fill_n(buffer + p * pointStride(channels) +
-                      (block * kGroup + slot) * 16,
-                  16, 0.0f);
+      std::fill_n(buffer + slotOffset(channels, p, block, slot), 16, 0.0f);
 }
 
 KILN_AVX512 void runThread(void *data) {
@@ -474,9 +476,7 @@ KILN_AVX512 void transformOutputGradientTile(const Job &job, float *Y,
       __m512 out[6];
       outputGradientTransform(t[r], out);
       for (int s = 0; s < 6; ++s)
-        _mm512_storeu_ps(Y + (r * 6 + s) * pointStride(K) +
-                             (block * kGroup + slot) * 16,
-                         out[s]);
+        _mm512_storeu_ps(Y + slotOffset(K, r * 6 + s, block, slot), out[s]);
     }
   }
 }
