@@ -60,11 +60,12 @@ std::string paramName(const ::testing::TestParamInfo<Param> &info) {
   return describe(info.param);
 }
 
-std::vector<Param> params() {
+std::vector<Param> params(bool withF32) {
   std::vector<Param> out;
   for (Layout layout : {Layout::None, Layout::NChw16c}) {
-    for (const Shape3x3 &s : kShapes)
-      out.push_back({s, layout, DType::F32});
+    if (withF32)
+      for (const Shape3x3 &s : kShapes)
+        out.push_back({s, layout, DType::F32});
     for (const Shape3x3 &s : kBf16Shapes)
       out.push_back({s, layout, DType::BF16});
   }
@@ -220,9 +221,9 @@ TEST_P(FusedTileWinogradTest, ThreadCounts) {
 // bf16 operands are widened exactly and the kernel computes in f32, so its
 // bf16 results are its f32 results on the same values rounded to nearest
 // even, bit for bit, and its f32 filter gradient is the same.
-TEST_P(FusedTileWinogradTest, Bf16ResultsAreTheF32OnesRounded) {
-  if (GetParam().dtype != DType::BF16)
-    GTEST_SKIP() << "bf16 only";
+class FusedTileWinogradBf16Test : public FusedTileWinogradTest {};
+
+TEST_P(FusedTileWinogradBf16Test, ResultsAreTheF32OnesRounded) {
   Param f32 = GetParam();
   f32.dtype = DType::F32;
   std::vector<ref::Tensor> bf16Out, f32Out;
@@ -235,7 +236,11 @@ TEST_P(FusedTileWinogradTest, Bf16ResultsAreTheF32OnesRounded) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FusedTileWinogradTest,
-                         ::testing::ValuesIn(params()), paramName);
+                         ::testing::ValuesIn(params(/*withF32=*/true)),
+                         paramName);
+INSTANTIATE_TEST_SUITE_P(Shapes, FusedTileWinogradBf16Test,
+                         ::testing::ValuesIn(params(/*withF32=*/false)),
+                         paramName);
 
 /// The calls the kernel does not take go to oneDNN.
 TEST(FusedTileWinogradRuleTest, TakesOnlyNarrowSamePaddedF32Layers) {
