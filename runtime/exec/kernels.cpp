@@ -4,6 +4,7 @@
 
 #include "kiln/rt/exec/gomp.h"
 #include "kiln/rt/exec/weight_reorder.h"
+#include "kiln/rt/exec/channel_statistics.h"
 #include "kiln/rt/exec/winograd.h"
 
 #include <dnnl.hpp>
@@ -147,6 +148,8 @@ struct CallPlan {
   SplitSteps split;
   std::string impl;
   std::string summary;
+  /// A forward call's statistics are taken by its kernel.
+  bool takesStatistics = false;
   double macs = 0;
   uint64_t count = 0;
   double seconds = 0;
@@ -228,6 +231,9 @@ struct Kernels::Impl {
   }
 
   Status planConv(const Call &call, CallPlan &plan);
+  /// planConv without a forward call's statistics, unless its kernel takes
+  /// them (plan.takesStatistics).
+  Status planConvPasses(const Call &call, CallPlan &plan);
   Status planFilterGradientAsMatmuls(const Call &call, CallPlan &plan);
   /// im2col: the input pixels each output pixel of images [first, first +
   /// images) of a backward-filter call reads, Cin per filter tap in HWIO
@@ -527,7 +533,8 @@ static bool isFusedTileWinograd(const Call &call) {
   // gradient f32.
   bool types = true, layouts = true;
   for (const auto &[name, t] : call.operands) {
-    bool f32Only = name == "bias" || name == "filter_grad";
+    bool f32Only =
+        name == "bias" || name == "filter_grad" || name == "statistics";
     types &= t.dtype == DType::F32 || (!f32Only && t.dtype == DType::BF16);
     if (t.shape.size() == 4 && name != "filter" && name != "filter_grad")
       layouts &= t.isRowMajor() || t.layout == Layout::NChw16c;
@@ -591,6 +598,12 @@ Status Kernels::Impl::planFusedTileWinograd(const Call &call, CallPlan &plan) {
   }
   epilogue.relu = fwd && call.relu;
   plan.summary += epilogue.relu ? ", relu" : "";
+  if (call.hasOperand("statistics")) {
+    epilogue.statistics =
+        reinterpret_cast<float *>(arena + call.operand("statistics").offset);
+    plan.summary += " + statistics";
+    plan.takesStatistics = true;
+  }
 
   Winograd3x3::Pass pass = fwd         ? Winograd3x3::Pass::Forward
                            : bwdFilter ? Winograd3x3::Pass::FilterGradient
@@ -633,6 +646,29 @@ bool isOlderBf16JitKernel(std::string_view impl) {
 }
 
 Status Kernels::Impl::planConv(const Call &call, CallPlan &plan) {
+  KILN_RETURN_IF_ERROR(planConvPasses(call, plan));
+  // The fused-tile Winograd takes the statistics in its epilogue; after a
+  // oneDNN convolution a pass over the output does.
+  if (!call.hasOperand("statistics") || plan.takesStatistics)
+    return Status::ok();
+  const TensorRef &y = call.operand("output");
+  int threads = omp_get_max_threads();
+  scratchpadBytes = std::max(
+      scratchpadBytes, channelStatisticsWorkspaceBytes(y.shape[3], threads));
+  Step s;
+  s.custom = [this, view = activationView(arena, y),
+              statistics = reinterpret_cast<float *>(
+                  arena + call.operand("statistics").offset),
+              threads] {
+    channelStatistics(view, statistics, scratchpad.get(), threads);
+  };
+  plan.steps.push_back(std::move(s));
+  plan.summary += " + statistics";
+  plan.impl += " (+ statistics pass)";
+  return Status::ok();
+}
+
+Status Kernels::Impl::planConvPasses(const Call &call, CallPlan &plan) {
   if ((options.convAlgorithm == ConvAlgorithm::Auto ||
        options.convAlgorithm == ConvAlgorithm::Winograd) &&
       isFusedTileWinograd(call)) {

@@ -618,7 +618,7 @@ Status Parser::parseCall(const Value &v, const std::string &path, Call &out) {
   if (kind == "conv2d_forward") {
     out.kind = CallKind::Conv2dForward;
     operands = {"input", "filter", "output"};
-    optionalOperands = {"bias", "residual"};
+    optionalOperands = {"bias", "residual", "statistics"};
   } else if (kind == "conv2d_backward_data") {
     out.kind = CallKind::Conv2dBackwardData;
     operands = {"output_grad", "filter", "input_grad"};
@@ -728,6 +728,15 @@ Status Parser::checkPostOps(const Call &call, const std::string &path) {
         r.layout != output.layout)
       return error(path + ".operands.residual",
                    "must have the output's shape, element type and layout");
+  }
+  if (call.hasOperand("statistics")) {
+    const TensorRef &s = call.operand("statistics");
+    if (s.dtype != DType::F32 ||
+        s.shape != std::vector<int64_t>{2, output.shape[3]})
+      return error(path + ".operands.statistics",
+                   "must be f32[2, " + std::to_string(output.shape[3]) +
+                       "] (mean and variance per output channel), not " +
+                       dtypeName(s.dtype) + shapeString(s.shape));
   }
   return Status::ok();
 }

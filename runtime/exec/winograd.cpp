@@ -12,6 +12,8 @@
 
 #include "kiln/rt/exec/winograd.h"
 
+#include "kiln/rt/exec/channel_statistics.h"
+
 #include "kiln/ref/bf16.h"
 #include "kiln/rt/exec/gomp.h"
 
@@ -75,6 +77,12 @@ int64_t threadFloats(int64_t inputs, int64_t outputs) {
          (inputs * outputs + pointStride(inputs) + pointStride(outputs));
 }
 
+/// After those, the forward's statistics: the thread's ShiftedSums and its
+/// shifts as floats, rounded up to a cache line.
+int64_t statisticsFloats(int64_t outputs) {
+  return (2 * ShiftedSums::doubles(outputs) + outputs + 15) / 16 * 16;
+}
+
 /// 16 bf16 values at `p` widened to f32 (exact: the upper halves).
 KILN_AVX512 inline __m512 loadBf16(const void *p) {
   __m256i half = _mm256_loadu_si256(static_cast<const __m256i *>(p));
@@ -123,6 +131,15 @@ KILN_AVX512 inline void storeBlock(const ActivationView &view, int64_t offset,
     storeBf16(p, x);
   else
     _mm512_storeu_ps(static_cast<float *>(p), x);
+}
+
+/// sums[0..16) += the 16 lanes of `x` in double precision.
+KILN_AVX512 inline void addToDoubles(double *sums, __m512 x) {
+  __m512d low = _mm512_cvtps_pd(_mm512_castps512_ps256(x));
+  __m512d high = _mm512_cvtps_pd(
+      _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
+  _mm512_storeu_pd(sums, _mm512_add_pd(_mm512_loadu_pd(sums), low));
+  _mm512_storeu_pd(sums + 8, _mm512_add_pd(_mm512_loadu_pd(sums + 8), high));
 }
 
 /// out = B^T d for one column (or, applied to a row, d B).
@@ -337,6 +354,32 @@ KILN_AVX512 void transformOutputTile(const Job &job, const float *M,
   }
 }
 
+/// Adds the output tile at (n, row, col), as stored (read back from L1), to
+/// `sums`: x - shift and its square, summed over the tile in f32.
+KILN_AVX512 void addTileStatistics(const Job &job, int64_t n, int64_t tileRow,
+                                   int64_t tileCol, const float *shift,
+                                   const ShiftedSums &sums) {
+  const ActivationView &out = job.output;
+  int64_t rows = std::min<int64_t>(4, out.height - tileRow * 4);
+  int64_t columns = std::min<int64_t>(4, out.width - tileCol * 4);
+  for (int64_t block = 0; block < job.outputs / 16; ++block) {
+    __m512 k = _mm512_loadu_ps(shift + block * 16);
+    __m512 sum = _mm512_setzero_ps(), squares = _mm512_setzero_ps();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < columns; ++c) {
+        __m512 v = _mm512_sub_ps(
+            loadBlock(out, out.offset(n, block, tileRow * 4 + r,
+                                      tileCol * 4 + c)),
+            k);
+        sum = _mm512_add_ps(sum, v);
+        squares = _mm512_fmadd_ps(v, v, squares);
+      }
+    addToDoubles(sums.sum() + block * 16, sum);
+    addToDoubles(sums.squares() + block * 16, squares);
+  }
+  sums.count() += double(rows * columns);
+}
+
 template <int Blocks>
 KILN_AVX512 inline void multiplyBlocks(const float *Vp, const float *Up,
                                        float *Mp, int64_t C, int64_t K,
@@ -416,6 +459,17 @@ KILN_AVX512 void runThread(void *data) {
   float *U = job.threadBuffers + thread * threadFloats(job.inputs, job.outputs);
   float *V = U + kPoints * job.inputs * job.outputs;
   float *M = V + kPoints * pointStride(job.inputs);
+  // The statistics shift by the mean of the thread's first group of tiles:
+  // summed unshifted once, then again from that mean.
+  float *statistics = job.threadBuffers +
+                      threads * threadFloats(job.inputs, job.outputs) +
+                      thread * statisticsFloats(job.outputs);
+  ShiftedSums sums{reinterpret_cast<double *>(statistics), job.outputs};
+  float *shift = statistics + 2 * ShiftedSums::doubles(job.outputs);
+  if (job.epilogue.statistics) {
+    sums.clear();
+    std::fill_n(shift, job.outputs, 0.0f);
+  }
   transformFilter(job, U);
 
   int64_t groups = (job.tiles + kGroup - 1) / kGroup;
@@ -446,6 +500,31 @@ KILN_AVX512 void runThread(void *data) {
       transformOutputTile(job, M, slot, n, inImage / job.tileCols,
                           inImage % job.tileCols);
     }
+    if (!job.epilogue.statistics)
+      continue;
+    bool firstGroup = sums.count() == 0;
+    for (int pass = firstGroup ? 0 : 1; pass < 2; ++pass) {
+      if (pass == 1 && firstGroup) {
+        for (int64_t k = 0; k < job.outputs; ++k)
+          sums.shift()[k] = shift[k] = float(sums.sum()[k] / sums.count());
+        std::fill_n(sums.sum(), 2 * job.outputs + 1, 0.0);
+      }
+      for (int64_t slot = 0; slot < count; ++slot) {
+        int64_t tile = first + slot;
+        int64_t n = tile / tilesPerImage, inImage = tile % tilesPerImage;
+        addTileStatistics(job, n, inImage / job.tileCols,
+                          inImage % job.tileCols, shift, sums);
+      }
+    }
+  }
+  if (job.epilogue.statistics) {
+    GOMP_barrier();
+    finishChannelStatistics(
+        reinterpret_cast<const double *>(
+            job.threadBuffers + threads * threadFloats(job.inputs, job.outputs)),
+        statisticsFloats(job.outputs) / 2, threads, job.outputs,
+        job.outputs * thread / threads, job.outputs * (thread + 1) / threads,
+        job.epilogue.statistics);
   }
 }
 
@@ -607,8 +686,10 @@ KILN_AVX512 void runFilterGradientThread(void *data) {
 } // namespace
 
 size_t Winograd3x3::workspaceBytes(int threads) const {
-  return size_t(threads) * size_t(threadFloats(inputs, outputs)) *
-         sizeof(float);
+  int64_t floats = threadFloats(inputs, outputs);
+  if (pass == Pass::Forward)
+    floats += statisticsFloats(outputs);
+  return size_t(threads) * size_t(floats) * sizeof(float);
 }
 
 void Winograd3x3::run(const void *filter, bool filterBf16,

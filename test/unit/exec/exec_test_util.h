@@ -120,6 +120,31 @@ inline ::testing::AssertionResult closeTo(const ref::Tensor &actual,
   return ::testing::AssertionSuccess();
 }
 
+/// `statistics` [2][C] are the mean and biased variance of each channel
+/// of `y` (NHWC), computed here in double precision: the mean to 1e-6 of
+/// the channel's spread, the variance to 1e-5 of itself (f32 sums).
+inline ::testing::AssertionResult statisticsOf(const ref::Tensor &statistics,
+                                        const ref::Tensor &y) {
+  int64_t channels = statistics.size() / 2, count = y.size() / channels;
+  std::vector<double> sum(channels), squares(channels);
+  for (int64_t i = 0; i < y.size(); ++i) {
+    sum[i % channels] += y[i];
+    squares[i % channels] += double(y[i]) * y[i];
+  }
+  for (int64_t c = 0; c < channels; ++c) {
+    double mean = sum[c] / double(count);
+    double variance = squares[c] / double(count) - mean * mean;
+    double spread = std::sqrt(variance) + std::abs(mean);
+    if (std::abs(statistics[c] - mean) > 1e-6 * spread ||
+        std::abs(statistics[channels + c] - variance) > 1e-5 * variance)
+      return ::testing::AssertionFailure()
+             << "channel " << c << ": mean " << statistics[c]
+             << " variance " << statistics[channels + c] << ", expected "
+             << mean << " and " << variance;
+  }
+  return ::testing::AssertionSuccess();
+}
+
 /// A scratch directory named kiln-exec-*.
 class TempDir : public kiln::test::TempDir {
 public:

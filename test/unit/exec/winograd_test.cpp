@@ -86,13 +86,15 @@ Call call3x3(CallKind kind, std::map<std::string, TensorRef> operands) {
   return call;
 }
 
-/// Forward, input gradient, filter gradient, and forward with bias,
-/// residual (in the output's own storage) and relu, on `threads` threads;
-/// the results in `out` (y, dx, dw, fused), in logical order. With
-/// `bf16Values` the activations and the filter hold bf16 values whatever
-/// their type.
+/// Forward, input gradient, filter gradient, forward with bias, residual
+/// (in the output's own storage) and relu, and forward with the output's
+/// statistics, on `threads` threads; the results in `out` (y, dx, dw,
+/// fused, y again, statistics), in logical order. With `bf16Values` the
+/// activations and the filter hold bf16 values whatever their type.
+/// `algorithm` Auto expects every call on the fused-tile Winograd.
 void run3x3(const Param &p, int threads, std::vector<ref::Tensor> &out,
-            bool bf16Values = false) {
+            bool bf16Values = false,
+            ConvAlgorithm algorithm = ConvAlgorithm::Auto) {
   const std::vector<int64_t> &xShape = p.shape.input;
   const std::vector<int64_t> wShape = {3, 3, xShape[3], p.shape.outputs};
   const std::vector<int64_t> yShape = {xShape[0], xShape[1], xShape[2],
@@ -123,15 +125,26 @@ void run3x3(const Param &p, int threads, std::vector<ref::Tensor> &out,
                                                         {"residual", fused}});
   withEpilogue.relu = true;
   m.calls.push_back(withEpilogue);
+  TensorRef yAgain = layout.place(yShape, p.dtype, p.layout);
+  TensorRef statistics = layout.place({2, p.shape.outputs});
+  m.calls.push_back(call3x3(CallKind::Conv2dForward,
+                            {{"input", x},
+                             {"filter", w},
+                             {"output", yAgain},
+                             {"statistics", statistics}}));
+  const int32_t calls = int32_t(m.calls.size());
 
   const int defaultThreads = omp_get_max_threads();
   ASSERT_TRUE(setComputeThreads(threads).isOk());
   auto arena = Arena::allocate(m.arenaBytes);
   ASSERT_TRUE(arena.isOk()) << arena.status().toString();
-  auto kernels = Kernels::create(m, (*arena)->data(), KernelOptions());
+  KernelOptions options;
+  options.convAlgorithm = algorithm;
+  auto kernels = Kernels::create(m, (*arena)->data(), options);
   ASSERT_TRUE(kernels.isOk()) << kernels.status().toString();
-  for (int32_t id = 0; id < 4; ++id)
-    EXPECT_NE((*kernels)->implementation(id).find(kImpl), std::string::npos)
+  for (int32_t id = 0; id < calls; ++id)
+    EXPECT_EQ((*kernels)->implementation(id).find(kImpl) != std::string::npos,
+              algorithm == ConvAlgorithm::Auto)
         << "call " << id << ": " << (*kernels)->implementation(id);
   uint8_t *a = (*arena)->data();
   auto values = [&](const ref::Shape &shape, uint64_t seed) {
@@ -146,11 +159,12 @@ void run3x3(const Param &p, int threads, std::vector<ref::Tensor> &out,
   // epilogue's residual is re-stored in between).
   for (int round = 0; round < 2; ++round) {
     storeTensor(a, fused, values(yShape, 5));
-    for (int32_t id = 0; id < 4; ++id)
+    for (int32_t id = 0; id < calls; ++id)
       (*kernels)->execute(id);
   }
-  out = {loadTensor(a, y), loadTensor(a, dx), loadTensor(a, dw),
-         loadTensor(a, fused)};
+  out = {loadTensor(a, y),     loadTensor(a, dx),
+         loadTensor(a, dw),    loadTensor(a, fused),
+         loadTensor(a, yAgain), loadTensor(a, statistics)};
   ASSERT_TRUE(setComputeThreads(defaultThreads).isOk());
 }
 
@@ -199,6 +213,17 @@ TEST_P(FusedTileWinogradTest, MatchesReference) {
                       1e-5))
       << "filter gradient";
   EXPECT_TRUE(closeTo(actual[3], fused, rounded)) << "bias, residual, relu";
+  EXPECT_TRUE(closeTo(actual[4], actual[0], 0)) << "forward with statistics";
+  EXPECT_TRUE(statisticsOf(actual[5], actual[4]));
+}
+
+// After a oneDNN convolution a pass over its output takes the statistics.
+TEST_P(FusedTileWinogradTest, StatisticsAfterTheLibrary) {
+  std::vector<ref::Tensor> actual;
+  ASSERT_NO_FATAL_FAILURE(
+      run3x3(GetParam(), 2, actual, false, ConvAlgorithm::Library));
+  EXPECT_TRUE(closeTo(actual[4], actual[0], 0));
+  EXPECT_TRUE(statisticsOf(actual[5], actual[4]));
 }
 
 // Each output tile is computed the same way whichever thread takes it, so
@@ -212,10 +237,12 @@ TEST_P(FusedTileWinogradTest, ThreadCounts) {
   ASSERT_NO_FATAL_FAILURE(run3x3(GetParam(), 1, one));
   ASSERT_NO_FATAL_FAILURE(run3x3(GetParam(), 3, three));
   ASSERT_NO_FATAL_FAILURE(run3x3(GetParam(), 3, threeAgain));
-  for (size_t i : {0, 1, 3})
+  for (size_t i : {0, 1, 3, 4})
     EXPECT_TRUE(closeTo(three[i], one[i], 0)) << "result " << i;
   EXPECT_TRUE(closeTo(three[2], one[2], 1e-5)) << "filter gradient";
   EXPECT_TRUE(closeTo(threeAgain[2], three[2], 0)) << "filter gradient";
+  EXPECT_TRUE(statisticsOf(three[5], three[4])) << "statistics";
+  EXPECT_TRUE(closeTo(threeAgain[5], three[5], 0)) << "statistics";
 }
 
 // bf16 operands are widened exactly and the kernel computes in f32, so its

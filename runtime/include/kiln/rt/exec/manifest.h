@@ -123,7 +123,9 @@ struct Call {
   std::array<int64_t, 2> dilations{1, 1};
   // Conv2dForward with the optional operands "bias" (f32 [Cout]) and
   // "residual" (shaped like "output"; it may be the output's own storage):
-  // output = [relu](conv + bias [+ residual]).
+  // output = [relu](conv + bias [+ residual]); and "statistics" (f32
+  // [2, Cout]), written with each output channel's mean and biased variance
+  // over the batch and pixels of the output as stored.
   bool relu = false;
   // Matmul: operands stored transposed (the last two dims swapped).
   bool transposeLhs = false;

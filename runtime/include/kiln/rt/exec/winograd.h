@@ -83,6 +83,12 @@ public:
     const float *bias = nullptr;
     const void *residual = nullptr; // laid out and typed like the output
     bool relu = false;
+    /// If set, [2][outputs]: each output channel's mean and biased variance
+    /// over every image and pixel, of the output as stored (in bf16,
+    /// rounded), for the training batch norm that follows: its statistics
+    /// without a pass over the output. Each tile is summed as it is written
+    /// (channel_statistics.h).
+    float *statistics = nullptr;
   };
 
   /// The Forward or InputGradient pass, on `threads` threads of the OpenMP
