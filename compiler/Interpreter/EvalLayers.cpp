@@ -63,8 +63,11 @@ LogicalResult evalConv(Conv2DOp op, EvalContext &ctx) {
   return success();
 }
 
-LogicalResult evalBatchNormTrain(BatchNormTrainOp op, EvalContext &ctx) {
-  ref::Tensor x = ctx.get(op.getInput()).toRef();
+/// A training batch norm of `x` (a kiln.batch_norm_train's input, or the
+/// rounded convolution output of a kiln.fused_conv2d_batch_norm_train).
+template <typename TrainOp>
+LogicalResult evalBatchNormTrainOf(TrainOp op, const ref::Tensor &x,
+                                   EvalContext &ctx) {
   ref::Tensor gamma = ctx.get(op.getScale()).toRef();
   ref::Tensor beta = ctx.get(op.getOffset()).toRef();
   ref::Tensor mean = ctx.get(op.getRunningMean()).toRef();
@@ -90,6 +93,21 @@ LogicalResult evalBatchNormTrain(BatchNormTrainOp op, EvalContext &ctx) {
   ctx.setFloat(op.getNewRunningMean(), std::move(r.newRunningMean));
   ctx.setFloat(op.getNewRunningVar(), std::move(r.newRunningVar));
   return success();
+}
+
+LogicalResult evalBatchNormTrain(BatchNormTrainOp op, EvalContext &ctx) {
+  return evalBatchNormTrainOf(op, ctx.get(op.getInput()).toRef(), ctx);
+}
+
+/// The convolution, rounded to its element type as stored, then the batch
+/// norm of that (the op's definition).
+LogicalResult evalFusedConvBatchNormTrain(FusedConv2DBatchNormTrainOp op,
+                                          EvalContext &ctx) {
+  FailureOr<ref::Tensor> conv = convolve(op, ctx);
+  if (failed(conv))
+    return failure();
+  ctx.setFloat(op.getConvOutput(), std::move(*conv));
+  return evalBatchNormTrainOf(op, ctx.get(op.getConvOutput()).toRef(), ctx);
 }
 
 LogicalResult evalBatchNormInference(BatchNormInferenceOp op,
@@ -264,6 +282,9 @@ std::optional<LogicalResult> evaluateLayerOp(Operation *op, EvalContext &ctx) {
       })
       .Case([&](FusedConv2DBatchNormOp o) {
         return evalFusedConvBatchNorm(o, ctx);
+      })
+      .Case([&](FusedConv2DBatchNormTrainOp o) {
+        return evalFusedConvBatchNormTrain(o, ctx);
       })
       .Case([&](ReluOp o) { return evalRelu(o, ctx); })
       .Case([&](AddOp o) { return evalAdd(o, ctx); })

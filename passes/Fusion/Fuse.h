@@ -19,7 +19,10 @@ void populateDenseGradientFusionPatterns(mlir::RewritePatternSet &patterns);
 
 /// In the evaluation step: conv2d + batch_norm_inference, and the residual
 /// add and relu after them, become kiln.fused_conv2d_batch_norm, which a
-/// backend runs as one library convolution with post-ops.
+/// backend runs as one library convolution with post-ops. In the training
+/// step, conv2d + batch_norm_train (with the residual and relu it has
+/// taken) become kiln.fused_conv2d_batch_norm_train, whose convolution
+/// kernel takes the batch statistics.
 void populateConvBatchNormFusionPatterns(mlir::RewritePatternSet &patterns);
 
 /// Chains of ops implementing ElementwiseOpInterface (a residual add and its

@@ -322,6 +322,30 @@ module @fused_conv {
 
 // -----
 
+// A convolution fused with its training batch norm: the convolution call
+// writes the batch statistics into a temporary ([2][C]), which is copied
+// into the mean and variance results; the batch norm then only normalizes
+// and updates its running statistics, without a pass of its own over the
+// convolution's output (no reduction loop).
+// CHECK-LABEL: module @fused_conv_train
+// CHECK-SAME: \22kind\22:\22conv2d_forward\22,\22operands\22:{{.*}}\22statistics\22:{\22dtype\22:\22f32\22,\22offset\22:{{[0-9]+}},\22shape\22:[2,16]}
+// CHECK: call @kiln_rt_kernel_call
+// CHECK: linalg.generic {{.*}} ins(%[[S:.*]], %[[S]] : memref<2x16xf32>, memref<2x16xf32>) outs(%{{.*}}, %{{.*}} : memref<16xf32>, memref<16xf32>)
+// CHECK-NOT: reduction
+// CHECK: arith.maximumf
+// CHECK-NOT: reduction
+// CHECK: return
+module @fused_conv_train {
+  kiln.variable parameter @w : tensor<3x3x16x16xf32> init he_normal
+  func.func @train_step(%x: tensor<2x4x4x16xf32>, %g: tensor<16xf32>) -> (tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>) {
+    %w = kiln.read @w : tensor<3x3x16x16xf32>
+    %c, %y, %m, %v, %nm, %nv = kiln.fused_conv2d_batch_norm_train %x, %w, %g, %g, %g, %g stride [1, 1] pad [1, 1, 1, 1] epsilon 1.0e-5 momentum 0.9 relu : (tensor<2x4x4x16xf32>, tensor<3x3x16x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+    return %c, %y : tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>
+  }
+}
+
+// -----
+
 // A dense layer's fused weight and bias gradients are one library call.
 // CHECK-LABEL: module @dense_gradients
 // CHECK-SAME: \22kind\22:\22dense_backward_weights\22,\22operands\22:{\22bias_grad\22:{\22dtype\22:\22f32\22,\22offset\22:{{[0-9]+}},\22shape\22:[4]},\22input\22:{{.*}}\22shape\22:[2,8]},\22output_grad\22:{{.*}}\22shape\22:[2,4]},\22weight_grad\22:{{.*}}\22shape\22:[8,4]}

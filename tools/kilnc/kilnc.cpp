@@ -43,8 +43,9 @@ static cl::opt<bool> fuse("fuse",
                           cl::init(true), cl::cat(category));
 static cl::opt<bool> fuseConvBatchNorm(
     "fuse-conv-batch-norm",
-    cl::desc("In the eval step, run each convolution with its batch norm, "
-             "residual add and relu as one library call (default on)"),
+    cl::desc("Run each convolution with its batch norm: in the eval step "
+             "with the residual add and relu as one library call, in the "
+             "train step taking the batch statistics (default on)"),
     cl::init(true), cl::cat(category));
 static cl::opt<std::string>
     layout("layout",

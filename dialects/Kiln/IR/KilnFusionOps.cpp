@@ -167,6 +167,64 @@ int64_t FusedConv2DBatchNormOp::getMultiplyAdds(int64_t dynamicDimSize) {
 }
 
 //===----------------------------------------------------------------------===//
+// kiln.fused_conv2d_batch_norm_train
+//===----------------------------------------------------------------------===//
+
+LogicalResult FusedConv2DBatchNormTrainOp::verify() {
+  auto input = getInput().getType();
+  auto filter = getFilter().getType();
+  auto conv = getConvOutput().getType();
+  if (input.getElementType() != filter.getElementType() ||
+      conv.getElementType() != input.getElementType())
+    return emitOpError(
+        "input, filter and convolution output must have one element type");
+  if (getOutput().getType() != conv)
+    return emitOpError("output type ")
+           << getOutput().getType()
+           << " differs from the convolution output type " << conv;
+  if (!filter.hasStaticShape())
+    return emitOpError("the filter shape must be static");
+  if (!ShapedType::isDynamic(input.getDimSize(3)) &&
+      input.getDimSize(3) != filter.getDimSize(2))
+    return emitOpError("input has ")
+           << input.getDimSize(3) << " channels but the filter (HWIO) expects "
+           << filter.getDimSize(2);
+  SmallVector<int64_t> spatial;
+  if (failed(inferWindowSpatialSize(
+          getLoc(), getOperationName(), input, filter.getShape().take_front(2),
+          getStrides(), getPadding(), getDilations(), spatial)))
+    return failure();
+  SmallVector<int64_t> expected = {input.getDimSize(0), spatial[0], spatial[1],
+                                   filter.getDimSize(3)};
+  if (!shapesCompatible(conv.getShape(), expected))
+    return emitOpError("convolution output shape [")
+           << formatShape(conv.getShape()) << "] is not the convolution's ["
+           << formatShape(expected) << "]";
+  if (failed(checkBatchNormOperands(getLoc(), getOperationName(),
+                                    getConvOutput(),
+                                    {{"scale", getScale()},
+                                     {"offset", getOffset()},
+                                     {"running_mean", getRunningMean()},
+                                     {"running_var", getRunningVar()}})))
+    return failure();
+  for (Value statistic : {getBatchMean(), getBatchVar(), getNewRunningMean(),
+                          getNewRunningVar()})
+    if (statistic.getType() != getScale().getType())
+      return emitOpError("statistics must be typed like the scale, ")
+             << getScale().getType();
+  if (Value residual = getResidual(); residual && residual.getType() != conv)
+    return emitOpError("residual type ")
+           << residual.getType() << " differs from the output type " << conv;
+  return success();
+}
+
+int64_t FusedConv2DBatchNormTrainOp::getMultiplyAdds(int64_t dynamicDimSize) {
+  auto filter = getFilter().getType();
+  return numElementsWith(getConvOutput().getType(), dynamicDimSize) *
+         filter.getDimSize(0) * filter.getDimSize(1) * filter.getDimSize(2);
+}
+
+//===----------------------------------------------------------------------===//
 // kiln.fused_dense_backward_weights
 //===----------------------------------------------------------------------===//
 

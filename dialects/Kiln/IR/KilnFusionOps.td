@@ -153,6 +153,65 @@ def Kiln_FusedConv2DBatchNormOp : Kiln_Op<"fused_conv2d_batch_norm", [Pure,
   let hasVerifier = 1;
 }
 
+def Kiln_FusedConv2DBatchNormTrainOp : Kiln_Op<"fused_conv2d_batch_norm_train", [Pure,
+    DeclareOpInterfaceMethods<Kiln_LayoutOpInterface, ["getLayoutOperands", "getLayoutCost"]>,
+    DeclareOpInterfaceMethods<Kiln_CostOpInterface>]> {
+  let summary = "a convolution with its training batch norm";
+  let description = [{
+    `kiln.conv2d` of `input` and `filter` (`conv_output`, rounded to the
+    element type), then `kiln.batch_norm_train` of that with `scale`,
+    `offset`, `running_mean` and `running_var`, its optional `residual` and
+    `relu`: the results are the convolution's and the batch norm's. The
+    batch statistics are those of the rounded convolution output. The
+    batch-norm backward still reads `conv_output`. `--kiln-fuse` builds it
+    in the training step, after a batch norm has taken its residual add
+    and relu, so that the convolution kernel can take the statistics as it
+    writes its output (on x86 the runtime's Winograd kernel does, after a
+    oneDNN convolution a pass over the output): the batch norm's pass for
+    its statistics disappears, the normalizing pass stays.
+
+    ```mlir
+    %c, %y, %mean, %var, %rm, %rv = kiln.fused_conv2d_batch_norm_train
+        %x, %w, %gamma, %beta, %m, %v stride [1, 1] pad [1, 1, 1, 1]
+        epsilon 1.000000e-05 momentum 0.899999976 relu
+        : (tensor<?x28x28x16xf32>, tensor<3x3x16x16xf32>, tensor<16xf32>,
+           tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+        -> (tensor<?x28x28x16xf32>, tensor<?x28x28x16xf32>, tensor<16xf32>,
+            tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+    ```
+  }];
+  let arguments = (ins
+    Kiln_ActivationTensor:$input,
+    Kiln_ActivationTensor:$filter,
+    Kiln_VectorF32:$scale,
+    Kiln_VectorF32:$offset,
+    Kiln_VectorF32:$running_mean,
+    Kiln_VectorF32:$running_var,
+    Optional<Kiln_ActivationTensor>:$residual,
+    Kiln_Positive2:$strides,
+    Kiln_Padding4:$padding,
+    DefaultValuedAttr<Kiln_Positive2, "{1, 1}">:$dilations,
+    ConfinedAttr<F32Attr, [Kiln_FloatPositive]>:$epsilon,
+    ConfinedAttr<F32Attr, [Kiln_FloatNonNegative]>:$momentum,
+    UnitAttr:$relu
+  );
+  let results = (outs
+    Kiln_ActivationTensor:$conv_output,
+    Kiln_ActivationTensor:$output,
+    Kiln_VectorF32:$batch_mean,
+    Kiln_VectorF32:$batch_var,
+    Kiln_VectorF32:$new_running_mean,
+    Kiln_VectorF32:$new_running_var
+  );
+  let assemblyFormat = [{
+    $input `,` $filter `,` $scale `,` $offset `,` $running_mean `,` $running_var
+    (`residual` $residual^)? `stride` $strides `pad` $padding
+    (`dilation` $dilations^)? `epsilon` $epsilon `momentum` $momentum
+    (`relu` $relu^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Kiln_FusedDenseBackwardWeightsOp : Kiln_BackwardOp<"fused_dense_backward_weights", [
     DeclareOpInterfaceMethods<Kiln_CostOpInterface>]> {
   let summary = "a dense layer's weight and bias gradients in one pass";

@@ -103,6 +103,16 @@ double FusedConv2DBatchNormOp::getLayoutCost(Layout layout) {
                      getMultiplyAdds(1), layout);
 }
 
+SmallVector<unsigned> FusedConv2DBatchNormTrainOp::getLayoutOperands() {
+  if (getResidual())
+    return {0, 6};
+  return {0};
+}
+double FusedConv2DBatchNormTrainOp::getLayoutCost(Layout layout) {
+  return convSeconds(ConvDirection::Forward, elementTypeOf(getInput()),
+                     getMultiplyAdds(1), layout);
+}
+
 SmallVector<unsigned> Conv2DBackwardDataOp::getLayoutOperands() { return {0}; }
 SmallVector<unsigned> Conv2DBackwardDataOp::getLayoutResults() { return {0}; }
 double Conv2DBackwardDataOp::getLayoutCost(Layout layout) {

@@ -376,6 +376,40 @@ static void emitNormalize(Lowering &l, Location loc, const ChannelLoops &cl,
             });
 }
 
+/// A training batch norm (or the one of a fused convolution) given its
+/// batch statistics: the normalizing pass, then the running statistics.
+template <typename TrainOp>
+static void emitTrainingNormalize(Lowering &l, Location loc,
+                                  const ChannelLoops &cl, TrainOp bn, Value x,
+                                  Value mean, Value var) {
+  emitNormalize(l, loc, cl, x, cl.channels(l, bn.getScale()),
+                cl.channels(l, bn.getOffset()), mean, var,
+                bn.getEpsilon().convertToFloat(), cl.rows(l, bn.getOutput()),
+                bn.getRelu(),
+                bn.getResidual() ? cl.rows(l, bn.getResidual()) : Value());
+  // Running statistics with the unbiased variance (Bessel's correction;
+  // none for a single element per channel, as TF does).
+  double momentum = bn.getMomentum().convertToFloat();
+  double bessel = cl.m > 1 ? double(cl.m) / double(cl.m - 1) : 1.0;
+  Value keep = cl.f32(l, loc, momentum);
+  Value take = cl.f32(l, loc, 1.0 - momentum);
+  Value takeVar = cl.f32(l, loc, (1.0 - momentum) * bessel);
+  l.elementwise(loc,
+                ValueRange{cl.channels(l, bn.getRunningMean()),
+                           cl.channels(l, bn.getRunningVar()), mean, var},
+                ValueRange{cl.channels(l, bn.getNewRunningMean()),
+                           cl.channels(l, bn.getNewRunningVar())},
+                [&](OpBuilder &nb, Location loc, ValueRange a) {
+                  Value rm = math::FmaOp::create(
+                      nb, loc, a[0], keep,
+                      arith::MulFOp::create(nb, loc, a[2], take));
+                  Value rv = math::FmaOp::create(
+                      nb, loc, a[1], keep,
+                      arith::MulFOp::create(nb, loc, a[3], takeVar));
+                  yield(nb, loc, ValueRange{rm, rv});
+                });
+}
+
 LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
   Location loc = op->getLoc();
   OpBuilder &b = l.b;
@@ -383,37 +417,37 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
   Layout layout = getComputeLayout(op);
 
   if (auto bn = dyn_cast<BatchNormTrainOp>(op)) {
-    auto type = bn.getInput().getType();
-    ChannelLoops cl(ctx, type, layout);
+    ChannelLoops cl(ctx, bn.getInput().getType(), layout);
     Value x = cl.rows(l, bn.getInput());
     Value mean = cl.channels(l, bn.getBatchMean());
     Value var = cl.channels(l, bn.getBatchVar());
     emitStatistics(l, loc, cl, x, mean, var);
-    emitNormalize(l, loc, cl, x, cl.channels(l, bn.getScale()),
-                  cl.channels(l, bn.getOffset()), mean, var,
-                  bn.getEpsilon().convertToFloat(), cl.rows(l, bn.getOutput()),
-                  bn.getRelu(),
-                  bn.getResidual() ? cl.rows(l, bn.getResidual()) : Value());
-    // Running statistics with the unbiased variance (Bessel's correction;
-    // none for a single element per channel, as TF does).
-    double momentum = bn.getMomentum().convertToFloat();
-    double bessel = cl.m > 1 ? double(cl.m) / double(cl.m - 1) : 1.0;
-    Value keep = cl.f32(l, loc, momentum);
-    Value take = cl.f32(l, loc, 1.0 - momentum);
-    Value takeVar = cl.f32(l, loc, (1.0 - momentum) * bessel);
-    l.elementwise(loc,
-                  ValueRange{cl.channels(l, bn.getRunningMean()),
-                             cl.channels(l, bn.getRunningVar()), mean, var},
-                  ValueRange{cl.channels(l, bn.getNewRunningMean()),
-                             cl.channels(l, bn.getNewRunningVar())},
-                  [&](OpBuilder &nb, Location loc, ValueRange a) {
-                    Value rm = math::FmaOp::create(
-                        nb, loc, a[0], keep, arith::MulFOp::create(nb, loc, a[2], take));
-                    Value rv = math::FmaOp::create(
-                        nb, loc, a[1], keep,
-                        arith::MulFOp::create(nb, loc, a[3], takeVar));
-                    yield(nb, loc, ValueRange{rm, rv});
-                  });
+    emitTrainingNormalize(l, loc, cl, bn, x, mean, var);
+    return success();
+  }
+
+  if (auto fused = dyn_cast<FusedConv2DBatchNormTrainOp>(op)) {
+    // The convolution call writes the batch statistics ([2][C]: means,
+    // variances) with its output; they are copied into the results.
+    Value statistics = emitConvolutionWithStatistics(l, fused);
+    AffineExpr c = getAffineDimExpr(0, ctx);
+    AffineExpr zero = getAffineConstantExpr(0, ctx);
+    AffineExpr one = getAffineConstantExpr(1, ctx);
+    l.generic(loc, ValueRange{statistics, statistics},
+              ValueRange{l.view(fused.getBatchMean()),
+                         l.view(fused.getBatchVar())},
+              {AffineMap::get(1, 0, {zero, c}, ctx),
+               AffineMap::get(1, 0, {one, c}, ctx),
+               AffineMap::get(1, 0, {c}, ctx), AffineMap::get(1, 0, {c}, ctx)},
+              {utils::IteratorType::parallel},
+              [&](OpBuilder &nb, Location loc, ValueRange a) {
+                yield(nb, loc, ValueRange{a[0], a[1]});
+              });
+    ChannelLoops cl(ctx, fused.getConvOutput().getType(), layout);
+    emitTrainingNormalize(l, loc, cl, fused,
+                          cl.rows(l, fused.getConvOutput()),
+                          cl.channels(l, fused.getBatchMean()),
+                          cl.channels(l, fused.getBatchVar()));
     return success();
   }
 

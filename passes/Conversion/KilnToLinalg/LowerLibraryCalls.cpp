@@ -31,6 +31,22 @@ static llvm::json::Object convCall(ConvOp op, StringRef kind,
                             {"dilations", toJson(op.getDilations())}};
 }
 
+Value emitConvolutionWithStatistics(Lowering &l,
+                                    FusedConv2DBatchNormTrainOp fused) {
+  Location loc = fused.getLoc();
+  int64_t channels = fused.getFilter().getType().getDimSize(3);
+  Value statistics = l.temporary(loc, {2, channels}, l.b.getF32Type());
+  l.emitLibraryCall(
+      loc, convCall(fused, "conv2d_forward",
+                    llvm::json::Object{
+                        {"input", l.describe(fused.getInput())},
+                        {"filter", l.describe(fused.getFilter(),
+                                              /*activation=*/false)},
+                        {"output", l.describe(fused.getConvOutput())},
+                        {"statistics", l.describeTemporary(statistics)}}));
+  return statistics;
+}
+
 LogicalResult lowerLibraryCall(Lowering &l, Operation *op) {
   Location loc = op->getLoc();
   if (auto conv = dyn_cast<Conv2DOp>(op)) {

@@ -229,7 +229,8 @@ LogicalResult lowerOp(Lowering &l, Operation *op) {
             GlobalAvgPoolOp, GlobalAvgPoolBackwardOp, ReduceSumOp,
             arith::ConstantOp>(
           [&](Operation *op) { return lowerElementwise(l, op); })
-      .Case<BatchNormTrainOp, BatchNormInferenceOp, BatchNormBackwardOp>(
+      .Case<BatchNormTrainOp, BatchNormInferenceOp, BatchNormBackwardOp,
+            FusedConv2DBatchNormTrainOp>(
           [&](Operation *op) { return lowerBatchNorm(l, op); })
       .Case<MaxPoolOp, MaxPoolBackwardOp, AvgPoolOp, AvgPoolBackwardOp>(
           [&](Operation *op) { return lowerPooling(l, op); })

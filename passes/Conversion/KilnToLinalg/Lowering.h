@@ -23,6 +23,8 @@
 
 namespace kiln {
 
+class FusedConv2DBatchNormTrainOp;
+
 /// The manifest's name of an element type: "f32", "bf16", "f64", "i32",
 /// "i64" (model-abi.md).
 llvm::StringRef manifestDtype(mlir::Type type);
@@ -166,6 +168,12 @@ llvm::LogicalResult lowerPooling(Lowering &l, mlir::Operation *op);
 llvm::LogicalResult lowerLoss(Lowering &l, mlir::Operation *op);
 llvm::LogicalResult lowerOptimizer(Lowering &l, mlir::Operation *op);
 llvm::LogicalResult lowerLibraryCall(Lowering &l, mlir::Operation *op);
+
+/// The convolution of a kiln.fused_conv2d_batch_norm_train as a library
+/// call that also writes its output's batch statistics: returns them, a
+/// temporary [2][C] f32 (means, then biased variances).
+mlir::Value emitConvolutionWithStatistics(Lowering &l,
+                                          FusedConv2DBatchNormTrainOp fused);
 
 } // namespace kiln
 

@@ -46,6 +46,8 @@ static SmallVector<std::pair<unsigned, unsigned>> inPlacePairs(Operation *op) {
   }
   if (isa<BatchNormTrainOp>(op))
     return {{3, 3}, {4, 4}};
+  if (isa<FusedConv2DBatchNormTrainOp>(op))
+    return {{4, 4}, {5, 5}};
   return {};
 }
 

@@ -167,3 +167,27 @@ func.func @lars_copy_shape(%w: tensor<4xf32>, %lr: tensor<f32>) {
   %0:3 = kiln.lars_update %w, %w, %w, %lr momentum 0.9 eta 1.0e-3 weight_decay 0.0 epsilon 0.0 : tensor<4xf32> copy tensor<2x2xbf16>
   return
 }
+
+// -----
+
+func.func @conv_train_output_type(%x: tensor<2x4x4x8xf32>, %w: tensor<3x3x8x16xf32>, %c: tensor<16xf32>) {
+  // expected-error @+1 {{output type 'tensor<2x4x4x16xbf16>' differs from the convolution output type 'tensor<2x4x4x16xf32>'}}
+  %y:6 = kiln.fused_conv2d_batch_norm_train %x, %w, %c, %c, %c, %c stride [1, 1] pad [1, 1, 1, 1] epsilon 1.0e-5 momentum 0.9 : (tensor<2x4x4x8xf32>, tensor<3x3x8x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x4x4x16xf32>, tensor<2x4x4x16xbf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+  return
+}
+
+// -----
+
+func.func @conv_train_shape(%x: tensor<2x4x4x8xf32>, %w: tensor<3x3x8x16xf32>, %c: tensor<16xf32>) {
+  // expected-error @+1 {{convolution output shape [2, 4, 4, 16] is not the convolution's [2, 2, 2, 16]}}
+  %y:6 = kiln.fused_conv2d_batch_norm_train %x, %w, %c, %c, %c, %c stride [2, 2] pad [1, 1, 1, 1] epsilon 1.0e-5 momentum 0.9 : (tensor<2x4x4x8xf32>, tensor<3x3x8x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+  return
+}
+
+// -----
+
+func.func @conv_train_statistics(%x: tensor<2x4x4x8xf32>, %w: tensor<3x3x8x16xf32>, %c: tensor<16xf32>) {
+  // expected-error @+1 {{statistics must be typed like the scale, 'tensor<16xf32>'}}
+  %y:6 = kiln.fused_conv2d_batch_norm_train %x, %w, %c, %c, %c, %c stride [1, 1] pad [1, 1, 1, 1] epsilon 1.0e-5 momentum 0.9 : (tensor<2x4x4x8xf32>, tensor<3x3x8x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+  return
+}

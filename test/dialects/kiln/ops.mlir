@@ -156,6 +156,13 @@ func.func @fused_conv2d_batch_norm(%x: tensor<?x4x4x8xf32>, %w: tensor<3x3x8x16x
   return %a, %b : tensor<?x2x2x16xf32>, tensor<?x2x2x16xf32>
 }
 
+// CHECK-LABEL: func.func @fused_conv2d_batch_norm_train
+func.func @fused_conv2d_batch_norm_train(%x: tensor<?x4x4x8xbf16>, %w: tensor<3x3x8x16xbf16>, %c: tensor<16xf32>) -> (tensor<?x4x4x16xbf16>, tensor<?x4x4x16xbf16>, tensor<16xf32>) {
+  // CHECK: kiln.fused_conv2d_batch_norm_train %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} stride [1, 1] pad [1, 1, 1, 1] epsilon 9.99999974E-6 momentum 0.899999976 relu : (tensor<?x4x4x8xbf16>, tensor<3x3x8x16xbf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<?x4x4x16xbf16>, tensor<?x4x4x16xbf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+  %y:6 = kiln.fused_conv2d_batch_norm_train %x, %w, %c, %c, %c, %c stride [1, 1] pad [1, 1, 1, 1] epsilon 1.0e-5 momentum 0.9 relu : (tensor<?x4x4x8xbf16>, tensor<3x3x8x16xbf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<?x4x4x16xbf16>, tensor<?x4x4x16xbf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+  return %y#0, %y#1, %y#2 : tensor<?x4x4x16xbf16>, tensor<?x4x4x16xbf16>, tensor<16xf32>
+}
+
 // -----
 
 // CHECK-LABEL: func.func @fused_dense_backward_weights
