@@ -393,6 +393,7 @@ int compile(const CompileOptions &options) {
         if (options.fuse && !systolic) {
           KilnFuseOptions fuse;
           fuse.convBatchNorm = options.fuseConvBatchNorm;
+          fuse.convBatchNormTrain = options.fuseConvBatchNormTrain;
           pm.addNestedPass<func::FuncOp>(createKilnFuse(fuse));
         }
         // Layouts are the x86 library's business; the systolic planner

@@ -35,6 +35,7 @@ struct CompileOptions {
   bool fuse = true;
   /// Its convolution + inference batch norm fusion (the eval step).
   bool fuseConvBatchNorm = true;
+  bool fuseConvBatchNormTrain = false;
   /// --kiln-layout's mode on the x86 target: auto, nhwc or blocked.
   std::string layout = "auto";
   /// Options of the training step (optimizer, schedule, buckets).

@@ -19,11 +19,15 @@ void populateDenseGradientFusionPatterns(mlir::RewritePatternSet &patterns);
 
 /// In the evaluation step: conv2d + batch_norm_inference, and the residual
 /// add and relu after them, become kiln.fused_conv2d_batch_norm, which a
-/// backend runs as one library convolution with post-ops. In the training
-/// step, conv2d + batch_norm_train (with the residual and relu it has
-/// taken) become kiln.fused_conv2d_batch_norm_train, whose convolution
-/// kernel takes the batch statistics.
+/// backend runs as one library convolution with post-ops.
 void populateConvBatchNormFusionPatterns(mlir::RewritePatternSet &patterns);
+
+/// In the training step: conv2d + batch_norm_train (with the residual and
+/// relu it has taken) become kiln.fused_conv2d_batch_norm_train where the
+/// x86 runtime's convolution kernel takes the batch statistics as it
+/// writes its output.
+void populateConvBatchNormTrainFusionPatterns(
+    mlir::RewritePatternSet &patterns);
 
 /// Chains of ops implementing ElementwiseOpInterface (a residual add and its
 /// relu, gradient sums and relu masks, casts) become kiln.fused_elementwise:

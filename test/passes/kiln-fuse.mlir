@@ -3,6 +3,8 @@
 // RUN: kiln-opt %s -split-input-file --pass-pipeline="builtin.module(func.func(kiln-fuse{elementwise-chains=false optimizer-updates=false}))" | FileCheck %s --check-prefix=OFF
 // With the convolution fusion off, no convolution is fused.
 // RUN: kiln-opt %s -split-input-file --pass-pipeline="builtin.module(func.func(kiln-fuse{conv-batch-norm=false}))" | FileCheck %s --check-prefix=NOCONV
+// The training batch norm's fusion (off by default).
+// RUN: kiln-opt %s -split-input-file --pass-pipeline="builtin.module(func.func(kiln-fuse{conv-batch-norm-train=true}))" | FileCheck %s --check-prefix=TRAIN
 // OFF-NOT: kiln.fused_elementwise
 // OFF-NOT: kiln.fused_sgd_update
 // OFF: kiln.batch_norm_train {{.*}} relu
@@ -423,39 +425,49 @@ func.func @conv_batch_norm_not_fused(%x: tensor<2x4x4x8xf32>, %w: tensor<1x1x8x1
 
 // -----
 
-// Training step: a convolution and its training batch norm become one op
-// (after the batch norm took its residual add and relu) at the batch norm's
-// place; the convolution's output, which the batch-norm backward reads
-// later, is its first result.
+// Training step: a convolution whose kernel takes its output's statistics
+// (3x3, stride 1, one pixel of padding, 16-128 channels) and its training
+// batch norm become one op (after the batch norm took its residual add and
+// relu) at the batch norm's place; the convolution's output, which the
+// batch-norm backward reads later, is its first result.
+// TRAIN-LABEL: func.func @conv_batch_norm_train
+// TRAIN-SAME: (%[[X:[^:]*]]: tensor<2x4x4x16xf32>, %[[W:[^:]*]]: tensor<3x3x16x16xf32>, %[[G:[^:]*]]: tensor<16xf32>, %[[S:[^:]*]]: tensor<2x4x4x16xf32>)
+// TRAIN-NEXT: %[[C:[a-z_0-9]+]], %[[Y:[a-z_0-9]+]], %[[M:[a-z_0-9]+]], %[[V:[a-z_0-9]+]], %{{.*}}, %{{.*}} = kiln.fused_conv2d_batch_norm_train %[[X]], %[[W]], %[[G]], %[[G]], %[[G]], %[[G]] residual %[[S]] stride [1, 1] pad [1, 1, 1, 1] epsilon {{.*}} momentum {{.*}} relu :
+// TRAIN-NEXT: return %[[Y]], %[[C]], %[[M]], %[[V]]
+// By default the batch norm only takes its residual add and relu.
 // CHECK-LABEL: func.func @conv_batch_norm_train
-// CHECK-SAME: (%[[X:[^:]*]]: tensor<2x4x4x16xbf16>, %[[W:[^:]*]]: tensor<3x3x16x16xbf16>, %[[G:[^:]*]]: tensor<16xf32>, %[[S:[^:]*]]: tensor<2x4x4x16xbf16>)
-// CHECK-NEXT: %[[C:[a-z_0-9]+]], %[[Y:[a-z_0-9]+]], %[[M:[a-z_0-9]+]], %[[V:[a-z_0-9]+]], %{{.*}}, %{{.*}} = kiln.fused_conv2d_batch_norm_train %[[X]], %[[W]], %[[G]], %[[G]], %[[G]], %[[G]] residual %[[S]] stride [1, 1] pad [1, 1, 1, 1] epsilon {{.*}} momentum {{.*}} relu :
-// CHECK-NEXT: return %[[Y]], %[[C]], %[[M]], %[[V]]
-// NOCONV-LABEL: func.func @conv_batch_norm_train
-// NOCONV: kiln.conv2d
-// NOCONV: kiln.batch_norm_train {{.*}} residual
-func.func @conv_batch_norm_train(%x: tensor<2x4x4x16xbf16>, %w: tensor<3x3x16x16xbf16>, %g: tensor<16xf32>, %s: tensor<2x4x4x16xbf16>) -> (tensor<2x4x4x16xbf16>, tensor<2x4x4x16xbf16>, tensor<16xf32>, tensor<16xf32>) {
-  %c = kiln.conv2d %x, %w stride [1, 1] pad [1, 1, 1, 1] : (tensor<2x4x4x16xbf16>, tensor<3x3x16x16xbf16>) -> tensor<2x4x4x16xbf16>
-  %t:5 = kiln.batch_norm_train %c, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 : (tensor<2x4x4x16xbf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x4x4x16xbf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
-  %a = kiln.add %t#0, %s : tensor<2x4x4x16xbf16>
-  %r = kiln.relu %a : tensor<2x4x4x16xbf16>
-  return %r, %c, %t#1, %t#2 : tensor<2x4x4x16xbf16>, tensor<2x4x4x16xbf16>, tensor<16xf32>, tensor<16xf32>
+// CHECK: kiln.conv2d
+// CHECK: kiln.batch_norm_train {{.*}} residual
+func.func @conv_batch_norm_train(%x: tensor<2x4x4x16xf32>, %w: tensor<3x3x16x16xf32>, %g: tensor<16xf32>, %s: tensor<2x4x4x16xf32>) -> (tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>) {
+  %c = kiln.conv2d %x, %w stride [1, 1] pad [1, 1, 1, 1] : (tensor<2x4x4x16xf32>, tensor<3x3x16x16xf32>) -> tensor<2x4x4x16xf32>
+  %t:5 = kiln.batch_norm_train %c, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 : (tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+  %a = kiln.add %t#0, %s : tensor<2x4x4x16xf32>
+  %r = kiln.relu %a : tensor<2x4x4x16xf32>
+  return %r, %c, %t#1, %t#2 : tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>
 }
 
 // -----
 
-// Not fused: the convolution's output is read before its training batch
-// norm (the fused op, at the batch norm's place, would come too late); a
-// training batch norm of something else.
-// CHECK-LABEL: func.func @conv_batch_norm_train_not_fused
-// CHECK-NOT: kiln.fused_conv2d_batch_norm_train
-// CHECK: return
-func.func @conv_batch_norm_train_not_fused(%x: tensor<2x4x4x16xf32>, %w: tensor<3x3x16x16xf32>, %g: tensor<16xf32>) -> (tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>) {
+// Not fused: the convolution's output read before its training batch norm
+// (the fused op, at the batch norm's place, would come too late); a
+// training batch norm of something else; convolutions whose kernel does
+// not take the statistics (a 1x1, a strided 3x3, a bf16 3x3 on small
+// images).
+// TRAIN-LABEL: func.func @conv_batch_norm_train_not_fused
+// TRAIN-NOT: kiln.fused_conv2d_batch_norm_train
+// TRAIN: return
+func.func @conv_batch_norm_train_not_fused(%x: tensor<2x4x4x16xf32>, %w: tensor<3x3x16x16xf32>, %w1: tensor<1x1x16x16xf32>, %xb: tensor<2x4x4x64xbf16>, %wb: tensor<3x3x64x64xbf16>, %g: tensor<16xf32>, %gb: tensor<64xf32>) -> (tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<2x2x2x16xf32>, tensor<2x4x4x64xbf16>) {
   %c = kiln.conv2d %x, %w stride [1, 1] pad [1, 1, 1, 1] : (tensor<2x4x4x16xf32>, tensor<3x3x16x16xf32>) -> tensor<2x4x4x16xf32>
   %early = kiln.relu %c : tensor<2x4x4x16xf32>
   %t:5 = kiln.batch_norm_train %c, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 : (tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
   %u:5 = kiln.batch_norm_train %x, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 : (tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
-  return %early, %t#0, %u#0 : tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>
+  %c1 = kiln.conv2d %x, %w1 stride [1, 1] pad [0, 0, 0, 0] : (tensor<2x4x4x16xf32>, tensor<1x1x16x16xf32>) -> tensor<2x4x4x16xf32>
+  %v:5 = kiln.batch_norm_train %c1, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 : (tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+  %c2 = kiln.conv2d %x, %w stride [2, 2] pad [1, 1, 1, 1] : (tensor<2x4x4x16xf32>, tensor<3x3x16x16xf32>) -> tensor<2x2x2x16xf32>
+  %s:5 = kiln.batch_norm_train %c2, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 : (tensor<2x2x2x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x2x2x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+  %cb = kiln.conv2d %xb, %wb stride [1, 1] pad [1, 1, 1, 1] : (tensor<2x4x4x64xbf16>, tensor<3x3x64x64xbf16>) -> tensor<2x4x4x64xbf16>
+  %b:5 = kiln.batch_norm_train %cb, %gb, %gb, %gb, %gb epsilon 1.0e-5 momentum 0.9 : (tensor<2x4x4x64xbf16>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<2x4x4x64xbf16>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>)
+  return %early, %t#0, %u#0, %v#0, %s#0, %b#0 : tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<2x2x2x16xf32>, tensor<2x4x4x64xbf16>
 }
 
 // -----

@@ -43,10 +43,15 @@ static cl::opt<bool> fuse("fuse",
                           cl::init(true), cl::cat(category));
 static cl::opt<bool> fuseConvBatchNorm(
     "fuse-conv-batch-norm",
-    cl::desc("Run each convolution with its batch norm: in the eval step "
-             "with the residual add and relu as one library call, in the "
-             "train step taking the batch statistics (default on)"),
+    cl::desc("In the eval step, run each convolution with its batch norm, "
+             "residual add and relu as one library call (default on)"),
     cl::init(true), cl::cat(category));
+static cl::opt<bool> fuseConvBatchNormTrain(
+    "fuse-conv-batch-norm-train",
+    cl::desc("In the train step, let the convolution kernels that can "
+             "take the batch statistics of their training batch norm do so "
+             "(default off: no measurable gain yet, docs/performance.md)"),
+    cl::init(false), cl::cat(category));
 static cl::opt<std::string>
     layout("layout",
            cl::desc("Activation layouts on x86: auto (per op, by estimated "
@@ -125,6 +130,7 @@ int main(int argc, char **argv) {
   options.printStats = stats;
   options.fuse = fuse;
   options.fuseConvBatchNorm = fuseConvBatchNorm;
+  options.fuseConvBatchNormTrain = fuseConvBatchNormTrain;
   options.layout = layout;
   if (layout.getNumOccurrences() > 0 && target == "systolic") {
     llvm::errs() << "kilnc: --layout chooses x86 activation layouts; the "

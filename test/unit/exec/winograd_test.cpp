@@ -30,11 +30,13 @@ struct Shape3x3 {
 
 // 7x9 and 5x6 images end in partial tiles; 1x3 is a single partial tile
 // row; 5x8x8 is 20 tiles, not a whole number of groups (12); 48 channels
-// are three blocks, which the products take as a pair and a single.
+// are three blocks, which the products take as a pair and a single;
+// 2x28x28 is 98 tiles, several groups on each thread.
 const Shape3x3 kShapes[] = {{{3, 7, 9, 16}, 32},
                             {{2, 5, 6, 48}, 16},
                             {{1, 1, 3, 16}, 48},
-                            {{5, 8, 8, 32}, 32}};
+                            {{5, 8, 8, 32}, 32},
+                            {{2, 28, 28, 16}, 16}};
 // bf16 takes images of at least 28x28 pixels and 64 channels (the forward
 // and input gradient; kernels.cpp): 29x30 ends in partial tiles, 80
 // channels are five blocks.
