@@ -132,7 +132,8 @@ struct FuseConvBatchNormInference : OpRewritePattern<BatchNormInferenceOp> {
 /// the batch norm's own pass does faster (Fashion-MNIST ResNet-20: the
 /// stem, strided and 1x1 convolutions 0.1-0.3 ms slower per call each).
 static bool kernelTakesStatistics(Conv2DOp conv) {
-  RankedTensorType x = conv.getInput().getType(), y = conv.getOutput().getType();
+  RankedTensorType x = conv.getInput().getType(),
+                   y = conv.getOutput().getType();
   ArrayRef<int64_t> w = conv.getFilter().getType().getShape();
   int64_t inputs = w[2], outputs = w[3];
   if (x.getElementType().isBF16() &&
@@ -162,8 +163,8 @@ struct FuseConvBatchNormTrain : OpRewritePattern<BatchNormTrainOp> {
         !kernelTakesStatistics(conv))
       return failure();
     for (Operation *user : conv->getUsers())
-      if (user != bn && (user->getBlock() != bn->getBlock() ||
-                         !bn->isBeforeInBlock(user)))
+      if (user != bn &&
+          (user->getBlock() != bn->getBlock() || !bn->isBeforeInBlock(user)))
         return failure();
     rewriter.setInsertionPoint(bn);
     // The convolution's location: a profile by model line keeps the
@@ -173,10 +174,10 @@ struct FuseConvBatchNormTrain : OpRewritePattern<BatchNormTrainOp> {
         bn.getOutput().getType(), bn.getBatchMean().getType(),
         bn.getBatchVar().getType(), bn.getNewRunningMean().getType(),
         bn.getNewRunningVar().getType(), conv.getInput(), conv.getFilter(),
-        bn.getScale(), bn.getOffset(), bn.getRunningMean(),
-        bn.getRunningVar(), bn.getResidual(), conv.getStridesAttr(),
-        conv.getPaddingAttr(), conv.getDilationsAttr(), bn.getEpsilonAttr(),
-        bn.getMomentumAttr(), bn.getReluAttr());
+        bn.getScale(), bn.getOffset(), bn.getRunningMean(), bn.getRunningVar(),
+        bn.getResidual(), conv.getStridesAttr(), conv.getPaddingAttr(),
+        conv.getDilationsAttr(), bn.getEpsilonAttr(), bn.getMomentumAttr(),
+        bn.getReluAttr());
     rewriter.replaceOp(bn, fused->getResults().drop_front());
     rewriter.replaceOp(conv, fused.getConvOutput());
     return success();

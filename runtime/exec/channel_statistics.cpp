@@ -9,9 +9,7 @@
 
 namespace kiln::rt::exec {
 
-void ShiftedSums::clear() const {
-  std::fill_n(data, doubles(channels), 0.0);
-}
+void ShiftedSums::clear() const { std::fill_n(data, doubles(channels), 0.0); }
 
 void finishChannelStatistics(const double *threadSums, int64_t stride,
                              int64_t threads, int64_t channels, int64_t begin,
@@ -19,8 +17,7 @@ void finishChannelStatistics(const double *threadSums, int64_t stride,
   for (int64_t c = begin; c < end; ++c) {
     double count = 0, mean = 0, deviations = 0;
     for (int64_t t = 0; t < threads; ++t) {
-      ShiftedSums sums{const_cast<double *>(threadSums + t * stride),
-                       channels};
+      ShiftedSums sums{const_cast<double *>(threadSums + t * stride), channels};
       double n = sums.count();
       if (n == 0)
         continue;
@@ -66,10 +63,11 @@ void addRow(const ActivationView &view, int64_t n, int64_t y,
     int64_t at = view.offset(n, first / 16, y, 0) + first % 16;
     for (int64_t x = 0; x < view.width; ++x, at += view.pixelStride)
       for (int64_t lane = 0; lane < lanes; ++lane) {
-        float v = (view.bf16 ? widen(static_cast<const uint16_t *>(
-                                   view.data)[at + lane])
-                             : static_cast<const float *>(view.data)[at + lane]) -
-                  shift[first + lane];
+        float v =
+            (view.bf16
+                 ? widen(static_cast<const uint16_t *>(view.data)[at + lane])
+                 : static_cast<const float *>(view.data)[at + lane]) -
+            shift[first + lane];
         sum[lane] += v;
         squares[lane] += v * v;
       }
@@ -93,8 +91,7 @@ void runThread(void *data) {
   if (begin < end) {
     // The shift: the mean of the thread's first row.
     std::vector<float> shift(size_t(C), 0.0f);
-    addRow(view, begin / view.height, begin % view.height, shift.data(),
-           sums);
+    addRow(view, begin / view.height, begin % view.height, shift.data(), sums);
     for (int64_t c = 0; c < C; ++c) {
       shift[size_t(c)] = float(sums.sum()[c] / sums.count());
       sums.shift()[c] = shift[size_t(c)];

@@ -2,9 +2,9 @@
 
 #include "kiln/rt/exec/kernels.h"
 
+#include "kiln/rt/exec/channel_statistics.h"
 #include "kiln/rt/exec/gomp.h"
 #include "kiln/rt/exec/weight_reorder.h"
-#include "kiln/rt/exec/channel_statistics.h"
 #include "kiln/rt/exec/winograd.h"
 
 #include <dnnl.hpp>

@@ -367,10 +367,10 @@ KILN_AVX512 void addTileStatistics(const Job &job, int64_t n, int64_t tileRow,
     __m512 sum = _mm512_setzero_ps(), squares = _mm512_setzero_ps();
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < columns; ++c) {
-        __m512 v = _mm512_sub_ps(
-            loadBlock(out, out.offset(n, block, tileRow * 4 + r,
-                                      tileCol * 4 + c)),
-            k);
+        __m512 v =
+            _mm512_sub_ps(loadBlock(out, out.offset(n, block, tileRow * 4 + r,
+                                                    tileCol * 4 + c)),
+                          k);
         sum = _mm512_add_ps(sum, v);
         squares = _mm512_fmadd_ps(v, v, squares);
       }
@@ -521,7 +521,8 @@ KILN_AVX512 void runThread(void *data) {
     GOMP_barrier();
     finishChannelStatistics(
         reinterpret_cast<const double *>(
-            job.threadBuffers + threads * threadFloats(job.inputs, job.outputs)),
+            job.threadBuffers +
+            threads * threadFloats(job.inputs, job.outputs)),
         statisticsFloats(job.outputs) / 2, threads, job.outputs,
         job.outputs * thread / threads, job.outputs * (thread + 1) / threads,
         job.epilogue.statistics);

@@ -123,31 +123,45 @@ LogicalResult FusedSgdUpdateOp::verify() {
 // kiln.fused_conv2d_batch_norm
 //===----------------------------------------------------------------------===//
 
-LogicalResult FusedConv2DBatchNormOp::verify() {
-  auto input = getInput().getType();
-  auto filter = getFilter().getType();
-  auto output = getOutput().getType();
+/// The convolution part of a fused convolution: one element type, a
+/// static HWIO filter matching the input's channels, and `output` (named
+/// `name` in messages) shaped as the convolution's result.
+template <typename FusedConvOp>
+static LogicalResult verifyFusedConvolution(FusedConvOp op,
+                                            RankedTensorType output,
+                                            StringRef name) {
+  auto input = op.getInput().getType();
+  auto filter = op.getFilter().getType();
   if (input.getElementType() != filter.getElementType() ||
       output.getElementType() != input.getElementType())
-    return emitOpError("input, filter and output must have one element type");
+    return op.emitOpError("input, filter and ")
+           << name << " must have one element type";
   if (!filter.hasStaticShape())
-    return emitOpError("the filter shape must be static");
+    return op.emitOpError("the filter shape must be static");
   if (!ShapedType::isDynamic(input.getDimSize(3)) &&
       input.getDimSize(3) != filter.getDimSize(2))
-    return emitOpError("input has ")
+    return op.emitOpError("input has ")
            << input.getDimSize(3) << " channels but the filter (HWIO) expects "
            << filter.getDimSize(2);
   SmallVector<int64_t> spatial;
-  if (failed(inferWindowSpatialSize(
-          getLoc(), getOperationName(), input, filter.getShape().take_front(2),
-          getStrides(), getPadding(), getDilations(), spatial)))
+  if (failed(inferWindowSpatialSize(op.getLoc(), op.getOperationName(), input,
+                                    filter.getShape().take_front(2),
+                                    op.getStrides(), op.getPadding(),
+                                    op.getDilations(), spatial)))
     return failure();
   SmallVector<int64_t> expected = {input.getDimSize(0), spatial[0], spatial[1],
                                    filter.getDimSize(3)};
   if (!shapesCompatible(output.getShape(), expected))
-    return emitOpError("output shape [")
-           << formatShape(output.getShape()) << "] is not the convolution's ["
-           << formatShape(expected) << "]";
+    return op.emitOpError()
+           << name << " shape [" << formatShape(output.getShape())
+           << "] is not the convolution's [" << formatShape(expected) << "]";
+  return success();
+}
+
+LogicalResult FusedConv2DBatchNormOp::verify() {
+  auto output = getOutput().getType();
+  if (failed(verifyFusedConvolution(*this, output, "output")))
+    return failure();
   if (failed(checkBatchNormOperands(getLoc(), getOperationName(), getOutput(),
                                     {{"scale", getScale()},
                                      {"offset", getOffset()},
@@ -171,35 +185,13 @@ int64_t FusedConv2DBatchNormOp::getMultiplyAdds(int64_t dynamicDimSize) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult FusedConv2DBatchNormTrainOp::verify() {
-  auto input = getInput().getType();
-  auto filter = getFilter().getType();
   auto conv = getConvOutput().getType();
-  if (input.getElementType() != filter.getElementType() ||
-      conv.getElementType() != input.getElementType())
-    return emitOpError(
-        "input, filter and convolution output must have one element type");
+  if (failed(verifyFusedConvolution(*this, conv, "convolution output")))
+    return failure();
   if (getOutput().getType() != conv)
     return emitOpError("output type ")
            << getOutput().getType()
            << " differs from the convolution output type " << conv;
-  if (!filter.hasStaticShape())
-    return emitOpError("the filter shape must be static");
-  if (!ShapedType::isDynamic(input.getDimSize(3)) &&
-      input.getDimSize(3) != filter.getDimSize(2))
-    return emitOpError("input has ")
-           << input.getDimSize(3) << " channels but the filter (HWIO) expects "
-           << filter.getDimSize(2);
-  SmallVector<int64_t> spatial;
-  if (failed(inferWindowSpatialSize(
-          getLoc(), getOperationName(), input, filter.getShape().take_front(2),
-          getStrides(), getPadding(), getDilations(), spatial)))
-    return failure();
-  SmallVector<int64_t> expected = {input.getDimSize(0), spatial[0], spatial[1],
-                                   filter.getDimSize(3)};
-  if (!shapesCompatible(conv.getShape(), expected))
-    return emitOpError("convolution output shape [")
-           << formatShape(conv.getShape()) << "] is not the convolution's ["
-           << formatShape(expected) << "]";
   if (failed(checkBatchNormOperands(getLoc(), getOperationName(),
                                     getConvOutput(),
                                     {{"scale", getScale()},
@@ -207,8 +199,8 @@ LogicalResult FusedConv2DBatchNormTrainOp::verify() {
                                      {"running_mean", getRunningMean()},
                                      {"running_var", getRunningVar()}})))
     return failure();
-  for (Value statistic : {getBatchMean(), getBatchVar(), getNewRunningMean(),
-                          getNewRunningVar()})
+  for (Value statistic :
+       {getBatchMean(), getBatchVar(), getNewRunningMean(), getNewRunningVar()})
     if (statistic.getType() != getScale().getType())
       return emitOpError("statistics must be typed like the scale, ")
              << getScale().getType();

@@ -394,20 +394,19 @@ static void emitTrainingNormalize(Lowering &l, Location loc,
   Value keep = cl.f32(l, loc, momentum);
   Value take = cl.f32(l, loc, 1.0 - momentum);
   Value takeVar = cl.f32(l, loc, (1.0 - momentum) * bessel);
-  l.elementwise(loc,
-                ValueRange{cl.channels(l, bn.getRunningMean()),
-                           cl.channels(l, bn.getRunningVar()), mean, var},
-                ValueRange{cl.channels(l, bn.getNewRunningMean()),
-                           cl.channels(l, bn.getNewRunningVar())},
-                [&](OpBuilder &nb, Location loc, ValueRange a) {
-                  Value rm = math::FmaOp::create(
-                      nb, loc, a[0], keep,
-                      arith::MulFOp::create(nb, loc, a[2], take));
-                  Value rv = math::FmaOp::create(
-                      nb, loc, a[1], keep,
-                      arith::MulFOp::create(nb, loc, a[3], takeVar));
-                  yield(nb, loc, ValueRange{rm, rv});
-                });
+  l.elementwise(
+      loc,
+      ValueRange{cl.channels(l, bn.getRunningMean()),
+                 cl.channels(l, bn.getRunningVar()), mean, var},
+      ValueRange{cl.channels(l, bn.getNewRunningMean()),
+                 cl.channels(l, bn.getNewRunningVar())},
+      [&](OpBuilder &nb, Location loc, ValueRange a) {
+        Value rm = math::FmaOp::create(
+            nb, loc, a[0], keep, arith::MulFOp::create(nb, loc, a[2], take));
+        Value rv = math::FmaOp::create(
+            nb, loc, a[1], keep, arith::MulFOp::create(nb, loc, a[3], takeVar));
+        yield(nb, loc, ValueRange{rm, rv});
+      });
 }
 
 LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
@@ -433,19 +432,18 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
     AffineExpr c = getAffineDimExpr(0, ctx);
     AffineExpr zero = getAffineConstantExpr(0, ctx);
     AffineExpr one = getAffineConstantExpr(1, ctx);
-    l.generic(loc, ValueRange{statistics, statistics},
-              ValueRange{l.view(fused.getBatchMean()),
-                         l.view(fused.getBatchVar())},
-              {AffineMap::get(1, 0, {zero, c}, ctx),
-               AffineMap::get(1, 0, {one, c}, ctx),
-               AffineMap::get(1, 0, {c}, ctx), AffineMap::get(1, 0, {c}, ctx)},
-              {utils::IteratorType::parallel},
-              [&](OpBuilder &nb, Location loc, ValueRange a) {
-                yield(nb, loc, ValueRange{a[0], a[1]});
-              });
+    l.generic(
+        loc, ValueRange{statistics, statistics},
+        ValueRange{l.view(fused.getBatchMean()), l.view(fused.getBatchVar())},
+        {AffineMap::get(1, 0, {zero, c}, ctx),
+         AffineMap::get(1, 0, {one, c}, ctx), AffineMap::get(1, 0, {c}, ctx),
+         AffineMap::get(1, 0, {c}, ctx)},
+        {utils::IteratorType::parallel},
+        [&](OpBuilder &nb, Location loc, ValueRange a) {
+          yield(nb, loc, ValueRange{a[0], a[1]});
+        });
     ChannelLoops cl(ctx, fused.getConvOutput().getType(), layout);
-    emitTrainingNormalize(l, loc, cl, fused,
-                          cl.rows(l, fused.getConvOutput()),
+    emitTrainingNormalize(l, loc, cl, fused, cl.rows(l, fused.getConvOutput()),
                           cl.channels(l, fused.getBatchMean()),
                           cl.channels(l, fused.getBatchVar()));
     return success();

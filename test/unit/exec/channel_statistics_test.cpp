@@ -57,8 +57,7 @@ TEST(ChannelStatisticsTest, MatchesDoublePrecisionSums) {
     std::vector<double> workspace(
         channelStatisticsWorkspaceBytes(c.shape[3], c.threads) /
         sizeof(double));
-    channelStatistics(view,
-                      reinterpret_cast<float *>(a + statistics.offset),
+    channelStatistics(view, reinterpret_cast<float *>(a + statistics.offset),
                       workspace.data(), c.threads);
     EXPECT_TRUE(statisticsOf(loadTensor(a, statistics), loadTensor(a, y)));
   }

@@ -124,7 +124,7 @@ inline ::testing::AssertionResult closeTo(const ref::Tensor &actual,
 /// of `y` (NHWC), computed here in double precision: the mean to 1e-6 of
 /// the channel's spread, the variance to 1e-5 of itself (f32 sums).
 inline ::testing::AssertionResult statisticsOf(const ref::Tensor &statistics,
-                                        const ref::Tensor &y) {
+                                               const ref::Tensor &y) {
   int64_t channels = statistics.size() / 2, count = y.size() / channels;
   std::vector<double> sum(channels), squares(channels);
   for (int64_t i = 0; i < y.size(); ++i) {
@@ -138,9 +138,9 @@ inline ::testing::AssertionResult statisticsOf(const ref::Tensor &statistics,
     if (std::abs(statistics[c] - mean) > 1e-6 * spread ||
         std::abs(statistics[channels + c] - variance) > 1e-5 * variance)
       return ::testing::AssertionFailure()
-             << "channel " << c << ": mean " << statistics[c]
-             << " variance " << statistics[channels + c] << ", expected "
-             << mean << " and " << variance;
+             << "channel " << c << ": mean " << statistics[c] << " variance "
+             << statistics[channels + c] << ", expected " << mean << " and "
+             << variance;
   }
   return ::testing::AssertionSuccess();
 }

@@ -129,11 +129,11 @@ void run3x3(const Param &p, int threads, std::vector<ref::Tensor> &out,
   m.calls.push_back(withEpilogue);
   TensorRef yAgain = layout.place(yShape, p.dtype, p.layout);
   TensorRef statistics = layout.place({2, p.shape.outputs});
-  m.calls.push_back(call3x3(CallKind::Conv2dForward,
-                            {{"input", x},
-                             {"filter", w},
-                             {"output", yAgain},
-                             {"statistics", statistics}}));
+  m.calls.push_back(
+      call3x3(CallKind::Conv2dForward, {{"input", x},
+                                        {"filter", w},
+                                        {"output", yAgain},
+                                        {"statistics", statistics}}));
   const int32_t calls = int32_t(m.calls.size());
 
   const int defaultThreads = omp_get_max_threads();
@@ -164,8 +164,8 @@ void run3x3(const Param &p, int threads, std::vector<ref::Tensor> &out,
     for (int32_t id = 0; id < calls; ++id)
       (*kernels)->execute(id);
   }
-  out = {loadTensor(a, y),     loadTensor(a, dx),
-         loadTensor(a, dw),    loadTensor(a, fused),
+  out = {loadTensor(a, y),      loadTensor(a, dx),
+         loadTensor(a, dw),     loadTensor(a, fused),
          loadTensor(a, yAgain), loadTensor(a, statistics)};
   ASSERT_TRUE(setComputeThreads(defaultThreads).isOk());
 }
