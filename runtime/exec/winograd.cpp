@@ -93,8 +93,8 @@ KILN_AVX512 inline __m512 loadBf16(const void *p) {
 /// `x` rounded to bf16 and stored at `p`, as VCVTNEPS2BF16 rounds (and
 /// kiln/ref/bf16.h): to nearest even, denormals to signed zero, NaNs kept
 /// and made quiet. AVX-512F integer operations, so that CPUs without
-/// AVX512_BF16 round the same.
-KILN_AVX512 inline void storeBf16(void *p, __m512 x) {
+/// AVX512_BF16 round the same. Returns the stored values widened to f32.
+KILN_AVX512 inline __m512 storeBf16(void *p, __m512 x) {
   __m512i bits = _mm512_castps_si512(x);
   __m512i sign = _mm512_and_si512(bits, _mm512_set1_epi32(int(0x80000000u)));
   __m512i magnitude = _mm512_and_si512(bits, _mm512_set1_epi32(0x7FFFFFFF));
@@ -115,6 +115,7 @@ KILN_AVX512 inline void storeBf16(void *p, __m512 x) {
       _mm512_or_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x40)));
   _mm256_storeu_si256(static_cast<__m256i *>(p),
                       _mm512_cvtepi32_epi16(rounded));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(rounded, 16));
 }
 
 /// The 16 channels at element `offset` of `view`, as f32.
@@ -124,13 +125,15 @@ KILN_AVX512 inline __m512 loadBlock(const ActivationView &view,
                    : _mm512_loadu_ps(view.address(offset));
 }
 
-KILN_AVX512 inline void storeBlock(const ActivationView &view, int64_t offset,
-                                   __m512 x) {
+/// Stores the 16 channels at element `offset` of `view`; returns the values
+/// stored, as f32.
+KILN_AVX512 inline __m512 storeBlock(const ActivationView &view, int64_t offset,
+                                     __m512 x) {
   void *p = const_cast<char *>(view.address(offset));
   if (view.bf16)
-    storeBf16(p, x);
-  else
-    _mm512_storeu_ps(static_cast<float *>(p), x);
+    return storeBf16(p, x);
+  _mm512_storeu_ps(static_cast<float *>(p), x);
+  return x;
 }
 
 /// sums[0..16) += the 16 lanes of `x` in double precision.
@@ -311,10 +314,21 @@ KILN_AVX512 void transformInputTile(const Job &job, float *V, int64_t slot,
   }
 }
 
-/// The output tile at (n, row, col) = A^T M A, plus the epilogue.
+/// Adds `sum` and `squares`, a tile's sums of one channel block, to
+/// `sums` in double precision.
+KILN_AVX512 inline void addBlockSums(const ShiftedSums &sums, int64_t block,
+                                     __m512 sum, __m512 squares) {
+  addToDoubles(sums.sum() + block * 16, sum);
+  addToDoubles(sums.squares() + block * 16, squares);
+}
+
+/// The output tile at (n, row, col) = A^T M A, plus the epilogue; with
+/// `sums`, the stored values minus `shift` and their squares are summed in
+/// registers and added to them.
 KILN_AVX512 void transformOutputTile(const Job &job, const float *M,
                                      int64_t slot, int64_t n, int64_t tileRow,
-                                     int64_t tileCol) {
+                                     int64_t tileCol, const float *shift,
+                                     const ShiftedSums *sums) {
   const ActivationView &out = job.output;
   const Winograd3x3::Epilogue &epilogue = job.epilogue;
   ActivationView residual = out;
@@ -332,6 +346,8 @@ KILN_AVX512 void transformOutputTile(const Job &job, const float *M,
     }
     __m512 bias = epilogue.bias ? _mm512_loadu_ps(epilogue.bias + block * 16)
                                 : _mm512_setzero_ps();
+    __m512 k = sums ? _mm512_loadu_ps(shift + block * 16) : _mm512_setzero_ps();
+    __m512 sum = _mm512_setzero_ps(), squares = _mm512_setzero_ps();
     for (int r = 0; r < 4; ++r) {
       int64_t y = tileRow * 4 + r;
       if (y >= out.height)
@@ -348,14 +364,25 @@ KILN_AVX512 void transformOutputTile(const Job &job, const float *M,
           v = _mm512_add_ps(v, loadBlock(residual, at));
         if (epilogue.relu)
           v = _mm512_max_ps(v, _mm512_setzero_ps());
-        storeBlock(out, at, v);
+        v = storeBlock(out, at, v);
+        if (sums) {
+          __m512 d = _mm512_sub_ps(v, k);
+          sum = _mm512_add_ps(sum, d);
+          squares = _mm512_fmadd_ps(d, d, squares);
+        }
       }
     }
+    if (sums)
+      addBlockSums(*sums, block, sum, squares);
   }
+  if (sums)
+    sums->count() += double(std::min<int64_t>(4, out.height - tileRow * 4) *
+                            std::min<int64_t>(4, out.width - tileCol * 4));
 }
 
 /// Adds the output tile at (n, row, col), as stored (read back from L1), to
-/// `sums`: x - shift and its square, summed over the tile in f32.
+/// `sums`: x - shift and its square, summed over the tile in f32 (for the
+/// thread's first group, once its mean is known).
 KILN_AVX512 void addTileStatistics(const Job &job, int64_t n, int64_t tileRow,
                                    int64_t tileCol, const float *shift,
                                    const ShiftedSums &sums) {
@@ -374,8 +401,7 @@ KILN_AVX512 void addTileStatistics(const Job &job, int64_t n, int64_t tileRow,
         sum = _mm512_add_ps(sum, v);
         squares = _mm512_fmadd_ps(v, v, squares);
       }
-    addToDoubles(sums.sum() + block * 16, sum);
-    addToDoubles(sums.squares() + block * 16, squares);
+    addBlockSums(sums, block, sum, squares);
   }
   sums.count() += double(rows * columns);
 }
@@ -474,6 +500,7 @@ KILN_AVX512 void runThread(void *data) {
 
   int64_t groups = (job.tiles + kGroup - 1) / kGroup;
   int64_t tilesPerImage = job.tileRows * job.tileCols;
+  bool haveShift = false;
   for (int64_t group = groups * thread / threads,
                end = groups * (thread + 1) / threads;
        group < end; ++group) {
@@ -498,24 +525,23 @@ KILN_AVX512 void runThread(void *data) {
       int64_t tile = first + slot;
       int64_t n = tile / tilesPerImage, inImage = tile % tilesPerImage;
       transformOutputTile(job, M, slot, n, inImage / job.tileCols,
-                          inImage % job.tileCols);
+                          inImage % job.tileCols, shift,
+                          job.epilogue.statistics ? &sums : nullptr);
     }
-    if (!job.epilogue.statistics)
+    if (!job.epilogue.statistics || haveShift)
       continue;
-    bool firstGroup = sums.count() == 0;
-    for (int pass = firstGroup ? 0 : 1; pass < 2; ++pass) {
-      if (pass == 1 && firstGroup) {
-        for (int64_t k = 0; k < job.outputs; ++k)
-          sums.shift()[k] = shift[k] = float(sums.sum()[k] / sums.count());
-        std::fill_n(sums.sum(), 2 * job.outputs + 1, 0.0);
-      }
-      for (int64_t slot = 0; slot < count; ++slot) {
-        int64_t tile = first + slot;
-        int64_t n = tile / tilesPerImage, inImage = tile % tilesPerImage;
-        addTileStatistics(job, n, inImage / job.tileCols,
-                          inImage % job.tileCols, shift, sums);
-      }
+    // The first group was summed unshifted: its mean is the shift, and its
+    // tiles are summed again from there.
+    for (int64_t k = 0; k < job.outputs; ++k)
+      sums.shift()[k] = shift[k] = float(sums.sum()[k] / sums.count());
+    std::fill_n(sums.sum(), 2 * job.outputs + 1, 0.0);
+    for (int64_t slot = 0; slot < count; ++slot) {
+      int64_t tile = first + slot;
+      int64_t n = tile / tilesPerImage, inImage = tile % tilesPerImage;
+      addTileStatistics(job, n, inImage / job.tileCols, inImage % job.tileCols,
+                        shift, sums);
     }
+    haveShift = true;
   }
   if (job.epilogue.statistics) {
     GOMP_barrier();
