@@ -305,6 +305,19 @@ TEST(ManifestTest, ForwardConvolutionPostOps) {
       withPostOps(conv, ", \"shift\": " + tensorJson(channels, "f32", nullptr),
                   ""),
       "unknown operand \"shift\" for conv2d_forward");
+  // The batch statistics: a mean and a variance per output channel.
+  TensorRef statistics = channels;
+  statistics.shape = {2, out.shape[3]};
+  auto withStatistics = withPostOps(
+      conv, ", \"statistics\": " + tensorJson(statistics, "f32", nullptr), "");
+  ASSERT_TRUE(withStatistics.isOk()) << withStatistics.status().toString();
+  EXPECT_TRUE(withStatistics->calls[0].hasOperand("statistics"));
+  expectError(
+      withPostOps(conv,
+                  ", \"statistics\": " + tensorJson(channels, "f32", nullptr),
+                  ""),
+      "calls[0].operands.statistics: must be f32[2, 4] (mean and variance per "
+      "output channel), not f32[4]");
   // Post-ops belong to forward convolutions only.
   expectError(parseManifest(mutated(
                   "\"kind\": \"conv2d_backward_data\",",
