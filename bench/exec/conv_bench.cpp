@@ -213,15 +213,9 @@ int main(int argc, char **argv) {
       }
       s.layout = v == "nhwc" ? Layout::Nhwc : Layout::NChw16c;
     } else if (a == "--conv-algorithm") {
-      std::string v = next();
-      if (v == "auto")
-        s.algorithm = ConvAlgorithm::Auto;
-      else if (v == "winograd")
-        s.algorithm = ConvAlgorithm::Winograd;
-      else if (v == "direct")
-        s.algorithm = ConvAlgorithm::Direct;
-      else if (v == "library")
-        s.algorithm = ConvAlgorithm::Library;
+      std::optional<ConvAlgorithm> algorithm = parseConvAlgorithm(next());
+      if (algorithm)
+        s.algorithm = *algorithm;
       else {
         fmt::print(
             stderr,

@@ -641,6 +641,18 @@ Status Kernels::Impl::planFusedTileWinograd(const Call &call, CallPlan &plan) {
   return Status::ok();
 }
 
+std::optional<ConvAlgorithm> parseConvAlgorithm(std::string_view name) {
+  if (name == "auto")
+    return ConvAlgorithm::Auto;
+  if (name == "winograd")
+    return ConvAlgorithm::Winograd;
+  if (name == "direct")
+    return ConvAlgorithm::Direct;
+  if (name == "library")
+    return ConvAlgorithm::Library;
+  return std::nullopt;
+}
+
 bool isOlderBf16JitKernel(std::string_view impl) {
   return impl.substr(0, 8) == "jit_bf16";
 }

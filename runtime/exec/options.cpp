@@ -2,6 +2,8 @@
 
 #include "kiln/rt/exec/options.h"
 
+#include "kiln/rt/exec/kernels.h"
+
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -166,8 +168,7 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
         }}},
       {"--conv-algorithm",
        {true, [&](const std::string &f, const std::string &v) {
-          if (v != "direct" && v != "winograd" && v != "auto" &&
-              v != "library")
+          if (!parseConvAlgorithm(v))
             return bad(fmt::format(
                 "{} expects auto, winograd, direct or library, got '{}'", f,
                 v));

@@ -141,11 +141,9 @@ Status Trainer::setup() {
 
   KernelOptions kernelOptions;
   kernelOptions.blockedWeights = options.blockedWeights;
+  // parseOptions accepted the name.
   kernelOptions.convAlgorithm =
-      options.convAlgorithm == "direct"     ? ConvAlgorithm::Direct
-      : options.convAlgorithm == "winograd" ? ConvAlgorithm::Winograd
-      : options.convAlgorithm == "library"  ? ConvAlgorithm::Library
-                                            : ConvAlgorithm::Auto;
+      parseConvAlgorithm(options.convAlgorithm).value_or(ConvAlgorithm::Auto);
   kernelOptions.profile = options.profile;
   KILN_ASSIGN_OR_RETURN(kernels,
                         Kernels::create(manifest, arena->data(), kernelOptions));

@@ -314,6 +314,12 @@ KILN_AVX512 void transformInputTile(const Job &job, float *V, int64_t slot,
   }
 }
 
+/// The forward's per-thread statistics (statisticsFloats each), after all
+/// threads' other buffers.
+float *statisticsBuffers(const Job &job, int64_t threads) {
+  return job.threadBuffers + threads * threadFloats(job.inputs, job.outputs);
+}
+
 /// Adds `sum` and `squares`, a tile's sums of one channel block, to
 /// `sums` in double precision.
 KILN_AVX512 inline void addBlockSums(const ShiftedSums &sums, int64_t block,
@@ -487,12 +493,13 @@ KILN_AVX512 void runThread(void *data) {
   float *M = V + kPoints * pointStride(job.inputs);
   // The statistics shift by the mean of the thread's first group of tiles:
   // summed unshifted once, then again from that mean.
-  float *statistics = job.threadBuffers +
-                      threads * threadFloats(job.inputs, job.outputs) +
-                      thread * statisticsFloats(job.outputs);
-  ShiftedSums sums{reinterpret_cast<double *>(statistics), job.outputs};
-  float *shift = statistics + 2 * ShiftedSums::doubles(job.outputs);
+  ShiftedSums sums{nullptr, job.outputs};
+  float *shift = nullptr;
   if (job.epilogue.statistics) {
+    float *statistics = statisticsBuffers(job, threads) +
+                        thread * statisticsFloats(job.outputs);
+    sums.data = reinterpret_cast<double *>(statistics);
+    shift = statistics + 2 * ShiftedSums::doubles(job.outputs);
     sums.clear();
     std::fill_n(shift, job.outputs, 0.0f);
   }
@@ -546,9 +553,7 @@ KILN_AVX512 void runThread(void *data) {
   if (job.epilogue.statistics) {
     GOMP_barrier();
     finishChannelStatistics(
-        reinterpret_cast<const double *>(
-            job.threadBuffers +
-            threads * threadFloats(job.inputs, job.outputs)),
+        reinterpret_cast<const double *>(statisticsBuffers(job, threads)),
         statisticsFloats(job.outputs) / 2, threads, job.outputs,
         job.outputs * thread / threads, job.outputs * (thread + 1) / threads,
         job.epilogue.statistics);

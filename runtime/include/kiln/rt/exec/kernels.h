@@ -44,12 +44,17 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace kiln::rt::exec {
 
 enum class ConvAlgorithm { Direct, Winograd, Auto, Library };
+
+/// The algorithm named `name` on command lines (auto, winograd, direct,
+/// library); nullopt for any other name.
+std::optional<ConvAlgorithm> parseConvAlgorithm(std::string_view name);
 
 /// Whether oneDNN's implementation name `impl` is one of its older bf16 jit
 /// convolution kernels (jit_bf16, jit_bf16_1x1), the ones the runtime's bf16
