@@ -20,6 +20,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 
 // Every function that uses AVX-512 carries the target attribute instead of
 // the file being compiled with -mavx512f: no inline function of a shared
@@ -125,14 +126,19 @@ KILN_AVX512 inline __m512 loadBlock(const ActivationView &view,
                    : _mm512_loadu_ps(view.address(offset));
 }
 
-/// Stores the 16 channels at element `offset` of `view`; returns the values
-/// stored, as f32.
-KILN_AVX512 inline __m512 storeBlock(const ActivationView &view, int64_t offset,
-                                     __m512 x) {
-  void *p = const_cast<char *>(view.address(offset));
-  if (view.bf16)
+/// 16 channels of f32 or bf16 at `p`, widened to f32.
+template <bool Bf16> KILN_AVX512 inline __m512 loadPixel(const char *p) {
+  if constexpr (Bf16)
+    return loadBf16(p);
+  else
+    return _mm512_loadu_ps(reinterpret_cast<const float *>(p));
+}
+
+/// Stores `x` at `p` as f32 or rounded to bf16; returns the stored values.
+template <bool Bf16> KILN_AVX512 inline __m512 storePixel(char *p, __m512 x) {
+  if constexpr (Bf16)
     return storeBf16(p, x);
-  _mm512_storeu_ps(static_cast<float *>(p), x);
+  _mm512_storeu_ps(reinterpret_cast<float *>(p), x);
   return x;
 }
 
@@ -279,39 +285,89 @@ KILN_AVX512 void transformFilter(const Job &job, float *U) {
   }
 }
 
+/// Bit i set where 0 <= first + i < extent, for i < count: which rows (or
+/// columns) of a tile's patch lie inside the image.
+inline unsigned insideBits(int64_t first, int64_t count, int64_t extent) {
+  unsigned bits = 0;
+  for (int64_t i = 0; i < count; ++i)
+    bits |= unsigned(first + i >= 0 && first + i < extent) << i;
+  return bits;
+}
+
+/// The 16 channels at `patch + offset`, widened to f32; with `Border`,
+/// zeros unless `inside` (the address of a pixel outside the image may lie
+/// outside the buffer, so it is formed only when inside).
+template <bool Bf16, bool Border>
+KILN_AVX512 inline __m512 loadPatchPixel(uintptr_t patch, int64_t offset,
+                                         bool inside) {
+  if (Border && !inside)
+    return _mm512_setzero_ps();
+  return loadPixel<Bf16>(reinterpret_cast<const char *>(patch + offset));
+}
+
+/// B^T d B of one channel block's 6x6 patch at `patch` (the address of its
+/// top-left pixel, rows and pixels `rowBytes` and `pixelBytes` apart),
+/// stored at `V`, the 36 points `stride` floats apart. With `Border`, only
+/// the pixels in `rows` x `columns` (insideBits) are read, the others are
+/// zeros.
+template <bool Bf16, bool Border>
+KILN_AVX512 inline void
+transformInputPatch(uintptr_t patch, int64_t rowBytes, int64_t pixelBytes,
+                    unsigned rows, unsigned columns, float *V, int64_t stride) {
+  __m512 t[6][6]; // B^T d: t[row][column]
+  for (int j = 0; j < 6; ++j) {
+    __m512 d[6], out[6];
+    for (int r = 0; r < 6; ++r)
+      d[r] = loadPatchPixel<Bf16, Border>(patch, r * rowBytes + j * pixelBytes,
+                                          (rows >> r) & (columns >> j) & 1);
+    inputTransform(d, out);
+    for (int r = 0; r < 6; ++r)
+      t[r][j] = out[r];
+  }
+  for (int r = 0; r < 6; ++r) {
+    __m512 out[6];
+    inputTransform(t[r], out);
+    for (int s = 0; s < 6; ++s)
+      _mm512_storeu_ps(V + (r * 6 + s) * stride, out[s]);
+  }
+}
+
 /// V[point][block][slot] = B^T d B for the tile at (n, row, col).
+template <bool Bf16>
 KILN_AVX512 void transformInputTile(const Job &job, float *V, int64_t slot,
                                     int64_t n, int64_t tileRow,
                                     int64_t tileCol) {
   const ActivationView &in = job.input;
   int64_t y0 = tileRow * 4 - 1, x0 = tileCol * 4 - 1;
-  bool interior =
-      y0 >= 0 && y0 + 6 <= in.height && x0 >= 0 && x0 + 6 <= in.width;
+  unsigned rows = insideBits(y0, 6, in.height);
+  unsigned columns = insideBits(x0, 6, in.width);
+  bool interior = rows == 0x3F && columns == 0x3F;
+  constexpr int64_t bytes = Bf16 ? 2 : 4;
+  int64_t rowBytes = in.rowStride * bytes, pixelBytes = in.pixelStride * bytes;
+  // The patch's top-left pixel may be outside the image: its address is
+  // an integer until a pixel inside is loaded.
+  uintptr_t origin = reinterpret_cast<uintptr_t>(in.data) +
+                     uintptr_t(in.offset(n, 0, y0, x0) * bytes);
   int64_t C = job.inputs;
   for (int64_t block = 0; block < C / 16; ++block) {
-    int64_t origin = in.offset(n, block, 0, 0);
-    __m512 t[6][6]; // B^T d: t[row][column]
-    for (int j = 0; j < 6; ++j) {
-      __m512 d[6], out[6];
-      int64_t x = x0 + j;
-      for (int r = 0; r < 6; ++r) {
-        int64_t y = y0 + r;
-        d[r] =
-            interior || (y >= 0 && y < in.height && x >= 0 && x < in.width)
-                ? loadBlock(in, origin + y * in.rowStride + x * in.pixelStride)
-                : _mm512_setzero_ps();
-      }
-      inputTransform(d, out);
-      for (int r = 0; r < 6; ++r)
-        t[r][j] = out[r];
-    }
-    for (int r = 0; r < 6; ++r) {
-      __m512 out[6];
-      inputTransform(t[r], out);
-      for (int s = 0; s < 6; ++s)
-        _mm512_storeu_ps(V + slotOffset(C, r * 6 + s, block, slot), out[s]);
-    }
+    uintptr_t patch = origin + uintptr_t(block * in.blockStride * bytes);
+    float *points = V + slotOffset(C, 0, block, slot);
+    if (interior)
+      transformInputPatch<Bf16, false>(patch, rowBytes, pixelBytes, rows,
+                                       columns, points, pointStride(C));
+    else
+      transformInputPatch<Bf16, true>(patch, rowBytes, pixelBytes, rows,
+                                      columns, points, pointStride(C));
   }
+}
+
+KILN_AVX512 void transformInputTile(const Job &job, float *V, int64_t slot,
+                                    int64_t n, int64_t tileRow,
+                                    int64_t tileCol) {
+  if (job.input.bf16)
+    transformInputTile<true>(job, V, slot, n, tileRow, tileCol);
+  else
+    transformInputTile<false>(job, V, slot, n, tileRow, tileCol);
 }
 
 /// The forward's per-thread statistics (statisticsFloats each), after all
@@ -329,16 +385,30 @@ KILN_AVX512 inline void addBlockSums(const ShiftedSums &sums, int64_t block,
 }
 
 /// The output tile at (n, row, col) = A^T M A, plus the epilogue; with
-/// `sums`, the stored values minus `shift` and their squares are summed in
-/// registers and added to them.
+/// `Statistics`, the stored values minus `shift` and their squares are
+/// summed in registers and added to `sums`. One instance per storage type
+/// and epilogue shape, addressed by byte strides: this runs once per tile
+/// and channel block, and per-pixel tests of the epilogue and the storage
+/// type had made it as slow as the matrix products.
+template <bool Bf16, bool Residual, bool Statistics>
 KILN_AVX512 void transformOutputTile(const Job &job, const float *M,
                                      int64_t slot, int64_t n, int64_t tileRow,
                                      int64_t tileCol, const float *shift,
                                      const ShiftedSums *sums) {
   const ActivationView &out = job.output;
   const Winograd3x3::Epilogue &epilogue = job.epilogue;
-  ActivationView residual = out;
-  residual.data = const_cast<void *>(epilogue.residual);
+  int64_t rows = std::min<int64_t>(4, out.height - tileRow * 4);
+  int64_t columns = std::min<int64_t>(4, out.width - tileCol * 4);
+  constexpr int64_t bytes = Bf16 ? 2 : 4;
+  int64_t rowBytes = out.rowStride * bytes,
+          pixelBytes = out.pixelStride * bytes;
+  int64_t tileOffset = out.offset(n, 0, tileRow * 4, tileCol * 4) * bytes;
+  char *tile = static_cast<char *>(out.data) + tileOffset;
+  const char *residualTile =
+      Residual ? static_cast<const char *>(epilogue.residual) + tileOffset
+               : nullptr;
+  // max(x, floor) is the ReLU with floor 0 and nothing with floor -inf.
+  __m512 floor = _mm512_set1_ps(epilogue.relu ? 0.0f : -INFINITY);
   int64_t K = job.outputs;
   for (int64_t block = 0; block < K / 16; ++block) {
     __m512 s[4][6]; // A^T m: s[row][column]
@@ -352,38 +422,48 @@ KILN_AVX512 void transformOutputTile(const Job &job, const float *M,
     }
     __m512 bias = epilogue.bias ? _mm512_loadu_ps(epilogue.bias + block * 16)
                                 : _mm512_setzero_ps();
-    __m512 k = sums ? _mm512_loadu_ps(shift + block * 16) : _mm512_setzero_ps();
+    __m512 k =
+        Statistics ? _mm512_loadu_ps(shift + block * 16) : _mm512_setzero_ps();
     __m512 sum = _mm512_setzero_ps(), squares = _mm512_setzero_ps();
-    for (int r = 0; r < 4; ++r) {
-      int64_t y = tileRow * 4 + r;
-      if (y >= out.height)
-        break;
+    int64_t blockOffset = block * out.blockStride * bytes;
+    for (int r = 0; r < rows; ++r) {
       __m512 row[4];
       outputTransform(s[r], row);
-      for (int c = 0; c < 4; ++c) {
-        int64_t x = tileCol * 4 + c;
-        if (x >= out.width)
-          break;
-        int64_t at = out.offset(n, block, y, x);
+      for (int c = 0; c < columns; ++c) {
+        int64_t at = blockOffset + r * rowBytes + c * pixelBytes;
         __m512 v = _mm512_add_ps(row[c], bias);
-        if (epilogue.residual)
-          v = _mm512_add_ps(v, loadBlock(residual, at));
-        if (epilogue.relu)
-          v = _mm512_max_ps(v, _mm512_setzero_ps());
-        v = storeBlock(out, at, v);
-        if (sums) {
+        if constexpr (Residual)
+          v = _mm512_add_ps(v, loadPixel<Bf16>(residualTile + at));
+        v = storePixel<Bf16>(tile + at, _mm512_max_ps(v, floor));
+        if constexpr (Statistics) {
           __m512 d = _mm512_sub_ps(v, k);
           sum = _mm512_add_ps(sum, d);
           squares = _mm512_fmadd_ps(d, d, squares);
         }
       }
     }
-    if (sums)
+    if constexpr (Statistics)
       addBlockSums(*sums, block, sum, squares);
   }
-  if (sums)
-    sums->count() += double(std::min<int64_t>(4, out.height - tileRow * 4) *
-                            std::min<int64_t>(4, out.width - tileCol * 4));
+  if constexpr (Statistics)
+    sums->count() += double(rows * columns);
+}
+
+using OutputTileFn = void (*)(const Job &, const float *, int64_t, int64_t,
+                              int64_t, int64_t, const float *,
+                              const ShiftedSums *);
+
+/// The transformOutputTile instance for `job`'s output and epilogue.
+template <bool Bf16> OutputTileFn outputTileFn(const Job &job) {
+  bool residual = job.epilogue.residual, statistics = job.epilogue.statistics;
+  if (residual)
+    return statistics ? &transformOutputTile<Bf16, true, true>
+                      : &transformOutputTile<Bf16, true, false>;
+  return statistics ? &transformOutputTile<Bf16, false, true>
+                    : &transformOutputTile<Bf16, false, false>;
+}
+OutputTileFn outputTileFn(const Job &job) {
+  return job.output.bf16 ? outputTileFn<true>(job) : outputTileFn<false>(job);
 }
 
 /// Adds the output tile at (n, row, col), as stored (read back from L1), to
@@ -504,6 +584,7 @@ KILN_AVX512 void runThread(void *data) {
     std::fill_n(shift, job.outputs, 0.0f);
   }
   transformFilter(job, U);
+  OutputTileFn transformTile = outputTileFn(job);
 
   int64_t groups = (job.tiles + kGroup - 1) / kGroup;
   int64_t tilesPerImage = job.tileRows * job.tileCols;
@@ -531,9 +612,9 @@ KILN_AVX512 void runThread(void *data) {
     for (int64_t slot = 0; slot < count; ++slot) {
       int64_t tile = first + slot;
       int64_t n = tile / tilesPerImage, inImage = tile % tilesPerImage;
-      transformOutputTile(job, M, slot, n, inImage / job.tileCols,
-                          inImage % job.tileCols, shift,
-                          job.epilogue.statistics ? &sums : nullptr);
+      transformTile(job, M, slot, n, inImage / job.tileCols,
+                    inImage % job.tileCols, shift,
+                    job.epilogue.statistics ? &sums : nullptr);
     }
     if (!job.epilogue.statistics || haveShift)
       continue;
@@ -562,23 +643,31 @@ KILN_AVX512 void runThread(void *data) {
 
 /// Y[point][block][slot] = A y A^T for the 4x4 output-gradient tile at
 /// (n, row, col), zeros past the image's edge.
+template <bool Bf16>
 KILN_AVX512 void transformOutputGradientTile(const Job &job, float *Y,
                                              int64_t slot, int64_t n,
                                              int64_t tileRow, int64_t tileCol) {
   const ActivationView &dy = job.output;
+  unsigned rows = insideBits(tileRow * 4, 4, dy.height);
+  unsigned columns = insideBits(tileCol * 4, 4, dy.width);
+  bool interior = rows == 0xF && columns == 0xF;
+  constexpr int64_t bytes = Bf16 ? 2 : 4;
+  int64_t rowBytes = dy.rowStride * bytes, pixelBytes = dy.pixelStride * bytes;
+  uintptr_t origin =
+      reinterpret_cast<uintptr_t>(dy.data) +
+      uintptr_t(dy.offset(n, 0, tileRow * 4, tileCol * 4) * bytes);
   int64_t K = job.outputs;
-  int64_t rows = std::min<int64_t>(4, dy.height - tileRow * 4);
-  int64_t columns = std::min<int64_t>(4, dy.width - tileCol * 4);
   for (int64_t block = 0; block < K / 16; ++block) {
-    int64_t origin = dy.offset(n, block, tileRow * 4, tileCol * 4);
+    uintptr_t tile = origin + uintptr_t(block * dy.blockStride * bytes);
     __m512 t[6][4]; // A y: t[row][column]
     for (int c = 0; c < 4; ++c) {
       __m512 y[4], out[6];
-      for (int r = 0; r < 4; ++r)
-        y[r] =
-            r < rows && c < columns
-                ? loadBlock(dy, origin + r * dy.rowStride + c * dy.pixelStride)
-                : _mm512_setzero_ps();
+      for (int r = 0; r < 4; ++r) {
+        int64_t offset = r * rowBytes + c * pixelBytes;
+        bool inside = (rows >> r) & (columns >> c) & 1;
+        y[r] = interior ? loadPatchPixel<Bf16, false>(tile, offset, true)
+                        : loadPatchPixel<Bf16, true>(tile, offset, inside);
+      }
       outputGradientTransform(y, out);
       for (int r = 0; r < 6; ++r)
         t[r][c] = out[r];
@@ -706,7 +795,10 @@ KILN_AVX512 void runFilterGradientThread(void *data) {
       int64_t n = tile / tilesPerImage, inImage = tile % tilesPerImage;
       int64_t row = inImage / job.tileCols, column = inImage % job.tileCols;
       transformInputTile(job, V, slot, n, row, column);
-      transformOutputGradientTile(job, Y, slot, n, row, column);
+      if (job.output.bf16)
+        transformOutputGradientTile<true>(job, Y, slot, n, row, column);
+      else
+        transformOutputGradientTile<false>(job, Y, slot, n, row, column);
     }
     accumulateFilterGradient(job, V, Y, dU);
   }
