@@ -20,7 +20,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cmath>
 
 // Every function that uses AVX-512 carries the target attribute instead of
 // the file being compiled with -mavx512f: no inline function of a shared
@@ -407,8 +406,7 @@ KILN_AVX512 void transformOutputTile(const Job &job, const float *M,
   const char *residualTile =
       Residual ? static_cast<const char *>(epilogue.residual) + tileOffset
                : nullptr;
-  // max(x, floor) is the ReLU with floor 0 and nothing with floor -inf.
-  __m512 floor = _mm512_set1_ps(epilogue.relu ? 0.0f : -INFINITY);
+  bool relu = epilogue.relu;
   int64_t K = job.outputs;
   for (int64_t block = 0; block < K / 16; ++block) {
     __m512 s[4][6]; // A^T m: s[row][column]
@@ -434,7 +432,9 @@ KILN_AVX512 void transformOutputTile(const Job &job, const float *M,
         __m512 v = _mm512_add_ps(row[c], bias);
         if constexpr (Residual)
           v = _mm512_add_ps(v, loadPixel<Bf16>(residualTile + at));
-        v = storePixel<Bf16>(tile + at, _mm512_max_ps(v, floor));
+        if (relu)
+          v = _mm512_max_ps(v, _mm512_setzero_ps());
+        v = storePixel<Bf16>(tile + at, v);
         if constexpr (Statistics) {
           __m512 d = _mm512_sub_ps(v, k);
           sum = _mm512_add_ps(sum, d);
