@@ -650,7 +650,6 @@ KILN_AVX512 void transformOutputGradientTile(const Job &job, float *Y,
   const ActivationView &dy = job.output;
   unsigned rows = insideBits(tileRow * 4, 4, dy.height);
   unsigned columns = insideBits(tileCol * 4, 4, dy.width);
-  bool interior = rows == 0xF && columns == 0xF;
   constexpr int64_t bytes = Bf16 ? 2 : 4;
   int64_t rowBytes = dy.rowStride * bytes, pixelBytes = dy.pixelStride * bytes;
   uintptr_t origin =
@@ -662,12 +661,9 @@ KILN_AVX512 void transformOutputGradientTile(const Job &job, float *Y,
     __m512 t[6][4]; // A y: t[row][column]
     for (int c = 0; c < 4; ++c) {
       __m512 y[4], out[6];
-      for (int r = 0; r < 4; ++r) {
-        int64_t offset = r * rowBytes + c * pixelBytes;
-        bool inside = (rows >> r) & (columns >> c) & 1;
-        y[r] = interior ? loadPatchPixel<Bf16, false>(tile, offset, true)
-                        : loadPatchPixel<Bf16, true>(tile, offset, inside);
-      }
+      for (int r = 0; r < 4; ++r)
+        y[r] = loadPatchPixel<Bf16, true>(tile, r * rowBytes + c * pixelBytes,
+                                          (rows >> r) & (columns >> c) & 1);
       outputGradientTransform(y, out);
       for (int r = 0; r < 6; ++r)
         t[r][c] = out[r];
