@@ -89,9 +89,11 @@ Call call3x3(CallKind kind, std::map<std::string, TensorRef> operands) {
 }
 
 /// Forward, input gradient, filter gradient, forward with bias, residual
-/// (in the output's own storage) and relu, and forward with the output's
-/// statistics, on `threads` threads; the results in `out` (y, dx, dw,
-/// fused, y again, statistics), in logical order. With `bf16Values` the
+/// (in the output's own storage) and relu, forward with the output's
+/// statistics, and forward with bias, residual (in a buffer of its own),
+/// relu and statistics together, on `threads` threads; the results in `out`
+/// (y, dx, dw, fused, y again, statistics, fused again, its statistics), in
+/// logical order. With `bf16Values` the
 /// activations and the filter hold bf16 values whatever their type.
 /// `algorithm` Auto expects every call on the fused-tile Winograd.
 void run3x3(const Param &p, int threads, std::vector<ref::Tensor> &out,
@@ -111,7 +113,6 @@ void run3x3(const Param &p, int threads, std::vector<ref::Tensor> &out,
   TensorRef bias = layout.place({p.shape.outputs});
   TensorRef fused = layout.place(yShape, p.dtype, p.layout);
   Manifest m;
-  m.arenaBytes = layout.bytes();
   m.calls.push_back(call3x3(CallKind::Conv2dForward,
                             {{"input", x}, {"filter", w}, {"output", y}}));
   m.calls.push_back(
@@ -134,7 +135,20 @@ void run3x3(const Param &p, int threads, std::vector<ref::Tensor> &out,
                                         {"filter", w},
                                         {"output", yAgain},
                                         {"statistics", statistics}}));
+  TensorRef residual = layout.place(yShape, p.dtype, p.layout);
+  TensorRef fusedAgain = layout.place(yShape, p.dtype, p.layout);
+  TensorRef fusedStatistics = layout.place({2, p.shape.outputs});
+  Call everything =
+      call3x3(CallKind::Conv2dForward, {{"input", x},
+                                        {"filter", w},
+                                        {"output", fusedAgain},
+                                        {"bias", bias},
+                                        {"residual", residual},
+                                        {"statistics", fusedStatistics}});
+  everything.relu = true;
+  m.calls.push_back(everything);
   const int32_t calls = int32_t(m.calls.size());
+  m.arenaBytes = layout.bytes();
 
   const int defaultThreads = omp_get_max_threads();
   ASSERT_TRUE(setComputeThreads(threads).isOk());
@@ -157,6 +171,7 @@ void run3x3(const Param &p, int threads, std::vector<ref::Tensor> &out,
   storeTensor(a, w, values(wShape, 2));
   storeTensor(a, dy, values(yShape, 3));
   storeTensor(a, bias, randomTensor({p.shape.outputs}, 4));
+  storeTensor(a, residual, values(yShape, 5));
   // Twice: nothing may carry over from one execution to the next (the
   // epilogue's residual is re-stored in between).
   for (int round = 0; round < 2; ++round) {
@@ -164,9 +179,10 @@ void run3x3(const Param &p, int threads, std::vector<ref::Tensor> &out,
     for (int32_t id = 0; id < calls; ++id)
       (*kernels)->execute(id);
   }
-  out = {loadTensor(a, y),      loadTensor(a, dx),
-         loadTensor(a, dw),     loadTensor(a, fused),
-         loadTensor(a, yAgain), loadTensor(a, statistics)};
+  out = {loadTensor(a, y),          loadTensor(a, dx),
+         loadTensor(a, dw),         loadTensor(a, fused),
+         loadTensor(a, yAgain),     loadTensor(a, statistics),
+         loadTensor(a, fusedAgain), loadTensor(a, fusedStatistics)};
   ASSERT_TRUE(setComputeThreads(defaultThreads).isOk());
 }
 
@@ -217,6 +233,9 @@ TEST_P(FusedTileWinogradTest, MatchesReference) {
   EXPECT_TRUE(closeTo(actual[3], fused, rounded)) << "bias, residual, relu";
   EXPECT_TRUE(closeTo(actual[4], actual[0], 0)) << "forward with statistics";
   EXPECT_TRUE(statisticsOf(actual[5], actual[4]));
+  EXPECT_TRUE(closeTo(actual[6], actual[3], 0))
+      << "bias, residual, relu with statistics";
+  EXPECT_TRUE(statisticsOf(actual[7], actual[6]));
 }
 
 // After a oneDNN convolution a pass over its output takes the statistics.
@@ -226,6 +245,8 @@ TEST_P(FusedTileWinogradTest, StatisticsAfterTheLibrary) {
       run3x3(GetParam(), 2, actual, false, ConvAlgorithm::Library));
   EXPECT_TRUE(closeTo(actual[4], actual[0], 0));
   EXPECT_TRUE(statisticsOf(actual[5], actual[4]));
+  EXPECT_TRUE(closeTo(actual[6], actual[3], 0));
+  EXPECT_TRUE(statisticsOf(actual[7], actual[6]));
 }
 
 // Each output tile is computed the same way whichever thread takes it, so
@@ -239,12 +260,14 @@ TEST_P(FusedTileWinogradTest, ThreadCounts) {
   ASSERT_NO_FATAL_FAILURE(run3x3(GetParam(), 1, one));
   ASSERT_NO_FATAL_FAILURE(run3x3(GetParam(), 3, three));
   ASSERT_NO_FATAL_FAILURE(run3x3(GetParam(), 3, threeAgain));
-  for (size_t i : {0, 1, 3, 4})
+  for (size_t i : {0, 1, 3, 4, 6})
     EXPECT_TRUE(closeTo(three[i], one[i], 0)) << "result " << i;
   EXPECT_TRUE(closeTo(three[2], one[2], 1e-5)) << "filter gradient";
   EXPECT_TRUE(closeTo(threeAgain[2], three[2], 0)) << "filter gradient";
   EXPECT_TRUE(statisticsOf(three[5], three[4])) << "statistics";
   EXPECT_TRUE(closeTo(threeAgain[5], three[5], 0)) << "statistics";
+  EXPECT_TRUE(statisticsOf(three[7], three[6])) << "fused statistics";
+  EXPECT_TRUE(closeTo(threeAgain[7], three[7], 0)) << "fused statistics";
 }
 
 // bf16 operands are widened exactly and the kernel computes in f32, so its
@@ -258,7 +281,7 @@ TEST_P(FusedTileWinogradBf16Test, ResultsAreTheF32OnesRounded) {
   std::vector<ref::Tensor> bf16Out, f32Out;
   ASSERT_NO_FATAL_FAILURE(run3x3(GetParam(), 2, bf16Out));
   ASSERT_NO_FATAL_FAILURE(run3x3(f32, 2, f32Out, /*bf16Values=*/true));
-  for (size_t i : {0, 1, 3})
+  for (size_t i : {0, 1, 3, 6})
     EXPECT_TRUE(closeTo(bf16Out[i], ref::roundToBf16(f32Out[i]), 0))
         << "result " << i;
   EXPECT_TRUE(closeTo(bf16Out[2], f32Out[2], 0)) << "filter gradient";
