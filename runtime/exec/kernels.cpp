@@ -637,7 +637,9 @@ Status Kernels::Impl::planFusedTileWinograd(const Call &call, CallPlan &plan) {
                  threads);
     };
   plan.steps.push_back(std::move(s));
-  plan.impl = "kiln_wino_4x3:avx512 (fused tiles)";
+  plan.impl = kernel.streamsOutput(outView)
+                  ? "kiln_wino_4x3:avx512 (fused tiles, streaming stores)"
+                  : "kiln_wino_4x3:avx512 (fused tiles)";
   return Status::ok();
 }
 

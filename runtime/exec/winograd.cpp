@@ -134,10 +134,17 @@ template <bool Bf16> KILN_AVX512 inline __m512 loadPixel(const char *p) {
 }
 
 /// Stores `x` at `p` as f32 or rounded to bf16; returns the stored values.
-template <bool Bf16> KILN_AVX512 inline __m512 storePixel(char *p, __m512 x) {
+/// `Stream` (f32 only, `p` 64-byte aligned) writes the cache line without
+/// reading it first and without keeping it.
+template <bool Bf16, bool Stream = false>
+KILN_AVX512 inline __m512 storePixel(char *p, __m512 x) {
+  static_assert(!(Bf16 && Stream), "a bf16 pixel is half a cache line");
   if constexpr (Bf16)
     return storeBf16(p, x);
-  _mm512_storeu_ps(reinterpret_cast<float *>(p), x);
+  if constexpr (Stream)
+    _mm512_stream_ps(reinterpret_cast<float *>(p), x);
+  else
+    _mm512_storeu_ps(reinterpret_cast<float *>(p), x);
   return x;
 }
 
@@ -236,6 +243,8 @@ struct Job {
   Winograd3x3::Epilogue epilogue;
   int64_t inputs, outputs;
   bool inputGradient;
+  /// The output is stored with streaming stores (storePixel).
+  bool streamOutput;
   float *threadBuffers; // threadFloats() per thread
   int64_t tileRows, tileCols, tiles;
 };
@@ -389,7 +398,7 @@ KILN_AVX512 inline void addBlockSums(const ShiftedSums &sums, int64_t block,
 /// and epilogue shape, addressed by byte strides: this runs once per tile
 /// and channel block, and per-pixel tests of the epilogue and the storage
 /// type had made it as slow as the matrix products.
-template <bool Bf16, bool Residual, bool Statistics>
+template <bool Bf16, bool Residual, bool Statistics, bool Stream>
 KILN_AVX512 void transformOutputTile(const Job &job, const float *M,
                                      int64_t slot, int64_t n, int64_t tileRow,
                                      int64_t tileCol, const float *shift,
@@ -434,7 +443,7 @@ KILN_AVX512 void transformOutputTile(const Job &job, const float *M,
           v = _mm512_add_ps(v, loadPixel<Bf16>(residualTile + at));
         if (relu)
           v = _mm512_max_ps(v, _mm512_setzero_ps());
-        v = storePixel<Bf16>(tile + at, v);
+        v = storePixel<Bf16, Stream>(tile + at, v);
         if constexpr (Statistics) {
           __m512 d = _mm512_sub_ps(v, k);
           sum = _mm512_add_ps(sum, d);
@@ -454,17 +463,31 @@ using OutputTileFn = void (*)(const Job &, const float *, int64_t, int64_t,
                               const ShiftedSums *);
 
 /// The transformOutputTile instance for `job`'s output and epilogue.
-template <bool Bf16> OutputTileFn outputTileFn(const Job &job) {
+template <bool Bf16, bool Stream> OutputTileFn outputTileFn(const Job &job) {
   bool residual = job.epilogue.residual, statistics = job.epilogue.statistics;
   if (residual)
-    return statistics ? &transformOutputTile<Bf16, true, true>
-                      : &transformOutputTile<Bf16, true, false>;
-  return statistics ? &transformOutputTile<Bf16, false, true>
-                    : &transformOutputTile<Bf16, false, false>;
+    return statistics ? &transformOutputTile<Bf16, true, true, Stream>
+                      : &transformOutputTile<Bf16, true, false, Stream>;
+  return statistics ? &transformOutputTile<Bf16, false, true, Stream>
+                    : &transformOutputTile<Bf16, false, false, Stream>;
 }
 OutputTileFn outputTileFn(const Job &job) {
-  return job.output.bf16 ? outputTileFn<true>(job) : outputTileFn<false>(job);
+  if (job.output.bf16)
+    return outputTileFn<true, false>(job);
+  return job.streamOutput ? outputTileFn<false, true>(job)
+                          : outputTileFn<false, false>(job);
 }
+
+/// Forward outputs at least this large are written with streaming stores.
+/// In a training step each is an activation kept for the backward pass, in
+/// memory untouched since the previous step's backward: an ordinary store
+/// first reads every line from memory, which cost the 16- and 32-channel
+/// Fashion-MNIST layers (6.4 and 3.2 MB) ~15% of a call; the 1.6 MB
+/// 64-channel outputs and the input gradients, written where the step
+/// wrote just before, gained nothing (docs/performance.md).
+constexpr int64_t kStreamedOutputBytes = int64_t(2) << 20;
+
+
 
 /// Adds the output tile at (n, row, col), as stored (read back from L1), to
 /// `sums`: x - shift and its square, summed over the tile in f32 (for the
@@ -619,7 +642,8 @@ KILN_AVX512 void runThread(void *data) {
     if (!job.epilogue.statistics || haveShift)
       continue;
     // The first group was summed unshifted: its mean is the shift, and its
-    // tiles are summed again from there.
+    // tiles are summed again from there (read back from the output: a
+    // thread's loads see its own streaming stores).
     for (int64_t k = 0; k < job.outputs; ++k)
       sums.shift()[k] = shift[k] = float(sums.sum()[k] / sums.count());
     std::fill_n(sums.sum(), 2 * job.outputs + 1, 0.0);
@@ -631,6 +655,8 @@ KILN_AVX512 void runThread(void *data) {
     }
     haveShift = true;
   }
+  if (job.streamOutput)
+    _mm_sfence(); // streaming stores are weakly ordered: done before the join
   if (job.epilogue.statistics) {
     GOMP_barrier();
     finishChannelStatistics(
@@ -812,6 +838,15 @@ size_t Winograd3x3::workspaceBytes(int threads) const {
   return size_t(threads) * size_t(floats) * sizeof(float);
 }
 
+bool Winograd3x3::streamsOutput(const ActivationView &output) const {
+  // A bf16 pixel is half a cache line; f32 blocks are whole, aligned lines
+  // when the output is.
+  int64_t bytes = output.images * output.imageStride * 4;
+  return pass == Pass::Forward && !output.bf16 &&
+         reinterpret_cast<uintptr_t>(output.data) % 64 == 0 &&
+         bytes >= kStreamedOutputBytes;
+}
+
 void Winograd3x3::run(const void *filter, bool filterBf16,
                       const ActivationView &input, const ActivationView &output,
                       const Epilogue &epilogue, void *workspace,
@@ -825,6 +860,7 @@ void Winograd3x3::run(const void *filter, bool filterBf16,
   job.inputs = inputs;
   job.outputs = outputs;
   job.inputGradient = pass == Pass::InputGradient;
+  job.streamOutput = streamsOutput(output);
   job.threadBuffers = static_cast<float *>(workspace);
   job.tileRows = (output.height + 3) / 4;
   job.tileCols = (output.width + 3) / 4;

@@ -31,12 +31,14 @@ struct Shape3x3 {
 // 7x9 and 5x6 images end in partial tiles; 1x3 is a single partial tile
 // row; 5x8x8 is 20 tiles, not a whole number of groups (12); 48 channels
 // are three blocks, which the products take as a pair and a single;
-// 2x28x28 is 98 tiles, several groups on each thread.
+// 2x28x28 is 98 tiles, several groups on each thread; the 99x101x64
+// forward output (2.4 MiB, partial tiles) is written with streaming stores.
 const Shape3x3 kShapes[] = {{{3, 7, 9, 16}, 32},
                             {{2, 5, 6, 48}, 16},
                             {{1, 1, 3, 16}, 48},
                             {{5, 8, 8, 32}, 32},
-                            {{2, 28, 28, 16}, 16}};
+                            {{2, 28, 28, 16}, 16},
+                            {{1, 99, 101, 16}, 64}};
 // bf16 takes images of at least 28x28 pixels and 64 channels (the forward
 // and input gradient; kernels.cpp): 29x30 ends in partial tiles, 80
 // channels are five blocks.
@@ -162,6 +164,14 @@ void run3x3(const Param &p, int threads, std::vector<ref::Tensor> &out,
     EXPECT_EQ((*kernels)->implementation(id).find(kImpl) != std::string::npos,
               algorithm == ConvAlgorithm::Auto)
         << "call " << id << ": " << (*kernels)->implementation(id);
+  // f32 forward outputs from 2 MiB on; never the input gradient.
+  bool streams = algorithm == ConvAlgorithm::Auto && p.dtype == DType::F32 &&
+                 y.byteSize() >= (int64_t(2) << 20);
+  for (int32_t id = 0; id < calls; ++id)
+    EXPECT_EQ((*kernels)->implementation(id).find("streaming stores") !=
+                  std::string::npos,
+              streams && id != 1 && id != 2)
+        << "call " << id << ": " << (*kernels)->implementation(id);
   uint8_t *a = (*arena)->data();
   auto values = [&](const ref::Shape &shape, uint64_t seed) {
     ref::Tensor t = randomTensor(shape, seed);
@@ -262,7 +272,8 @@ TEST_P(FusedTileWinogradTest, ThreadCounts) {
   ASSERT_NO_FATAL_FAILURE(run3x3(GetParam(), 3, threeAgain));
   for (size_t i : {0, 1, 3, 4, 6})
     EXPECT_TRUE(closeTo(three[i], one[i], 0)) << "result " << i;
-  EXPECT_TRUE(closeTo(three[2], one[2], 1e-5)) << "filter gradient";
+  // Each within 1e-5 of the reference (MatchesReference).
+  EXPECT_TRUE(closeTo(three[2], one[2], 2e-5)) << "filter gradient";
   EXPECT_TRUE(closeTo(threeAgain[2], three[2], 0)) << "filter gradient";
   EXPECT_TRUE(statisticsOf(three[5], three[4])) << "statistics";
   EXPECT_TRUE(closeTo(threeAgain[5], three[5], 0)) << "statistics";

@@ -100,6 +100,11 @@ public:
            const ActivationView &output, const Epilogue &epilogue,
            void *workspace, int threads) const;
 
+  /// Whether run() writes `output` with streaming stores, which neither read
+  /// its cache lines first nor keep them: large f32 outputs of the forward
+  /// pass.
+  bool streamsOutput(const ActivationView &output) const;
+
   /// The filter gradient [3,3,inputs,outputs] of a forward convolution from
   /// `input` (the forward's) and `outputGrad`, written over `filterGrad`
   /// (f32):
