@@ -489,7 +489,7 @@ constexpr int64_t kStreamedOutputBytes = int64_t(2) << 20;
 
 
 
-/// Adds the output tile at (n, row, col), as stored (read back from L1), to
+/// Adds the output tile at (n, row, col), as stored (read back), to
 /// `sums`: x - shift and its square, summed over the tile in f32 (for the
 /// thread's first group, once its mean is known).
 KILN_AVX512 void addTileStatistics(const Job &job, int64_t n, int64_t tileRow,
