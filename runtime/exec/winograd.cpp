@@ -487,8 +487,6 @@ OutputTileFn outputTileFn(const Job &job) {
 /// wrote just before, gained nothing (docs/performance.md).
 constexpr int64_t kStreamedOutputBytes = int64_t(2) << 20;
 
-
-
 /// Adds the output tile at (n, row, col), as stored (read back), to
 /// `sums`: x - shift and its square, summed over the tile in f32 (for the
 /// thread's first group, once its mean is known).

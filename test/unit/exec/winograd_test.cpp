@@ -95,8 +95,8 @@ Call call3x3(CallKind kind, std::map<std::string, TensorRef> operands) {
 /// statistics, and forward with bias, residual (in a buffer of its own),
 /// relu and statistics together, on `threads` threads; the results in `out`
 /// (y, dx, dw, fused, y again, statistics, fused again, its statistics), in
-/// logical order. With `bf16Values` the
-/// activations and the filter hold bf16 values whatever their type.
+/// logical order. With `bf16Values` the activations and the filter hold bf16
+/// values whatever their type.
 /// `algorithm` Auto expects every call on the fused-tile Winograd.
 void run3x3(const Param &p, int threads, std::vector<ref::Tensor> &out,
             bool bf16Values = false,
