@@ -313,30 +313,34 @@ KILN_AVX512 inline __m512 loadPatchPixel(uintptr_t patch, int64_t offset,
   return loadPixel<Bf16>(reinterpret_cast<const char *>(patch + offset));
 }
 
-/// B^T d B of one channel block's 6x6 patch at `patch` (the address of its
-/// top-left pixel, rows and pixels `rowBytes` and `pixelBytes` apart),
-/// stored at `V`, the 36 points `stride` floats apart. With `Border`, only
-/// the pixels in `rows` x `columns` (insideBits) are read, the others are
-/// zeros.
-template <bool Bf16, bool Border>
+/// T p T^T of one channel block's Side x Side patch at `patch` (the address
+/// of its top-left pixel, rows and pixels `rowBytes` and `pixelBytes`
+/// apart), `Transform` applying T (6 x Side) to a column and, the same way,
+/// T^T to a row: B^T d B of a 6x6 input patch, A y A^T of a 4x4
+/// output-gradient tile. The 36 points are stored at `points`, `stride`
+/// floats apart. With `Border`, only the pixels in `rows` x `columns`
+/// (insideBits) are read, the others are zeros.
+template <bool Bf16, bool Border, int Side,
+          void (*Transform)(const __m512 *, __m512 *)>
 KILN_AVX512 inline void
-transformInputPatch(uintptr_t patch, int64_t rowBytes, int64_t pixelBytes,
-                    unsigned rows, unsigned columns, float *V, int64_t stride) {
-  __m512 t[6][6]; // B^T d: t[row][column]
-  for (int j = 0; j < 6; ++j) {
-    __m512 d[6], out[6];
-    for (int r = 0; r < 6; ++r)
-      d[r] = loadPatchPixel<Bf16, Border>(patch, r * rowBytes + j * pixelBytes,
-                                          (rows >> r) & (columns >> j) & 1);
-    inputTransform(d, out);
+transformPatch(uintptr_t patch, int64_t rowBytes, int64_t pixelBytes,
+               unsigned rows, unsigned columns, float *points, int64_t stride) {
+  __m512 t[6][Side]; // T p: t[row][column]
+  for (int j = 0; j < Side; ++j) {
+    __m512 column[Side], out[6];
+    for (int r = 0; r < Side; ++r)
+      column[r] =
+          loadPatchPixel<Bf16, Border>(patch, r * rowBytes + j * pixelBytes,
+                                       (rows >> r) & (columns >> j) & 1);
+    Transform(column, out);
     for (int r = 0; r < 6; ++r)
       t[r][j] = out[r];
   }
   for (int r = 0; r < 6; ++r) {
     __m512 out[6];
-    inputTransform(t[r], out);
+    Transform(t[r], out);
     for (int s = 0; s < 6; ++s)
-      _mm512_storeu_ps(V + (r * 6 + s) * stride, out[s]);
+      _mm512_storeu_ps(points + (r * 6 + s) * stride, out[s]);
   }
 }
 
@@ -361,11 +365,11 @@ KILN_AVX512 void transformInputTile(const Job &job, float *V, int64_t slot,
     uintptr_t patch = origin + uintptr_t(block * in.blockStride * bytes);
     float *points = V + slotOffset(C, 0, block, slot);
     if (interior)
-      transformInputPatch<Bf16, false>(patch, rowBytes, pixelBytes, rows,
-                                       columns, points, pointStride(C));
+      transformPatch<Bf16, false, 6, inputTransform>(
+          patch, rowBytes, pixelBytes, rows, columns, points, pointStride(C));
     else
-      transformInputPatch<Bf16, true>(patch, rowBytes, pixelBytes, rows,
-                                      columns, points, pointStride(C));
+      transformPatch<Bf16, true, 6, inputTransform>(
+          patch, rowBytes, pixelBytes, rows, columns, points, pointStride(C));
   }
 }
 
@@ -680,25 +684,11 @@ KILN_AVX512 void transformOutputGradientTile(const Job &job, float *Y,
       reinterpret_cast<uintptr_t>(dy.data) +
       uintptr_t(dy.offset(n, 0, tileRow * 4, tileCol * 4) * bytes);
   int64_t K = job.outputs;
-  for (int64_t block = 0; block < K / 16; ++block) {
-    uintptr_t tile = origin + uintptr_t(block * dy.blockStride * bytes);
-    __m512 t[6][4]; // A y: t[row][column]
-    for (int c = 0; c < 4; ++c) {
-      __m512 y[4], out[6];
-      for (int r = 0; r < 4; ++r)
-        y[r] = loadPatchPixel<Bf16, true>(tile, r * rowBytes + c * pixelBytes,
-                                          (rows >> r) & (columns >> c) & 1);
-      outputGradientTransform(y, out);
-      for (int r = 0; r < 6; ++r)
-        t[r][c] = out[r];
-    }
-    for (int r = 0; r < 6; ++r) {
-      __m512 out[6];
-      outputGradientTransform(t[r], out);
-      for (int s = 0; s < 6; ++s)
-        _mm512_storeu_ps(Y + slotOffset(K, r * 6 + s, block, slot), out[s]);
-    }
-  }
+  for (int64_t block = 0; block < K / 16; ++block)
+    transformPatch<Bf16, true, 4, outputGradientTransform>(
+        origin + uintptr_t(block * dy.blockStride * bytes), rowBytes,
+        pixelBytes, rows, columns, Y + slotOffset(K, 0, block, slot),
+        pointStride(K));
 }
 
 /// dU[point] += V[point]^T x Y[point] for each of the 36 points: [C x
