@@ -316,10 +316,10 @@ KILN_AVX512 inline __m512 loadPatchPixel(uintptr_t patch, int64_t offset,
 /// T p T^T of one channel block's Side x Side patch at `patch` (the address
 /// of its top-left pixel, rows and pixels `rowBytes` and `pixelBytes`
 /// apart), `Transform` applying T (6 x Side) to a column and, the same way,
-/// T^T to a row: B^T d B of a 6x6 input patch, A y A^T of a 4x4
-/// output-gradient tile. The 36 points are stored at `points`, `stride`
-/// floats apart. With `Border`, only the pixels in `rows` x `columns`
-/// (insideBits) are read, the others are zeros.
+/// T^T to a row: A y A^T of a 4x4 output-gradient tile (input patches,
+/// which overlap, go through transformInputRun). The 36 points are stored at
+/// `points`, `stride` floats apart. With `Border`, only the pixels in `rows` x
+/// `columns` (insideBits) are read, the others are zeros.
 template <bool Bf16, bool Border, int Side,
           void (*Transform)(const __m512 *, __m512 *)>
 KILN_AVX512 inline void
@@ -344,42 +344,81 @@ transformPatch(uintptr_t patch, int64_t rowBytes, int64_t pixelBytes,
   }
 }
 
-/// V[point][block][slot] = B^T d B for the tile at (n, row, col).
-template <bool Bf16>
-KILN_AVX512 void transformInputTile(const Job &job, float *V, int64_t slot,
-                                    int64_t n, int64_t tileRow,
-                                    int64_t tileCol) {
+/// V[point][block][slot + k] = B^T d B for the `count` tiles (n, tileRow,
+/// tileCol + k) of one tile row. Neighbouring patches share two pixel
+/// columns, so each column's transform B^T d[:, j] is computed once and the
+/// last two of a patch are the first two of the next: 4 column transforms
+/// a tile instead of 6 (the same operations on the same values as one patch
+/// at a time, so the same bits). With `Border`, pixels outside the image
+/// are zeros.
+template <bool Bf16, bool Border>
+KILN_AVX512 void transformInputRun(const Job &job, float *V, int64_t slot,
+                                   int64_t count, int64_t n, int64_t tileRow,
+                                   int64_t tileCol) {
   const ActivationView &in = job.input;
   int64_t y0 = tileRow * 4 - 1, x0 = tileCol * 4 - 1;
   unsigned rows = insideBits(y0, 6, in.height);
-  unsigned columns = insideBits(x0, 6, in.width);
-  bool interior = rows == 0x3F && columns == 0x3F;
   constexpr int64_t bytes = Bf16 ? 2 : 4;
   int64_t rowBytes = in.rowStride * bytes, pixelBytes = in.pixelStride * bytes;
-  // The patch's top-left pixel may be outside the image: its address is
-  // an integer until a pixel inside is loaded.
+  // The first patch's top-left pixel may be outside the image: its address
+  // is an integer until a pixel inside is loaded.
   uintptr_t origin = reinterpret_cast<uintptr_t>(in.data) +
                      uintptr_t(in.offset(n, 0, y0, x0) * bytes);
-  int64_t C = job.inputs;
+  int64_t C = job.inputs, stride = pointStride(C);
   for (int64_t block = 0; block < C / 16; ++block) {
     uintptr_t patch = origin + uintptr_t(block * in.blockStride * bytes);
-    float *points = V + slotOffset(C, 0, block, slot);
-    if (interior)
-      transformPatch<Bf16, false, 6, inputTransform>(
-          patch, rowBytes, pixelBytes, rows, columns, points, pointStride(C));
-    else
-      transformPatch<Bf16, true, 6, inputTransform>(
-          patch, rowBytes, pixelBytes, rows, columns, points, pointStride(C));
+    __m512 t[6][6]; // B^T d of the current patch: t[row][column]
+    for (int64_t k = 0; k < count; ++k) {
+      if (k > 0)
+        for (int r = 0; r < 6; ++r) {
+          t[r][0] = t[r][4];
+          t[r][1] = t[r][5];
+        }
+      for (int j = k > 0 ? 2 : 0; j < 6; ++j) {
+        int64_t x = 4 * k + j; // from the first patch's left edge
+        bool columnInside = x0 + x >= 0 && x0 + x < in.width;
+        __m512 column[6], out[6];
+        for (int r = 0; r < 6; ++r)
+          column[r] =
+              loadPatchPixel<Bf16, Border>(patch, r * rowBytes + x * pixelBytes,
+                                           columnInside && ((rows >> r) & 1));
+        inputTransform(column, out);
+        for (int r = 0; r < 6; ++r)
+          t[r][j] = out[r];
+      }
+      float *points = V + slotOffset(C, 0, block, slot + k);
+      for (int r = 0; r < 6; ++r) {
+        __m512 out[6];
+        inputTransform(t[r], out);
+        for (int s = 0; s < 6; ++s)
+          _mm512_storeu_ps(points + (r * 6 + s) * stride, out[s]);
+      }
+    }
   }
 }
 
-KILN_AVX512 void transformInputTile(const Job &job, float *V, int64_t slot,
-                                    int64_t n, int64_t tileRow,
-                                    int64_t tileCol) {
-  if (job.input.bf16)
-    transformInputTile<true>(job, V, slot, n, tileRow, tileCol);
-  else
-    transformInputTile<false>(job, V, slot, n, tileRow, tileCol);
+/// transformInputRun for the tiles [first, first + count) of `job`, into
+/// slots [0, count): one run per tile row they touch.
+KILN_AVX512 void transformInputTiles(const Job &job, float *V, int64_t first,
+                                     int64_t count) {
+  int64_t tilesPerImage = job.tileRows * job.tileCols;
+  const ActivationView &in = job.input;
+  for (int64_t done = 0; done < count;) {
+    int64_t tile = first + done;
+    int64_t n = tile / tilesPerImage, inImage = tile % tilesPerImage;
+    int64_t row = inImage / job.tileCols, column = inImage % job.tileCols;
+    int64_t run = std::min(count - done, job.tileCols - column);
+    // Inside the image: rows 4 row - 1 .. 4 row + 4 and columns
+    // 4 column - 1 .. 4 (column + run) are.
+    bool interior = row > 0 && row * 4 + 4 < in.height && column > 0 &&
+                    (column + run) * 4 < in.width;
+    auto transform = in.bf16 ? (interior ? &transformInputRun<true, false>
+                                         : &transformInputRun<true, true>)
+                             : (interior ? &transformInputRun<false, false>
+                                         : &transformInputRun<false, true>);
+    transform(job, V, done, run, n, row, column);
+    done += run;
+  }
 }
 
 /// The forward's per-thread statistics (statisticsFloats each), after all
@@ -621,18 +660,11 @@ KILN_AVX512 void runThread(void *data) {
     int64_t count = std::min(kGroup, job.tiles - first);
     if (group + 1 < end)
       prefetchTiles(job, job.input, first + kGroup, kGroup, 1, 6);
-    for (int64_t slot = 0; slot < kGroup; ++slot) {
-      int64_t tile = first + slot;
-      if (slot < count) {
-        int64_t n = tile / tilesPerImage, inImage = tile % tilesPerImage;
-        transformInputTile(job, V, slot, n, inImage / job.tileCols,
-                           inImage % job.tileCols);
-        continue;
-      }
-      // The unused slots of the last group: their products are never
-      // stored, but garbage could hold NaNs or slow denormals.
+    transformInputTiles(job, V, first, count);
+    // The unused slots of the last group: their products are never stored,
+    // but garbage could hold NaNs or slow denormals.
+    for (int64_t slot = count; slot < kGroup; ++slot)
       zeroSlot(V, job.inputs, slot);
-    }
     multiply(job, U, V, M);
     for (int64_t slot = 0; slot < count; ++slot) {
       int64_t tile = first + slot;
@@ -794,6 +826,7 @@ KILN_AVX512 void runFilterGradientThread(void *data) {
       prefetchTiles(job, job.input, first + kGroup, kGroup, 1, 6);
       prefetchTiles(job, job.output, first + kGroup, kGroup, 0, 4);
     }
+    transformInputTiles(job, V, first, count);
     for (int64_t slot = 0; slot < kGroup; ++slot) {
       int64_t tile = first + slot;
       if (slot >= count) {
@@ -804,7 +837,6 @@ KILN_AVX512 void runFilterGradientThread(void *data) {
       }
       int64_t n = tile / tilesPerImage, inImage = tile % tilesPerImage;
       int64_t row = inImage / job.tileCols, column = inImage % job.tileCols;
-      transformInputTile(job, V, slot, n, row, column);
       if (job.output.bf16)
         transformOutputGradientTile<true>(job, Y, slot, n, row, column);
       else
