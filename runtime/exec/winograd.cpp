@@ -313,37 +313,6 @@ KILN_AVX512 inline __m512 loadPatchPixel(uintptr_t patch, int64_t offset,
   return loadPixel<Bf16>(reinterpret_cast<const char *>(patch + offset));
 }
 
-/// T p T^T of one channel block's Side x Side patch at `patch` (the address
-/// of its top-left pixel, rows and pixels `rowBytes` and `pixelBytes`
-/// apart), `Transform` applying T (6 x Side) to a column and, the same way,
-/// T^T to a row: A y A^T of a 4x4 output-gradient tile (input patches,
-/// which overlap, go through transformInputRun). The 36 points are stored at
-/// `points`, `stride` floats apart. With `Border`, only the pixels in `rows` x
-/// `columns` (insideBits) are read, the others are zeros.
-template <bool Bf16, bool Border, int Side,
-          void (*Transform)(const __m512 *, __m512 *)>
-KILN_AVX512 inline void
-transformPatch(uintptr_t patch, int64_t rowBytes, int64_t pixelBytes,
-               unsigned rows, unsigned columns, float *points, int64_t stride) {
-  __m512 t[6][Side]; // T p: t[row][column]
-  for (int j = 0; j < Side; ++j) {
-    __m512 column[Side], out[6];
-    for (int r = 0; r < Side; ++r)
-      column[r] =
-          loadPatchPixel<Bf16, Border>(patch, r * rowBytes + j * pixelBytes,
-                                       (rows >> r) & (columns >> j) & 1);
-    Transform(column, out);
-    for (int r = 0; r < 6; ++r)
-      t[r][j] = out[r];
-  }
-  for (int r = 0; r < 6; ++r) {
-    __m512 out[6];
-    Transform(t[r], out);
-    for (int s = 0; s < 6; ++s)
-      _mm512_storeu_ps(points + (r * 6 + s) * stride, out[s]);
-  }
-}
-
 /// V[point][block][slot + k] = B^T d B for the `count` tiles (n, tileRow,
 /// tileCol + k) of one tile row. Neighbouring patches share two pixel
 /// columns, so each column's transform B^T d[:, j] is computed once and the
@@ -715,12 +684,28 @@ KILN_AVX512 void transformOutputGradientTile(const Job &job, float *Y,
   uintptr_t origin =
       reinterpret_cast<uintptr_t>(dy.data) +
       uintptr_t(dy.offset(n, 0, tileRow * 4, tileCol * 4) * bytes);
-  int64_t K = job.outputs;
-  for (int64_t block = 0; block < K / 16; ++block)
-    transformPatch<Bf16, true, 4, outputGradientTransform>(
-        origin + uintptr_t(block * dy.blockStride * bytes), rowBytes,
-        pixelBytes, rows, columns, Y + slotOffset(K, 0, block, slot),
-        pointStride(K));
+  int64_t K = job.outputs, stride = pointStride(K);
+  for (int64_t block = 0; block < K / 16; ++block) {
+    uintptr_t tile = origin + uintptr_t(block * dy.blockStride * bytes);
+    __m512 t[6][4]; // A y: t[row][column]
+    for (int c = 0; c < 4; ++c) {
+      __m512 column[4], out[6];
+      for (int r = 0; r < 4; ++r)
+        column[r] =
+            loadPatchPixel<Bf16, true>(tile, r * rowBytes + c * pixelBytes,
+                                       (rows >> r) & (columns >> c) & 1);
+      outputGradientTransform(column, out);
+      for (int r = 0; r < 6; ++r)
+        t[r][c] = out[r];
+    }
+    float *points = Y + slotOffset(K, 0, block, slot);
+    for (int r = 0; r < 6; ++r) {
+      __m512 out[6];
+      outputGradientTransform(t[r], out);
+      for (int s = 0; s < 6; ++s)
+        _mm512_storeu_ps(points + (r * 6 + s) * stride, out[s]);
+    }
+  }
 }
 
 /// dU[point] += V[point]^T x Y[point] for each of the 36 points: [C x
