@@ -50,31 +50,42 @@ namespace {
 constexpr int64_t kGroup = Winograd3x3::kTilesPerGroup;
 constexpr int64_t kPoints = 36; // of a 6x6 transformed tile
 
-/// Floats from one point's slice of those buffers to the next: a cache line
-/// more than the slice, since with power-of-two strides the 36 slices a
-/// tile transform touches fall into a few L1 sets and evict each other.
-int64_t pointStride(int64_t channels) { return kGroup * channels + 16; }
+/// Floats from one point's [kGroup][16] slice of a channel block in those
+/// buffers to the next: a cache line more than the slice, since with
+/// power-of-two strides the 36 slices a tile transform touches fall into a
+/// few L1 sets and evict each other. A constant (channel blocks are the
+/// outer dimension), so that the transforms address their 36 points as
+/// fixed offsets from one pointer; with a stride that grew with the channel
+/// count the Winograd calls of a Fashion-MNIST step took ~5% longer.
+constexpr int64_t kPointStride = kGroup * 16 + 16;
 
-/// Floats from a [36][channels/16][kGroup][16] buffer's start to the 16
-/// channels of `block` for tile `slot` at transformed point `point`.
-int64_t slotOffset(int64_t channels, int64_t point, int64_t block,
-                   int64_t slot) {
-  return point * pointStride(channels) + (block * kGroup + slot) * 16;
+/// Floats of one channel block of those buffers: [36][kPointStride].
+constexpr int64_t kBlockFloats = kPoints * kPointStride;
+
+/// Floats of a [channels/16][36][kPointStride] buffer.
+int64_t transformedFloats(int64_t channels) {
+  return channels / 16 * kBlockFloats;
+}
+
+/// Floats from such a buffer's start to the 16 channels of `block` for
+/// tile `slot` at transformed point `point`.
+int64_t slotOffset(int64_t point, int64_t block, int64_t slot) {
+  return block * kBlockFloats + point * kPointStride + slot * 16;
 }
 
 /// The buffers of one thread: the transformed filter [36][inputs][outputs],
-/// transformed inputs [36][inputs/16][kGroup][16] and products
-/// [36][outputs/16][kGroup][16] (each point's slice pointStride apart), the
-/// latter two tile-major inside a channel block, so that the broadcasts of
-/// one channel for the kGroup tiles sit at fixed offsets from one base. The
+/// transformed inputs [inputs/16][36][kGroup][16] and products
+/// [outputs/16][36][kGroup][16] (each point's slice kPointStride apart),
+/// the latter two tile-major inside a channel block, so that the broadcasts
+/// of one channel for the kGroup tiles sit at fixed offsets from one base. The
 /// filter gradient uses the same for its sums in the transformed domain,
 /// the transformed inputs and the transformed output gradients. Each thread
 /// transforms the whole filter into its own copy (~2% of a call at 64
 /// channels): one shared copy, written by both threads and then read by
 /// both, made calls on two threads 6-13% slower.
 int64_t threadFloats(int64_t inputs, int64_t outputs) {
-  return kPoints *
-         (inputs * outputs + pointStride(inputs) + pointStride(outputs));
+  return kPoints * inputs * outputs + transformedFloats(inputs) +
+         transformedFloats(outputs);
 }
 
 /// After those, the forward's statistics: the thread's ShiftedSums and its
@@ -333,7 +344,7 @@ KILN_AVX512 void transformInputRun(const Job &job, float *V, int64_t slot,
   // is an integer until a pixel inside is loaded.
   uintptr_t origin = reinterpret_cast<uintptr_t>(in.data) +
                      uintptr_t(in.offset(n, 0, y0, x0) * bytes);
-  int64_t C = job.inputs, stride = pointStride(C);
+  int64_t C = job.inputs;
   for (int64_t block = 0; block < C / 16; ++block) {
     uintptr_t patch = origin + uintptr_t(block * in.blockStride * bytes);
     __m512 t[6][6]; // B^T d of the current patch: t[row][column]
@@ -355,12 +366,12 @@ KILN_AVX512 void transformInputRun(const Job &job, float *V, int64_t slot,
         for (int r = 0; r < 6; ++r)
           t[r][j] = out[r];
       }
-      float *points = V + slotOffset(C, 0, block, slot + k);
+      float *points = V + slotOffset(0, block, slot + k);
       for (int r = 0; r < 6; ++r) {
         __m512 out[6];
         inputTransform(t[r], out);
         for (int s = 0; s < 6; ++s)
-          _mm512_storeu_ps(points + (r * 6 + s) * stride, out[s]);
+          _mm512_storeu_ps(points + (r * 6 + s) * kPointStride, out[s]);
       }
     }
   }
@@ -434,7 +445,7 @@ KILN_AVX512 void transformOutputTile(const Job &job, const float *M,
     for (int j = 0; j < 6; ++j) {
       __m512 m[6], column[4];
       for (int r = 0; r < 6; ++r)
-        m[r] = _mm512_loadu_ps(M + slotOffset(K, r * 6 + j, block, slot));
+        m[r] = _mm512_loadu_ps(M + slotOffset(r * 6 + j, block, slot));
       outputTransform(m, column);
       for (int r = 0; r < 4; ++r)
         s[r][j] = column[r];
@@ -567,7 +578,7 @@ KILN_AVX512 inline void multiplyBlocks(const float *Vp, const float *Up,
     for (int b = 0; b < Blocks; ++b)
       acc[g][b] = _mm512_setzero_ps();
   for (int64_t block = 0; block < C / 16; ++block) {
-    const float *Vb = Vp + block * kGroup * 16;
+    const float *Vb = Vp + block * kBlockFloats;
     const float *Ub = Up + block * 16 * K + ob;
     if constexpr (Blocks == 1) {
       for (int64_t c = 0; c < 16; c += 4) {
@@ -592,16 +603,16 @@ KILN_AVX512 inline void multiplyBlocks(const float *Vp, const float *Up,
   }
   for (int64_t g = 0; g < kGroup; ++g)
     for (int b = 0; b < Blocks; ++b)
-      _mm512_storeu_ps(Mp + ((ob / 16 + b) * kGroup + g) * 16, acc[g][b]);
+      _mm512_storeu_ps(Mp + (ob / 16 + b) * kBlockFloats + g * 16, acc[g][b]);
 }
 
 KILN_AVX512 void multiply(const Job &job, const float *U, const float *V,
                           float *M) {
   int64_t C = job.inputs, K = job.outputs;
   for (int64_t p = 0; p < kPoints; ++p) {
-    const float *Vp = V + p * pointStride(C);
+    const float *Vp = V + p * kPointStride;
     const float *Up = U + p * C * K;
-    float *Mp = M + p * pointStride(K);
+    float *Mp = M + p * kPointStride;
     int64_t ob = 0;
     for (; ob + 32 <= K; ob += 32)
       multiplyBlocks<2>(Vp, Up, Mp, C, K, ob);
@@ -638,7 +649,7 @@ void prefetchTiles(const Job &job, const ActivationView &view, int64_t first,
 void zeroSlot(float *buffer, int64_t channels, int64_t slot) {
   for (int64_t p = 0; p < kPoints; ++p)
     for (int64_t block = 0; block < channels / 16; ++block)
-      std::fill_n(buffer + slotOffset(channels, p, block, slot), 16, 0.0f);
+      std::fill_n(buffer + slotOffset(p, block, slot), 16, 0.0f);
 }
 
 KILN_AVX512 void runThread(void *data) {
@@ -646,7 +657,7 @@ KILN_AVX512 void runThread(void *data) {
   int64_t thread = omp_get_thread_num(), threads = omp_get_num_threads();
   float *U = job.threadBuffers + thread * threadFloats(job.inputs, job.outputs);
   float *V = U + kPoints * job.inputs * job.outputs;
-  float *M = V + kPoints * pointStride(job.inputs);
+  float *M = V + transformedFloats(job.inputs);
   // The statistics shift by the mean of the thread's first group of tiles:
   // summed unshifted once, then again from that mean.
   ShiftedSums sums{nullptr, job.outputs};
@@ -727,7 +738,7 @@ KILN_AVX512 void transformOutputGradientTile(const Job &job, float *Y,
   uintptr_t origin =
       reinterpret_cast<uintptr_t>(dy.data) +
       uintptr_t(dy.offset(n, 0, tileRow * 4, tileCol * 4) * bytes);
-  int64_t K = job.outputs, stride = pointStride(K);
+  int64_t K = job.outputs;
   for (int64_t block = 0; block < K / 16; ++block) {
     uintptr_t tile = origin + uintptr_t(block * dy.blockStride * bytes);
     __m512 t[6][4]; // A y: t[row][column]
@@ -741,12 +752,12 @@ KILN_AVX512 void transformOutputGradientTile(const Job &job, float *Y,
       for (int r = 0; r < 6; ++r)
         t[r][c] = out[r];
     }
-    float *points = Y + slotOffset(K, 0, block, slot);
+    float *points = Y + slotOffset(0, block, slot);
     for (int r = 0; r < 6; ++r) {
       __m512 out[6];
       outputGradientTransform(t[r], out);
       for (int s = 0; s < 6; ++s)
-        _mm512_storeu_ps(points + (r * 6 + s) * stride, out[s]);
+        _mm512_storeu_ps(points + (r * 6 + s) * kPointStride, out[s]);
     }
   }
 }
@@ -768,7 +779,7 @@ KILN_AVX512 inline void accumulateBlocks(const float *Vb, const float *Yp,
     for (int64_t g = 0; g < kGroup; ++g) {
       __m512 y[Blocks];
       for (int b = 0; b < Blocks; ++b)
-        y[b] = _mm512_loadu_ps(Yp + ((ob / 16 + b) * kGroup + g) * 16);
+        y[b] = _mm512_loadu_ps(Yp + (ob / 16 + b) * kBlockFloats + g * 16);
       if constexpr (Blocks == 1) {
         for (int c = 0; c < kChannels; c += 4)
           fmaFourBroadcasts(&acc[c][0], Vb + g * 16 + c, y[0]);
@@ -790,11 +801,11 @@ KILN_AVX512 void accumulateFilterGradient(const Job &job, const float *V,
                                           const float *Y, float *dU) {
   int64_t C = job.inputs, K = job.outputs;
   for (int64_t p = 0; p < kPoints; ++p) {
-    const float *Vp = V + p * pointStride(C);
-    const float *Yp = Y + p * pointStride(K);
+    const float *Vp = V + p * kPointStride;
+    const float *Yp = Y + p * kPointStride;
     float *dUp = dU + p * C * K;
     for (int64_t block = 0; block < C / 16; ++block) {
-      const float *Vb = Vp + block * kGroup * 16;
+      const float *Vb = Vp + block * kBlockFloats;
       float *sums = dUp + block * 16 * K;
       int64_t ob = 0;
       for (; ob + 32 <= K; ob += 32)
@@ -845,7 +856,7 @@ KILN_AVX512 void runFilterGradientThread(void *data) {
   int64_t C = job.inputs, K = job.outputs;
   float *dU = job.threadBuffers + thread * threadFloats(C, K);
   float *V = dU + kPoints * C * K;
-  float *Y = V + kPoints * pointStride(C);
+  float *Y = V + transformedFloats(C);
   std::fill_n(dU, kPoints * C * K, 0.0f);
 
   int64_t groups = (job.tiles + kGroup - 1) / kGroup;
