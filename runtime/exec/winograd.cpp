@@ -538,12 +538,13 @@ KILN_AVX512 void addTileStatistics(const Job &job, int64_t n, int64_t tileRow,
 
 /// acc += v[0] w[0] + v[1] w[1] + v[2] w[2] + v[3] w[3], in that order, each
 /// v[i] broadcast. With one block of 16 outputs each broadcast value serves
-/// a single multiply-add, and a broadcast load per multiply-add leaves the
-/// FMA units a fifth idle (the loads are the limit: 150 against 205 GFLOP/s
-/// on one core with the same loop at two blocks). Half the values are
-/// instead spread from one load of all four by shuffles, which run beside
-/// the loads: ~185 GFLOP/s. Inline assembly, because clang folds such
-/// shuffles back into broadcast loads.
+/// a single multiply-add, and with a broadcast load per multiply-add the
+/// loads are the limit: on one core, operands in cache, 150-155 GFLOP/s
+/// against ~205 for the same loop at two blocks. Half the values are
+/// instead spread by shuffles from one load of all four, the shuffles
+/// running beside the loads: ~185 GFLOP/s (all four by shuffles: 161).
+/// Inline assembly, because clang folds such shuffles back into broadcast
+/// loads.
 KILN_AVX512 inline void fmaFourBroadcasts(__m512 &acc, const float *v,
                                           const __m512 w[4]) {
   __m512 quad = _mm512_broadcast_f32x4(_mm_loadu_ps(v)), odd1, odd3;
