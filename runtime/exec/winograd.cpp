@@ -536,6 +536,20 @@ KILN_AVX512 void addTileStatistics(const Job &job, int64_t n, int64_t tileRow,
   sums.count() += double(rows * columns);
 }
 
+/// v[1] and v[3] broadcast into a register each, from one load of v[0..4)
+/// spread by shuffles (vshufps within each 128-bit quarter).
+KILN_AVX512 inline void spreadOdd(const float *v, __m512 &odd1, __m512 &odd3) {
+  __m512 quad = _mm512_broadcast_f32x4(_mm_loadu_ps(v));
+  asm("vshufps $0x55, %1, %1, %0" : "=v"(odd1) : "v"(quad));
+  asm("vshufps $0xff, %1, %1, %0" : "=v"(odd3) : "v"(quad));
+}
+
+/// acc += broadcast(*v) w, one vfmadd231ps with an embedded broadcast load.
+KILN_AVX512 inline void fmaBroadcastLoad(__m512 &acc, const float *v,
+                                         __m512 w) {
+  asm("vfmadd231ps %1%{1to16%}, %2, %0" : "+v"(acc) : "m"(*v), "v"(w));
+}
+
 /// acc += v[0] w[0] + v[1] w[1] + v[2] w[2] + v[3] w[3], in that order, each
 /// v[i] broadcast. With one block of 16 outputs each broadcast value serves
 /// a single multiply-add, and with a broadcast load per multiply-add the
@@ -547,24 +561,22 @@ KILN_AVX512 void addTileStatistics(const Job &job, int64_t n, int64_t tileRow,
 /// loads.
 KILN_AVX512 inline void fmaFourBroadcasts(__m512 &acc, const float *v,
                                           const __m512 w[4]) {
-  __m512 quad = _mm512_broadcast_f32x4(_mm_loadu_ps(v)), odd1, odd3;
-  asm("vshufps $0x55, %1, %1, %0" : "=v"(odd1) : "v"(quad));
-  asm("vshufps $0xff, %1, %1, %0" : "=v"(odd3) : "v"(quad));
-  asm("vfmadd231ps %1%{1to16%}, %2, %0" : "+v"(acc) : "m"(v[0]), "v"(w[0]));
+  __m512 odd1, odd3;
+  spreadOdd(v, odd1, odd3);
+  fmaBroadcastLoad(acc, v, w[0]);
   acc = _mm512_fmadd_ps(odd1, w[1], acc);
-  asm("vfmadd231ps %1%{1to16%}, %2, %0" : "+v"(acc) : "m"(v[2]), "v"(w[2]));
+  fmaBroadcastLoad(acc, v + 2, w[2]);
   acc = _mm512_fmadd_ps(odd3, w[3], acc);
 }
 
 /// acc[i] += v[i] y for i < 4, each v[i] broadcast; as fmaFourBroadcasts.
 KILN_AVX512 inline void fmaFourBroadcasts(__m512 acc[4], const float *v,
                                           __m512 y) {
-  __m512 quad = _mm512_broadcast_f32x4(_mm_loadu_ps(v)), odd1, odd3;
-  asm("vshufps $0x55, %1, %1, %0" : "=v"(odd1) : "v"(quad));
-  asm("vshufps $0xff, %1, %1, %0" : "=v"(odd3) : "v"(quad));
-  asm("vfmadd231ps %1%{1to16%}, %2, %0" : "+v"(acc[0]) : "m"(v[0]), "v"(y));
+  __m512 odd1, odd3;
+  spreadOdd(v, odd1, odd3);
+  fmaBroadcastLoad(acc[0], v, y);
   acc[1] = _mm512_fmadd_ps(odd1, y, acc[1]);
-  asm("vfmadd231ps %1%{1to16%}, %2, %0" : "+v"(acc[2]) : "m"(v[2]), "v"(y));
+  fmaBroadcastLoad(acc[2], v + 2, y);
   acc[3] = _mm512_fmadd_ps(odd3, y, acc[3]);
 }
 
