@@ -324,6 +324,76 @@ KILN_AVX512 inline __m512 loadPatchPixel(uintptr_t patch, int64_t offset,
   return loadPixel<Bf16>(reinterpret_cast<const char *>(patch + offset));
 }
 
+/// Rows [First, First + 3) of B^T d for one column d (or, applied to a
+/// row, of d B): inputTransform's expressions for those rows, so the same
+/// bits. The top rows read d[0..5), the bottom ones d[1..6).
+template <int First>
+KILN_AVX512 inline void inputTransformRows(const __m512 d[6], __m512 out[3]) {
+  static_assert(First == 0 || First == 3);
+  __m512 four = _mm512_set1_ps(4.0f), five = _mm512_set1_ps(5.0f);
+  if constexpr (First == 0) {
+    __m512 t1 = _mm512_fnmadd_ps(four, d[2], d[4]);
+    __m512 t2 = _mm512_fnmadd_ps(four, d[1], d[3]);
+    out[0] = _mm512_fmadd_ps(four, d[0], _mm512_fnmadd_ps(five, d[2], d[4]));
+    out[1] = _mm512_add_ps(t1, t2);
+    out[2] = _mm512_sub_ps(t1, t2);
+  } else {
+    __m512 t3 = _mm512_sub_ps(d[4], d[2]);
+    __m512 t4 = _mm512_mul_ps(_mm512_set1_ps(2.0f), _mm512_sub_ps(d[3], d[1]));
+    out[0] = _mm512_add_ps(t3, t4);
+    out[1] = _mm512_sub_ps(t3, t4);
+    out[2] = _mm512_fmadd_ps(four, d[1], _mm512_fnmadd_ps(five, d[3], d[5]));
+  }
+}
+
+/// Points [First * 6, First * 6 + 18) of transformInputRun: rows
+/// [First, First + 3) of B^T d for each patch, then those rows times B.
+/// Half the rows at a time, because all six rows of six columns (36
+/// vectors) do not fit in the 32 registers: on the stack, their stores and
+/// the copies of the shared columns had made the transform store-bound.
+/// Each column is loaded twice instead (five of its six pixels per half).
+template <bool Bf16, bool Border, int First>
+KILN_AVX512 inline void transformInputRows(const Job &job, uintptr_t patch,
+                                           float *points, int64_t count,
+                                           int64_t x0, unsigned rows) {
+  const ActivationView &in = job.input;
+  constexpr int64_t bytes = Bf16 ? 2 : 4;
+  int64_t rowBytes = in.rowStride * bytes, pixelBytes = in.pixelStride * bytes;
+  // B^T d of the column x (from the first patch's left edge) into t[.][j].
+  __m512 t[3][6];
+  auto transformColumn = [&](int64_t x, int j) KILN_AVX512 {
+    bool columnInside = x0 + x >= 0 && x0 + x < in.width;
+    __m512 column[6], out[3];
+    for (int r = 0; r < 6; ++r)
+      column[r] = r == (First == 0 ? 5 : 0)
+                      ? _mm512_setzero_ps()
+                      : loadPatchPixel<Bf16, Border>(
+                            patch, r * rowBytes + x * pixelBytes,
+                            columnInside && ((rows >> r) & 1));
+    inputTransformRows<First>(column, out);
+    for (int r = 0; r < 3; ++r)
+      t[r][j] = out[r];
+  };
+  transformColumn(0, 0);
+  transformColumn(1, 1);
+  for (int64_t k = 0; k < count; ++k) {
+#pragma clang loop unroll(full)
+    for (int j = 2; j < 6; ++j)
+      transformColumn(4 * k + j, j);
+    float *tilePoints = points + k * 16;
+    for (int r = 0; r < 3; ++r) {
+      __m512 out[6];
+      inputTransform(t[r], out);
+      for (int s = 0; s < 6; ++s)
+        _mm512_storeu_ps(tilePoints + ((First + r) * 6 + s) * kPointStride,
+                         out[s]);
+      // The next patch's first two columns are this one's last two.
+      t[r][0] = t[r][4];
+      t[r][1] = t[r][5];
+    }
+  }
+}
+
 /// V[point][block][slot + k] = B^T d B for the `count` tiles (n, tileRow,
 /// tileCol + k) of one tile row. Neighbouring patches share two pixel
 /// columns, so each column's transform B^T d[:, j] is computed once and the
@@ -339,41 +409,15 @@ KILN_AVX512 void transformInputRun(const Job &job, float *V, int64_t slot,
   int64_t y0 = tileRow * 4 - 1, x0 = tileCol * 4 - 1;
   unsigned rows = insideBits(y0, 6, in.height);
   constexpr int64_t bytes = Bf16 ? 2 : 4;
-  int64_t rowBytes = in.rowStride * bytes, pixelBytes = in.pixelStride * bytes;
   // The first patch's top-left pixel may be outside the image: its address
   // is an integer until a pixel inside is loaded.
   uintptr_t origin = reinterpret_cast<uintptr_t>(in.data) +
                      uintptr_t(in.offset(n, 0, y0, x0) * bytes);
-  int64_t C = job.inputs;
-  for (int64_t block = 0; block < C / 16; ++block) {
+  for (int64_t block = 0; block < job.inputs / 16; ++block) {
     uintptr_t patch = origin + uintptr_t(block * in.blockStride * bytes);
-    __m512 t[6][6]; // B^T d of the current patch: t[row][column]
-    for (int64_t k = 0; k < count; ++k) {
-      if (k > 0)
-        for (int r = 0; r < 6; ++r) {
-          t[r][0] = t[r][4];
-          t[r][1] = t[r][5];
-        }
-      for (int j = k > 0 ? 2 : 0; j < 6; ++j) {
-        int64_t x = 4 * k + j; // from the first patch's left edge
-        bool columnInside = x0 + x >= 0 && x0 + x < in.width;
-        __m512 column[6], out[6];
-        for (int r = 0; r < 6; ++r)
-          column[r] =
-              loadPatchPixel<Bf16, Border>(patch, r * rowBytes + x * pixelBytes,
-                                           columnInside && ((rows >> r) & 1));
-        inputTransform(column, out);
-        for (int r = 0; r < 6; ++r)
-          t[r][j] = out[r];
-      }
-      float *points = V + slotOffset(0, block, slot + k);
-      for (int r = 0; r < 6; ++r) {
-        __m512 out[6];
-        inputTransform(t[r], out);
-        for (int s = 0; s < 6; ++s)
-          _mm512_storeu_ps(points + (r * 6 + s) * kPointStride, out[s]);
-      }
-    }
+    float *points = V + slotOffset(0, block, slot);
+    transformInputRows<Bf16, Border, 0>(job, patch, points, count, x0, rows);
+    transformInputRows<Bf16, Border, 3>(job, patch, points, count, x0, rows);
   }
 }
 
