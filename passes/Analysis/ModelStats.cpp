@@ -61,6 +61,10 @@ ModelStats computeModelStats(ModuleOp module) {
           getComputeLayout(op) == Layout::NChw16c)
         ++cost.blockedOps;
       if (auto reorder = dyn_cast<ReorderOp>(op)) {
+        if (isStorageNoOp(reorder)) {
+          ++cost.storageNoOpReorders;
+          return;
+        }
         auto type = reorder.getType();
         int64_t perExample = type.getElementTypeBitWidth() / 8;
         for (int64_t d : type.getShape().drop_front())
@@ -98,11 +102,13 @@ void printModelStats(const ModelStats &stats, llvm::raw_ostream &os,
          << llvm::format("%.2f", forward > 0 ? backward / forward : 0.0)
          << "x forward)\n";
     }
-    if (cost.blockedOps > 0 || cost.reorders > 0)
+    if (cost.blockedOps > 0 || cost.reorders > 0 ||
+        cost.storageNoOpReorders > 0)
       os << "  layouts: " << cost.blockedOps << " ops in nChw16c, "
          << cost.reorders << " reorders ("
          << llvm::format("%.2f", double(cost.reorderBytes) / (1 << 20))
-         << " MiB per example)\n";
+         << " MiB per example), " << cost.storageNoOpReorders
+         << " in place (16 channels)\n";
     if (perOp)
       for (auto [name, macs] : cost.multiplyAddsByOp)
         os << "    " << name << ": " << formatThousands(macs) << "\n";

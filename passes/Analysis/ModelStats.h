@@ -24,10 +24,12 @@ struct FunctionCost {
   int64_t backwardMultiplyAdds = 0;
   llvm::MapVector<llvm::StringRef, int64_t> multiplyAddsByOp;
   /// Ops computing in nChw16c, and the kiln.reorder ops between layouts
-  /// (`--kiln-layout`) with the bytes they copy per example.
+  /// (`--kiln-layout`) with the bytes they copy per example; those that
+  /// copy nothing (isStorageNoOp) are counted apart.
   int64_t blockedOps = 0;
   int64_t reorders = 0;
   int64_t reorderBytes = 0;
+  int64_t storageNoOpReorders = 0;
 };
 
 struct ModelStats {

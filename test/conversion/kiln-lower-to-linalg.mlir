@@ -281,6 +281,25 @@ module @blocked {
 
 // -----
 
+// With 16 channels a nChw16c block is a whole NHWC pixel: the reorders copy
+// nothing (no library call), and each result is stored where its input is,
+// so the batch norm reads %x's bytes and writes the returned result's.
+// CHECK-LABEL: module @reorder_in_place
+// CHECK-SAME: \22calls\22:[]
+// CHECK-SAME: \22outputs\22:{\22loss\22:{{.*}}\22offset\22:2048,
+// CHECK: memref.view %arg1[%c0][] : memref<?xi8> to memref<2x1x16xvector<16xf32>>
+// CHECK: memref.view %arg1[%c2048][] : memref<?xi8> to memref<2x1x16xvector<16xf32>>
+module @reorder_in_place {
+  func.func @train_step(%x: tensor<2x4x4x16xf32>, %g: tensor<16xf32>) -> tensor<2x4x4x16xf32> {
+    %b = kiln.reorder %x to nChw16c : tensor<2x4x4x16xf32>
+    %y, %m, %v, %nm, %nv = kiln.batch_norm_train %b, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 relu {kiln.layout = "nChw16c"} : (tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+    %r = kiln.reorder %y to nhwc : tensor<2x4x4x16xf32>
+    return %r : tensor<2x4x4x16xf32>
+  }
+}
+
+// -----
+
 // Negative case: the lowering checks layouts op by op (a nChw16c value read
 // as NHWC would be silently wrong).
 module @misread {

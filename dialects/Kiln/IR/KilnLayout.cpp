@@ -171,6 +171,18 @@ void setComputeLayout(Operation *op, Layout layout) {
                 StringAttr::get(op->getContext(), stringifyLayout(layout)));
 }
 
+bool isSameStorage(Layout a, Layout b, int64_t channels) {
+  auto blockedOrNhwc = [](Layout l) {
+    return l == Layout::NHWC || l == Layout::NChw16c;
+  };
+  return a == b || (channels == 16 && blockedOrNhwc(a) && blockedOrNhwc(b));
+}
+
+bool isStorageNoOp(ReorderOp reorder) {
+  return isSameStorage(getStorageLayout(reorder.getInput()),
+                       reorder.getLayout(), reorder.getType().getDimSize(3));
+}
+
 Layout getStorageLayout(Value value) {
   auto result = dyn_cast<OpResult>(value);
   if (!result)

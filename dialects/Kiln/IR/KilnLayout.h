@@ -14,6 +14,8 @@
 
 namespace kiln {
 
+class ReorderOp;
+
 /// The discardable attribute naming the layout an op computes in
 /// ("nhwc" or "nChw16c"; NHWC when absent).
 inline constexpr llvm::StringLiteral kLayoutAttrName = "kiln.layout";
@@ -36,6 +38,19 @@ Layout getStorageLayout(mlir::Value value);
 /// The layout `use` must be stored in for its owner to read it, or none for
 /// operands that are not 4-D or that a kiln.reorder reads.
 std::optional<Layout> getExpectedLayout(mlir::OpOperand &use);
+
+/// Whether activations of `channels` channels stored as `a` and as `b` are
+/// the same bytes: NHWC and nChw16c are when there are exactly 16 channels
+/// (one block is a whole pixel).
+bool isSameStorage(Layout a, Layout b, int64_t channels);
+
+/// Whether `reorder` moves no data: its input is already stored as its
+/// target, in the same bytes. The x86 backend gives its result the input's
+/// storage instead of copying. (`--kiln-layout` still charges it a copy:
+/// its cost model does not know the runtime's Winograd kernel, which runs
+/// the blocked 16-channel convolutions, and without that charge it moves
+/// some of them to NHWC.)
+bool isStorageNoOp(ReorderOp reorder);
 
 /// Checks that every 4-D operand under `root` is stored as its user reads it;
 /// emits an error at the first op that would read a wrong layout.

@@ -7,6 +7,7 @@
 #include "passes/Optimizer/Optimizer.h"
 #include "passes/Passes.h"
 
+#include "dialects/Kiln/IR/KilnLayout.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -175,6 +176,10 @@ FailureOr<llvm::json::Object> FunctionLowering::run() {
       if (auto it = pendingBucket.find(operand); it != pendingBucket.end())
         waitFor(it->second, op.getLoc());
     if (isa<ReadOp, ReshapeOp>(op))
+      continue;
+    // Its result shares its input's storage (MemoryPlan).
+    if (auto reorder = dyn_cast<ReorderOp>(op);
+        reorder && isStorageNoOp(reorder))
       continue;
     if (auto assign = dyn_cast<AssignOp>(op)) {
       if (!plan.inPlaceAssigns.contains(assign))

@@ -2,6 +2,7 @@
 
 #include "passes/Conversion/KilnToLinalg/MemoryPlan.h"
 
+#include "dialects/Kiln/IR/KilnLayout.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -172,6 +173,11 @@ FailureOr<FunctionPlan> planFunction(func::FuncOp func,
     }
     if (auto reshape = dyn_cast<ReshapeOp>(op)) {
       alias(reshape.getOutput(), reshape.getInput());
+      continue;
+    }
+    if (auto reorder = dyn_cast<ReorderOp>(op);
+        reorder && isStorageNoOp(reorder)) {
+      alias(reorder.getOutput(), reorder.getInput());
       continue;
     }
     if (auto allreduce = dyn_cast<AllReduceOp>(op)) {
