@@ -103,12 +103,15 @@ void printModelStats(const ModelStats &stats, llvm::raw_ostream &os,
          << "x forward)\n";
     }
     if (cost.blockedOps > 0 || cost.reorders > 0 ||
-        cost.storageNoOpReorders > 0)
+        cost.storageNoOpReorders > 0) {
       os << "  layouts: " << cost.blockedOps << " ops in nChw16c, "
          << cost.reorders << " reorders ("
          << llvm::format("%.2f", double(cost.reorderBytes) / (1 << 20))
-         << " MiB per example), " << cost.storageNoOpReorders
-         << " in place (16 channels)\n";
+         << " MiB per example)";
+      if (cost.storageNoOpReorders > 0)
+        os << ", " << cost.storageNoOpReorders << " in place (16 channels)";
+      os << "\n";
+    }
     if (perOp)
       for (auto [name, macs] : cost.multiplyAddsByOp)
         os << "    " << name << ": " << formatThousands(macs) << "\n";

@@ -171,16 +171,13 @@ void setComputeLayout(Operation *op, Layout layout) {
                 StringAttr::get(op->getContext(), stringifyLayout(layout)));
 }
 
-bool isSameStorage(Layout a, Layout b, int64_t channels) {
+bool isStorageNoOp(ReorderOp reorder) {
+  Layout from = getStorageLayout(reorder.getInput()), to = reorder.getLayout();
   auto blockedOrNhwc = [](Layout l) {
     return l == Layout::NHWC || l == Layout::NChw16c;
   };
-  return a == b || (channels == 16 && blockedOrNhwc(a) && blockedOrNhwc(b));
-}
-
-bool isStorageNoOp(ReorderOp reorder) {
-  return isSameStorage(getStorageLayout(reorder.getInput()),
-                       reorder.getLayout(), reorder.getType().getDimSize(3));
+  return from == to || (reorder.getType().getDimSize(3) == 16 &&
+                        blockedOrNhwc(from) && blockedOrNhwc(to));
 }
 
 Layout getStorageLayout(Value value) {

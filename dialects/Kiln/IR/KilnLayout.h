@@ -39,15 +39,11 @@ Layout getStorageLayout(mlir::Value value);
 /// operands that are not 4-D or that a kiln.reorder reads.
 std::optional<Layout> getExpectedLayout(mlir::OpOperand &use);
 
-/// Whether activations of `channels` channels stored as `a` and as `b` are
-/// the same bytes: NHWC and nChw16c are when there are exactly 16 channels
-/// (one block is a whole pixel).
-bool isSameStorage(Layout a, Layout b, int64_t channels);
-
 /// Whether `reorder` moves no data: its input is already stored as its
-/// target, in the same bytes. The x86 backend gives its result the input's
-/// storage instead of copying. (`--kiln-layout` still charges it a copy:
-/// its cost model does not know the runtime's Winograd kernel, which runs
+/// target, or in the same bytes (NHWC and nChw16c with exactly 16 channels,
+/// where one block is a whole pixel). The x86 backend gives its result the
+/// input's storage instead of copying. (`--kiln-layout` still charges it a
+/// copy: its cost model does not know the runtime's Winograd kernel, which runs
 /// the blocked 16-channel convolutions, and without that charge it moves
 /// some of them to NHWC.)
 bool isStorageNoOp(ReorderOp reorder);
