@@ -324,9 +324,9 @@ KILN_AVX512 inline __m512 loadPatchPixel(uintptr_t patch, int64_t offset,
   return loadPixel<Bf16>(reinterpret_cast<const char *>(patch + offset));
 }
 
-/// Rows [First, First + 3) of B^T d for one column d (or, applied to a
-/// row, of d B): inputTransform's expressions for those rows, so the same
-/// bits. The top rows read d[0..5), the bottom ones d[1..6).
+/// Rows [First, First + 3) of B^T d for one column d: inputTransform's
+/// expressions for those rows, so the same bits. The top rows read
+/// d[0..5), the bottom ones d[1..6).
 template <int First>
 KILN_AVX512 inline void inputTransformRows(const __m512 d[6], __m512 out[3]) {
   static_assert(First == 0 || First == 3);
