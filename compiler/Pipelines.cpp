@@ -44,6 +44,10 @@ void buildTrainStepPipeline(mlir::OpPassManager &pm,
   optimizer.factor = options.factor;
   optimizer.boundaries.assign(options.boundaries.begin(),
                               options.boundaries.end());
+  optimizer.warmupEpochs = options.warmupEpochs;
+  optimizer.decayEpochs = options.decayEpochs;
+  optimizer.boundaryEpochs.assign(options.boundaryEpochs.begin(),
+                                  options.boundaryEpochs.end());
   pm.addPass(createKilnOptimizer(optimizer));
   pm.addPass(mlir::createCSEPass());
 }

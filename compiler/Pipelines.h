@@ -42,11 +42,14 @@ struct TrainStepPipelineOptions
   Option<double> peakLr{*this, "peak-lr", llvm::cl::init(0.0)};
   Option<double> warmupInitLr{*this, "warmup-init-lr", llvm::cl::init(0.0)};
   Option<int64_t> warmupSteps{*this, "warmup-steps", llvm::cl::init(0)};
+  Option<double> warmupEpochs{*this, "warmup-epochs", llvm::cl::init(0.0)};
   Option<int64_t> totalSteps{*this, "total-steps", llvm::cl::init(0)};
+  Option<double> decayEpochs{*this, "decay-epochs", llvm::cl::init(0.0)};
   Option<double> endLr{*this, "end-lr", llvm::cl::init(0.0)};
   Option<double> power{*this, "power", llvm::cl::init(2.0)};
   Option<double> factor{*this, "factor", llvm::cl::init(0.1)};
   ListOption<int64_t> boundaries{*this, "boundaries"};
+  ListOption<double> boundaryEpochs{*this, "boundary-epochs"};
 };
 
 /// Model -> training step: autodiff, gradient buckets with their allreduce,

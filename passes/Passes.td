@@ -66,6 +66,24 @@ def KilnOptimizer : Pass<"kiln-optimizer", "mlir::ModuleOp"> {
     Rank-1 parameters (batch-norm scale and offset, biases) get no weight
     decay and, with LARS, no trust ratio, unless `decay-1d` is set. Label
     smoothing is set on the step's loss and its gradient.
+
+    Step counts may be given in epochs instead (`warmup-epochs`,
+    `decay-epochs`, `boundary-epochs`), each exclusive with its step option:
+    the steps per epoch depend on the data set, the batch and the number of
+    ranks, which only the runtime knows. Such a slot holds -1 (no valid step
+    count) and the variable records its epochs in the `kiln.epochs`
+    dictionary (slot name to epochs); a decaying schedule given neither
+    `total-steps` nor `decay-epochs` names its horizon slot in
+    `kiln.run_length`, which the runtime fills with the run's length. The
+    manifest's `schedule` entry carries both (docs/model-abi.md).
+
+    ```mlir
+    // schedule=cosine_decay warmup-epochs=5 decay-epochs=90
+    kiln.variable state @kiln.lr_schedule : tensor<5xf64> init constant value
+        dense<[1.000000e-01, 0.000000e+00, -1.000000e+00, -1.000000e+00, 0.000000e+00]>
+        : tensor<5xf64>
+        {kiln.epochs = {total_steps = 9.000000e+01 : f64, warmup_steps = 5.000000e+00 : f64}}
+    ```
   }];
   let options = [
     Option<"stepFunction", "step", "std::string", /*default=*/"\"train_step\"",
@@ -96,8 +114,15 @@ def KilnOptimizer : Pass<"kiln-optimizer", "mlir::ModuleOp"> {
            "Learning rate at step 0 of a warmup (step_decay, cosine_decay)">,
     Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"0",
            "Steps of linear warmup">,
+    Option<"warmupEpochs", "warmup-epochs", "double", /*default=*/"0.0",
+           "Epochs of linear warmup, resolved into steps by the runtime "
+           "(instead of warmup-steps)">,
     Option<"totalSteps", "total-steps", "int64_t", /*default=*/"0",
-           "Last step of a decaying schedule">,
+           "Last step of a decaying schedule (0 with no decay-epochs: the "
+           "run's length, filled in by the runtime)">,
+    Option<"decayEpochs", "decay-epochs", "double", /*default=*/"0.0",
+           "The decay horizon in epochs, resolved into total-steps by the "
+           "runtime (instead of total-steps)">,
     Option<"endLr", "end-lr", "double", /*default=*/"0.0",
            "Final learning rate (polynomial and cosine decay)">,
     Option<"power", "power", "double", /*default=*/"2.0",
@@ -105,7 +130,10 @@ def KilnOptimizer : Pass<"kiln-optimizer", "mlir::ModuleOp"> {
     Option<"factor", "factor", "double", /*default=*/"0.1",
            "Multiplier at each step_decay boundary">,
     ListOption<"boundaries", "boundaries", "int64_t",
-               "Steps at which step_decay multiplies by factor">
+               "Steps at which step_decay multiplies by factor">,
+    ListOption<"boundaryEpochs", "boundary-epochs", "double",
+               "Epochs at which step_decay multiplies by factor, resolved "
+               "into steps by the runtime (instead of boundaries)">
   ];
 }
 

@@ -8,50 +8,172 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include <cmath>
+#include <cstdio>
+#include <optional>
+
 using namespace mlir;
 
 namespace kiln {
 
-FailureOr<std::vector<double>> scheduleParams(const ScheduleConfig &c,
-                                              std::string &error) {
-  auto fail = [&](std::string message) -> FailureOr<std::vector<double>> {
+/// "2", "0.5": epochs as a user wrote them.
+static std::string formatNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
+
+FailureOr<ScheduleSlots> scheduleSlots(const ScheduleConfig &c,
+                                       std::string &error) {
+  auto fail = [&](std::string message) -> FailureOr<ScheduleSlots> {
     error = std::move(message);
     return failure();
   };
   if (c.lr < 0 || c.warmupSteps < 0)
     return fail("the learning rate and warmup steps must be non-negative");
+  auto notEpochs = [](double e) { return !std::isfinite(e) || e < 0; };
+  if (notEpochs(c.warmupEpochs) || notEpochs(c.decayEpochs) ||
+      llvm::any_of(c.boundaryEpochs, notEpochs))
+    return fail("warmup-epochs, decay-epochs and boundary-epochs must be "
+                "non-negative numbers");
+  std::string kind = stringifySchedule(c.kind).str();
   bool decays = c.kind == Schedule::LinearWarmupLinearDecay ||
                 c.kind == Schedule::WarmupPolynomialDecay ||
                 c.kind == Schedule::CosineDecay;
-  if (decays && c.totalSteps <= c.warmupSteps)
+  // Epochs where the schedule has no such slot would be silently ignored.
+  if (c.warmupEpochs > 0 && c.kind == Schedule::Constant)
+    return fail("warmup-epochs: the constant schedule has no warmup");
+  if (c.decayEpochs > 0 && !decays)
+    return fail("decay-epochs: the " + kind + " schedule has no decay horizon" +
+                (c.kind == Schedule::StepDecay
+                     ? " (give its boundaries in epochs: boundary-epochs)"
+                     : ""));
+  if (!c.boundaryEpochs.empty() && c.kind != Schedule::StepDecay)
+    return fail("boundary-epochs: the " + kind +
+                " schedule has no boundaries (only step_decay has)");
+  if (c.warmupSteps > 0 && c.warmupEpochs > 0)
+    return fail("warmup-steps and warmup-epochs exclude each other");
+  if (c.totalSteps > 0 && c.decayEpochs > 0)
+    return fail("total-steps and decay-epochs exclude each other");
+  if (!c.boundaries.empty() && !c.boundaryEpochs.empty())
+    return fail("boundaries and boundary-epochs exclude each other");
+
+  // Lengths in the same unit are checked here; the runtime checks the
+  // others once it has resolved them.
+  bool warmupInEpochs = c.warmupEpochs > 0;
+  bool horizonInEpochs = c.decayEpochs > 0;
+  bool horizonFromRun = decays && !horizonInEpochs && c.totalSteps == 0;
+  if (decays && c.totalSteps > 0 && !warmupInEpochs &&
+      c.totalSteps <= c.warmupSteps)
     return fail("total-steps (" + std::to_string(c.totalSteps) +
                 ") must exceed warmup-steps (" +
                 std::to_string(c.warmupSteps) + ")");
-  auto w = double(c.warmupSteps), t = double(c.totalSteps);
+  if (horizonInEpochs && warmupInEpochs && c.decayEpochs <= c.warmupEpochs)
+    return fail("decay-epochs (" + formatNumber(c.decayEpochs) +
+                ") must exceed warmup-epochs (" + formatNumber(c.warmupEpochs) +
+                ")");
+
+  // Slot values, and the epochs of those the runtime resolves.
+  std::vector<double> values;
+  std::vector<std::optional<double>> epochs;
+  auto slot = [&](double value, std::optional<double> inEpochs = {}) {
+    values.push_back(inEpochs ? kUnresolvedSteps : value);
+    epochs.push_back(inEpochs);
+  };
+  std::optional<double> warmupEpochs;
+  if (warmupInEpochs)
+    warmupEpochs = c.warmupEpochs;
+  std::optional<double> decayEpochs;
+  if (horizonInEpochs)
+    decayEpochs = c.decayEpochs;
+  double w = double(c.warmupSteps);
+  double t = horizonFromRun ? kUnresolvedSteps : double(c.totalSteps);
+  int64_t horizonSlot = -1;
   switch (c.kind) {
   case Schedule::Constant:
-    return std::vector<double>{c.lr};
+    slot(c.lr);
+    break;
   case Schedule::LinearWarmupLinearDecay:
     if (c.peakLr <= 0)
       return fail("linear_warmup_linear_decay needs peak-lr");
-    return std::vector<double>{c.lr, w, c.peakLr, t};
+    slot(c.lr);
+    slot(w, warmupEpochs);
+    slot(c.peakLr);
+    horizonSlot = int64_t(values.size());
+    slot(t, decayEpochs);
+    break;
   case Schedule::WarmupPolynomialDecay:
-    return std::vector<double>{c.lr, w, t, c.endLr, c.power};
+    slot(c.lr);
+    slot(w, warmupEpochs);
+    horizonSlot = int64_t(values.size());
+    slot(t, decayEpochs);
+    slot(c.endLr);
+    slot(c.power);
+    break;
   case Schedule::StepDecay: {
-    if (c.boundaries.empty())
-      return fail("step_decay needs boundaries");
-    std::vector<double> params = {c.lr, c.warmupInitLr, w, c.factor};
-    for (size_t i = 0; i < c.boundaries.size(); ++i) {
-      if (i > 0 && c.boundaries[i] <= c.boundaries[i - 1])
-        return fail("step_decay boundaries must increase");
-      params.push_back(double(c.boundaries[i]));
-    }
-    return params;
+    if (c.boundaries.empty() && c.boundaryEpochs.empty())
+      return fail("step_decay needs boundaries (or boundary-epochs)");
+    slot(c.lr);
+    slot(c.warmupInitLr);
+    slot(w, warmupEpochs);
+    slot(c.factor);
+    auto increasing = [](const auto &list) {
+      for (size_t i = 1; i < list.size(); ++i)
+        if (list[i] <= list[i - 1])
+          return false;
+      return true;
+    };
+    if (!increasing(c.boundaries) || !increasing(c.boundaryEpochs))
+      return fail("step_decay boundaries must increase");
+    for (int64_t b : c.boundaries)
+      slot(double(b));
+    for (double e : c.boundaryEpochs)
+      slot(0, e);
+    break;
   }
   case Schedule::CosineDecay:
-    return std::vector<double>{c.lr, c.warmupInitLr, w, t, c.endLr};
+    slot(c.lr);
+    slot(c.warmupInitLr);
+    slot(w, warmupEpochs);
+    horizonSlot = int64_t(values.size());
+    slot(t, decayEpochs);
+    slot(c.endLr);
+    break;
   }
-  llvm_unreachable("unknown schedule");
+
+  SmallVector<std::string> names =
+      getScheduleSlotNames(c.kind, int64_t(values.size()));
+  ScheduleSlots result;
+  for (size_t i = 0; i < values.size(); ++i)
+    if (epochs[i])
+      result.epochs.push_back({names[i], *epochs[i]});
+  if (horizonFromRun)
+    result.runLength = names[size_t(horizonSlot)];
+  result.values = std::move(values);
+  return result;
+}
+
+llvm::json::Object scheduleManifestEntry(LearningRateOp op) {
+  llvm::json::Object entry{
+      {"kind", stringifySchedule(op.getSchedule())},
+      {"variable", kScheduleVariable},
+      {"slots", llvm::json::Array(getScheduleSlotNames(
+                    op.getSchedule(), op.getParams().getType().getDimSize(0)))}};
+  auto module = op->getParentOfType<ModuleOp>();
+  auto variable =
+      module ? module.lookupSymbol<VariableOp>(kScheduleVariable) : nullptr;
+  if (!variable)
+    return entry;
+  if (auto epochs = variable->getAttrOfType<DictionaryAttr>(kScheduleEpochsAttr)) {
+    llvm::json::Object slots;
+    for (NamedAttribute slot : epochs)
+      if (auto value = dyn_cast<FloatAttr>(slot.getValue()))
+        slots[slot.getName().getValue()] = value.getValueAsDouble();
+    entry["epochs"] = std::move(slots);
+  }
+  if (auto slot = variable->getAttrOfType<StringAttr>(kScheduleRunLengthAttr))
+    entry["run_length"] = slot.getValue();
+  return entry;
 }
 
 /// Declares a state variable next to `anchor` (before it).
@@ -94,17 +216,26 @@ LogicalResult applyOptimizer(func::FuncOp step, const OptimizerConfig &config) {
            << kScheduleVariable << " exists)";
 
   std::string error;
-  FailureOr<std::vector<double>> params =
-      scheduleParams(config.schedule, error);
+  FailureOr<ScheduleSlots> params = scheduleSlots(config.schedule, error);
   if (failed(params))
     return step.emitOpError("invalid learning-rate schedule: ") << error;
 
-  // Schedule parameters as state the runtime may override.
-  auto paramsType = RankedTensorType::get({int64_t(params->size())},
+  // Schedule parameters as state the runtime may override, and fills in
+  // where the lengths are in epochs or the run's.
+  auto paramsType = RankedTensorType::get({int64_t(params->values.size())},
                                           builder.getF64Type());
-  declareState(builder, step, kScheduleVariable, paramsType,
-               Initializer::Constant,
-               DenseElementsAttr::get(paramsType, ArrayRef<double>(*params)));
+  VariableOp schedule = declareState(
+      builder, step, kScheduleVariable, paramsType, Initializer::Constant,
+      DenseElementsAttr::get(paramsType, ArrayRef<double>(params->values)));
+  if (!params->epochs.empty()) {
+    SmallVector<NamedAttribute> epochs;
+    for (const auto &[slot, value] : params->epochs)
+      epochs.push_back(builder.getNamedAttr(slot, builder.getF64FloatAttr(value)));
+    schedule->setAttr(kScheduleEpochsAttr, builder.getDictionaryAttr(epochs));
+  }
+  if (!params->runLength.empty())
+    schedule->setAttr(kScheduleRunLengthAttr,
+                      builder.getStringAttr(params->runLength));
 
   Block &block = step.front();
   auto ret = cast<func::ReturnOp>(block.getTerminator());

@@ -5,6 +5,7 @@
 
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/JSON.h"
 
 #include <string>
 #include <vector>
@@ -15,6 +16,15 @@ namespace kiln {
 inline constexpr llvm::StringLiteral kScheduleVariable = "kiln.lr_schedule";
 /// The suffix of the momentum state variable of each parameter.
 inline constexpr llvm::StringLiteral kMomentumSuffix = ".momentum";
+/// On the schedule variable: the step slots given in epochs, a dictionary
+/// from slot name to epochs (f64). The manifest's `schedule.epochs`.
+inline constexpr llvm::StringLiteral kScheduleEpochsAttr = "kiln.epochs";
+/// On the schedule variable: the horizon slot that takes the run's length (a
+/// string). The manifest's `schedule.run_length`.
+inline constexpr llvm::StringLiteral kScheduleRunLengthAttr = "kiln.run_length";
+/// The value of a step slot the runtime fills in: no valid step count, so
+/// an interpreter or a runtime that does not fill it stops on it.
+inline constexpr double kUnresolvedSteps = -1.0;
 
 struct ScheduleConfig {
   Schedule kind = Schedule::Constant;
@@ -27,12 +37,32 @@ struct ScheduleConfig {
   double power = 2.0;
   double factor = 0.1;
   std::vector<int64_t> boundaries;
+  /// The same lengths in epochs (0 or empty: not given).
+  double warmupEpochs = 0.0;
+  double decayEpochs = 0.0;
+  std::vector<double> boundaryEpochs;
 };
 
-/// The parameter slots of `config` as kiln.learning_rate documents them, or
-/// an error message for an inconsistent configuration.
-llvm::FailureOr<std::vector<double>>
-scheduleParams(const ScheduleConfig &config, std::string &error);
+/// The schedule variable's contents.
+struct ScheduleSlots {
+  /// One per slot as kiln.learning_rate documents them; kUnresolvedSteps in
+  /// the slots below.
+  std::vector<double> values;
+  /// Slots given in epochs, with their epochs.
+  std::vector<std::pair<std::string, double>> epochs;
+  /// The horizon slot that takes the run's length, or empty.
+  std::string runLength;
+};
+
+/// The slots of `config`, or an error message for an inconsistent
+/// configuration (naming the options).
+llvm::FailureOr<ScheduleSlots> scheduleSlots(const ScheduleConfig &config,
+                                             std::string &error);
+
+/// The manifest's `schedule` entry for `op` (docs/model-abi.md): its kind,
+/// variable and slot names, and which slots the runtime fills in. Both the
+/// x86 manifest and the systolic program's info carry it.
+llvm::json::Object scheduleManifestEntry(LearningRateOp op);
 
 enum class OptimizerKind { Sgd, Lars };
 

@@ -48,6 +48,9 @@ struct OptimizerPass : impl::KilnOptimizerBase<OptimizerPass> {
     s.power = power;
     s.factor = factor;
     s.boundaries.assign(boundaries.begin(), boundaries.end());
+    s.warmupEpochs = warmupEpochs;
+    s.decayEpochs = decayEpochs;
+    s.boundaryEpochs.assign(boundaryEpochs.begin(), boundaryEpochs.end());
 
     auto step = module.lookupSymbol<mlir::func::FuncOp>(stepFunction);
     if (!step) {

@@ -5,6 +5,14 @@
 // RUN:   "--kiln-optimizer=optimizer=lars weight-decay=1e-4 lars-epsilon=1e-5 schedule=warmup_polynomial_decay lr=31.2 warmup-steps=25 total-steps=100 end-lr=1e-4" \
 // RUN:   | FileCheck %s --check-prefix=LARS
 // RUN: kiln-opt %s -split-input-file -verify-diagnostics --kiln-optimizer="schedule=step_decay lr=0.1 boundaries=30,60,80" | FileCheck %s --check-prefix=STEP
+// Lengths in epochs, and a horizon left to the run: -1 in the slot, and the
+// variable says how the runtime fills it.
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics \
+// RUN:   --kiln-optimizer="schedule=cosine_decay lr=0.1 warmup-epochs=1 decay-epochs=2.5" | FileCheck %s --check-prefix=EPOCHS
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics \
+// RUN:   --kiln-optimizer="schedule=warmup_polynomial_decay lr=2 warmup-steps=5" | FileCheck %s --check-prefix=RUNLENGTH
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics \
+// RUN:   --kiln-optimizer="schedule=step_decay lr=0.1 warmup-steps=3 boundary-epochs=30,60" | FileCheck %s --check-prefix=STEP-EPOCHS
 
 // The SURFsara/Intel recipe's gradual_warmup_then_dec(0.1, 260, 4.8, step, 4680) exactly.
 // SGD: kiln.variable state @kiln.lr_schedule : tensor<4xf64> init constant value dense<[1.000000e-01, 2.600000e+02, 4.800000e+00, 4.680000e+03]>
@@ -12,6 +20,9 @@
 // SGD: kiln.variable state @b.momentum : tensor<4xf32> init zeros
 // LARS: kiln.variable state @kiln.lr_schedule : tensor<5xf64> init constant value dense<[3.120000e+01, 2.500000e+01, 1.000000e+02, 1.000000e-04, 2.000000e+00]>
 // STEP: kiln.variable state @kiln.lr_schedule : tensor<7xf64> init constant value dense<[1.000000e-01, 0.000000e+00, 0.000000e+00, 1.000000e-01, 3.000000e+01, 6.000000e+01, 8.000000e+01]>
+// EPOCHS: kiln.variable state @kiln.lr_schedule : tensor<5xf64> init constant value dense<[1.000000e-01, 0.000000e+00, -1.000000e+00, -1.000000e+00, 0.000000e+00]> : tensor<5xf64> {kiln.epochs = {total_steps = 2.500000e+00 : f64, warmup_steps = 1.000000e+00 : f64}}
+// RUNLENGTH: kiln.variable state @kiln.lr_schedule : tensor<5xf64> init constant value dense<[2.000000e+00, 5.000000e+00, -1.000000e+00, 0.000000e+00, 2.000000e+00]> : tensor<5xf64> {kiln.run_length = "total_steps"}
+// STEP-EPOCHS: kiln.variable state @kiln.lr_schedule : tensor<6xf64> init constant value dense<[1.000000e-01, 0.000000e+00, 3.000000e+00, 1.000000e-01, -1.000000e+00, -1.000000e+00]> : tensor<6xf64> {kiln.epochs = {boundary0 = 3.000000e+01 : f64, boundary1 = 6.000000e+01 : f64}}
 kiln.variable parameter @w : tensor<4x4xf32> init he_normal
 kiln.variable parameter @b : tensor<4xf32> init zeros
 

@@ -87,8 +87,9 @@ int main(int argc, char **argv) {
   static const char *const stepOptions[] = {
       "optimizer", "momentum", "nesterov", "weight-decay", "decay-1d",
       "lars-eta", "lars-epsilon", "label-smoothing", "schedule", "lr",
-      "peak-lr", "warmup-init-lr", "warmup-steps", "total-steps", "end-lr",
-      "power", "factor", "boundaries", "bucket-bytes"};
+      "peak-lr", "warmup-init-lr", "warmup-steps", "warmup-epochs",
+      "total-steps", "decay-epochs", "end-lr", "power", "factor",
+      "boundaries", "boundary-epochs", "bucket-bytes"};
   std::vector<std::unique_ptr<cl::opt<std::string>>> flags;
   for (const char *name : stepOptions)
     if (std::string(name) != "optimizer")
