@@ -5,7 +5,11 @@
 //===----------------------------------------------------------------------===//
 #include "convert.h"
 
+#include "kiln/rt/inspect.h"
+
+#include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +19,8 @@ namespace {
 
 const char *kUsage =
     "usage: kiln-data <mode> --input DIR --output DIR [options]\n"
+    "       kiln-data inspect DIR_OR_FILE [--split S] [--decode N]\n"
+    "                 [--label-offset N] [--classes N]\n"
     "\n"
     "modes:\n"
     "  idx       MNIST-style IDX files in DIR: {train,t10k}-{images-idx3,"
@@ -22,6 +28,11 @@ const char *kUsage =
     "            (t10k becomes 'validation'); pixels stored raw, lossless\n"
     "  imagenet  DIR/train/<synset>/*.JPEG, DIR/validation/*.JPEG and\n"
     "            DIR/synset_labels.txt, as imagenet_to_gcs.py reads them\n"
+    "  inspect   check the shards of a split (default train) or one file as\n"
+    "            the training pipeline reads them: both CRCs of every record,\n"
+    "            the keys, the labels (--label-offset, default 1; --classes N\n"
+    "            checks their range), the image headers, and N records decoded\n"
+    "            (--decode N, strict JPEG). Exit status 1 if a record is bad.\n"
     "\n"
     "options:\n"
     "  --train-shards N        training shards (imagenet 1024, idx 16)\n"
@@ -65,6 +76,67 @@ std::vector<std::string> splitList(const std::string &s) {
   return out;
 }
 
+int64_t parseSigned(const std::string &flag, const std::string &value,
+                    int64_t min, int64_t max) {
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(value.c_str(), &end, 10);
+  if (value.empty() || *end || errno || v < min || v > max)
+    usageError(flag + " expects an integer in " + std::to_string(min) + ".." +
+               std::to_string(max) + ", got '" + value + "'");
+  return v;
+}
+
+/// `kiln-data inspect`: the checks live in the library (kiln/rt/inspect.h).
+int inspectMain(int argc, char **argv) {
+  kiln::rt::InspectOptions options;
+  for (int i = 2; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string value;
+    bool hasValue = false;
+    if (size_t eq = arg.find('='); arg.rfind("--", 0) == 0 &&
+                                   eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      hasValue = true;
+    }
+    auto need = [&]() -> std::string {
+      if (hasValue)
+        return value;
+      if (i + 1 >= argc)
+        usageError(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--split")
+      options.split = need();
+    else if (arg == "--decode")
+      options.decode = parseNumber(arg, need());
+    else if (arg == "--label-offset")
+      options.labelOffset =
+          static_cast<int32_t>(parseSigned(arg, need(), INT32_MIN, INT32_MAX));
+    else if (arg == "--classes")
+      options.numClasses =
+          static_cast<uint32_t>(parseSigned(arg, need(), 1, UINT32_MAX));
+    else if (arg.rfind("--", 0) == 0)
+      usageError("unknown option '" + arg + "'");
+    else if (options.path.empty())
+      options.path = arg;
+    else
+      usageError("inspect takes one DIR_OR_FILE, got '" + options.path +
+                 "' and '" + arg + "'");
+  }
+  if (options.path.empty())
+    usageError("inspect needs a directory or a TFRecord file");
+  kiln::rt::InspectReport report;
+  kiln::rt::Status status = kiln::rt::inspectData(options, report);
+  if (!status.isOk()) {
+    std::fprintf(stderr, "kiln-data: error: %s\n", status.toString().c_str());
+    return 1;
+  }
+  std::fputs(kiln::rt::formatInspectReport(options, report).c_str(), stdout);
+  return report.ok() ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -75,6 +147,8 @@ int main(int argc, char **argv) {
     return argc < 2 ? 2 : 0;
   }
   std::string mode = argv[1];
+  if (mode == "inspect")
+    return inspectMain(argc, argv);
   if (mode != "idx" && mode != "imagenet")
     usageError("unknown mode '" + mode + "'");
 

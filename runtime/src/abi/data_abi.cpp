@@ -3,6 +3,10 @@
 
 #include "kiln/rt/abi_status.h"
 #include "kiln/rt/pipeline.h"
+#include "kiln/rt/transform.h"
+
+#include <cstddef>
+#include <cstring>
 
 struct kiln_rt_dataset_s {
   std::unique_ptr<kiln::rt::Dataset> dataset;
@@ -55,6 +59,9 @@ void kiln_rt_dataset_config_init(kiln_rt_dataset_config_t *c) {
   c->prefetch_batches = 4;
   c->skip_bad_records = 0;
   c->log_skipped = 1;
+  c->num_classes = 0;
+  c->batches_per_epoch = 0;
+  c->max_image_pixels = kiln::rt::kDefaultMaxImagePixels;
 }
 
 kiln_rt_status_t kiln_rt_dataset_open(const kiln_rt_dataset_config_t *config,
@@ -64,7 +71,18 @@ kiln_rt_status_t kiln_rt_dataset_open(const kiln_rt_dataset_config_t *config,
       return KILN_STATUS(kInvalidArgument,
                          "kiln_rt_dataset_open: null argument");
     *out = nullptr;
-    KILN_ASSIGN_OR_RETURN(auto dataset, kiln::rt::Dataset::open(*config));
+    // A caller built against minor 1 passed the shorter struct: read only
+    // its fields and take the defaults for the rest.
+    kiln_rt_dataset_config_t full;
+    const kiln_rt_dataset_config_t *use = config;
+    if ((config->abi_version >> 16) == KILN_RT_ABI_VERSION_MAJOR &&
+        (config->abi_version & 0xffff) < 2) {
+      kiln_rt_dataset_config_init(&full);
+      std::memcpy(&full, config, offsetof(kiln_rt_dataset_config_t,
+                                          num_classes));
+      use = &full;
+    }
+    KILN_ASSIGN_OR_RETURN(auto dataset, kiln::rt::Dataset::open(*use));
     *out = new kiln_rt_dataset_s{std::move(dataset)};
     return Status::ok();
   });
@@ -91,6 +109,16 @@ void kiln_rt_dataset_get_stats(const kiln_rt_dataset_t *dataset,
   *out = kiln_rt_dataset_stats_t();
   if (dataset)
     *out = dataset->dataset->stats();
+}
+
+void kiln_rt_dataset_get_epoch_stats(const kiln_rt_dataset_t *dataset,
+                                     kiln_rt_dataset_epoch_stats_t *out) {
+  if (!out)
+    return;
+  *out = kiln_rt_dataset_epoch_stats_t();
+  out->first_skipped = "";
+  if (dataset)
+    *out = dataset->dataset->epochStats();
 }
 
 void kiln_rt_dataset_close(kiln_rt_dataset_t *dataset) { delete dataset; }

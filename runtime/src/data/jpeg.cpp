@@ -36,12 +36,35 @@ struct ErrorManager {
   std::longjmp(err->jump, 1);
 }
 
+/// Whether a libjpeg warning leaves the decoded pixels intact. Warnings
+/// (level -1) mostly mean corrupt entropy-coded data, which libjpeg papers
+/// over with gray or zero coefficients: garbage we must not hand to
+/// training. Only these are harmless:
+///   - metadata the decoder does not use (an unknown JFIF revision or Adobe
+///     transform code, a bad ICC profile marker);
+///   - junk between the last scan and the end-of-image marker (a few
+///     ImageNet files have it, e.g. "240 extraneous bytes before marker
+///     0xd9"): every pixel has been decoded by then.
+bool isHarmlessWarning(const jpeg_error_mgr &err) {
+  switch (err.msg_code) {
+  case JWRN_JFIF_MAJOR:
+  case JWRN_ADOBE_XFORM:
+  case JWRN_BOGUS_ICC:
+    return true;
+  case JWRN_EXTRANEOUS_DATA:
+    return err.msg_parm.i[1] == JPEG_EOI;
+  default:
+    return false;
+  }
+}
+
 void onMessage(j_common_ptr cinfo, int level) {
-  // Warnings have level -1. Most (e.g. extraneous bytes before a marker) are
-  // harmless, but a premature end of file means libjpeg would fill the rest
-  // of the image with gray: garbage we must not hand to training.
-  if (level == -1 && cinfo->err->msg_code == JWRN_JPEG_EOF)
+  // Levels >= 0 are trace messages.
+  if (level != -1)
+    return;
+  if (!isHarmlessWarning(*cinfo->err))
     onError(cinfo);
+  ++cinfo->err->num_warnings;
 }
 
 void silent(j_common_ptr) {}
@@ -178,10 +201,17 @@ Status decodeJpeg(std::string_view jpeg, const CropBox *crop, int channels,
     row.resize(size_t(imageW) * rowChannels);
     for (int y = 0; y < imageH; ++y) {
       JSAMPROW dst = row.data();
-      jpeg_read_scanlines(&cinfo, &dst, 1);
+      if (jpeg_read_scanlines(&cinfo, &dst, 1) != 1) {
+        jpeg_destroy_decompress(&cinfo);
+        return KILN_STATUS(kDataLoss,
+                           "corrupt JPEG: libjpeg delivered " +
+                               std::to_string(y) + " of " +
+                               std::to_string(imageH) + " rows");
+      }
       if (y >= box.y && y < box.y + box.height)
         store(row.data() + size_t(box.x) * rowChannels, y - box.y);
     }
+    // Reads to the end-of-image marker: a corrupt tail warns here.
     jpeg_finish_decompress(&cinfo);
   } else {
     // jpeg_crop_scanline moves xoff left to an iMCU boundary and grows
@@ -198,16 +228,33 @@ Status decodeJpeg(std::string_view jpeg, const CropBox *crop, int channels,
     if (right - left < imageW)
       jpeg_crop_scanline(&cinfo, &xoff, &cropW);
     row.resize(size_t(cinfo.output_width) * rowChannels);
-    if (box.y > 0)
-      jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(box.y));
     size_t skipBytes = size_t(box.x - static_cast<int>(xoff)) * rowChannels;
-    for (int y = 0; y < box.height; ++y) {
-      JSAMPROW dst = row.data();
-      jpeg_read_scanlines(&cinfo, &dst, 1);
-      store(row.data() + skipBytes, y);
-    }
+    // Every warning about corrupt data has already jumped out (onMessage),
+    // so aborting below hides nothing about the rows we used: the iMCU rows
+    // that hold the crop were decoded in full. Still, a row that libjpeg
+    // did not deliver must not pass as pixels.
+    JDIMENSION skipped =
+        box.y > 0 ? jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(box.y))
+                  : 0;
+    int delivered = 0;
+    if (skipped == static_cast<JDIMENSION>(box.y))
+      for (; delivered < box.height; ++delivered) {
+        JSAMPROW dst = row.data();
+        if (jpeg_read_scanlines(&cinfo, &dst, 1) != 1)
+          break;
+        store(row.data() + skipBytes, delivered);
+      }
     // The rows below the crop are not needed; abort instead of finishing.
     jpeg_abort_decompress(&cinfo);
+    if (delivered != box.height) {
+      jpeg_destroy_decompress(&cinfo);
+      return KILN_STATUS(
+          kDataLoss, "corrupt JPEG: libjpeg delivered " +
+                         std::to_string(delivered) + " of the crop's " +
+                         std::to_string(box.height) + " rows after skipping " +
+                         std::to_string(skipped) + " of " +
+                         std::to_string(box.y));
+    }
   }
   jpeg_destroy_decompress(&cinfo);
   return Status::ok();

@@ -53,8 +53,14 @@ Status validateDatasetConfig(const kiln_rt_dataset_config_t &c) {
   if (c.layout != KILN_RT_LAYOUT_NHWC && c.layout != KILN_RT_LAYOUT_NCHW &&
       c.layout != KILN_RT_LAYOUT_NCHW16C)
     return bad("unknown layout " + std::to_string(c.layout));
-  if (c.augment > KILN_RT_AUGMENT_NONE)
+  if ((c.abi_version & 0xffff) > KILN_RT_ABI_VERSION_MINOR)
+    return bad("abi_version minor " + std::to_string(c.abi_version & 0xffff) +
+               " is newer than the runtime's " +
+               std::to_string(KILN_RT_ABI_VERSION_MINOR));
+  if (c.augment > KILN_RT_AUGMENT_EVAL)
     return bad("unknown augment " + std::to_string(c.augment));
+  if (c.max_image_pixels < 1)
+    return bad("max_image_pixels must be at least 1");
   for (uint32_t k = 0; k < c.channels; ++k)
     if (!(std::isfinite(c.std[k]) && c.std[k] != 0) ||
         !std::isfinite(c.mean[k]))
@@ -90,14 +96,34 @@ struct Origin {
   uint64_t offset = 0;
 };
 
+/// Bad records of one epoch found since the last report, and the first
+/// message among them.
+struct SkipTally {
+  uint64_t skipped = 0;
+  uint64_t repeated = 0;
+  std::string first;
+  void add(const Status &s) {
+    if (skipped++ == 0)
+      first = s.message();
+  }
+  void merge(SkipTally &&other) {
+    if (skipped == 0 && other.skipped)
+      first = std::move(other.first);
+    skipped += other.skipped;
+    repeated += other.repeated;
+  }
+};
+
 struct BatchJob {
   uint64_t seq = 0;
   uint32_t epoch = 0;
   uint64_t index = 0;
+  bool lastOfEpoch = false;
   std::vector<std::string> records;
   std::vector<Origin> origins;
   std::vector<uint64_t> seeds;
-  Status error; // the reader failed here: the batch reports this error
+  SkipTally skips; // the reader's, since the previous job of the epoch
+  Status error;    // the reader failed here: the batch reports this error
 };
 
 struct FreeDeleter {
@@ -113,6 +139,8 @@ struct Slot {
   uint32_t size = 0;
   uint32_t epoch = 0;
   uint64_t index = 0;
+  bool lastOfEpoch = false;
+  SkipTally skips;
   Status error;
 };
 
@@ -148,9 +176,21 @@ struct Dataset::Impl {
       batchesReturned{0}, waitNs{0}, nextCalls{0};
   std::atomic<int> skipLogs{0};
 
-  // Reader-thread state for the batch being assembled.
+  // Reader-thread state: the batch being assembled, and the previous one,
+  // held back until the next is complete or the epoch ends so that it can
+  // carry the epoch's last skips and the lastOfEpoch mark.
   BatchJob current;
+  BatchJob pending;
+  bool havePending = false;
+  SkipTally readerSkips;
   uint64_t nextSeq = 0;
+  bool epochFull = false; // batches_per_epoch reached
+  // The last batch_size good records, for filling a short epoch.
+  std::deque<std::pair<std::string, Origin>> recent;
+
+  // Consumer state: the epoch of the batch last returned.
+  kiln_rt_dataset_epoch_stats_t epochStats{};
+  std::string epochFirstSkip;
 
   ~Impl() {
     {
@@ -172,7 +212,8 @@ struct Dataset::Impl {
            " at byte offset " + std::to_string(o.offset);
   }
 
-  void noteSkipped(const Status &s) {
+  void noteSkipped(const Status &s, SkipTally &tally) {
+    tally.add(s);
     recordsSkipped.fetch_add(1);
     if (config.log_skipped && skipLogs.fetch_add(1) < kMaxSkipLogs)
       std::fprintf(stderr, "kiln-rt: skipping bad record: %s\n",
@@ -195,6 +236,11 @@ struct Dataset::Impl {
 
   bool emit(std::string record, const Origin &origin, uint32_t epoch,
             uint64_t position, uint64_t &batchIndex) {
+    if (config.batches_per_epoch && config.skip_bad_records) {
+      recent.emplace_back(record, origin);
+      if (recent.size() > config.batch_size)
+        recent.pop_front();
+    }
     current.records.push_back(std::move(record));
     current.origins.push_back(origin);
     current.seeds.push_back(hashCombine(hashCombine(config.seed, epoch),
@@ -209,9 +255,59 @@ struct Dataset::Impl {
       return true;
     current.epoch = epoch;
     current.index = batchIndex++;
-    BatchJob job = std::move(current);
+    if (!pushPending(false))
+      return false;
+    pending = std::move(current);
+    havePending = true;
     current = BatchJob();
-    return pushJob(std::move(job));
+    if (config.batches_per_epoch && batchIndex == config.batches_per_epoch)
+      epochFull = true;
+    return true;
+  }
+
+  /// Sends the held-back job with the reader's skips since the last one.
+  bool pushPending(bool lastOfEpoch) {
+    if (!havePending)
+      return true;
+    havePending = false;
+    pending.lastOfEpoch = lastOfEpoch;
+    pending.skips.merge(std::move(readerSkips));
+    readerSkips = SkipTally();
+    return pushJob(std::move(pending));
+  }
+
+  /// Fills an epoch that skipped records left short of batches_per_epoch by
+  /// repeating its last good records in order (each with the seed of its
+  /// new position, so the result is deterministic).
+  Status fillShortEpoch(uint32_t epoch, uint64_t &position,
+                        uint64_t &batchIndex, bool &stopped) {
+    const auto &c = config;
+    uint64_t have = batchIndex * c.batch_size + current.records.size();
+    uint64_t want = c.batches_per_epoch * c.batch_size;
+    if (have >= want)
+      return Status::ok();
+    if (!c.skip_bad_records)
+      return KILN_STATUS(
+          kDataLoss,
+          "epoch " + std::to_string(epoch) + " of rank " +
+              std::to_string(c.rank) + ": the " + std::to_string(files.size()) +
+              " " + split + " files in " + path + " gave " +
+              std::to_string(have) + " records, fewer than the " +
+              std::to_string(c.batches_per_epoch) + " batches of " +
+              std::to_string(c.batch_size) + " (batches_per_epoch) need");
+    std::vector<std::pair<std::string, Origin>> sources(recent.begin(),
+                                                        recent.end());
+    if (sources.empty())
+      return KILN_STATUS(kInternal, "epoch " + std::to_string(epoch) +
+                                        " is short but kept no record to "
+                                        "repeat");
+    for (uint64_t i = 0; have + i < want && !stopped; ++i) {
+      const auto &[record, origin] = sources[i % sources.size()];
+      ++current.skips.repeated;
+      if (!emit(record, origin, epoch, position++, batchIndex))
+        stopped = true;
+    }
+    return Status::ok();
   }
 
   Status readEpoch(uint32_t epoch, bool &stopped) {
@@ -230,6 +326,9 @@ struct Dataset::Impl {
     };
     std::vector<Open> cycle;
     size_t nextFile = 0;
+    epochFull = false;
+    readerSkips = SkipTally();
+    recent.clear();
     auto openNext = [&](Open &slot) -> Status {
       slot.file = order[nextFile++];
       KILN_ASSIGN_OR_RETURN(slot.reader,
@@ -265,7 +364,7 @@ struct Dataset::Impl {
         stopped = true;
     };
 
-    while (!cycle.empty() && !stopped) {
+    while (!cycle.empty() && !stopped && !epochFull) {
       if (stopping.load(std::memory_order_relaxed)) {
         stopped = true;
         break;
@@ -279,7 +378,7 @@ struct Dataset::Impl {
       if (!s.isOk()) {
         if (s.code() != StatusCode::kDataLoss || !c.skip_bad_records)
           return s;
-        noteSkipped(s);
+        noteSkipped(s, readerSkips);
         if (!cur.reader->canContinue())
           KILN_RETURN_IF_ERROR(retire(turn));
         continue;
@@ -295,7 +394,7 @@ struct Dataset::Impl {
         v.withContext(where(origin));
         if (!c.skip_bad_records)
           return v;
-        noteSkipped(v);
+        noteSkipped(v, readerSkips);
         continue;
       }
       ++usable;
@@ -310,7 +409,7 @@ struct Dataset::Impl {
       }
       record = std::string();
     }
-    while (!buffer.empty() && !stopped) {
+    while (!buffer.empty() && !stopped && !epochFull) {
       size_t j = bufferRng.below(buffer.size());
       out(std::move(buffer[j].first), buffer[j].second);
       buffer[j] = std::move(buffer.back());
@@ -323,9 +422,15 @@ struct Dataset::Impl {
                                         std::to_string(files.size()) + " " +
                                         split + " files of rank " +
                                         std::to_string(c.rank) + " in " + path);
-    if (c.drop_remainder)
+    if (c.batches_per_epoch && !epochFull)
+      KILN_RETURN_IF_ERROR(fillShortEpoch(epoch, position, batchIndex, stopped));
+    // With batches_per_epoch every batch is full: what remains is the data
+    // beyond the epoch's batches.
+    if (c.drop_remainder || c.batches_per_epoch)
       current = BatchJob();
     else if (!flush(epoch, batchIndex))
+      stopped = true;
+    if (!stopped && !pushPending(true))
       stopped = true;
     return Status::ok();
   }
@@ -337,9 +442,12 @@ struct Dataset::Impl {
       Status s =
           readEpoch(static_cast<uint32_t>(config.first_epoch + e), stopped);
       if (!s.isOk()) {
-        BatchJob job;
-        job.error = s;
-        pushJob(std::move(job));
+        // The batches read before the error are delivered first.
+        if (pushPending(false)) {
+          BatchJob job;
+          job.error = s;
+          pushJob(std::move(job));
+        }
         break;
       }
     }
@@ -364,6 +472,8 @@ struct Dataset::Impl {
     slot.epoch = job.epoch;
     slot.index = job.index;
     slot.size = static_cast<uint32_t>(job.records.size());
+    slot.lastOfEpoch = job.lastOfEpoch;
+    slot.skips = std::move(job.skips);
     slot.error = job.error;
     if (!slot.error.isOk())
       return;
@@ -380,7 +490,8 @@ struct Dataset::Impl {
           slot.error = s;
           return;
         }
-        noteSkipped(s);
+        noteSkipped(s, slot.skips);
+        ++slot.skips.repeated;
         bad[i] = true;
         continue;
       }
@@ -481,6 +592,18 @@ struct Dataset::Impl {
     }
     slot.state = Slot::State::kHeld;
     heldSlot = found;
+    if (batchesReturned.load() == 0 || slot.epoch != epochStats.epoch) {
+      epochStats = kiln_rt_dataset_epoch_stats_t();
+      epochStats.epoch = slot.epoch;
+      epochFirstSkip.clear();
+    }
+    ++epochStats.batches;
+    epochStats.complete = slot.lastOfEpoch;
+    if (epochStats.records_skipped == 0 && slot.skips.skipped)
+      epochFirstSkip = slot.skips.first;
+    epochStats.records_skipped += slot.skips.skipped;
+    epochStats.records_repeated += slot.skips.repeated;
+    epochStats.first_skipped = epochFirstSkip.c_str();
     out.images = slot.images.get();
     out.labels = slot.labels.data();
     out.image_bytes = format.exampleBytes() * config.batch_size;
@@ -553,6 +676,12 @@ uint64_t Dataset::batchBytes() const {
 }
 
 const std::vector<std::string> &Dataset::files() const { return impl_->files; }
+
+kiln_rt_dataset_epoch_stats_t Dataset::epochStats() const {
+  kiln_rt_dataset_epoch_stats_t s = impl_->epochStats;
+  s.first_skipped = impl_->epochFirstSkip.c_str();
+  return s;
+}
 
 kiln_rt_dataset_stats_t Dataset::stats() const {
   kiln_rt_dataset_stats_t s{};

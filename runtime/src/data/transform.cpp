@@ -24,6 +24,8 @@ TransformOptions::fromConfig(const kiln_rt_dataset_config_t &c) {
   o.decodeMode =
       c.full_decode ? JpegDecodeMode::kFull : JpegDecodeMode::kCropOnly;
   o.labelOffset = c.label_offset;
+  o.numClasses = c.num_classes;
+  o.maxImagePixels = c.max_image_pixels;
   return o;
 }
 
@@ -37,26 +39,91 @@ template <typename T> StatusOr<T> required(StatusOr<T> value) {
 }
 } // namespace
 
+StatusOr<int32_t> checkLabel(int64_t stored, int32_t labelOffset,
+                             uint32_t numClasses) {
+  const std::string offset = std::to_string(labelOffset);
+  int64_t label = 0;
+  if (__builtin_sub_overflow(stored, int64_t(labelOffset), &label) ||
+      label < INT32_MIN || label > INT32_MAX)
+    return KILN_STATUS(kDataLoss, "label: image/class/label " +
+                                      std::to_string(stored) +
+                                      " minus the label offset " + offset +
+                                      " does not fit int32");
+  if (numClasses == 0 || (label >= 0 && label < int64_t(numClasses)))
+    return static_cast<int32_t>(label);
+  // Both sums fit int64: |label| <= 2^31 and numClasses < 2^32.
+  int64_t first = stored - label;
+  int64_t last = first + numClasses - 1;
+  std::string message =
+      "label out of range: image/class/label " + std::to_string(stored) +
+      " with label offset " + offset + " is class " + std::to_string(label) +
+      ", but the model has classes 0.." + std::to_string(numClasses - 1) +
+      " (stored labels " + std::to_string(first) + ".." +
+      std::to_string(last) + " under this offset)";
+  // The two conventions in use: TensorFlow's 0-based labels and the
+  // 1-based ones of imagenet_to_gcs.py and kiln-data.
+  int64_t hint = label == -1                    ? labelOffset - int64_t(1)
+                 : label == int64_t(numClasses) ? labelOffset + int64_t(1)
+                                                : -1;
+  if (hint == 0 || hint == 1)
+    message += "; the data looks " + std::to_string(hint) +
+               "-based: pass --label-offset " + std::to_string(hint) +
+               " (dataset config label_offset)";
+  return KILN_STATUS(kDataLoss, message);
+}
+
 Status inspectRecord(std::string_view record, const TransformOptions &options,
                      Example &example, RecordImage &image) {
   KILN_RETURN_IF_ERROR(example.parse(record));
   KILN_ASSIGN_OR_RETURN(image.encoded,
                         required(example.getBytes(keys::kEncoded)));
-  KILN_ASSIGN_OR_RETURN(int64_t stored,
+  KILN_ASSIGN_OR_RETURN(image.storedLabel,
                         required(example.getInt64(keys::kLabel)));
-  int64_t label = stored - options.labelOffset;
-  if (label < INT32_MIN || label > INT32_MAX)
-    return KILN_STATUS(kDataLoss, "label " + std::to_string(stored) +
-                                      " does not fit int32");
-  image.label = static_cast<int32_t>(label);
+  KILN_ASSIGN_OR_RETURN(image.label, checkLabel(image.storedLabel,
+                                                options.labelOffset,
+                                                options.numClasses));
 
   std::string_view format;
   if (example.find(keys::kFormat)) {
     KILN_ASSIGN_OR_RETURN(format, example.getBytes(keys::kFormat));
   }
   image.raw = format == kRawFormat;
+  auto tooLarge = [&](const std::string &what, uint64_t width,
+                      uint64_t height) -> Status {
+    if (width * height <= options.maxImagePixels)
+      return Status::ok();
+    return KILN_STATUS(kDataLoss,
+                       what + " " + std::to_string(width) + "x" +
+                           std::to_string(height) + " = " +
+                           std::to_string(width * height) +
+                           " pixels, more than max_image_pixels " +
+                           std::to_string(options.maxImagePixels));
+  };
   if (!image.raw) {
     KILN_ASSIGN_OR_RETURN(JpegInfo info, readJpegInfo(image.encoded));
+    // TensorFlow-written records state the size; a JPEG that declares
+    // another is not the image the record describes (or a decompression
+    // bomb behind a small file).
+    int64_t stated[2] = {-1, -1};
+    const std::string_view sizeKeys[2] = {keys::kWidth, keys::kHeight};
+    for (int i = 0; i < 2; ++i)
+      if (example.find(sizeKeys[i])) {
+        KILN_ASSIGN_OR_RETURN(stated[i], example.getInt64(sizeKeys[i]));
+      }
+    if ((stated[0] >= 0 && stated[0] != info.width) ||
+        (stated[1] >= 0 && stated[1] != info.height)) {
+      auto text = [](int64_t v) {
+        return v >= 0 ? std::to_string(v) : std::string("(absent)");
+      };
+      return KILN_STATUS(kDataLoss,
+                         "the JPEG declares " + std::to_string(info.width) +
+                             "x" + std::to_string(info.height) +
+                             " (width x height) in its SOF, but image/width x "
+                             "image/height say " +
+                             text(stated[0]) + "x" + text(stated[1]));
+    }
+    KILN_RETURN_IF_ERROR(tooLarge("the JPEG declares", info.width,
+                                  info.height));
     image.width = info.width;
     image.height = info.height;
     image.channels = info.components;
@@ -74,6 +141,8 @@ Status inspectRecord(std::string_view record, const TransformOptions &options,
   if (dims[2] != 1 && dims[2] != 3)
     return KILN_STATUS(kDataLoss, "raw image has " + std::to_string(dims[2]) +
                                       " channels; 1 or 3 are supported");
+  KILN_RETURN_IF_ERROR(tooLarge("the raw image is", uint64_t(dims[1]),
+                                uint64_t(dims[0])));
   uint64_t want = uint64_t(dims[0]) * dims[1] * dims[2];
   if (image.encoded.size() != want)
     return KILN_STATUS(kDataLoss, "raw image of " + std::to_string(dims[0]) +
@@ -96,14 +165,19 @@ Status ExampleTransform::apply(std::string_view record, uint64_t seed,
   label = info.label;
   Rng rng(seed);
   const TransformOptions &o = options_;
+  // The eval recipe follows the data: photos (JPEG) are center-cropped as
+  // in the ImageNet references; raw images (IDX) are used whole.
+  kiln_rt_augment_t augment = o.augment;
+  if (augment == KILN_RT_AUGMENT_EVAL)
+    augment = info.raw ? KILN_RT_AUGMENT_NONE : KILN_RT_AUGMENT_CENTER_CROP;
 
   // Which source region feeds the output, and whether to mirror it.
   CropBox box{0, 0, info.width, info.height};
   bool needsRegion = false;
-  if (o.augment == KILN_RT_AUGMENT_RANDOM_RESIZED_CROP) {
+  if (augment == KILN_RT_AUGMENT_RANDOM_RESIZED_CROP) {
     box = sampleRandomResizedCrop(info.width, info.height, o.crop, rng);
     needsRegion = true;
-  } else if (o.augment == KILN_RT_AUGMENT_CENTER_CROP) {
+  } else if (augment == KILN_RT_AUGMENT_CENTER_CROP) {
     box = centerCropBox(info.width, info.height, o.crop.centerFraction);
     needsRegion = true;
   }
@@ -122,7 +196,9 @@ Status ExampleTransform::apply(std::string_view record, uint64_t seed,
                                     o.channels, o.decodeMode, decoded_));
   }
 
-  switch (o.augment) {
+  switch (augment) {
+  case KILN_RT_AUGMENT_EVAL:
+    return KILN_STATUS(kInternal, "the eval augmentation was not resolved");
   case KILN_RT_AUGMENT_RANDOM_RESIZED_CROP: {
     bool flip = o.flip && rng.coin();
     resizeBilinear(decoded_, o.width, o.height, flip, out);

@@ -45,6 +45,10 @@ typedef enum kiln_rt_augment_e {
   KILN_RT_AUGMENT_PAD_CROP_FLIP = 2,
   /* Whole image, resized only if its size differs from the output. */
   KILN_RT_AUGMENT_NONE = 3,
+  /* The standard evaluation recipe, chosen per record by image/format: a
+   * JPEG gets CENTER_CROP, raw pixels get NONE. Fixed by the data, so an
+   * eval's score never depends on the training flags. (ABI 0.2) */
+  KILN_RT_AUGMENT_EVAL = 4,
 } kiln_rt_augment_t;
 
 #define KILN_RT_MAX_CHANNELS 4
@@ -104,6 +108,19 @@ typedef struct kiln_rt_dataset_config_s {
   uint32_t skip_bad_records;
   /* Print the first few skipped-record messages to stderr. */
   uint32_t log_skipped;
+
+  /* --- ABI 0.2 --- */
+  /* Labels after label_offset must lie in 0..num_classes-1; a record outside
+   * is an error (skipped under skip_bad_records). 0: unchecked. */
+  uint32_t num_classes;
+  /* Batches delivered per epoch. 0: as many as the records give. Otherwise
+   * exactly this many: an epoch with more data stops early, and one left
+   * short by skipped records (skip_bad_records) is filled by repeating its
+   * last good examples (counted in the epoch stats' records_repeated). */
+  uint64_t batches_per_epoch;
+  /* Largest image decoded, in pixels (width * height, as declared by the
+   * JPEG's SOF or the raw record's size). Default 2^26 (64 Mi pixels). */
+  uint64_t max_image_pixels;
 } kiln_rt_dataset_config_t;
 
 /* One batch, owned by the dataset and valid until the next next_batch or
@@ -129,6 +146,25 @@ typedef struct kiln_rt_dataset_stats_s {
   uint64_t next_batch_calls;
 } kiln_rt_dataset_stats_t;
 
+/* The epoch of the batch most recently returned (ABI 0.2). A new struct
+ * rather than fields appended to kiln_rt_dataset_stats_t, because get_stats
+ * writes a caller-allocated struct whose size an older caller fixed. */
+typedef struct kiln_rt_dataset_epoch_stats_s {
+  uint32_t epoch;
+  /* 1 if that batch was the last of its epoch: the counts are then final. */
+  uint32_t complete;
+  uint64_t batches; /* batches of the epoch returned so far */
+  /* Bad records dropped in the epoch (skip_bad_records), up to that batch. */
+  uint64_t records_skipped;
+  /* Examples that stand in for bad ones: repeated to fill an epoch short of
+   * batches_per_epoch, or to keep a batch with a record that failed to
+   * decode full. */
+  uint64_t records_repeated;
+  /* The message of the epoch's first skipped record ("" if none); valid
+   * until the next next_batch or close. */
+  const char *first_skipped;
+} kiln_rt_dataset_epoch_stats_t;
+
 typedef struct kiln_rt_dataset_s kiln_rt_dataset_t;
 
 /* Fills defaults (see the field comments) and abi_version. */
@@ -150,6 +186,11 @@ kiln_rt_dataset_batch_bytes(const kiln_rt_dataset_t *dataset);
 
 KILN_RT_API void kiln_rt_dataset_get_stats(const kiln_rt_dataset_t *dataset,
                                            kiln_rt_dataset_stats_t *out_stats);
+
+/* Per-epoch counts of the batch most recently returned (ABI 0.2). */
+KILN_RT_API void
+kiln_rt_dataset_get_epoch_stats(const kiln_rt_dataset_t *dataset,
+                                kiln_rt_dataset_epoch_stats_t *out_stats);
 
 /* Stops the threads and frees everything. NULL is allowed. */
 KILN_RT_API void kiln_rt_dataset_close(kiln_rt_dataset_t *dataset);

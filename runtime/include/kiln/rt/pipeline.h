@@ -38,6 +38,9 @@ public:
   /// See kiln_rt_dataset_next_batch.
   Status nextBatch(kiln_rt_batch_t &batch);
   kiln_rt_dataset_stats_t stats() const;
+  /// See kiln_rt_dataset_get_epoch_stats; call from the consumer's thread.
+  /// first_skipped is valid until the next nextBatch.
+  kiln_rt_dataset_epoch_stats_t epochStats() const;
   uint64_t batchBytes() const;
   /// The files this rank reads, in name order.
   const std::vector<std::string> &files() const;

@@ -34,6 +34,10 @@ inline constexpr std::string_view kChannels = "image/channels";
 /// image/format value for uncompressed uint8 HWC pixels (kiln-data idx).
 inline constexpr std::string_view kRawFormat = "raw";
 
+/// The default of kiln_rt_dataset_config_t::max_image_pixels: 64 Mi pixels
+/// (8192 x 8192), 192 MiB decoded as RGB. docs/runtime-data.md says why.
+inline constexpr uint64_t kDefaultMaxImagePixels = uint64_t(1) << 26;
+
 struct TransformOptions {
   kiln_rt_augment_t augment = KILN_RT_AUGMENT_RANDOM_RESIZED_CROP;
   int height = 224;
@@ -44,6 +48,10 @@ struct TransformOptions {
   int pad = 4;
   JpegDecodeMode decodeMode = JpegDecodeMode::kCropOnly;
   int32_t labelOffset = 1;
+  /// Labels (after the offset) must be in 0..numClasses-1; 0: unchecked.
+  uint32_t numClasses = 0;
+  /// Largest width * height decoded (the JPEG's SOF or the raw size).
+  uint64_t maxImagePixels = kDefaultMaxImagePixels;
 
   static TransformOptions fromConfig(const kiln_rt_dataset_config_t &config);
 };
@@ -55,12 +63,23 @@ struct RecordImage {
   int width = 0;
   int height = 0;
   int channels = 0;
-  int32_t label = 0; ///< stored label - labelOffset
+  int64_t storedLabel = 0; ///< image/class/label as stored
+  int32_t label = 0;       ///< storedLabel - labelOffset
 };
 
+/// Checks a stored label against the convention: stored - labelOffset must
+/// fit int32 and, if numClasses > 0, lie in 0..numClasses-1. kDataLoss
+/// naming the stored value, the offset and the valid range; when the value
+/// is just outside the range it says which --label-offset the data looks
+/// like it needs.
+StatusOr<int32_t> checkLabel(int64_t stored, int32_t labelOffset,
+                             uint32_t numClasses);
+
 /// Parses `record` into `example` and checks it: the keys exist, the label
-/// fits int32, the JPEG header is readable (or the raw size matches
-/// height*width*channels). Cheap: the reader thread runs it on every record
+/// passes checkLabel, the JPEG header is readable and its size agrees with
+/// image/height and image/width when the record has them (or the raw size
+/// matches height*width*channels), and the image has at most
+/// maxImagePixels pixels. Cheap: the reader thread runs it on every record
 /// so most bad records are caught before a batch is formed.
 Status inspectRecord(std::string_view record, const TransformOptions &options,
                      Example &example, RecordImage &image);

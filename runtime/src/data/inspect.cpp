@@ -1,0 +1,201 @@
+//===- inspect.cpp - Checking a TFRecord data set before training ---------===//
+#include "kiln/rt/inspect.h"
+
+#include "kiln/rt/files.h"
+#include "kiln/rt/transform.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+#include <vector>
+
+namespace kiln::rt {
+namespace {
+
+std::string where(const std::string &file, uint64_t index, uint64_t offset) {
+  return file + ": record " + std::to_string(index) + " at byte offset " +
+         std::to_string(offset);
+}
+
+const char *kindName(Feature::Kind kind) {
+  switch (kind) {
+  case Feature::Kind::kBytes:
+    return "bytes";
+  case Feature::Kind::kFloat:
+    return "float";
+  case Feature::Kind::kInt64:
+    return "int64";
+  case Feature::Kind::kNone:
+    break;
+  }
+  return "empty";
+}
+
+__attribute__((format(printf, 2, 3))) void appendf(std::string &out,
+                                                   const char *format, ...) {
+  char buf[1024];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, sizeof(buf), format, args);
+  va_end(args);
+  out += buf;
+}
+
+std::string basename(const std::string &path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+} // namespace
+
+Status inspectData(const InspectOptions &options, InspectReport &report) {
+  report = InspectReport();
+  std::vector<std::string> paths;
+  struct stat st;
+  KILN_CHECK_LIBC(::stat(options.path.c_str(), &st),
+                  "cannot stat " + options.path);
+  if (S_ISDIR(st.st_mode)) {
+    KILN_ASSIGN_OR_RETURN(paths, listShards(options.path, options.split));
+  } else {
+    paths.push_back(options.path);
+  }
+
+  // The decoded sample: every stride-th record of the framing count.
+  uint64_t total = 0;
+  for (const std::string &path : paths) {
+    KILN_ASSIGN_OR_RETURN(TfRecordCount count, countTfRecords(path, true));
+    total += count.records;
+  }
+  uint64_t stride =
+      options.decode ? std::max<uint64_t>(1, total / options.decode) : 0;
+
+  TransformOptions transform;
+  transform.labelOffset = options.labelOffset;
+  transform.numClasses = options.numClasses;
+  if (options.maxImagePixels)
+    transform.maxImagePixels = options.maxImagePixels;
+  // The decode check: the whole image (the full decode path, which reads to
+  // the end-of-image marker), shrunk to a small output.
+  TransformOptions decodeOptions = transform;
+  decodeOptions.augment = KILN_RT_AUGMENT_NONE;
+  decodeOptions.height = decodeOptions.width = 32;
+  decodeOptions.channels = 3;
+  ExampleTransform decoder(decodeOptions);
+  std::vector<float> pixels(32 * 32 * 3);
+
+  Example example;
+  RecordImage image;
+  std::string record;
+  uint64_t position = 0;
+  for (const std::string &path : paths) {
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<RecordReader> reader,
+                          RecordReader::openFile(path));
+    InspectReport::File file;
+    file.path = path;
+    file.compression = reader->compression();
+    auto problem = [&](std::string message) {
+      report.problems.push_back(std::move(message));
+      ++file.bad;
+    };
+    for (;;) {
+      Status s = reader->next(record);
+      if (s.code() == StatusCode::kOutOfRange)
+        break;
+      if (s.code() == StatusCode::kDataLoss) {
+        problem(s.message());
+        if (!reader->canContinue())
+          break;
+        ++file.records; // the framing held: the record exists
+        continue;
+      }
+      KILN_RETURN_IF_ERROR(s);
+      ++file.records;
+      std::string at = where(path, reader->recordIndex(), reader->recordOffset());
+      bool sampled = stride && position++ % stride == 0 &&
+                     report.decoded < options.decode;
+
+      // What the record holds, whether or not it passes the checks.
+      if (Status p = example.parse(record); !p.isOk()) {
+        problem(at + ": " + p.message());
+        continue;
+      }
+      for (const auto &[key, feature] : example.features())
+        ++report.features[{std::string(key), feature.kind}];
+      if (StatusOr<int64_t> label = example.getInt64(keys::kLabel);
+          label.isOk())
+        report.labels.add(*label);
+
+      if (Status v = inspectRecord(record, transform, example, image);
+          !v.isOk()) {
+        problem(at + ": " + v.message());
+        continue;
+      }
+      InspectReport::ImageFormat &format =
+          report.formats[image.raw ? std::string(kRawFormat) : "JPEG"];
+      ++format.records;
+      format.width.add(image.width);
+      format.height.add(image.height);
+      if (sampled) {
+        ++report.decoded;
+        int32_t label;
+        if (Status d = decoder.apply(record, 0, pixels.data(), label);
+            !d.isOk())
+          problem(at + ": " + d.message());
+      }
+    }
+    report.records += file.records;
+    report.files.push_back(std::move(file));
+  }
+  return Status::ok();
+}
+
+std::string formatInspectReport(const InspectOptions &options,
+                                const InspectReport &report) {
+  std::string out;
+  appendf(out, "files (%zu):\n", report.files.size());
+  for (const auto &f : report.files)
+    appendf(out, "  %-32s %10" PRIu64 " records  %s%s\n", basename(f.path).c_str(),
+         f.records, compressionName(f.compression),
+         f.bad ? ("  " + std::to_string(f.bad) + " bad").c_str() : "");
+  appendf(out, "features (records holding each):\n");
+  for (const auto &[key, count] : report.features)
+    appendf(out, "  %-32s %-6s %10" PRIu64 "\n", key.first.c_str(),
+         kindName(key.second), count);
+  if (report.labels.count) {
+    const auto &l = report.labels;
+    appendf(out, "labels: stored image/class/label %" PRId64 "..%" PRId64
+         " over %" PRIu64 " records\n",
+         l.min, l.max, l.count);
+    int64_t off = options.labelOffset;
+    appendf(out, "  with --label-offset %" PRId64 "%s: classes %" PRId64 "..%" PRId64
+         "\n",
+         off, off == 1 ? " (the default)" : "", l.min - off, l.max - off);
+    if (l.min == 0 && off != 0)
+      appendf(out, "  the smallest stored label is 0: the data looks 0-based; train "
+           "with --label-offset 0\n");
+    else if (l.min - off < 0)
+      appendf(out, "  labels below the offset would be rejected\n");
+  }
+  for (const auto &[name, f] : report.formats)
+    appendf(out, "images: %" PRIu64 " %s, width %" PRId64 "..%" PRId64
+         ", height %" PRId64 "..%" PRId64 "\n",
+         f.records, name.c_str(), f.width.min, f.width.max, f.height.min,
+         f.height.max);
+  if (options.decode)
+    appendf(out, "decoded: %" PRIu64 " records (strict JPEG, the pipeline's path)\n",
+         report.decoded);
+  for (const auto &p : report.problems)
+    out += "bad: " + p + "\n"; // unbounded: not through appendf's buffer
+  if (report.ok())
+    appendf(out, "OK: %" PRIu64 " records in %zu files, no problem found\n",
+         report.records, report.files.size());
+  else
+    appendf(out, "FAILED: %zu bad records among %" PRIu64 " in %zu files\n",
+         report.problems.size(), report.records, report.files.size());
+  return out;
+}
+
+} // namespace kiln::rt
