@@ -6,12 +6,13 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace kiln::rt::exec {
 
-void scoreBatch(const Function &eval, const uint8_t *arena, int64_t valid,
-                EvalTotals &totals) {
+Status scoreBatch(const Function &eval, const uint8_t *arena, int64_t valid,
+                  EvalTotals &totals) {
   const TensorRef &logits = *eval.output("logits");
   const TensorRef &labels = *eval.input("labels");
   const int64_t classes = logits.shape[1];
@@ -19,8 +20,15 @@ void scoreBatch(const Function &eval, const uint8_t *arena, int64_t valid,
   for (int64_t n = 0; n < valid; ++n) {
     int32_t label;
     std::memcpy(&label, arena + labels.offset + 4 * n, 4);
+    // The pipeline checks labels against these classes (num_classes) and
+    // synthetic labels are drawn from them: a label outside is a bug, and
+    // dropping the example would bias the score.
     if (label < 0 || label >= classes)
-      continue; // the pipeline already rejects such labels
+      return KILN_STATUS(kInternal,
+                         "eval: example " + std::to_string(n) + " of " +
+                             std::to_string(valid) + " in the batch has label " +
+                             std::to_string(label) + ", outside the model's " +
+                             "classes 0.." + std::to_string(classes - 1));
     double maxLogit = -INFINITY;
     for (int64_t c = 0; c < classes; ++c) {
       row[static_cast<size_t>(c)] =
@@ -39,6 +47,7 @@ void scoreBatch(const Function &eval, const uint8_t *arena, int64_t valid,
     totals.top5 += larger < 5;
     totals.lossSum += std::log(sumExp) + maxLogit - target;
   }
+  return Status::ok();
 }
 
 } // namespace kiln::rt::exec

@@ -13,39 +13,10 @@
 
 namespace kiln::rt::exec {
 
-StatusOr<uint64_t> countRecords(const std::string &path) {
-  std::FILE *f = std::fopen(path.c_str(), "rb");
-  KILN_CHECK_LIBC_PTR(f, "open " + path);
-  uint64_t records = 0;
-  for (;;) {
-    uint8_t header[kTfRecordHeaderBytes];
-    size_t got = std::fread(header, 1, sizeof(header), f);
-    if (got == 0 && std::feof(f))
-      break;
-    if (got != sizeof(header)) {
-      std::fclose(f);
-      return KILN_STATUS(kDataLoss,
-                         fmt::format("{}: truncated record header after {} "
-                                     "records",
-                                     path, records));
-    }
-    uint64_t length;
-    std::memcpy(&length, header, 8); // little-endian, as x86 is
-    if (std::fseek(f, static_cast<long>(length + kTfRecordFooterBytes),
-                   SEEK_CUR) != 0) {
-      int err = errno;
-      std::fclose(f);
-      return errnoStatus(__FILE__, __LINE__, "seek in " + path, err);
-    }
-    ++records;
-  }
-  std::fclose(f);
-  return records;
-}
-
 StatusOr<kiln_rt_dataset_config_t>
-datasetConfig(const RunOptions &options, const TensorRef &images,
+datasetConfig(const RunOptions &options, const Function &function,
               const std::string &split, const Comm &comm, uint64_t seed) {
+  const TensorRef &images = *function.input("images");
   kiln_rt_dataset_config_t c;
   kiln_rt_dataset_config_init(&c);
   c.path = options.dataDir.c_str();
@@ -83,19 +54,26 @@ datasetConfig(const RunOptions &options, const TensorRef &images,
     for (uint32_t k = 0; k < c.channels; ++k)
       target[k] = (*values)[values->size() == 1 ? 0 : k];
   }
+  // Labels: the manifest checks that logits are [batch, classes].
+  c.label_offset = static_cast<int32_t>(options.labelOffset);
+  c.num_classes = static_cast<uint32_t>(function.output("logits")->shape[1]);
   bool train = split == "train";
-  switch (options.augment) {
-  case Augment::RandomResizedCrop:
-    c.augment = train ? KILN_RT_AUGMENT_RANDOM_RESIZED_CROP
-                      : KILN_RT_AUGMENT_CENTER_CROP;
-    break;
-  case Augment::PadCrop:
-    c.augment = train ? KILN_RT_AUGMENT_PAD_CROP_FLIP : KILN_RT_AUGMENT_NONE;
-    c.pad = static_cast<uint32_t>(options.pad);
-    break;
-  case Augment::None:
-    c.augment = KILN_RT_AUGMENT_NONE;
-    break;
+  // Evaluation preprocessing belongs to the data, not to this command line:
+  // the same checkpoint must score the same whatever --augment says.
+  c.augment = KILN_RT_AUGMENT_EVAL;
+  if (train) {
+    switch (options.augment) {
+    case Augment::RandomResizedCrop:
+      c.augment = KILN_RT_AUGMENT_RANDOM_RESIZED_CROP;
+      break;
+    case Augment::PadCrop:
+      c.augment = KILN_RT_AUGMENT_PAD_CROP_FLIP;
+      c.pad = static_cast<uint32_t>(options.pad);
+      break;
+    case Augment::None:
+      c.augment = KILN_RT_AUGMENT_NONE;
+      break;
+    }
   }
   c.flip = options.flip && train;
   c.seed = seed;
@@ -121,9 +99,11 @@ namespace {
 class DatasetInput final : public InputSource {
 public:
   DatasetInput(const Function &function, int64_t stepsPerEpoch,
-               std::unique_ptr<Dataset> dataset)
+               std::unique_ptr<Dataset> dataset, const Comm &comm)
       : images(*function.input("images")), labels(*function.input("labels")),
-        epochSteps(stepsPerEpoch), dataset(std::move(dataset)) {}
+        epochSteps(stepsPerEpoch), dataset(std::move(dataset)),
+        rankPrefix(comm.size() > 1 ? fmt::format("rank {}: ", comm.rank())
+                                   : "") {}
 
   Status fill(int64_t step, uint8_t *arena) override {
     auto epoch = static_cast<uint32_t>(step / epochSteps);
@@ -134,9 +114,8 @@ public:
       if (batch.size == 0)
         return KILN_STATUS(kInternal, "the training data ended, but it "
                                       "repeats forever");
-      // Skip what precedes the wanted batch: the rest of an epoch beyond
-      // the common steps per epoch, or the batches a resumed run already
-      // trained on.
+      // Skip the batches a resumed run already trained on (the pipeline
+      // delivers exactly epochSteps batches per epoch: batches_per_epoch).
       if (batch.epoch < epoch || (batch.epoch == epoch && batch.index < index))
         continue;
       if (batch.epoch != epoch || batch.index != index)
@@ -147,9 +126,23 @@ public:
       std::memcpy(arena + images.offset, batch.images, batch.image_bytes);
       std::memcpy(arena + labels.offset, batch.labels,
                   static_cast<size_t>(labels.byteSize()));
+      kiln_rt_dataset_epoch_stats_t es = dataset->epochStats();
+      if (es.complete && es.records_skipped)
+        epochNote = fmt::format(
+            "kiln: {}epoch {}: skipped {} bad record{}{} (first: {})\n",
+            rankPrefix, es.epoch, es.records_skipped,
+            es.records_skipped == 1 ? "" : "s",
+            es.records_repeated
+                ? fmt::format(", repeated {} good example{} in their place",
+                              es.records_repeated,
+                              es.records_repeated == 1 ? "" : "s")
+                : "",
+            es.first_skipped);
       return Status::ok();
     }
   }
+
+  std::string takeEpochNote() override { return std::move(epochNote); }
 
   int64_t stepsPerEpoch() const override { return epochSteps; }
 
@@ -161,6 +154,8 @@ private:
   TensorRef images, labels;
   int64_t epochSteps;
   std::unique_ptr<Dataset> dataset;
+  std::string rankPrefix;
+  std::string epochNote;
 };
 
 } // namespace
@@ -179,8 +174,17 @@ openDatasetInput(const RunOptions &options, const Function &function,
   for (size_t i = 0; i < files.size(); ++i) {
     if (static_cast<int>(i % static_cast<size_t>(comm.size())) != comm.rank())
       continue;
-    KILN_ASSIGN_OR_RETURN(uint64_t n, countRecords(files[i]));
-    records += n;
+    // Under --skip-bad-records a bad length or a truncation ends the file
+    // here as it does in the pipeline; the epoch is then filled (see
+    // batches_per_epoch).
+    KILN_ASSIGN_OR_RETURN(TfRecordCount n,
+                          countTfRecords(files[i], options.skipBadRecords));
+    if (!n.stoppedBy.isOk())
+      std::fprintf(stderr,
+                   "kiln: counting records: %s; the rest of the file is "
+                   "skipped (--skip-bad-records)\n",
+                   n.stoppedBy.message().c_str());
+    records += n.records;
     ++mine;
   }
   // -1 marks a rank without shards, so every rank learns why the job stops.
@@ -206,8 +210,9 @@ openDatasetInput(const RunOptions &options, const Function &function,
                                    batch, records, mine, options.dataDir));
 
   KILN_ASSIGN_OR_RETURN(kiln_rt_dataset_config_t config,
-                        datasetConfig(options, images, "train", comm, seed));
+                        datasetConfig(options, function, "train", comm, seed));
   config.first_epoch = static_cast<uint32_t>(firstStep / common);
+  config.batches_per_epoch = static_cast<uint64_t>(common);
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Dataset> dataset,
                         Dataset::open(config));
   if (dataset->batchBytes() != static_cast<uint64_t>(images.byteSize()))
@@ -216,7 +221,7 @@ openDatasetInput(const RunOptions &options, const Function &function,
                                    "model's images slot {}",
                                    dataset->batchBytes(), images.byteSize()));
   return std::unique_ptr<InputSource>(
-      new DatasetInput(function, common, std::move(dataset)));
+      new DatasetInput(function, common, std::move(dataset), comm));
 }
 
 } // namespace kiln::rt::exec

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -136,6 +137,15 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
       {"--prefetch", intFlag(o.prefetch, 1)},
       {"--shuffle-buffer", intFlag(o.shuffleBuffer, 1)},
       {"--skip-bad-records", boolFlag(o.skipBadRecords, true)},
+      {"--label-offset",
+       {true, [&](const std::string &f, const std::string &v) {
+          // Any int32: the pipeline subtracts it from int64 stored labels.
+          KILN_RETURN_IF_ERROR(parseInt(f, v, INT32_MIN, o.labelOffset));
+          if (o.labelOffset > INT32_MAX)
+            return bad(fmt::format("{} must be in {}..{}, got {}", f,
+                                   INT32_MIN, INT32_MAX, o.labelOffset));
+          return Status::ok();
+        }}},
       {"--steps", {true, [&](const std::string &f, const std::string &v) {
                      int64_t n;
                      KILN_RETURN_IF_ERROR(parseInt(f, v, 0, n));
@@ -303,6 +313,8 @@ input:
   --prefetch N             batches prepared ahead (default 4)
   --shuffle-buffer N       records in the shuffle buffer (default 1024)
   --skip-bad-records       drop corrupt records instead of stopping
+  --label-offset N         stored label of class 0 (default 1, as kiln-data and
+                           ImageNet shards; 0 for TensorFlow's 0-based labels)
 
 length:
   --steps N                optimizer steps (the total, counting resumed ones)

@@ -237,6 +237,8 @@ Status Trainer::train(int &exitCode) {
 
   while (run.step < run.totalSteps) {
     KILN_RETURN_IF_ERROR(input->fill(run.step, arena->data()));
+    if (std::string note = input->takeEpochNote(); !note.empty())
+      std::fputs(note.c_str(), stderr); // each rank's own files
     storeElement(arena->data() + stepSlot.offset, DType::I64, 0,
                  double(run.step));
     trainStep();
@@ -295,12 +297,13 @@ Status Trainer::evaluate() {
     for (int64_t b = 0; b < options.syntheticBatches; ++b) {
       KILN_RETURN_IF_ERROR(source->fill(b, arena->data()));
       model.eval(&context, &arenaRef);
-      scoreBatch(*evalFn, arena->data(), manifest.batch, totals);
+      KILN_RETURN_IF_ERROR(
+          scoreBatch(*evalFn, arena->data(), manifest.batch, totals));
     }
   } else {
     KILN_ASSIGN_OR_RETURN(kiln_rt_dataset_config_t config,
-                          datasetConfig(options, *evalFn->input("images"),
-                                        "validation", comm, run.seed));
+                          datasetConfig(options, *evalFn, "validation", comm,
+                                        run.seed));
     auto files = listShards(options.dataDir, "validation");
     KILN_RETURN_IF_ERROR(files.status());
     // Ranks beyond the shard count have nothing to evaluate but still join
@@ -318,11 +321,12 @@ Status Trainer::evaluate() {
                     batch.image_bytes);
         auto *dst = reinterpret_cast<int32_t *>(arena->data() + labels.offset);
         // Padding examples of a partial batch carry label -1; the model
-        // gets a valid class for them and scoring ignores them.
+        // gets a valid class for them and scoring counts only batch.size.
         for (int64_t i = 0; i < manifest.batch; ++i)
           dst[i] = i < int64_t(batch.size) ? batch.labels[i] : 0;
         model.eval(&context, &arenaRef);
-        scoreBatch(*evalFn, arena->data(), batch.size, totals);
+        KILN_RETURN_IF_ERROR(
+            scoreBatch(*evalFn, arena->data(), batch.size, totals));
       }
     }
   }

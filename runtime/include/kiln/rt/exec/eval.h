@@ -4,9 +4,11 @@
 // (the pipeline's eval path: center crop, no flip, in order, a final partial
 // batch kept) and scores its logits: top-k counts an example when fewer than
 // k classes have a strictly larger logit than the true class, and the loss is
-// the mean softmax cross entropy in double, computed here from the logits so
-// the padding examples of a partial batch (label -1) do not count. Sums are
-// reduced over the ranks. BN statistics are each rank's own, as in training.
+// the mean softmax cross entropy in double, computed here from the logits.
+// Only the batch's first `valid` examples count: the padding that fills a
+// final partial batch is told apart by that count, never by its label. Sums
+// are reduced over the ranks. BN statistics are each rank's own, as in
+// training.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RT_EXEC_EVAL_H
@@ -28,9 +30,10 @@ struct EvalTotals {
 };
 
 /// Adds the first `valid` examples of a scored batch (logits and labels in
-/// their arena slots) to `totals`.
-void scoreBatch(const Function &eval, const uint8_t *arena, int64_t valid,
-                EvalTotals &totals);
+/// their arena slots) to `totals`. kInternal if one of them has a label
+/// outside the logits' classes (the pipeline rejects those).
+Status scoreBatch(const Function &eval, const uint8_t *arena, int64_t valid,
+                  EvalTotals &totals);
 
 } // namespace kiln::rt::exec
 

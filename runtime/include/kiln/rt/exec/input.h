@@ -5,11 +5,14 @@
 //
 // Dataset input: the TFRecord pipeline (kiln/rt/pipeline.h) with this rank's
 // shards. Ranks must take the same number of steps per epoch or their
-// allreduces would stop matching, so an epoch is min over ranks of
-// floor(records of the rank / batch) steps, and a rank with more skips the
-// rest of its epoch. The batch of global step s is batch s % E of epoch
-// s / E, which makes a resumed run read exactly what the uninterrupted run
-// read at that step (the pipeline's order is a function of seed and epoch).
+// allreduces would stop matching, so an epoch is E = min over ranks of
+// floor(records of the rank / batch) steps (records counted from the
+// framing), and the pipeline delivers exactly E batches per epoch
+// (batches_per_epoch): a rank with more stops early, and one left short by
+// bad records skipped under --skip-bad-records repeats its last good
+// examples. The batch of global step s is batch s % E of epoch s / E, which
+// makes a resumed run read exactly what the uninterrupted run read at that
+// step (the pipeline's order is a function of seed and epoch).
 //
 // Synthetic input: K fixed batches (K = --synthetic-batches) cycled: step s
 // uses batch s % K. Images are standard normal, labels uniform classes, all
@@ -47,27 +50,30 @@ public:
   virtual int64_t stepsPerEpoch() const = 0;
   /// Seconds spent waiting for the pipeline so far.
   virtual double waitSeconds() const { return 0; }
+  /// After a fill() that completed an epoch in which bad records were
+  /// skipped: a line for the log ("kiln: epoch 0: skipped 3 bad records
+  /// (first: ...)\n"); otherwise empty.
+  virtual std::string takeEpochNote() { return {}; }
 };
 
 std::unique_ptr<InputSource> openSyntheticInput(const Function &function,
                                                 int rank, uint64_t seed,
                                                 int64_t batches);
 
-/// The pipeline configuration for `split` feeding `images` (layout, dtype,
-/// size) with the command line's augmentation and normalization. `seed` is
-/// the run's (a resumed run's comes from its checkpoint, not --seed).
+/// The pipeline configuration for `split` feeding `function`'s images
+/// (layout, dtype, size), with labels checked against its logits' classes
+/// under --label-offset, and the command line's normalization. "train" takes
+/// the command line's augmentation; any other split the eval recipe the
+/// data implies (KILN_RT_AUGMENT_EVAL), whatever the training flags. `seed`
+/// is the run's (a resumed run's comes from its checkpoint, not --seed).
 StatusOr<kiln_rt_dataset_config_t>
-datasetConfig(const RunOptions &options, const TensorRef &images,
+datasetConfig(const RunOptions &options, const Function &function,
               const std::string &split, const Comm &comm, uint64_t seed);
 
 /// Training input from `options.dataDir`, positioned at `firstStep`.
 StatusOr<std::unique_ptr<InputSource>>
 openDatasetInput(const RunOptions &options, const Function &function,
                  Comm &comm, uint64_t seed, int64_t firstStep);
-
-/// Records in one TFRecord file, counted from the framing alone (lengths are
-/// read, data skipped; CRCs are the pipeline's job).
-StatusOr<uint64_t> countRecords(const std::string &path);
 
 /// Writes a logical NHWC f32 batch into `slot` (its dtype and layout).
 void storeImages(const float *nhwc, const TensorRef &slot, uint8_t *arena);

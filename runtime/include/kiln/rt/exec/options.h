@@ -38,6 +38,9 @@ struct RunOptions {
   int64_t prefetch = 4;
   int64_t shuffleBuffer = 1024;
   bool skipBadRecords = false;
+  /// Stored value of class 0: labels are stored - labelOffset (kiln-data and
+  /// ImageNet shards are 1-based, TensorFlow's often 0-based).
+  int64_t labelOffset = 1;
 
   // Length.
   std::optional<int64_t> steps;
