@@ -1,8 +1,9 @@
 //===- shards.h - Small raw-image TFRecord shards for runtime tests -*- C++ -*-===//
 //
 // Writes <split>-NNNNN-of-NNNNN files of raw 8x8x3 images (format "raw", as
-// kiln-data writes IDX data) whose labels (1-based, as stored by kiln-data)
-// are a function of the pixels, so a model can learn them.
+// kiln-data writes IDX data) whose labels (stored from `labelBase`: 1 as
+// kiln-data stores them, 0 as TensorFlow often does) are a function of the
+// pixels, so a model can learn them.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_TEST_UNIT_EXEC_SHARDS_H
@@ -24,7 +25,8 @@ namespace kiln::rt::exec::test {
 /// by (seed, s, index).
 inline Status writeRawShards(const std::string &dir, const std::string &split,
                              const std::vector<int> &recordsPerShard,
-                             uint64_t seed, int classes = 10) {
+                             uint64_t seed, int classes = 10,
+                             int labelBase = 1) {
   KILN_RETURN_IF_ERROR(makeDirectories(dir));
   for (size_t s = 0; s < recordsPerShard.size(); ++s) {
     KILN_ASSIGN_OR_RETURN(
@@ -50,7 +52,7 @@ inline Status writeRawShards(const std::string &dir, const std::string &split,
               .addInt64(keys::kHeight, 8)
               .addInt64(keys::kWidth, 8)
               .addInt64(keys::kChannels, 3)
-              .addInt64(keys::kLabel, label + 1)
+              .addInt64(keys::kLabel, label + labelBase)
               .build();
       KILN_RETURN_IF_ERROR(writer->write(record));
     }
