@@ -12,8 +12,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 namespace kiln::rt::exec {
 
@@ -59,6 +61,27 @@ bool parseInt(const std::map<std::string, std::string> &m, const char *key,
   return true;
 }
 
+/// Whether `name` is a temporary that safetensors::write left behind for a
+/// checkpoint: "." + the checkpoint's name + ".tmp-" + mkstemp's six
+/// letters or digits (runtime/checkpoint/src/safetensors.cpp).
+bool isCheckpointTemporary(const std::string &name) {
+  static constexpr std::string_view kTmp = ".tmp-";
+  constexpr size_t kRandom = 6;
+  if (name.size() < 1 + kTmp.size() + kRandom || name[0] != '.')
+    return false;
+  size_t tmp = name.size() - kRandom - kTmp.size();
+  if (name.compare(tmp, kTmp.size(), kTmp) != 0)
+    return false;
+  for (size_t i = name.size() - kRandom; i < name.size(); ++i)
+    if (!std::isalnum(static_cast<unsigned char>(name[i])))
+      return false;
+  // Exactly the names checkpointPath gives (10 digits at least).
+  std::string checkpoint = name.substr(1, tmp - 1);
+  int64_t step;
+  return parseCheckpointName(checkpoint, step) &&
+         checkpointPath("", step) == "/" + checkpoint;
+}
+
 } // namespace
 
 std::string checkpointPath(const std::string &dir, int64_t step) {
@@ -80,6 +103,29 @@ listCheckpoints(const std::string &dir) {
   ::closedir(d);
   std::sort(out.begin(), out.end());
   return out;
+}
+
+StatusOr<std::vector<std::string>>
+removeStaleTemporaries(const std::string &dir) {
+  std::vector<std::string> removed;
+  DIR *d = ::opendir(dir.c_str());
+  if (!d && errno == ENOENT)
+    return removed;
+  KILN_CHECK_LIBC_PTR(d, "open model directory " + dir);
+  std::vector<std::string> names;
+  while (dirent *e = ::readdir(d))
+    if (isCheckpointTemporary(e->d_name))
+      names.push_back(e->d_name);
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  for (const std::string &name : names) {
+    std::string path = dir + "/" + name;
+    // Gone already: another start-up cleaned it; nothing to report.
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+      KILN_CHECK_LIBC(-1, "remove stale temporary checkpoint " + path);
+    removed.push_back(path);
+  }
+  return removed;
 }
 
 Status saveCheckpoint(const std::string &dir, const Manifest &manifest,
@@ -192,6 +238,27 @@ loadNewestCheckpoint(const std::string &dir, const Manifest &manifest,
                                      "model {} variables (not counting "
                                      "copies)",
                                      path, file.tensors.size(), saved));
+    // Checkpoints are checked before they are written, but one written by
+    // an older runtime, or changed since, may hold the values that ended a
+    // diverged run; resuming from it would diverge again at once.
+    std::string nonFinite;
+    for (const Variable &v : manifest.variables) {
+      if (v.isCopy())
+        continue;
+      const st::Tensor *t = file.find(v.name);
+      if (std::optional<NonFinite> bad = findNonFinite(
+              t->bytes.data(), v.tensor.dtype, v.tensor.numElements())) {
+        nonFinite = fmt::format("tensor '{}' holds {} (element {})", v.name,
+                                nonFiniteName(bad->value), bad->index);
+        break;
+      }
+    }
+    if (!nonFinite.empty()) {
+      warnings.push_back(fmt::format("skipping checkpoint {}: {}; it was "
+                                     "written after the run diverged",
+                                     path, nonFinite));
+      continue;
+    }
     for (const Variable &v : manifest.variables) {
       if (v.isCopy())
         continue;
@@ -201,6 +268,15 @@ loadNewestCheckpoint(const std::string &dir, const Manifest &manifest,
     KILN_RETURN_IF_ERROR(refreshCopies(manifest, arena));
     return std::optional<LoadedCheckpoint>(std::move(loaded));
   }
+  // Starting afresh would silently throw the run away, and the first
+  // checkpoints of the new run would prune the old ones.
+  if (!existing.empty())
+    return KILN_STATUS(
+        kDataLoss,
+        fmt::format("none of the {} checkpoint{} in {} can be resumed (the "
+                    "warnings say why); move {} away to start afresh",
+                    existing.size(), existing.size() == 1 ? "" : "s", dir,
+                    existing.size() == 1 ? "it" : "them"));
   return std::optional<LoadedCheckpoint>();
 }
 

@@ -6,7 +6,14 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 
 namespace kiln::rt::exec {
 
@@ -33,15 +40,58 @@ JsonField JsonField::text(std::string key, const std::string &v) {
 }
 
 MetricsLog::~MetricsLog() {
-  if (file_)
-    std::fclose(file_);
+  if (fd_ >= 0)
+    ::close(fd_);
 }
+
+namespace {
+
+/// The length of the file behind `fd` up to and including its last newline
+/// (0 if it has none), reading backwards from `size`.
+StatusOr<off_t> lastCompleteLine(int fd, off_t size, const std::string &path) {
+  char buffer[4096];
+  for (off_t end = size; end > 0;) {
+    off_t begin = std::max<off_t>(0, end - off_t(sizeof(buffer)));
+    ssize_t n = ::pread(fd, buffer, size_t(end - begin), begin);
+    KILN_CHECK_LIBC(n, "read " + path);
+    if (n != end - begin)
+      return KILN_STATUS(kIoError, "read " + path + ": the file shrank");
+    for (off_t i = end - begin; i > 0; --i)
+      if (buffer[i - 1] == '\n')
+        return begin + i;
+    end = begin;
+  }
+  return off_t(0);
+}
+
+} // namespace
 
 Status MetricsLog::open(const std::string &dir) {
   KILN_RETURN_IF_ERROR(makeDirectories(dir));
   path_ = dir + "/metrics.jsonl";
-  file_ = std::fopen(path_.c_str(), "a");
-  KILN_CHECK_LIBC_PTR(file_, "open " + path_ + " for appending");
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  KILN_CHECK_LIBC(fd_, "open " + path_ + " for appending");
+  struct stat st;
+  KILN_CHECK_LIBC(::fstat(fd_, &st), "stat " + path_);
+  complete_ = st.st_size;
+  if (!S_ISREG(st.st_mode) || complete_ == 0)
+    return Status::ok();
+  // A run killed in the middle of a line (by an older runtime; this one
+  // writes whole lines) would glue that torn line to our first one.
+  int reader = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  KILN_CHECK_LIBC(reader, "open " + path_ + " for reading");
+  auto complete = lastCompleteLine(reader, complete_, path_);
+  ::close(reader);
+  KILN_RETURN_IF_ERROR(complete.status());
+  if (*complete != complete_) {
+    KILN_CHECK_LIBC(::ftruncate(fd_, *complete),
+                    "cut the torn last line of " + path_);
+    fmt::print(stderr,
+               "kiln: warning: {} ended in a torn line; removed its {} "
+               "bytes\n",
+               path_, complete_ - *complete);
+    complete_ = *complete;
+  }
   return Status::ok();
 }
 
@@ -51,11 +101,37 @@ Status MetricsLog::write(const std::vector<JsonField> &fields) {
     line += fmt::format("{}\"{}\":{}", i ? "," : "", fields[i].key,
                         fields[i].value);
   line += "}\n";
-  if (std::fputs(line.c_str(), file_) < 0 || std::fflush(file_) != 0) {
-    int err = errno;
-    return errnoStatus(__FILE__, __LINE__, "write " + path_, err);
+  // One write per line, so that a reader (tail -f, a plotting script) never
+  // sees half a line; a loop only for the rare short write.
+  size_t done = 0;
+  int err = 0;
+  while (done < line.size()) {
+    ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      err = n < 0 ? errno : EIO;
+      break;
+    }
+    done += size_t(n);
   }
-  return Status::ok();
+  if (done == line.size()) {
+    complete_ += off_t(line.size());
+    return Status::ok();
+  }
+  // A full disk or a file-size limit: leave no torn line behind.
+  std::string cut =
+      ::ftruncate(fd_, complete_) == 0
+          ? fmt::format("cut back to its last complete line ({} bytes)",
+                        complete_)
+          : fmt::format("cutting it back to its last complete line failed "
+                        "too: {}",
+                        std::strerror(errno));
+  return KILN_STATUS(kIoError,
+                     fmt::format("writing a line of {} bytes to {} failed "
+                                 "after {} bytes: {}; {}",
+                                 line.size(), path_, done,
+                                 std::strerror(err), cut));
 }
 
 std::string formatDuration(double seconds) {

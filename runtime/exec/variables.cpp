@@ -5,6 +5,7 @@
 #include "kiln/ref/bf16.h"
 #include "kiln/ref/init.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -151,6 +152,85 @@ Status refreshCopies(const Manifest &manifest, uint8_t *arena) {
                    loadElement(arena + from.offset, from.dtype, i));
   }
   return Status::ok();
+}
+
+namespace {
+
+/// The index of the first element of `count` unsigned words at `data` whose
+/// exponent bits (`exponent`) are all set, or -1. Works through a small
+/// aligned buffer so that the test vectorizes whatever the alignment.
+template <typename Word>
+int64_t firstAllOnesExponent(const uint8_t *data, int64_t count,
+                             Word exponent) {
+  constexpr int64_t kChunk = 1024;
+  Word words[kChunk];
+  for (int64_t begin = 0; begin < count; begin += kChunk) {
+    int64_t n = std::min(kChunk, count - begin);
+    std::memcpy(words, data + begin * int64_t(sizeof(Word)),
+                size_t(n) * sizeof(Word));
+    bool any = false;
+    for (int64_t i = 0; i < n; ++i)
+      any |= (words[i] & exponent) == exponent;
+    if (!any)
+      continue;
+    for (int64_t i = 0; i < n; ++i)
+      if ((words[i] & exponent) == exponent)
+        return begin + i;
+  }
+  return -1;
+}
+
+} // namespace
+
+std::optional<NonFinite> findNonFinite(const uint8_t *data, DType dtype,
+                                       int64_t count) {
+  int64_t index = -1;
+  switch (dtype) {
+  case DType::F32:
+    index = firstAllOnesExponent<uint32_t>(data, count, 0x7f800000u);
+    break;
+  case DType::BF16:
+    index = firstAllOnesExponent<uint16_t>(data, count, 0x7f80u);
+    break;
+  case DType::F64:
+    index = firstAllOnesExponent<uint64_t>(data, count,
+                                           0x7ff0000000000000ull);
+    break;
+  case DType::I32:
+  case DType::I64:
+    break;
+  }
+  if (index < 0)
+    return std::nullopt;
+  return NonFinite{index, loadElement(data, dtype, index)};
+}
+
+std::optional<NonFiniteVariable> findNonFiniteVariable(const Manifest &manifest,
+                                                       const uint8_t *arena) {
+  for (const Variable &var : manifest.variables) {
+    if (var.isCopy())
+      continue;
+    if (std::optional<NonFinite> bad =
+            findNonFinite(arena + var.tensor.offset, var.tensor.dtype,
+                          var.tensor.numElements()))
+      return NonFiniteVariable{&var, *bad};
+  }
+  return std::nullopt;
+}
+
+const char *nonFiniteName(double value) {
+  return std::isnan(value) ? "NaN" : value > 0 ? "Inf" : "-Inf";
+}
+
+std::string describeNonFinite(const std::string &variable,
+                              const NonFinite &element) {
+  size_t dot = variable.rfind('.');
+  std::string name =
+      dot == std::string::npos || dot == 0 || dot + 1 == variable.size()
+          ? variable
+          : variable.substr(dot + 1) + " of " + variable.substr(0, dot);
+  return name + " holds " + nonFiniteName(element.value) + " (element " +
+         std::to_string(element.index) + ")";
 }
 
 uint64_t hashVariables(const Manifest &manifest, const uint8_t *arena,

@@ -7,13 +7,32 @@
 #include "kiln/rt/model.h"
 #include "kiln/rt/safetensors.h"
 
+#include <dirent.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
+#include <limits>
 #include <iterator>
 
 namespace kiln::rt::exec::test {
 namespace {
+
+/// The names in `dir`, sorted, without "." and "..".
+std::vector<std::string> listDirectory(const std::string &dir) {
+  std::vector<std::string> names;
+  if (DIR *d = ::opendir(dir.c_str())) {
+    while (dirent *e = ::readdir(d))
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+        names.push_back(e->d_name);
+    ::closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
 
 /// What a run at `step` records besides the variables.
 CheckpointInfo info(int64_t step) {
@@ -119,6 +138,96 @@ TEST_F(CheckpointTest, AnotherModelsCheckpointIsAnErrorNotAFallback) {
   EXPECT_NE(loaded.status().message().find("has no variable 'kiln.lr_schedule'"),
             std::string::npos)
       << loaded.status().message();
+}
+
+TEST_F(CheckpointTest, ANonFiniteNewestFallsBackNamingTheFileAndTensor) {
+  ASSERT_TRUE(saveCheckpoint(dir.path(), manifest, arena.data(), info(4), 3).isOk());
+  // What an older runtime saved after the run diverged: the loss was still
+  // finite, a running statistic was not.
+  std::vector<uint8_t> diverged = arena;
+  reinterpret_cast<float *>(
+      diverged.data() +
+      manifest.findVariable("bn.running_mean")->tensor.offset)[5] = -INFINITY;
+  ASSERT_TRUE(
+      saveCheckpoint(dir.path(), manifest, diverged.data(), info(8), 3).isOk());
+
+  std::vector<uint8_t> fresh(arena.size(), 0);
+  std::vector<std::string> warnings;
+  auto loaded = loadNewestCheckpoint(dir.path(), manifest, fresh.data(), warnings);
+  ASSERT_TRUE(loaded.isOk()) << loaded.status().toString();
+  ASSERT_TRUE(loaded->has_value());
+  EXPECT_EQ((*loaded)->info.step, 4);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0], "skipping checkpoint " + checkpointPath(dir.path(), 8) +
+                             ": tensor 'bn.running_mean' holds -Inf (element "
+                             "5); it was written after the run diverged");
+  for (const Variable &v : manifest.variables)
+    EXPECT_EQ(0, std::memcmp(fresh.data() + v.tensor.offset,
+                             arena.data() + v.tensor.offset,
+                             static_cast<size_t>(v.tensor.byteSize())))
+        << v.name;
+
+  // With nothing usable left, resuming is an error, not a fresh start.
+  ASSERT_EQ(::unlink(checkpointPath(dir.path(), 4).c_str()), 0);
+  warnings.clear();
+  loaded = loadNewestCheckpoint(dir.path(), manifest, fresh.data(), warnings);
+  ASSERT_FALSE(loaded.isOk());
+  EXPECT_NE(loaded.status().message().find(
+                "none of the 1 checkpoint in " + dir.path() +
+                " can be resumed (the warnings say why); move it away to "
+                "start afresh"),
+            std::string::npos)
+      << loaded.status().message();
+  EXPECT_EQ(warnings.size(), 1u);
+}
+
+TEST_F(CheckpointTest, StaleTemporariesOfAKilledWriteAreRemovedAndNothingElse) {
+  // A writer killed mid-write, for real: the file-size limit's SIGXFSZ ends
+  // a child inside safetensors::write, which leaves its temporary behind.
+  Manifest large = manifest;
+  Variable extra = large.variables.front();
+  extra.name = "padding"; // the whole arena once more: past the limit
+  extra.tensor.offset = 0;
+  extra.tensor.shape = {int64_t(arena.size() / 4)};
+  large.variables.push_back(extra);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    struct rlimit limit = {4096, 4096};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    ::signal(SIGXFSZ, SIG_DFL);
+    (void)saveCheckpoint(dir.path(), large, arena.data(), info(7), 3);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGXFSZ) << status;
+  std::vector<std::string> before;
+  for (auto &entry : listDirectory(dir.path()))
+    before.push_back(entry);
+  ASSERT_EQ(before.size(), 1u) << "the killed write left no temporary";
+  EXPECT_EQ(before[0].rfind(".ckpt-0000000007.safetensors.tmp-", 0), 0u)
+      << before[0];
+
+  // Names that are not Kiln's temporaries stay.
+  std::vector<std::string> keep = {
+      "ckpt-0000000007.safetensors.tmp-abcdef", // not hidden
+      ".ckpt-7.safetensors.tmp-abcdef",         // not a checkpoint name
+      ".ckpt-0000000007.safetensors.tmp-abcde", // five letters
+      ".ckpt-0000000007.safetensors.tmp-abc_ef",
+      ".other.safetensors.tmp-abcdef", "notes.txt"};
+  for (const std::string &name : keep)
+    std::ofstream(dir.path() + "/" + name) << "x";
+  auto removed = removeStaleTemporaries(dir.path());
+  ASSERT_TRUE(removed.isOk()) << removed.status().toString();
+  EXPECT_EQ(*removed, std::vector<std::string>{dir.path() + "/" + before[0]});
+  std::vector<std::string> after = listDirectory(dir.path());
+  std::sort(keep.begin(), keep.end());
+  EXPECT_EQ(after, keep);
+  // And a model directory that does not exist yet has none.
+  removed = removeStaleTemporaries(dir.path() + "/absent");
+  ASSERT_TRUE(removed.isOk());
+  EXPECT_TRUE(removed->empty());
 }
 
 TEST_F(CheckpointTest, NoCheckpointIsNotAnError) {
@@ -283,6 +392,46 @@ TEST(VariablesTest, ACopyWithoutItsSourceIsAnError) {
   EXPECT_NE(s.message().find("variable w.bf16: its source \"w\""),
             std::string::npos)
       << s.message();
+}
+
+TEST(VariablesTest, FindNonFiniteInEveryFloatType) {
+  // Misaligned on purpose and longer than the scan's chunk of 1024.
+  std::vector<uint8_t> bytes(8 * 3000 + 1, 0);
+  uint8_t *data = bytes.data() + 1;
+  EXPECT_FALSE(findNonFinite(data, DType::F32, 3000));
+  float f = NAN;
+  std::memcpy(data + 4 * 2500, &f, 4);
+  auto bad = findNonFinite(data, DType::F32, 3000);
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->index, 2500);
+  EXPECT_TRUE(std::isnan(bad->value));
+  f = std::numeric_limits<float>::max(); // the largest finite is fine
+  std::memcpy(data + 4 * 2500, &f, 4);
+  EXPECT_FALSE(findNonFinite(data, DType::F32, 3000));
+
+  uint16_t bf16Inf = 0x7f80, bf16Max = 0x7f7f;
+  std::memcpy(data + 2 * 7, &bf16Max, 2);
+  EXPECT_FALSE(findNonFinite(data, DType::BF16, 3000));
+  std::memcpy(data + 2 * 1030, &bf16Inf, 2);
+  bad = findNonFinite(data, DType::BF16, 3000);
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->index, 1030);
+  EXPECT_EQ(bad->value, INFINITY);
+
+  std::fill(bytes.begin(), bytes.end(), 0);
+  double d = -INFINITY;
+  std::memcpy(data + 8 * 2999, &d, 8);
+  bad = findNonFinite(data, DType::F64, 3000);
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->index, 2999);
+  EXPECT_EQ(describeNonFinite("layer1.0.bn1.running_var", *bad),
+            "running_var of layer1.0.bn1 holds -Inf (element 2999)");
+  EXPECT_EQ(describeNonFinite("step", NonFinite{0, NAN}),
+            "step holds NaN (element 0)");
+  // Integers have no such values, whatever their bits.
+  std::fill(bytes.begin(), bytes.end(), 0xff);
+  EXPECT_FALSE(findNonFinite(data, DType::I32, 3000));
+  EXPECT_FALSE(findNonFinite(data, DType::I64, 3000));
 }
 
 class CheckpointCopiesTest : public ::testing::Test {

@@ -18,14 +18,24 @@
 // The step counter is only used for the learning rate; the model is fully
 // deterministic for fixed inputs and thread count.
 //
+// Two environment variables let the fault tests shape a run:
+// KILN_TEST_MODEL_INF_FROM_STEP=N makes bn.running_mean[3] +Inf from the
+// N-th step on (state that diverges while the loss stays finite, like a
+// batch norm's running variance overflowing), and KILN_TEST_MODEL_STEP_MS=T
+// makes every train step last at least T ms (a step longer than mpirun's
+// SIGKILL delay, in small).
+//
 //===----------------------------------------------------------------------===//
 
 #include "kiln/rt/model.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -292,6 +302,12 @@ void sgd(float *w, float *v, const float *g, int64_t n, float lr) {
   }
 }
 
+/// An integer environment variable, or -1.
+int64_t envInt(const char *name) {
+  const char *v = std::getenv(name);
+  return v && *v ? std::atoll(v) : -1;
+}
+
 } // namespace
 
 extern "C" const char *kiln_model_manifest(void) {
@@ -302,6 +318,8 @@ extern "C" const char *kiln_model_manifest(void) {
 extern "C" void _mlir_ciface_kiln_model_train_step(kiln_rt_context_t *ctx,
                                                    kiln_rt_arena_ref_t *arena) {
   const Layout &l = layout();
+  if (int64_t ms = envInt("KILN_TEST_MODEL_STEP_MS"); ms > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   forward(ctx, arena, 0);
   *at<float>(arena, l.loss) = softmaxCrossEntropy(
       at<float>(arena, l.logits), at<int32_t>(arena, l.labels),
@@ -316,6 +334,10 @@ extern "C" void _mlir_ciface_kiln_model_train_step(kiln_rt_context_t *ctx,
       mean += pooled[n * kC2 + c];
     rm[c] = 0.9f * rm[c] + 0.1f * mean / float(kBatch);
   }
+  // The step input counts the steps taken before this one.
+  if (int64_t from = envInt("KILN_TEST_MODEL_INF_FROM_STEP");
+      from > 0 && *at<int64_t>(arena, l.step) + 1 >= from)
+    rm[3] = INFINITY;
 
   // Dense backward; its bucket goes out while the convolutions run.
   kiln_rt_kernel_call(ctx, 3);

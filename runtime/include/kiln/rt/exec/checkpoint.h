@@ -15,10 +15,12 @@
 // are counter-based functions of (seed, epoch, rank, record position), and
 // synthetic batches of (seed, rank, step), so "rng" only records that.
 //
-// Loading picks the newest checkpoint that reads cleanly; a damaged one
-// (truncated, bad header, missing step) is skipped with a warning. A
-// checkpoint of a different model (a variable missing, or of another dtype
-// or shape) is an error, not a reason to fall back.
+// Loading picks the newest checkpoint that reads cleanly and holds finite
+// values only; a damaged one (truncated, bad header, missing step) or one
+// with a NaN or Inf is skipped with a warning, and if none is left that is
+// an error rather than a fresh start. A checkpoint of a different model (a
+// variable missing, or of another dtype or shape) is an error, not a reason
+// to fall back.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RT_EXEC_CHECKPOINT_H
@@ -50,6 +52,14 @@ std::string checkpointPath(const std::string &dir, int64_t step);
 /// Checkpoints in `dir`, oldest first, as (step, path).
 StatusOr<std::vector<std::pair<int64_t, std::string>>>
 listCheckpoints(const std::string &dir);
+
+/// Deletes the temporaries that checkpoint writes interrupted by a crash or
+/// SIGKILL left in `dir` (".ckpt-<step>.safetensors.tmp-XXXXXX", exactly
+/// the names safetensors::write gives them, nothing else) and returns their
+/// paths. Call it before a run writes: a writer in progress owns its
+/// temporary.
+StatusOr<std::vector<std::string>>
+removeStaleTemporaries(const std::string &dir);
 
 /// Writes the variables and `info`, then deletes all but the newest `keep`.
 Status saveCheckpoint(const std::string &dir, const Manifest &manifest,

@@ -10,7 +10,10 @@
 //    "final_loss":...,"checkpoint":"..."}
 //
 // Appending (never truncating) keeps the history of a resumed run in one
-// file. Every line is flushed when written.
+// file. Every line goes out in one write(2) as soon as it is complete; a
+// write that fails or stops short (a full disk) cuts the file back to its
+// last complete line and is an error naming the file, and opening the file
+// removes a torn last line that a killed run left.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RT_EXEC_METRICS_H
@@ -18,7 +21,8 @@
 
 #include "kiln/rt/status.h"
 
-#include <cstdio>
+#include <sys/types.h>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,12 +47,15 @@ public:
 
   /// Opens <dir>/metrics.jsonl for appending (creates dir).
   Status open(const std::string &dir);
-  bool isOpen() const { return file_ != nullptr; }
+  bool isOpen() const { return fd_ >= 0; }
+  /// Appends one line holding `fields`.
   Status write(const std::vector<JsonField> &fields);
+  const std::string &path() const { return path_; }
 
 private:
-  std::FILE *file_ = nullptr;
+  int fd_ = -1;
   std::string path_;
+  off_t complete_ = 0; ///< bytes up to the end of the last complete line
 };
 
 /// "1h02m03s", "5m07s", "42s".

@@ -15,6 +15,8 @@
 #include "kiln/rt/status.h"
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace kiln::rt::exec {
@@ -35,6 +37,38 @@ double loadElement(const uint8_t *base, DType dtype, int64_t index);
 /// Stores `value` as element `index`: floats round to nearest (bf16 as
 /// kiln::ref::floatToBf16Bits), integers must be integral (not checked here).
 void storeElement(uint8_t *base, DType dtype, int64_t index, double value);
+
+/// An element of a floating-point tensor that is NaN or +-Inf.
+struct NonFinite {
+  int64_t index = 0;
+  double value = 0; ///< NaN, +Inf or -Inf
+};
+
+/// The first non-finite element of `count` elements of `dtype` at `data`
+/// (any alignment); integer tensors have none.
+std::optional<NonFinite> findNonFinite(const uint8_t *data, DType dtype,
+                                       int64_t count);
+
+/// A variable holding a non-finite element.
+struct NonFiniteVariable {
+  const Variable *variable = nullptr;
+  NonFinite element;
+};
+
+/// The first variable that a checkpoint holds (every one but the copies)
+/// with a non-finite element in `arena`. A diverged run can keep a finite
+/// loss for a while after, say, a batch norm's running variance overflowed,
+/// so this is what decides whether a checkpoint is good.
+std::optional<NonFiniteVariable> findNonFiniteVariable(const Manifest &manifest,
+                                                       const uint8_t *arena);
+
+/// "NaN", "Inf" or "-Inf".
+const char *nonFiniteName(double value);
+
+/// "running_var of layer1.0.bn1 holds Inf (element 3)": the name's last
+/// component first, as the user thinks of a layer's tensors.
+std::string describeNonFinite(const std::string &variable,
+                              const NonFinite &element);
 
 /// FNV-1a over the bytes of every variable of `kind` (or all if null), for
 /// comparing replicas.
