@@ -205,11 +205,7 @@ static FailureOr<std::string> describeProgram(ModuleOp module,
       // no inference batch norm yet).
       {"eval", false}};
   step.walk([&](LearningRateOp op) {
-    info["schedule"] = llvm::json::Object{
-        {"kind", stringifySchedule(op.getSchedule())},
-        {"variable", kScheduleVariable},
-        {"slots", llvm::json::Array(getScheduleSlotNames(
-                      op.getSchedule(), op.getParams().getType().getDimSize(0)))}};
+    info["schedule"] = scheduleManifestEntry(op);
   });
   std::string text;
   llvm::raw_string_ostream os(text);

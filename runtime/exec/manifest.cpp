@@ -170,6 +170,9 @@ public:
   explicit Parser(Manifest &m) : m(m) {}
 
   Status parse(const Value &root);
+  /// The schedule entry without its variable (parseScheduleEntry).
+  static Status parseScheduleEntry(const Value &v, const std::string &path,
+                                   Schedule &s);
 
 private:
   Manifest &m;
@@ -852,9 +855,9 @@ Status Parser::checkCallShapes(const Call &call, const std::string &path) {
   return Status::ok();
 }
 
-Status Parser::parseSchedule(const Value &v, const std::string &path) {
+Status Parser::parseScheduleEntry(const Value &v, const std::string &path,
+                                  Schedule &s) {
   KILN_RETURN_IF_ERROR(expectKind(v, Value::Kind::Object, path));
-  Schedule s;
   const Value *field;
   KILN_RETURN_IF_ERROR(require(v, "kind", path, field));
   KILN_RETURN_IF_ERROR(getString(*field, join(path, "kind"), s.kind));
@@ -871,6 +874,50 @@ Status Parser::parseSchedule(const Value &v, const std::string &path) {
       return error(spath, "duplicate slot \"" + slot + "\"");
     s.slots.push_back(slot);
   }
+
+  // The slots the runtime fills in. A runtime that ignored them would train
+  // on their -1 placeholders, hence ABI 5 and strict checks.
+  auto fillable = [&](const std::string &slot,
+                      const std::string &where) -> Status {
+    if (!seen.count(slot)) {
+      std::string names;
+      for (const std::string &n : s.slots)
+        names += (names.empty() ? "" : ", ") + n;
+      return error(where, "\"" + slot + "\" is not a slot of the schedule (its "
+                          "slots: " + names + ")");
+    }
+    if (!isScheduleStepSlot(slot))
+      return error(where, "\"" + slot + "\" is not a step count (*_steps, "
+                          "boundary*); only those are filled in at run time");
+    return Status::ok();
+  };
+  if (const Value *epochs = v.member("epochs")) {
+    std::string epath = join(path, "epochs");
+    KILN_RETURN_IF_ERROR(expectKind(*epochs, Value::Kind::Object, epath));
+    for (const auto &[slot, value] : epochs->members) {
+      std::string spath = join(epath, slot);
+      KILN_RETURN_IF_ERROR(fillable(slot, spath));
+      double e;
+      KILN_RETURN_IF_ERROR(getDouble(value, spath, e));
+      if (e < 0)
+        return error(spath, "epochs must not be negative, got " + value.text);
+      s.epochs[slot] = e; // the reader refuses duplicate keys
+    }
+  }
+  if (const Value *runLength = v.member("run_length")) {
+    std::string rpath = join(path, "run_length");
+    KILN_RETURN_IF_ERROR(getString(*runLength, rpath, s.runLength));
+    KILN_RETURN_IF_ERROR(fillable(s.runLength, rpath));
+    if (s.epochs.count(s.runLength))
+      return error(rpath, "\"" + s.runLength +
+                              "\" is given in epochs too (schedule.epochs)");
+  }
+  return Status::ok();
+}
+
+Status Parser::parseSchedule(const Value &v, const std::string &path) {
+  Schedule s;
+  KILN_RETURN_IF_ERROR(parseScheduleEntry(v, path, s));
   const Variable *var = m.findVariable(s.variable);
   if (!var)
     return error(join(path, "variable"),
@@ -1014,6 +1061,18 @@ Status Parser::parse(const Value &root) {
 }
 
 } // namespace
+
+bool isScheduleStepSlot(std::string_view slot) {
+  constexpr std::string_view kSteps = "_steps";
+  return (slot.size() > kSteps.size() &&
+          slot.substr(slot.size() - kSteps.size()) == kSteps) ||
+         slot.substr(0, 8) == "boundary";
+}
+
+Status parseScheduleEntry(const json::Value &entry, const std::string &path,
+                          Schedule &out) {
+  return Parser::parseScheduleEntry(entry, path, out);
+}
 
 StatusOr<Manifest> parseManifest(std::string_view text) {
   json::Value root;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -212,6 +213,22 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
                              o.warmupEpochs = e;
                              return Status::ok();
                            }}},
+      {"--decay-epochs", {true, [&](const std::string &f,
+                                    const std::string &v) {
+                            double e;
+                            KILN_RETURN_IF_ERROR(parseDouble(f, v, e));
+                            if (e < 0)
+                              return bad(f + " must not be negative");
+                            o.decayEpochs = e;
+                            return Status::ok();
+                          }}},
+      {"--steps-per-epoch", {true, [&](const std::string &f,
+                                       const std::string &v) {
+                               int64_t n;
+                               KILN_RETURN_IF_ERROR(parseInt(f, v, 1, n));
+                               o.stepsPerEpoch = n;
+                               return Status::ok();
+                             }}},
       {"--set-schedule",
        {true, [&](const std::string &f, const std::string &v) {
           size_t eq = v.find('=');
@@ -281,8 +298,26 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
   if (o.synthetic && o.epochs)
     return bad("--epochs needs --data (synthetic data has no epochs); use "
                "--steps");
-  if (o.synthetic && (o.evalEveryEpoch || o.warmupEpochs))
-    return bad("--eval-every-epoch and --warmup-epochs need --data");
+  if (o.synthetic && o.evalEveryEpoch)
+    return bad("--eval-every-epoch needs --data (synthetic data has no "
+               "epochs)");
+  // Schedule lengths: one unit per slot; epochs need an epoch length.
+  auto hasOverride = [&](const char *alias) {
+    return std::any_of(o.scheduleOverrides.begin(), o.scheduleOverrides.end(),
+                       [&](const auto &entry) { return entry.first == alias; });
+  };
+  if (o.warmupEpochs && hasOverride("warmup_steps"))
+    return bad("--warmup-steps and --warmup-epochs exclude each other");
+  if (o.decayEpochs && hasOverride("total_steps"))
+    return bad("--total-steps and --decay-epochs exclude each other");
+  if (o.stepsPerEpoch && !o.synthetic)
+    return bad("--steps-per-epoch is for --synthetic: with --data the data "
+               "set gives the steps per epoch");
+  if (o.synthetic && !o.stepsPerEpoch && (o.warmupEpochs || o.decayEpochs))
+    return bad(fmt::format("{} needs epochs: synthetic data has none unless "
+                           "--steps-per-epoch N gives their length",
+                           o.warmupEpochs ? "--warmup-epochs"
+                                          : "--decay-epochs"));
   if (o.resume && o.modelDir.empty())
     return bad("--resume needs --model-dir");
   if (o.checkpointEvery > 0 && o.modelDir.empty())
@@ -324,8 +359,10 @@ length:
 learning-rate schedule (written into the schedule variable's slots):
   --lr X                   lr / base_lr / peak_lr
   --warmup-init-lr X       warmup_init_lr / init_lr
-  --warmup-steps N         warmup_steps        --warmup-epochs E  (needs --data)
+  --warmup-steps N         warmup_steps        --warmup-epochs E
   --total-steps N          total_steps / train_steps
+  --decay-epochs E         total_steps in epochs (round(E x steps per epoch))
+  --steps-per-epoch N      --synthetic: the epoch length epochs resolve with
   --end-lr X  --power X  --decay-factor X
   --set-schedule SLOT=X    any slot by its manifest name (repeatable)
 

@@ -165,16 +165,6 @@ openTrainingInput(const RunOptions &options, const Function &train, Comm &comm,
   return input;
 }
 
-std::vector<std::pair<std::string, double>>
-scheduleOverrides(const RunOptions &options, int64_t stepsPerEpoch) {
-  auto overrides = options.scheduleOverrides;
-  if (options.warmupEpochs)
-    overrides.emplace_back(
-        "warmup_steps",
-        double(std::llround(*options.warmupEpochs * double(stepsPerEpoch))));
-  return overrides;
-}
-
 std::string describeTrainingData(const RunOptions &options,
                                  const RunState &run) {
   std::string resuming =

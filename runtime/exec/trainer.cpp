@@ -165,8 +165,9 @@ Status Trainer::setup() {
                "differs from an uninterrupted run\n",
                checkpointStepsPerEpoch, run.stepsPerEpoch);
 
-  KILN_RETURN_IF_ERROR(applyScheduleOverrides(
-      manifest, arena->data(), scheduleOverrides(options, run.stepsPerEpoch)));
+  KILN_ASSIGN_OR_RETURN(
+      ScheduleSources scheduleSources,
+      applySchedule(manifest, arena->data(), options, run, comm));
 
   if (!options.modelDir.empty() && isRoot())
     KILN_RETURN_IF_ERROR(metrics.open(options.modelDir));
@@ -181,7 +182,7 @@ Status Trainer::setup() {
       "kiln: {} library calls, {} allreduce buckets, {} variables; schedule "
       "{}\n",
       manifest.calls.size(), manifest.buckets.size(), manifest.variables.size(),
-      describeSchedule(manifest, arena->data()));
+      describeSchedule(manifest, arena->data(), scheduleSources));
   say(comm, "{}", describeTrainingData(options, run));
   return Status::ok();
 }

@@ -182,14 +182,9 @@ StatusOr<ProgramInfo> parseInfo(const char *text) {
     if (info.outputs[name].empty())
       return KILN_STATUS(kInvalidArgument,
                          fmt::format("info.outputs.{} is missing", name));
-  if (const json::Value *s = root.member("schedule");
-      s && s->kind == json::Value::Kind::Object) {
+  if (const json::Value *s = root.member("schedule")) {
     Schedule schedule;
-    schedule.kind = string(s->member("kind"));
-    schedule.variable = string(s->member("variable"));
-    if (const json::Value *slots = s->member("slots"))
-      for (const json::Value &slot : slots->elements)
-        schedule.slots.push_back(string(&slot));
+    KILN_RETURN_IF_ERROR(parseScheduleEntry(*s, "info.schedule", schedule));
     info.schedule = schedule;
   }
   if (const json::Value *e = root.member("eval"))
@@ -493,10 +488,10 @@ Status SimTrainer::setup() {
 
   KILN_ASSIGN_OR_RETURN(input, openTrainingInput(options, *trainFn, comm, run));
 
-  // Schedule overrides after a checkpoint: the command line wins.
-  auto overrides = scheduleOverrides(options, run.stepsPerEpoch);
-  if (!overrides.empty()) {
-    KILN_RETURN_IF_ERROR(applyScheduleOverrides(manifest, arena, overrides));
+  // The schedule in effect after a checkpoint: the command line wins.
+  KILN_ASSIGN_OR_RETURN(ScheduleSources scheduleSources,
+                        applySchedule(manifest, arena, options, run, comm));
+  if (manifest.schedule) {
     std::vector<std::string> only = {manifest.schedule->variable};
     KILN_RETURN_IF_ERROR(variablesFromArena(&only));
   }
@@ -525,7 +520,7 @@ Status SimTrainer::setup() {
       target.arrayRows, target.arrayCols, target.clockHz / 1e6,
       target.onChipBytes >> 20, device.instructions, bucketBuffers.size(),
       bucketBuffers.size() == 1 ? "" : "s", manifest.variables.size(),
-      describeSchedule(manifest, arena));
+      describeSchedule(manifest, arena, scheduleSources));
   say(comm,
       "kiln: simulated step: {} cycles = {:.3f} ms at {:g} MHz -> {:.1f} "
       "img/s on {} chip{} (MXU utilization {:.1f}%; timed in {:.2f} s)\n",

@@ -277,7 +277,7 @@ LogicalResult lowerKilnToLinalg(ModuleOp module) {
                             "@train_step nor @eval_step");
 
   llvm::json::Object manifest{
-      {"abi", 4}, // KILN_RT_MODEL_ABI_VERSION (runtime/include/kiln/rt/model.h)
+      {"abi", 5}, // KILN_RT_MODEL_ABI_VERSION (runtime/include/kiln/rt/model.h)
       {"model", module.getSymName() ? *module.getSymName() : "model"},
       {"batch", batch},
       {"arena_bytes", arenaBytes},
@@ -287,11 +287,7 @@ LogicalResult lowerKilnToLinalg(ModuleOp module) {
       {"calls", std::move(calls)},
       {"buckets", std::move(buckets)}};
   module.walk([&](LearningRateOp op) {
-    manifest["schedule"] = llvm::json::Object{
-        {"kind", stringifySchedule(op.getSchedule())},
-        {"variable", kScheduleVariable},
-        {"slots", llvm::json::Array(getScheduleSlotNames(
-                      op.getSchedule(), op.getParams().getType().getDimSize(0)))}};
+    manifest["schedule"] = scheduleManifestEntry(op);
   });
 
   // The kiln program is now fully represented by the lowered functions.

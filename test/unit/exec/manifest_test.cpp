@@ -69,10 +69,18 @@ std::string mutated(const std::string &from, const std::string &to) {
   return s;
 }
 
+const std::string kAbi =
+    "\"abi\": " + std::to_string(KILN_RT_MODEL_ABI_VERSION);
+
+/// The test manifest's schedule entry with `members` added.
+std::string scheduleWith(const std::string &members) {
+  return mutated("\"end_lr\"]}", "\"end_lr\"], " + members + "}");
+}
+
 struct BadCase {
   const char *name;
   std::string json;
-  const char *message;
+  std::string message;
 };
 
 void PrintTo(const BadCase &c, std::ostream *os) { *os << c.name; }
@@ -91,9 +99,9 @@ std::vector<BadCase> badCases() {
   return {
       {"truncated", testManifest().substr(0, 200), "manifest: malformed JSON"},
       {"not_an_object", "[1, 2]", "expected an object, got an array"},
-      {"abi", mutated("\"abi\": 4", "\"abi\": 1"),
+      {"abi", mutated(kAbi, "\"abi\": 1"),
        "the model was compiled for model ABI 1, but this runtime implements "
-       "ABI 4"},
+       "ABI " + std::to_string(KILN_RT_MODEL_ABI_VERSION)},
       {"no_arena", mutated("\"arena_bytes\"", "\"arena\""),
        "missing member \"arena_bytes\""},
       {"small_arena",
@@ -123,6 +131,32 @@ std::vector<BadCase> badCases() {
        "must be f64[5] (one per slot)"},
       {"schedule_slot", mutated("\"end_lr\"]", "\"base_lr\"]"),
        "duplicate slot \"base_lr\""},
+      // Slots the runtime fills in (ABI 5).
+      {"epochs_not_an_object", scheduleWith("\"epochs\": [1]"),
+       "schedule.epochs: expected an object, got an array"},
+      {"epochs_unknown_slot", scheduleWith("\"epochs\": {\"decay_steps\": 2}"),
+       "schedule.epochs.decay_steps: \"decay_steps\" is not a slot of the "
+       "schedule (its slots: base_lr, warmup_init_lr, warmup_steps, "
+       "total_steps, end_lr)"},
+      {"epochs_not_steps", scheduleWith("\"epochs\": {\"end_lr\": 2}"),
+       "schedule.epochs.end_lr: \"end_lr\" is not a step count (*_steps, "
+       "boundary*); only those are filled in at run time"},
+      {"epochs_negative", scheduleWith("\"epochs\": {\"warmup_steps\": -1}"),
+       "schedule.epochs.warmup_steps: epochs must not be negative, got -1"},
+      {"epochs_string", scheduleWith("\"epochs\": {\"warmup_steps\": \"1\"}"),
+       "schedule.epochs.warmup_steps: expected a number, got a string"},
+      {"epochs_twice",
+       scheduleWith("\"epochs\": {\"warmup_steps\": 1, \"warmup_steps\": 2}"),
+       "duplicate key \"warmup_steps\""},
+      {"run_length_unknown_slot", scheduleWith("\"run_length\": \"steps\""),
+       "schedule.run_length: \"steps\" is not a slot of the schedule"},
+      {"run_length_not_steps", scheduleWith("\"run_length\": \"base_lr\""),
+       "schedule.run_length: \"base_lr\" is not a step count"},
+      {"run_length_and_epochs",
+       scheduleWith("\"epochs\": {\"total_steps\": 2}, \"run_length\": "
+                    "\"total_steps\""),
+       "schedule.run_length: \"total_steps\" is given in epochs too "
+       "(schedule.epochs)"},
       {"no_train", mutated("\"train\": {", "\"training\": {"),
        "missing the \"train\" function"},
       {"no_step", mutated("\"step\": {", "\"steps\": {"),
@@ -186,9 +220,41 @@ TEST(ManifestTest, OverlappingVariablesAreRejected) {
 }
 
 TEST(ManifestTest, UnknownTopLevelMembersAreIgnored) {
-  auto m = parseManifest(mutated("\"abi\": 4,", "\"abi\": 4, \"compiler\": "
-                                                "\"kilnc 0.1\","));
+  auto m = parseManifest(
+      mutated(kAbi + ",", kAbi + ", \"compiler\": \"kilnc 0.1\","));
   EXPECT_TRUE(m.isOk()) << m.status().toString();
+}
+
+TEST(ManifestTest, ScheduleSlotsLeftToTheRun) {
+  // Without them, nothing is left to the run.
+  auto plain = parseManifest(testManifest());
+  ASSERT_TRUE(plain.isOk()) << plain.status().toString();
+  EXPECT_TRUE(plain->schedule->epochs.empty());
+  EXPECT_EQ(plain->schedule->runLength, "");
+
+  auto m = parseManifest(
+      scheduleWith("\"epochs\": {\"warmup_steps\": 0.5}, \"run_length\": "
+                   "\"total_steps\""));
+  ASSERT_TRUE(m.isOk()) << m.status().toString();
+  EXPECT_EQ(m->schedule->epochs,
+            (std::map<std::string, double>{{"warmup_steps", 0.5}}));
+  EXPECT_EQ(m->schedule->runLength, "total_steps");
+
+  m = parseManifest(scheduleWith(
+      "\"epochs\": {\"warmup_steps\": 1, \"total_steps\": 90}"));
+  ASSERT_TRUE(m.isOk()) << m.status().toString();
+  EXPECT_EQ(m->schedule->epochs,
+            (std::map<std::string, double>{{"total_steps", 90},
+                                           {"warmup_steps", 1}}));
+}
+
+TEST(ManifestTest, StepSlotsAreNamedSo) {
+  for (const char *slot : {"warmup_steps", "total_steps", "train_steps",
+                           "boundary0", "boundary12"})
+    EXPECT_TRUE(isScheduleStepSlot(slot)) << slot;
+  for (const char *slot : {"lr", "base_lr", "end_lr", "factor", "_steps",
+                           "steps", "power"})
+    EXPECT_FALSE(isScheduleStepSlot(slot)) << slot;
 }
 
 /// `t` as manifest JSON, with `dtype` and `layout` (none if null) as given.

@@ -23,7 +23,7 @@
 extern "C" {
 #endif
 
-#define KILN_RT_MODEL_ABI_VERSION 4
+#define KILN_RT_MODEL_ABI_VERSION 5
 
 /* The runtime's per-process state (kernels, communicator). Opaque to the
  * generated code, which only passes it back. */

@@ -30,6 +30,10 @@
 #include <string_view>
 #include <vector>
 
+namespace kiln::rt::json {
+struct Value; // kiln_safetensors' JSON reader (runtime/checkpoint)
+} // namespace kiln::rt::json
+
 namespace kiln::rt::exec {
 
 enum class DType { F32, BF16, F64, I32, I64 };
@@ -85,7 +89,17 @@ struct Schedule {
   /// Name of the f64 variable holding the parameters.
   std::string variable;
   std::vector<std::string> slots;
+  /// Step slots the compiler left for the runtime to fill in (ABI 5), which
+  /// hold -1 until it does: those given in epochs, with their epochs
+  /// (resolved with the run's steps per epoch), ...
+  std::map<std::string, double> epochs;
+  /// ... and the horizon slot that takes the run's length (empty: none).
+  std::string runLength;
 };
+
+/// Whether schedule slot `slot` counts steps ("*_steps", "boundary*"): its
+/// values must be non-negative integers, and it may be given in epochs.
+bool isScheduleStepSlot(std::string_view slot);
 
 struct Function {
   std::string symbol;
@@ -162,6 +176,11 @@ struct Manifest {
 
 /// Parses and validates `json`.
 StatusOr<Manifest> parseManifest(std::string_view json);
+
+/// Parses and validates a manifest's `schedule` entry (also the systolic
+/// program info's), all but its variable; messages start with `path`.
+Status parseScheduleEntry(const json::Value &entry, const std::string &path,
+                          Schedule &out);
 
 /// Output shape of a convolution (NHWC input, HWIO filter), or an error.
 Status inferConvOutputShape(const std::vector<int64_t> &input,

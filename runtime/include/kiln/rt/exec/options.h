@@ -68,6 +68,10 @@ struct RunOptions {
   // Learning-rate schedule: (slot or alias, value) in command-line order.
   std::vector<std::pair<std::string, double>> scheduleOverrides;
   std::optional<double> warmupEpochs;
+  std::optional<double> decayEpochs;
+  /// --synthetic: the steps per epoch that epoch lengths of the schedule
+  /// resolve with (with --data the data gives them).
+  std::optional<int64_t> stepsPerEpoch;
 
   // Distribution.
   CommBackend comm = CommBackend::Auto;

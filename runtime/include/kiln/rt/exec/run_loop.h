@@ -118,12 +118,6 @@ StatusOr<std::unique_ptr<InputSource>>
 openTrainingInput(const RunOptions &options, const Function &train, Comm &comm,
                   RunState &run);
 
-/// The schedule overrides of the command line, --warmup-epochs converted to
-/// steps. Apply them after a checkpoint is loaded: the command line wins over
-/// the schedule the checkpoint carries.
-std::vector<std::pair<std::string, double>>
-scheduleOverrides(const RunOptions &options, int64_t stepsPerEpoch);
-
 /// "kiln: data ...: N steps per epoch; training to step ..." or its
 /// synthetic-data form, with the newline.
 std::string describeTrainingData(const RunOptions &options,
