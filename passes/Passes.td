@@ -118,8 +118,9 @@ def KilnOptimizer : Pass<"kiln-optimizer", "mlir::ModuleOp"> {
            "Epochs of linear warmup, resolved into steps by the runtime "
            "(instead of warmup-steps)">,
     Option<"totalSteps", "total-steps", "int64_t", /*default=*/"0",
-           "Last step of a decaying schedule (0 with no decay-epochs: the "
-           "run's length, filled in by the runtime)">,
+           "The step at which a decaying schedule reaches its final value, "
+           "usually the run's length (0 with no decay-epochs: the run's "
+           "length, filled in by the runtime)">,
     Option<"decayEpochs", "decay-epochs", "double", /*default=*/"0.0",
            "The decay horizon in epochs, resolved into total-steps by the "
            "runtime (instead of total-steps)">,

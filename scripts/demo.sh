@@ -21,14 +21,15 @@ echo "== Fashion-MNIST IDX -> sharded TFRecord ($dir/data)"
 
 # The recipe of a standard PyTorch reference for this model: batch 128, SGD
 # with Nesterov momentum 0.9, weight decay 5e-4, LR 0.1 with one epoch of
-# linear warmup then cosine decay; 2-pixel pad + random crop + flip.
-steps_per_epoch=$(( (60000 + 127) / 128 ))
-total=$(( steps_per_epoch * epochs ))
+# linear warmup then cosine decay; 2-pixel pad + random crop + flip. The
+# lengths are in epochs: the executable turns them into steps from the data
+# it trains on (468 steps of 128 per epoch here, the partial batch dropped;
+# fewer per rank under mpirun), so the cosine ends with the last epoch.
 echo "== kilnc: models/fmnist_resnet20.mlir -> $dir/fmnist_train"
 "$bin/kilnc" models/fmnist_resnet20.mlir -o "$dir/fmnist_train" --batch=128 \
   --nesterov=true --momentum=0.9 --weight-decay=5e-4 \
-  --schedule=cosine_decay --lr=0.1 --warmup-steps=$steps_per_epoch \
-  --total-steps=$total --print-stats
+  --schedule=cosine_decay --lr=0.1 --warmup-epochs=1 \
+  --decay-epochs="$epochs" --print-stats
 
 echo "== training $epochs epochs"
 "$dir/fmnist_train" --data "$dir/data" --epochs "$epochs" --pad-crop 2 --flip \
