@@ -128,23 +128,29 @@ removeStaleTemporaries(const std::string &dir) {
   return removed;
 }
 
-Status saveCheckpoint(const std::string &dir, const Manifest &manifest,
-                      const uint8_t *arena, const CheckpointInfo &info,
-                      int64_t keep) {
-  st::File file;
+void copyCheckpointTensors(const Manifest &manifest, const uint8_t *arena,
+                           st::File &file) {
+  size_t i = 0;
   for (const Variable &v : manifest.variables) {
     // Copies are derived, so bf16 and f32 builds of a model share
     // checkpoints.
     if (v.isCopy())
       continue;
-    st::Tensor t;
-    t.name = v.name;
-    t.dtype = toSafetensors(v.tensor.dtype);
-    t.shape = v.tensor.shape;
+    if (i == file.tensors.size()) {
+      st::Tensor t;
+      t.name = v.name;
+      t.dtype = toSafetensors(v.tensor.dtype);
+      t.shape = v.tensor.shape;
+      file.tensors.push_back(std::move(t));
+    }
     const uint8_t *p = arena + v.tensor.offset;
-    t.bytes.assign(p, p + v.tensor.byteSize());
-    file.tensors.push_back(std::move(t));
+    file.tensors[i++].bytes.assign(p, p + v.tensor.byteSize());
   }
+}
+
+Status writeCheckpointFile(const std::string &dir, const Manifest &manifest,
+                           const CheckpointInfo &info, st::File &file,
+                           int64_t keep) {
   int64_t spe = info.stepsPerEpoch;
   file.metadata = {
       {"format", "kiln-checkpoint"},
@@ -173,6 +179,30 @@ Status saveCheckpoint(const std::string &dir, const Manifest &manifest,
     KILN_CHECK_LIBC(::unlink(existing[i].second.c_str()),
                     "delete old checkpoint " + existing[i].second);
   return Status::ok();
+}
+
+Status saveCheckpoint(const std::string &dir, const Manifest &manifest,
+                      const uint8_t *arena, const CheckpointInfo &info,
+                      int64_t keep) {
+  st::File file;
+  copyCheckpointTensors(manifest, arena, file);
+  return writeCheckpointFile(dir, manifest, info, file, keep);
+}
+
+std::optional<NonFiniteVariable> findNonFiniteTensor(const Manifest &manifest,
+                                                     const st::File &file) {
+  for (const Variable &v : manifest.variables) {
+    if (v.isCopy())
+      continue;
+    const st::Tensor *t = file.find(v.name);
+    if (!t || int64_t(t->bytes.size()) != v.tensor.byteSize())
+      continue; // not this model's: the loader says so
+    if (std::optional<NonFinite> bad =
+            findNonFinite(t->bytes.data(), v.tensor.dtype,
+                          v.tensor.numElements()))
+      return NonFiniteVariable{&v, *bad};
+  }
+  return std::nullopt;
 }
 
 StatusOr<std::optional<LoadedCheckpoint>>
@@ -241,22 +271,13 @@ loadNewestCheckpoint(const std::string &dir, const Manifest &manifest,
     // Checkpoints are checked before they are written, but one written by
     // an older runtime, or changed since, may hold the values that ended a
     // diverged run; resuming from it would diverge again at once.
-    std::string nonFinite;
-    for (const Variable &v : manifest.variables) {
-      if (v.isCopy())
-        continue;
-      const st::Tensor *t = file.find(v.name);
-      if (std::optional<NonFinite> bad = findNonFinite(
-              t->bytes.data(), v.tensor.dtype, v.tensor.numElements())) {
-        nonFinite = fmt::format("tensor '{}' holds {} (element {})", v.name,
-                                nonFiniteName(bad->value), bad->index);
-        break;
-      }
-    }
-    if (!nonFinite.empty()) {
-      warnings.push_back(fmt::format("skipping checkpoint {}: {}; it was "
-                                     "written after the run diverged",
-                                     path, nonFinite));
+    if (std::optional<NonFiniteVariable> bad =
+            findNonFiniteTensor(manifest, file)) {
+      warnings.push_back(fmt::format(
+          "skipping checkpoint {}: tensor '{}' holds {} (element {}); it was "
+          "written after the run diverged",
+          path, bad->variable->name, nonFiniteName(bad->element.value),
+          bad->element.index));
       continue;
     }
     for (const Variable &v : manifest.variables) {

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <climits>
@@ -21,17 +23,49 @@ Status bad(const std::string &message) {
   return KILN_STATUS(kInvalidArgument, message);
 }
 
+// The input pipeline's own limits (kiln_rt_dataset_config_t, checked again
+// in runtime/src/data/pipeline.cpp), tested here so that the message names
+// the flag and no value wraps around in the pipeline's 32-bit fields.
+constexpr int64_t kMaxPad = 4096;
+constexpr int64_t kMaxDataWorkers = 256;
+constexpr int64_t kMaxPrefetch = 1024;
+// Records the shuffle buffer holds in memory: 2^20 ImageNet records are
+// already ~110 GB.
+constexpr int64_t kMaxShuffleBuffer = int64_t(1) << 20;
+// Synthetic batches are generated up front and held in memory.
+constexpr int64_t kMaxSyntheticBatches = 1024;
+// The deadline is kept in the steady clock's int64 nanoseconds, which a
+// larger value would overflow long before 1e300; no collective legitimately
+// takes 11 days.
+constexpr double kMaxCommTimeout = 1e6;
+
+/// --threads: at most 4 threads per core this process may run on. libgomp
+/// gives every thread its own stack and oneDNN its share of the scratchpad,
+/// so an absurd count fails inside the OpenMP runtime (100000 threads
+/// segfaulted there) instead of with a message; and past the core count a
+/// compute-bound step only slows down (OpenMP barriers wait for threads the
+/// scheduler has parked). The factor 4 leaves room for affinity masks that
+/// under-report a job's cores.
+int64_t maxThreads() { return 4 * int64_t(availableCores()); }
+
 Status parseInt(const std::string &flag, const std::string &text,
-                int64_t minValue, int64_t &out) {
+                int64_t minValue, int64_t maxValue, int64_t &out) {
   errno = 0;
   char *end = nullptr;
   long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE)
+  if (text.empty() || *end != '\0')
     return bad(fmt::format("{} expects an integer, got '{}'", flag, text));
-  if (v < minValue)
-    return bad(fmt::format("{} must be at least {}, got {}", flag, minValue, v));
+  if (errno == ERANGE || v < minValue || v > maxValue)
+    return bad(fmt::format("{} must be between {} and {}, got {}", flag,
+                           minValue, maxValue, text));
   out = v;
   return Status::ok();
+}
+
+/// An integer of at least `minValue`, bounded only by int64_t.
+Status parseInt(const std::string &flag, const std::string &text,
+                int64_t minValue, int64_t &out) {
+  return parseInt(flag, text, minValue, INT64_MAX, out);
 }
 
 Status parseDouble(const std::string &flag, const std::string &text,
@@ -40,6 +74,19 @@ Status parseDouble(const std::string &flag, const std::string &text,
   out = std::strtod(text.c_str(), &end);
   if (text.empty() || *end != '\0' || !std::isfinite(out))
     return bad(fmt::format("{} expects a number, got '{}'", flag, text));
+  return Status::ok();
+}
+
+/// A number in [minValue, maxValue].
+Status parseDouble(const std::string &flag, const std::string &text,
+                   double minValue, double maxValue, double &out) {
+  KILN_RETURN_IF_ERROR(parseDouble(flag, text, out));
+  if (out < minValue && maxValue == HUGE_VAL)
+    return bad(fmt::format("{} must be at least {}, got {}", flag, minValue,
+                           text));
+  if (out < minValue || out > maxValue)
+    return bad(fmt::format("{} must be between {} and {}, got {}", flag,
+                           minValue, maxValue, text));
   return Status::ok();
 }
 
@@ -67,6 +114,13 @@ Status parseFloatList(const std::string &flag, const std::string &text,
 
 } // namespace
 
+int availableCores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0)
+    return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
 StatusOr<RunOptions> parseOptions(int argc, char **argv) {
   RunOptions o;
   using Handler = std::function<Status(const std::string &flag,
@@ -75,10 +129,10 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
     bool takesValue;
     Handler handle;
   };
-  auto intFlag = [](int64_t &target, int64_t minValue) {
-    return Flag{true, [&target, minValue](const std::string &f,
-                                         const std::string &v) {
-                  return parseInt(f, v, minValue, target);
+  auto intFlag = [](int64_t &target, int64_t minValue, int64_t maxValue) {
+    return Flag{true, [&target, minValue, maxValue](const std::string &f,
+                                                   const std::string &v) {
+                  return parseInt(f, v, minValue, maxValue, target);
                 }};
   };
   auto boolFlag = [](bool &target, bool value) {
@@ -88,10 +142,13 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
                   return Status::ok();
                 }};
   };
-  auto scheduleFlag = [&o](const char *alias) {
-    return Flag{true, [&o, alias](const std::string &f, const std::string &v) {
+  // Learning rates, step counts, powers and factors: none is meaningful
+  // below 0; rates have no upper bound (tests force divergence with 1e30).
+  auto scheduleFlag = [&o](const char *alias, double maxValue = HUGE_VAL) {
+    return Flag{true, [&o, alias, maxValue](const std::string &f,
+                                            const std::string &v) {
                   double x;
-                  KILN_RETURN_IF_ERROR(parseDouble(f, v, x));
+                  KILN_RETURN_IF_ERROR(parseDouble(f, v, 0, maxValue, x));
                   o.scheduleOverrides.emplace_back(alias, x);
                   return Status::ok();
                 }};
@@ -105,7 +162,8 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
                     return Status::ok();
                   }}},
       {"--synthetic", boolFlag(o.synthetic, true)},
-      {"--synthetic-batches", intFlag(o.syntheticBatches, 1)},
+      {"--synthetic-batches",
+       intFlag(o.syntheticBatches, 1, kMaxSyntheticBatches)},
       {"--augment",
        {true, [&](const std::string &f, const std::string &v) {
           o.augmentSet = true;
@@ -124,7 +182,7 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
       {"--pad-crop", {true, [&](const std::string &f, const std::string &v) {
                         o.augmentSet = true;
                         o.augment = Augment::PadCrop;
-                        return parseInt(f, v, 0, o.pad);
+                        return parseInt(f, v, 0, kMaxPad, o.pad);
                       }}},
       {"--flip", boolFlag(o.flip, true)},
       {"--no-flip", boolFlag(o.flip, false)},
@@ -132,11 +190,17 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
                     return parseFloatList(f, v, o.mean);
                   }}},
       {"--std", {true, [&](const std::string &f, const std::string &v) {
-                   return parseFloatList(f, v, o.stddev);
+                   KILN_RETURN_IF_ERROR(parseFloatList(f, v, o.stddev));
+                   // Pixels are divided by it.
+                   for (float x : o.stddev)
+                     if (!(x > 0))
+                       return bad(fmt::format(
+                           "{} values must be positive, got '{}'", f, v));
+                   return Status::ok();
                  }}},
-      {"--data-workers", intFlag(o.dataWorkers, 1)},
-      {"--prefetch", intFlag(o.prefetch, 1)},
-      {"--shuffle-buffer", intFlag(o.shuffleBuffer, 1)},
+      {"--data-workers", intFlag(o.dataWorkers, 1, kMaxDataWorkers)},
+      {"--prefetch", intFlag(o.prefetch, 1, kMaxPrefetch)},
+      {"--shuffle-buffer", intFlag(o.shuffleBuffer, 1, kMaxShuffleBuffer)},
       {"--skip-bad-records", boolFlag(o.skipBadRecords, true)},
       {"--label-offset",
        {true, [&](const std::string &f, const std::string &v) {
@@ -149,26 +213,29 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
         }}},
       {"--steps", {true, [&](const std::string &f, const std::string &v) {
                      int64_t n;
-                     KILN_RETURN_IF_ERROR(parseInt(f, v, 0, n));
+                     KILN_RETURN_IF_ERROR(parseInt(f, v, 0, kMaxSteps, n));
                      o.steps = n;
                      return Status::ok();
                    }}},
       {"--epochs", {true, [&](const std::string &f, const std::string &v) {
                       double e;
-                      KILN_RETURN_IF_ERROR(parseDouble(f, v, e));
-                      if (e < 0)
-                        return bad(f + " must not be negative");
+                      // An epoch has at least one step; the step count is checked
+                      // against kMaxSteps once the data gives its length.
+                      KILN_RETURN_IF_ERROR(
+                          parseDouble(f, v, 0, double(kMaxSteps), e));
                       o.epochs = e;
                       return Status::ok();
                     }}},
       {"--seed", {true, [&](const std::string &f, const std::string &v) {
                     int64_t s;
-                    KILN_RETURN_IF_ERROR(parseInt(f, v, 0, s));
+                    KILN_RETURN_IF_ERROR(parseInt(f, v, 0, INT64_MAX, s));
                     o.seed = static_cast<uint64_t>(s);
                     o.seedSet = true;
                     return Status::ok();
                   }}},
-      {"--threads", intFlag(o.threads, 1)},
+      {"--threads", {true, [&](const std::string &f, const std::string &v) {
+                       return parseInt(f, v, 1, maxThreads(), o.threads);
+                     }}},
       {"--weights-format",
        {true, [&](const std::string &f, const std::string &v) {
           if (v != "blocked" && v != "hwio")
@@ -191,41 +258,53 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
                          o.modelDir = v;
                          return Status::ok();
                        }}},
-      {"--log-every", intFlag(o.logEvery, 0)},
-      {"--checkpoint-every", intFlag(o.checkpointEvery, 0)},
-      {"--keep-checkpoints", intFlag(o.keepCheckpoints, 1)},
+      {"--log-every", intFlag(o.logEvery, 0, kMaxSteps)},
+      {"--checkpoint-every", intFlag(o.checkpointEvery, 0, kMaxSteps)},
+      {"--keep-checkpoints", intFlag(o.keepCheckpoints, 1, kMaxSteps)},
+      {"--interrupt-snapshot",
+       {true, [&](const std::string &f, const std::string &v) {
+          if (v == "auto")
+            o.interruptSnapshot = InterruptSnapshot::Auto;
+          else if (v == "on")
+            o.interruptSnapshot = InterruptSnapshot::On;
+          else if (v == "off")
+            o.interruptSnapshot = InterruptSnapshot::Off;
+          else
+            return bad(fmt::format("{} expects auto, on or off, got '{}'", f,
+                                   v));
+          return Status::ok();
+        }}},
       {"--resume", boolFlag(o.resume, true)},
       {"--eval", boolFlag(o.eval, true)},
       {"--eval-every-epoch", boolFlag(o.evalEveryEpoch, true)},
       {"--lr", scheduleFlag("lr")},
       {"--warmup-init-lr", scheduleFlag("warmup_init_lr")},
-      {"--warmup-steps", scheduleFlag("warmup_steps")},
-      {"--total-steps", scheduleFlag("total_steps")},
+      {"--warmup-steps", scheduleFlag("warmup_steps", double(kMaxSteps))},
+      {"--total-steps", scheduleFlag("total_steps", double(kMaxSteps))},
       {"--end-lr", scheduleFlag("end_lr")},
       {"--power", scheduleFlag("power")},
       {"--decay-factor", scheduleFlag("decay_factor")},
       {"--warmup-epochs", {true, [&](const std::string &f,
                                      const std::string &v) {
                              double e;
-                             KILN_RETURN_IF_ERROR(parseDouble(f, v, e));
-                             if (e < 0)
-                               return bad(f + " must not be negative");
+                             KILN_RETURN_IF_ERROR(
+                                 parseDouble(f, v, 0, double(kMaxSteps), e));
                              o.warmupEpochs = e;
                              return Status::ok();
                            }}},
       {"--decay-epochs", {true, [&](const std::string &f,
                                     const std::string &v) {
                             double e;
-                            KILN_RETURN_IF_ERROR(parseDouble(f, v, e));
-                            if (e < 0)
-                              return bad(f + " must not be negative");
+                            KILN_RETURN_IF_ERROR(
+                                parseDouble(f, v, 0, double(kMaxSteps), e));
                             o.decayEpochs = e;
                             return Status::ok();
                           }}},
       {"--steps-per-epoch", {true, [&](const std::string &f,
                                        const std::string &v) {
                                int64_t n;
-                               KILN_RETURN_IF_ERROR(parseInt(f, v, 1, n));
+                               KILN_RETURN_IF_ERROR(
+                                   parseInt(f, v, 1, kMaxSteps, n));
                                o.stepsPerEpoch = n;
                                return Status::ok();
                              }}},
@@ -254,10 +333,11 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
                   }}},
       {"--comm-timeout", {true, [&](const std::string &f,
                                     const std::string &v) {
-                            KILN_RETURN_IF_ERROR(
-                                parseDouble(f, v, o.commTimeout));
+                            KILN_RETURN_IF_ERROR(parseDouble(
+                                f, v, 0, kMaxCommTimeout, o.commTimeout));
                             if (o.commTimeout <= 0)
-                              return bad(f + " must be positive");
+                              return bad(fmt::format(
+                                  "{} must be positive, got {}", f, v));
                             return Status::ok();
                           }}},
       {"--verify-replicas", boolFlag(o.verifyReplicas, true)},
@@ -322,6 +402,8 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
     return bad("--resume needs --model-dir");
   if (o.checkpointEvery > 0 && o.modelDir.empty())
     return bad("--checkpoint-every needs --model-dir");
+  if (o.interruptSnapshot == InterruptSnapshot::On && o.modelDir.empty())
+    return bad("--interrupt-snapshot on needs --model-dir");
   if (o.evalEveryEpoch)
     o.eval = true;
   if (!o.steps && !o.epochs)
@@ -367,7 +449,8 @@ learning-rate schedule (written into the schedule variable's slots):
   --set-schedule SLOT=X    any slot by its manifest name (repeatable)
 
 compute:
-  --threads N              oneDNN threads (default: cores / ranks on this node)
+  --threads N              oneDNN threads (default: cores / ranks on this node;
+                           at most 4 x the cores this process may run on)
   --weights-format F       blocked (default: oneDNN's format, reordered) | hwio
   --conv-algorithm A       auto (default) | winograd | direct | library:
                            auto runs f32 3x3 stride-1 layers of 16-128
@@ -385,6 +468,10 @@ output:
   --checkpoint-every N     checkpoint every N steps (default: only at the end)
   --keep-checkpoints K     checkpoints kept (default 3)
   --resume                 continue from the newest valid checkpoint in --model-dir
+  --interrupt-snapshot M   auto (default: on under mpirun) | on | off: rank 0
+                           copies the variables after every step, so that
+                           SIGINT/SIGTERM writes the last completed step's
+                           checkpoint at once, even in the middle of a step
 
 evaluation:
   --eval                   top-1/top-5 on the validation shards at the end

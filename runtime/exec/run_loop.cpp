@@ -8,40 +8,164 @@
 
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <thread>
 
 namespace kiln::rt::exec {
 namespace {
 
-/// Set by SIGINT/SIGTERM; the loops stop at the next step boundary.
-volatile sig_atomic_t stopSignal = 0;
+/// The first SIGINT/SIGTERM of the run (0: none); the loops stop at the
+/// next step boundary. Set by the handler, so lock-free.
+std::atomic<int> stopSignal{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 
-void onStopSignal(int signal) { stopSignal = signal; }
+/// The pipe that wakes the watcher thread: the handler writes the signal's
+/// number, the watcher's destructor a 0.
+int wakeFds[2] = {-1, -1};
 
-/// Installs the stop handlers for the lifetime of a run; the first signal
-/// asks for an orderly stop, a second one (SA_RESETHAND) kills as usual.
-class StopSignals {
+void onStopSignal(int signal) {
+  int savedErrno = errno;
+  stopSignal.store(signal);
+  unsigned char byte = static_cast<unsigned char>(signal);
+  // Non-blocking: a full pipe already holds a wake-up.
+  [[maybe_unused]] ssize_t n = ::write(wakeFds[1], &byte, 1);
+  errno = savedErrno;
+}
+
+/// Where the watcher sends the signal: the current run's checkpointer on
+/// rank 0 while it snapshots. The watcher holds the mutex while writing, so
+/// the checkpointer cannot go away under it.
+std::mutex interruptTargetMutex;
+Checkpointer *interruptTarget = nullptr;
+/// Whether the job takes interrupt snapshots (set on every rank).
+std::atomic<bool> jobSnapshots{false};
+
+/// The nice values of this process's other threads before the watcher
+/// lowered their priority, to restore when the run ends.
+std::vector<std::pair<pid_t, int>> lowered;
+
+/// Gives the CPU to the watcher: once SIGTERM has come, the step in flight
+/// is usually lost anyway (mpirun's SIGKILL follows in a second), while the
+/// snapshot must reach the disk before it. On a loaded node the writer
+/// otherwise gets a share like any compute thread's (measured: 1.1 s for
+/// ResNet-18's 89 MiB under two ranks, 0.5 s alone). Raising a nice value
+/// needs no privilege; every rank does it, so that the other ranks on the
+/// node yield too.
+void lowerOtherThreads() {
+  pid_t self = pid_t(::syscall(SYS_gettid));
+  DIR *tasks = ::opendir("/proc/self/task");
+  if (!tasks)
+    return;
+  while (dirent *e = ::readdir(tasks)) {
+    pid_t tid = pid_t(std::atoi(e->d_name));
+    if (tid <= 0 || tid == self)
+      continue;
+    errno = 0;
+    int nice = ::getpriority(PRIO_PROCESS, id_t(tid));
+    if (errno == 0 && ::setpriority(PRIO_PROCESS, id_t(tid), 19) == 0)
+      lowered.emplace_back(tid, nice);
+  }
+  ::closedir(tasks);
+}
+
+/// Undoes lowerOtherThreads where allowed (an unprivileged process cannot;
+/// it is ending anyway). Matters in a process that goes on: a test binary.
+void restoreOtherThreads() {
+  for (const auto &[tid, nice] : lowered)
+    ::setpriority(PRIO_PROCESS, id_t(tid), nice);
+  lowered.clear();
+}
+
+/// The stop-signal watcher for the lifetime of a run (run_loop.h). Create
+/// it before any other thread of the run exists.
+class StopWatcher {
 public:
-  StopSignals() {
-    stopSignal = 0;
+  StopWatcher() {
+    stopSignal.store(0);
+    if (::pipe2(wakeFds, O_CLOEXEC) != 0) {
+      // Without the pipe the signals still stop the loop; only the
+      // immediate snapshot write is lost.
+      fmt::print(stderr, "kiln: warning: no stop-signal watcher (pipe: "
+                         "{}); SIGTERM stops the run at the next step "
+                         "boundary only\n",
+                 std::strerror(errno));
+      wakeFds[0] = wakeFds[1] = -1;
+    } else {
+      ::fcntl(wakeFds[1], F_SETFL, O_NONBLOCK);
+    }
+    sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stops, &oldMask);
     struct sigaction action = {};
     action.sa_handler = onStopSignal;
-    action.sa_flags = SA_RESETHAND;
+    action.sa_flags = SA_RESETHAND | SA_RESTART;
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, &oldInt);
     sigaction(SIGTERM, &action, &oldTerm);
+    if (wakeFds[0] >= 0)
+      watcher = std::thread([stops] {
+        // The one thread of the run that takes the signals.
+        pthread_sigmask(SIG_UNBLOCK, &stops, nullptr);
+        for (;;) {
+          unsigned char byte = 0;
+          ssize_t n = ::read(wakeFds[0], &byte, 1);
+          if (n < 0 && errno == EINTR)
+            continue;
+          if (n <= 0 || byte == 0)
+            return;
+          if (jobSnapshots.load() && lowered.empty())
+            lowerOtherThreads();
+          std::lock_guard<std::mutex> lock(interruptTargetMutex);
+          if (interruptTarget)
+            interruptTarget->onInterrupt(byte);
+        }
+      });
   }
-  ~StopSignals() {
+  ~StopWatcher() {
+    if (watcher.joinable()) {
+      // The watcher may be handling a signal; it reads this 0 afterwards.
+      unsigned char zero = 0;
+      while (::write(wakeFds[1], &zero, 1) < 0 && errno == EAGAIN)
+        std::this_thread::yield();
+      watcher.join();
+    }
+    restoreOtherThreads();
+    jobSnapshots.store(false);
     sigaction(SIGINT, &oldInt, nullptr);
     sigaction(SIGTERM, &oldTerm, nullptr);
+    pthread_sigmask(SIG_SETMASK, &oldMask, nullptr);
+    for (int &fd : wakeFds)
+      if (fd >= 0) {
+        ::close(fd);
+        fd = -1;
+      }
   }
 
 private:
   struct sigaction oldInt, oldTerm;
+  sigset_t oldMask;
+  std::thread watcher;
 };
+
+const char *signalName(int signal) {
+  return signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "signal";
+}
 
 /// Prints `status` and ends this rank: under MPI the whole job must end, or
 /// the other ranks would wait in a collective forever.
@@ -66,6 +190,8 @@ int usageError(const char *program, const std::string &message) {
 int runTraining(
     const RunOptions &options,
     const std::function<std::unique_ptr<TrainingPhases>(Comm &)> &create) {
+  // Before MPI starts its threads: they must inherit the blocked signals.
+  StopWatcher watcher;
   std::unique_ptr<Comm> comm;
   bool mpi = options.comm == CommBackend::Mpi ||
              (options.comm == CommBackend::Auto && launchedByMpirun());
@@ -84,13 +210,12 @@ int runTraining(
   {
     // The trainer stays alive until `fail` has aborted the job: under MPI
     // the communicator may still be reducing into its buffers.
-    StopSignals signals;
     std::unique_ptr<TrainingPhases> trainer = create(*comm);
     Status status = trainer->setup();
     if (status.isOk())
       status = trainer->train(exitCode);
     if (status.isOk() && exitCode == kExitOk)
-      status = trainer->finish();
+      status = trainer->finish(exitCode);
     if (!status.isOk())
       return fail(status, comm.get());
   }
@@ -103,6 +228,16 @@ StatusOr<Resumed> resumeOrBroadcast(const RunOptions &options, Comm &comm,
                                     RunState &run) {
   Resumed resumed;
   int64_t header[3] = {0, 0, 0}; // found, step, seed
+  if (!options.modelDir.empty() && comm.rank() == 0) {
+    // Nothing writes yet: every temporary is a dead writer's.
+    KILN_ASSIGN_OR_RETURN(std::vector<std::string> removed,
+                          removeStaleTemporaries(options.modelDir));
+    if (!removed.empty())
+      fmt::print("kiln: removed {} temporar{} of interrupted checkpoint "
+                 "writes: {}\n",
+                 removed.size(), removed.size() == 1 ? "y" : "ies",
+                 fmt::join(removed, ", "));
+  }
   if (options.resume && comm.rank() == 0) {
     std::vector<std::string> warnings;
     auto loaded =
@@ -158,10 +293,26 @@ openTrainingInput(const RunOptions &options, const Function &train, Comm &comm,
         input, openDatasetInput(options, train, comm, run.seed, run.startStep));
   }
   run.stepsPerEpoch = input->stepsPerEpoch();
-  run.totalSteps = options.steps
-                       ? *options.steps
-                       : static_cast<int64_t>(std::llround(
-                             *options.epochs * double(run.stepsPerEpoch)));
+  // Epochs become steps only here; a huge count must not wrap around.
+  auto epochSteps = [&](const char *flag, double epochs) -> StatusOr<int64_t> {
+    double steps = std::round(epochs * double(run.stepsPerEpoch));
+    if (!(steps <= double(kMaxSteps)))
+      return KILN_STATUS(
+          kInvalidArgument,
+          fmt::format("{} {}: {} steps per epoch make {:g} steps, more than "
+                      "the {} a run can count",
+                      flag, epochs, run.stepsPerEpoch, steps, kMaxSteps));
+    return static_cast<int64_t>(steps);
+  };
+  if (options.warmupEpochs)
+    KILN_RETURN_IF_ERROR(
+        epochSteps("--warmup-epochs", *options.warmupEpochs).status());
+  if (options.steps) {
+    run.totalSteps = *options.steps;
+  } else {
+    KILN_ASSIGN_OR_RETURN(run.totalSteps,
+                          epochSteps("--epochs", *options.epochs));
+  }
   return input;
 }
 
@@ -186,7 +337,7 @@ StatusOr<StepOutcome> reduceStepOutcome(Comm &comm, double localLoss,
                                         RunState &run) {
   bool finite = std::isfinite(localLoss);
   double sums[3] = {finite ? localLoss : 0.0, finite ? 0.0 : 1.0,
-                    stopSignal ? 1.0 : 0.0};
+                    stopSignal.load() ? 1.0 : 0.0};
   KILN_RETURN_IF_ERROR(comm.allreduceSum(sums, 3));
   StepOutcome outcome;
   outcome.nonFiniteRanks = sums[1];
@@ -275,27 +426,213 @@ bool checkpointDue(const RunOptions &options, const RunState &run) {
   return options.checkpointEvery > 0 && run.step % options.checkpointEvery == 0;
 }
 
-Status writeCheckpoint(const RunOptions &options, const Comm &comm,
-                       const Manifest &manifest, const uint8_t *arena,
-                       RunState &run,
-                       const std::function<Status()> &syncArena) {
-  if (options.modelDir.empty() || run.step == run.lastCheckpointStep)
+//===----------------------------------------------------------------------===//
+// Checkpointer
+//===----------------------------------------------------------------------===//
+
+namespace {
+using SteadyClock = std::chrono::steady_clock;
+
+double secondsSince(SteadyClock::time_point start) {
+  return std::chrono::duration<double>(SteadyClock::now() - start).count();
+}
+} // namespace
+
+Checkpointer::Checkpointer(const RunOptions &options, Comm &comm,
+                           const Manifest &manifest, const uint8_t *arena,
+                           RunState &run, std::function<Status()> syncArena)
+    : options_(options), comm_(comm), manifest_(manifest), arena_(arena),
+      run_(run), syncArena_(std::move(syncArena)) {
+  bool wanted = options.interruptSnapshot == InterruptSnapshot::On ||
+                (options.interruptSnapshot == InterruptSnapshot::Auto &&
+                 launchedByMpirun());
+  snapshotting_ = wanted && comm.rank() == 0 && !options.modelDir.empty();
+  jobSnapshots.store(wanted && !options.modelDir.empty());
+  writtenStep_ = run.lastCheckpointStep;
+  writtenPath_ = run.lastCheckpoint;
+  if (!snapshotting_)
+    return;
+  for (const Variable &v : manifest.variables)
+    if (!v.isCopy())
+      snapshotBytes_ += v.tensor.byteSize();
+  std::lock_guard<std::mutex> lock(interruptTargetMutex);
+  interruptTarget = this;
+}
+
+Checkpointer::~Checkpointer() {
+  std::lock_guard<std::mutex> lock(interruptTargetMutex);
+  if (interruptTarget == this)
+    interruptTarget = nullptr;
+}
+
+CheckpointInfo Checkpointer::infoAt(int64_t step) const {
+  CheckpointInfo info;
+  info.step = step;
+  info.seed = run_.seed;
+  info.stepsPerEpoch = run_.stepsPerEpoch;
+  info.worldSize = comm_.size();
+  info.data = options_.synthetic ? "synthetic" : options_.dataDir;
+  return info;
+}
+
+Status Checkpointer::snapshot() {
+  if (!snapshotting_)
     return Status::ok();
-  if (comm.rank() == 0) {
-    if (syncArena)
-      KILN_RETURN_IF_ERROR(syncArena());
-    CheckpointInfo info;
-    info.step = run.step;
-    info.seed = run.seed;
-    info.stepsPerEpoch = run.stepsPerEpoch;
-    info.worldSize = comm.size();
-    info.data = options.synthetic ? "synthetic" : options.dataDir;
-    KILN_RETURN_IF_ERROR(saveCheckpoint(options.modelDir, manifest, arena, info,
-                                        options.keepCheckpoints));
-  }
-  run.lastCheckpointStep = run.step;
-  run.lastCheckpoint = checkpointPath(options.modelDir, run.step);
+  auto start = SteadyClock::now();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (syncArena_)
+    KILN_RETURN_IF_ERROR(syncArena_());
+  // Kept as the checkpoint file's tensors: when the signal comes, nothing
+  // is left to copy but the serialization.
+  copyCheckpointTensors(manifest_, arena_, snapshot_);
+  snapshotStep_ = run_.step;
+  ++snapshots_;
+  snapshotSeconds_ += secondsSince(start);
   return Status::ok();
+}
+
+StatusOr<std::optional<NonFiniteVariable>> Checkpointer::checkAndSave() {
+  if (std::optional<NonFiniteVariable> bad =
+          findNonFiniteVariable(manifest_, arena_))
+    return bad;
+  KILN_RETURN_IF_ERROR(saveCheckpoint(options_.modelDir, manifest_, arena_,
+                                      infoAt(run_.step),
+                                      options_.keepCheckpoints));
+  writtenStep_ = run_.step;
+  writtenPath_ = checkpointPath(options_.modelDir, run_.step);
+  return std::optional<NonFiniteVariable>();
+}
+
+void Checkpointer::adoptInterruptCheckpoint() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  adoptLocked();
+}
+
+void Checkpointer::adoptLocked() {
+  if (writtenStep_ > run_.lastCheckpointStep) {
+    run_.lastCheckpointStep = writtenStep_;
+    run_.lastCheckpoint = writtenPath_;
+  }
+}
+
+StatusOr<Checkpointer::Result> Checkpointer::write() {
+  if (options_.modelDir.empty() || run_.step == run_.lastCheckpointStep)
+    return Result::Written;
+  // 1: rank 0 found a non-finite variable; every rank must stop with it.
+  int64_t nonFinite = 0;
+  if (comm_.rank() == 0) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    adoptLocked();
+    if (writtenStep_ < run_.step) {
+      if (syncArena_)
+        KILN_RETURN_IF_ERROR(syncArena_());
+      KILN_ASSIGN_OR_RETURN(std::optional<NonFiniteVariable> bad,
+                            checkAndSave());
+      if (bad) {
+        nonFinite = 1;
+        fmt::print(stderr, "kiln: step {}: {}; stopping (last good "
+                           "checkpoint: {})\n",
+                   run_.step, describeNonFinite(bad->variable->name,
+                                                bad->element),
+                   run_.lastCheckpoint.empty() ? "none" : run_.lastCheckpoint);
+      }
+    }
+  }
+  if (comm_.size() > 1)
+    KILN_RETURN_IF_ERROR(comm_.broadcast(&nonFinite, sizeof(nonFinite), 0));
+  if (nonFinite)
+    return Result::NonFinite;
+  run_.lastCheckpointStep = run_.step;
+  run_.lastCheckpoint = checkpointPath(options_.modelDir, run_.step);
+  return Result::Written;
+}
+
+Status Checkpointer::rescue(const Status &failure) {
+  if (failure.isOk() || comm_.rank() != 0 || options_.modelDir.empty())
+    return failure;
+  std::string what;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    adoptLocked();
+    if (run_.step == run_.lastCheckpointStep) {
+      what = "the checkpoint of step " + std::to_string(run_.step) +
+             " is on disk: " + run_.lastCheckpoint;
+    } else {
+      Status synced = syncArena_ ? syncArena_() : Status::ok();
+      StatusOr<std::optional<NonFiniteVariable>> saved =
+          synced.isOk() ? checkAndSave()
+                        : StatusOr<std::optional<NonFiniteVariable>>(synced);
+      if (!saved.isOk())
+        what = fmt::format("the checkpoint of step {} could not be written "
+                           "either: {}",
+                           run_.step, saved.status().message());
+      else if (*saved)
+        what = fmt::format("no checkpoint of step {}: {} (last good "
+                           "checkpoint: {})",
+                           run_.step,
+                           describeNonFinite((*saved)->variable->name,
+                                             (*saved)->element),
+                           run_.lastCheckpoint.empty() ? "none"
+                                                       : run_.lastCheckpoint);
+      else
+        what = "wrote the checkpoint of step " + std::to_string(run_.step) +
+               ": " + writtenPath_;
+    }
+  }
+  return Status(failure.code(), failure.message() + "; stopping (" + what +
+                                    ")");
+}
+
+std::string Checkpointer::snapshotSummary() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!snapshotting_ || snapshots_ == 0)
+    return "";
+  return fmt::format("kiln: interrupt snapshot: {:.1f} MiB copied after each "
+                     "step, {:.1f} ms per step on average ({} steps)\n",
+                     double(snapshotBytes_) / double(1 << 20),
+                     1e3 * snapshotSeconds_ / double(snapshots_), snapshots_);
+}
+
+void Checkpointer::onInterrupt(int signal) {
+  auto start = SteadyClock::now();
+  std::lock_guard<std::mutex> lock(mutex_);
+  const char *name = signalName(signal);
+  if (snapshotStep_ < 0) {
+    fmt::print(stderr, "kiln: {}: no step has completed yet; stopping at the "
+                       "end of the first\n",
+               name);
+    return;
+  }
+  if (snapshotStep_ <= writtenStep_) {
+    fmt::print(stderr, "kiln: {}: the checkpoint of step {} is on disk "
+                       "already; stopping at the end of the current step\n",
+               name, writtenStep_);
+    return;
+  }
+  if (std::optional<NonFiniteVariable> bad =
+          findNonFiniteTensor(manifest_, snapshot_)) {
+    fmt::print(stderr, "kiln: step {}: {}; not writing it on {} (last good "
+                       "checkpoint: {})\n",
+               snapshotStep_,
+               describeNonFinite(bad->variable->name, bad->element), name,
+               writtenPath_.empty() ? "none" : writtenPath_);
+    return;
+  }
+  Status saved =
+      writeCheckpointFile(options_.modelDir, manifest_, infoAt(snapshotStep_),
+                          snapshot_, options_.keepCheckpoints);
+  if (!saved.isOk()) {
+    fmt::print(stderr, "kiln: error: {}: writing the checkpoint of step {} "
+                       "from the interrupt snapshot failed: {}\n",
+               name, snapshotStep_, saved.message());
+    return;
+  }
+  writtenStep_ = snapshotStep_;
+  writtenPath_ = checkpointPath(options_.modelDir, snapshotStep_);
+  fmt::print(stderr, "kiln: {}: wrote {}, the last completed step's "
+                     "checkpoint, in {:.2f} s; stopping at the end of the "
+                     "current step\n",
+             name, writtenPath_, secondsSince(start));
 }
 
 Status verifyReplicas(const Manifest &manifest, const uint8_t *arena,

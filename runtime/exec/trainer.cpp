@@ -21,8 +21,6 @@
 
 #include <fmt/format.h>
 
-#include <sched.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -40,10 +38,7 @@ double secondsSince(Clock::time_point start) {
 
 /// Cores this process may run on, shared among the ranks of this node.
 int defaultThreads() {
-  cpu_set_t set;
-  int cores = 1;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0)
-    cores = CPU_COUNT(&set);
+  int cores = availableCores();
   int local = 1;
   if (const char *s = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
     local = std::max(1, std::atoi(s));
@@ -70,7 +65,7 @@ public:
   /// Evaluation over the validation data (or the synthetic batches).
   Status evaluate();
   /// Final checkpoint, replica check, summary.
-  Status finish() override;
+  Status finish(int &exitCode) override;
 
 private:
   const RunOptions &options;
@@ -93,6 +88,7 @@ private:
   const Function *evalFn = nullptr;
 
   RunState run;
+  std::unique_ptr<Checkpointer> checkpoints;
   int64_t checkpointStepsPerEpoch = -1; ///< of the resumed checkpoint
   bool haveEval = false;
   EvalTotals lastEval;
@@ -103,7 +99,11 @@ private:
   }
 
   Status resumeAndBroadcast();
-  Status checkpoint();
+  /// The checkpoint of run.step (collective); false if the run must stop
+  /// for divergence (`exitCode` set).
+  StatusOr<bool> checkpoint(int &exitCode);
+  /// A metrics row; a failure stops the run after a checkpoint attempt.
+  Status writeMetrics(const std::vector<JsonField> &row);
   /// One train step, timed with --profile.
   void trainStep();
   /// --profile: restarts the count after the first step of several.
@@ -171,6 +171,8 @@ Status Trainer::setup() {
 
   if (!options.modelDir.empty() && isRoot())
     KILN_RETURN_IF_ERROR(metrics.open(options.modelDir));
+  checkpoints = std::make_unique<Checkpointer>(options, comm, manifest,
+                                               arena->data(), run);
 
   say(comm,
       "kiln: model {} (model ABI {}), batch {} x {} rank{} ({}), {} "
@@ -205,8 +207,18 @@ Status Trainer::resumeAndBroadcast() {
   return Status::ok();
 }
 
-Status Trainer::checkpoint() {
-  return writeCheckpoint(options, comm, manifest, arena->data(), run);
+StatusOr<bool> Trainer::checkpoint(int &exitCode) {
+  KILN_ASSIGN_OR_RETURN(Checkpointer::Result result, checkpoints->write());
+  if (result == Checkpointer::Result::NonFinite) {
+    exitCode = kExitNonFiniteLoss;
+    return false;
+  }
+  return true;
+}
+
+Status Trainer::writeMetrics(const std::vector<JsonField> &row) {
+  Status status = metrics.write(row);
+  return status.isOk() ? status : checkpoints->rescue(status);
 }
 
 void Trainer::trainStep() {
@@ -256,26 +268,34 @@ Status Trainer::train(int &exitCode) {
       // run stops.
       double nans = std::isnan(local) ? 1 : 0;
       KILN_RETURN_IF_ERROR(comm.allreduceSum(&nans, 1));
+      checkpoints->adoptInterruptCheckpoint();
       exitCode =
           reportNonFiniteLoss(comm, run, outcome, nans > 0 ? "NaN" : "Inf");
       return Status::ok();
     }
     if (outcome.stop) {
-      KILN_RETURN_IF_ERROR(checkpoint());
-      exitCode = reportInterrupted(comm, run);
+      KILN_ASSIGN_OR_RETURN(bool good, checkpoint(exitCode));
+      if (good)
+        exitCode = reportInterrupted(comm, run);
       return Status::ok();
     }
+    KILN_RETURN_IF_ERROR(checkpoints->snapshot());
 
     if (std::optional<ProgressClock::Interval> interval =
             clock.lap(options, run, globalBatch())) {
-      KILN_RETURN_IF_ERROR(
+      Status reported =
           reportProgress(comm, run, readScalar(lrSlot),
                          fmt::format("{:.1f} img/s", interval->imagesPerSecond),
-                         *interval, metrics));
+                         *interval, metrics);
+      if (!reported.isOk())
+        return checkpoints->rescue(reported);
       clock.restart(run.step);
     }
-    if (checkpointDue(options, run))
-      KILN_RETURN_IF_ERROR(checkpoint());
+    if (checkpointDue(options, run)) {
+      KILN_ASSIGN_OR_RETURN(bool good, checkpoint(exitCode));
+      if (!good)
+        return Status::ok();
+    }
     if (options.evalEveryEpoch && run.stepsPerEpoch &&
         run.step % run.stepsPerEpoch == 0 && run.step != run.totalSteps)
       KILN_RETURN_IF_ERROR(evaluate());
@@ -346,7 +366,7 @@ Status Trainer::evaluate() {
       100 * lastEval.top1, 100 * lastEval.top5, lastEval.lossSum,
       static_cast<long long>(sums[0]), formatDuration(seconds));
   if (metrics.isOpen())
-    KILN_RETURN_IF_ERROR(metrics.write(
+    KILN_RETURN_IF_ERROR(writeMetrics(
         {JsonField::text("kind", "eval"), JsonField::integer("step", run.step),
          JsonField::number("epoch", epoch),
          JsonField::number("top1", lastEval.top1),
@@ -357,9 +377,12 @@ Status Trainer::evaluate() {
   return Status::ok();
 }
 
-Status Trainer::finish() {
-  if (run.step > run.startStep || run.lastCheckpointStep < 0)
-    KILN_RETURN_IF_ERROR(checkpoint());
+Status Trainer::finish(int &exitCode) {
+  if (run.step > run.startStep || run.lastCheckpointStep < 0) {
+    KILN_ASSIGN_OR_RETURN(bool good, checkpoint(exitCode));
+    if (!good)
+      return Status::ok();
+  }
   if (options.eval)
     KILN_RETURN_IF_ERROR(evaluate());
 
@@ -389,6 +412,8 @@ Status Trainer::finish() {
         overlap.reductions, 1000 * overlap.inFlightSeconds / double(taken),
         1000 * overlap.exposedSeconds / double(taken),
         100 * (1 - overlap.exposedSeconds / overlap.inFlightSeconds));
+  if (std::string snapshot = checkpoints->snapshotSummary(); !snapshot.empty())
+    say(comm, "{}", snapshot);
   if (metrics.isOpen()) {
     std::vector<JsonField> fields = {
         JsonField::text("kind", "summary"),
@@ -402,7 +427,7 @@ Status Trainer::finish() {
       fields.push_back(JsonField::number("top1", lastEval.top1));
       fields.push_back(JsonField::number("top5", lastEval.top5));
     }
-    KILN_RETURN_IF_ERROR(metrics.write(fields));
+    KILN_RETURN_IF_ERROR(writeMetrics(fields));
   }
   if (options.profile && isRoot())
     KILN_RETURN_IF_ERROR(reportProfile());
@@ -415,7 +440,7 @@ Status Trainer::reportProfile() {
   if (metrics.isOpen())
     for (const std::vector<JsonField> &row :
          profileMetrics(*sites, *kernels, manifest, profiled))
-      KILN_RETURN_IF_ERROR(metrics.write(row));
+      KILN_RETURN_IF_ERROR(writeMetrics(row));
   return Status::ok();
 }
 

@@ -205,7 +205,7 @@ public:
 
   Status setup() override;
   Status train(int &exitCode) override;
-  Status finish() override;
+  Status finish(int &exitCode) override;
 
 private:
   const RunOptions &options;
@@ -232,6 +232,7 @@ private:
 
   sim::Report device;
   RunState run;
+  std::unique_ptr<Checkpointer> checkpoints;
 
   bool isRoot() const { return comm.rank() == 0; }
   double globalBatch() const {
@@ -248,7 +249,9 @@ private:
   Status variablesToArena();
   Status variablesFromArena(const std::vector<std::string> *only = nullptr);
   Status resumeAndBroadcast();
-  Status checkpoint();
+  /// The checkpoint of run.step (collective); false if the run must stop
+  /// for divergence (`exitCode` set).
+  StatusOr<bool> checkpoint(int &exitCode);
   Status feed(int64_t globalStep);
   StatusOr<double> readScalar(const std::string &output);
 };
@@ -498,6 +501,11 @@ Status SimTrainer::setup() {
 
   if (!options.modelDir.empty() && isRoot())
     KILN_RETURN_IF_ERROR(metrics.open(options.modelDir));
+  // The variables live in the simulator: each checkpoint and snapshot reads
+  // them into the host arena first.
+  checkpoints = std::make_unique<Checkpointer>(
+      options, comm, manifest, arena, run,
+      [this] { return variablesToArena(); });
 
   // The device time of a step: values do not change it, so one timed run
   // serves the whole training (allreduce over the ranks' links included).
@@ -568,9 +576,13 @@ StatusOr<double> SimTrainer::readScalar(const std::string &output) {
   return double(values[0]);
 }
 
-Status SimTrainer::checkpoint() {
-  return writeCheckpoint(options, comm, manifest, arena, run,
-                         [this] { return variablesToArena(); });
+StatusOr<bool> SimTrainer::checkpoint(int &exitCode) {
+  KILN_ASSIGN_OR_RETURN(Checkpointer::Result result, checkpoints->write());
+  if (result == Checkpointer::Result::NonFinite) {
+    exitCode = kExitNonFiniteLoss;
+    return false;
+  }
+  return true;
 }
 
 Status SimTrainer::train(int &exitCode) {
@@ -588,37 +600,48 @@ Status SimTrainer::train(int &exitCode) {
     KILN_ASSIGN_OR_RETURN(StepOutcome outcome,
                           reduceStepOutcome(comm, local, run));
     if (outcome.nonFiniteRanks > 0) {
+      checkpoints->adoptInterruptCheckpoint();
       exitCode = reportNonFiniteLoss(comm, run, outcome, "not finite");
       return Status::ok();
     }
     if (outcome.stop) {
-      KILN_RETURN_IF_ERROR(checkpoint());
-      exitCode = reportInterrupted(comm, run);
+      KILN_ASSIGN_OR_RETURN(bool good, checkpoint(exitCode));
+      if (good)
+        exitCode = reportInterrupted(comm, run);
       return Status::ok();
     }
+    KILN_RETURN_IF_ERROR(checkpoints->snapshot());
 
     if (std::optional<ProgressClock::Interval> interval =
             clock.lap(options, run, globalBatch())) {
       KILN_ASSIGN_OR_RETURN(double lr, readScalar("learning_rate"));
-      KILN_RETURN_IF_ERROR(reportProgress(
+      Status reported = reportProgress(
           comm, run, lr,
           fmt::format("{:.1f} img/s host  {:.1f} img/s device",
                       interval->imagesPerSecond, deviceImagesPerSecond()),
           *interval, metrics,
           {JsonField::number("device_images_per_sec",
-                             deviceImagesPerSecond())}));
+                             deviceImagesPerSecond())});
+      if (!reported.isOk())
+        return checkpoints->rescue(reported);
       clock.restart(run.step);
     }
-    if (checkpointDue(options, run))
-      KILN_RETURN_IF_ERROR(checkpoint());
+    if (checkpointDue(options, run)) {
+      KILN_ASSIGN_OR_RETURN(bool good, checkpoint(exitCode));
+      if (!good)
+        return Status::ok();
+    }
   }
   run.trainSeconds = clock.elapsed();
   return Status::ok();
 }
 
-Status SimTrainer::finish() {
-  if (run.step > run.startStep || run.lastCheckpointStep < 0)
-    KILN_RETURN_IF_ERROR(checkpoint());
+Status SimTrainer::finish(int &exitCode) {
+  if (run.step > run.startStep || run.lastCheckpointStep < 0) {
+    KILN_ASSIGN_OR_RETURN(bool good, checkpoint(exitCode));
+    if (!good)
+      return Status::ok();
+  }
   if (options.verifyReplicas) {
     KILN_RETURN_IF_ERROR(variablesToArena());
     KILN_RETURN_IF_ERROR(verifyReplicas(manifest, arena, comm));
@@ -634,8 +657,10 @@ Status SimTrainer::finish() {
       1e3 * device.seconds,
       taken ? fmt::format(", final loss {:.4f}", run.lastLoss) : "",
       run.lastCheckpoint.empty() ? "" : "; checkpoint " + run.lastCheckpoint);
+  if (std::string snapshot = checkpoints->snapshotSummary(); !snapshot.empty())
+    say(comm, "{}", snapshot);
   if (metrics.isOpen())
-    KILN_RETURN_IF_ERROR(metrics.write(
+    KILN_RETURN_IF_ERROR(checkpoints->rescue(metrics.write(
         {JsonField::text("kind", "summary"), JsonField::integer("steps", taken),
          JsonField::integer("step", run.step),
          JsonField::number("seconds", run.trainSeconds),
@@ -645,7 +670,7 @@ Status SimTrainer::finish() {
          JsonField::integer("device_step_cycles",
                             static_cast<long long>(device.cycles)),
          JsonField::number("final_loss", run.lastLoss),
-         JsonField::text("checkpoint", run.lastCheckpoint)}));
+         JsonField::text("checkpoint", run.lastCheckpoint)})));
   std::fflush(stdout);
   return Status::ok();
 }

@@ -111,7 +111,8 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{{"--synthetic", "--steps"}, "--steps needs a value"},
         Bad{{"--synthetic", "--steps", "x"},
             "--steps expects an integer, got 'x'"},
-        Bad{{"--synthetic", "--steps", "-1"}, "--steps must be at least 0"},
+        Bad{{"--synthetic", "--steps", "-1"},
+            "--steps must be between 0 and 9999999999, got -1"},
         Bad{{"--synthetic=1", "--steps", "1"}, "--synthetic takes no value"},
         Bad{{"--steps", "1"}, "no input: pass --data DIR"},
         Bad{{"--synthetic", "--data", "/d", "--steps", "1"},
@@ -130,10 +131,94 @@ INSTANTIATE_TEST_SUITE_P(
             "--augment expects random-resized-crop, pad-crop or none"},
         Bad{{"--synthetic", "--steps", "1", "--mean", "1,2,3,4"},
             "--mean expects 1 to 3 comma-separated numbers"},
-        Bad{{"--synthetic", "--steps", "1", "--threads", "0"},
-            "--threads must be at least 1"},
         Bad{{"--synthetic", "--steps", "1", "--comm-timeout", "0"},
-            "--comm-timeout must be positive"}));
+            "--comm-timeout must be positive, got 0"}));
+
+// Every numeric flag is bounded: a value that would overflow, wrap around
+// in a narrower field or exhaust memory is refused with the flag, the
+// value and the range.
+INSTANTIATE_TEST_SUITE_P(
+    Bounds, OptionsErrorTest,
+    ::testing::Values(
+        Bad{{"--synthetic", "--steps", "10000000000"},
+            "--steps must be between 0 and 9999999999, got 10000000000"},
+        Bad{{"--synthetic", "--steps", "99999999999999999999"},
+            "--steps must be between 0 and 9999999999, got "
+            "99999999999999999999"},
+        Bad{{"--data", "/d", "--epochs", "1e30"},
+            "--epochs must be between 0 and 9999999999, got 1e30"},
+        Bad{{"--data", "/d", "--epochs", "-1"},
+            "--epochs must be between 0 and 9999999999, got -1"},
+        Bad{{"--data", "/d", "--epochs", "inf"},
+            "--epochs expects a number, got 'inf'"},
+        Bad{{"--data", "/d", "--epochs", "1", "--warmup-epochs", "2e10"},
+            "--warmup-epochs must be between 0 and 9999999999, got 2e10"},
+        Bad{{"--synthetic", "--steps", "1", "--synthetic-batches", "0"},
+            "--synthetic-batches must be between 1 and 1024, got 0"},
+        Bad{{"--synthetic", "--steps", "1", "--pad-crop", "4294967296"},
+            "--pad-crop must be between 0 and 4096, got 4294967296"},
+        Bad{{"--synthetic", "--steps", "1", "--data-workers", "1000"},
+            "--data-workers must be between 1 and 256, got 1000"},
+        Bad{{"--synthetic", "--steps", "1", "--prefetch", "0"},
+            "--prefetch must be between 1 and 1024, got 0"},
+        Bad{{"--synthetic", "--steps", "1", "--shuffle-buffer", "2000000"},
+            "--shuffle-buffer must be between 1 and 1048576, got 2000000"},
+        Bad{{"--synthetic", "--steps", "1", "--seed", "-1"},
+            "--seed must be between 0 and 9223372036854775807, got -1"},
+        Bad{{"--synthetic", "--steps", "1", "--log-every", "-1"},
+            "--log-every must be between 0 and 9999999999, got -1"},
+        Bad{{"--synthetic", "--steps", "1", "--checkpoint-every", "1e3"},
+            "--checkpoint-every expects an integer, got '1e3'"},
+        Bad{{"--synthetic", "--steps", "1", "--keep-checkpoints", "0"},
+            "--keep-checkpoints must be between 1 and 9999999999, got 0"},
+        Bad{{"--synthetic", "--steps", "1", "--lr", "-0.1"},
+            "--lr must be at least 0, got -0.1"},
+        Bad{{"--synthetic", "--steps", "1", "--power", "-1"},
+            "--power must be at least 0, got -1"},
+        Bad{{"--synthetic", "--steps", "1", "--warmup-steps", "1e11"},
+            "--warmup-steps must be between 0 and 9999999999, got 1e11"},
+        Bad{{"--synthetic", "--steps", "1", "--total-steps", "-5"},
+            "--total-steps must be between 0 and 9999999999, got -5"},
+        Bad{{"--synthetic", "--steps", "1", "--set-schedule", "lr=nan"},
+            "--set-schedule expects a number, got 'nan'"},
+        Bad{{"--synthetic", "--steps", "1", "--std", "58,0,57"},
+            "--std values must be positive, got '58,0,57'"},
+        Bad{{"--synthetic", "--steps", "1", "--mean", "1,inf"},
+            "--mean expects a number, got 'inf'"},
+        Bad{{"--synthetic", "--steps", "1", "--comm-timeout", "1e300"},
+            "--comm-timeout must be between 0 and 1000000, got 1e300"},
+        Bad{{"--synthetic", "--steps", "1", "--interrupt-snapshot", "maybe"},
+            "--interrupt-snapshot expects auto, on or off, got 'maybe'"},
+        Bad{{"--synthetic", "--steps", "1", "--interrupt-snapshot", "on"},
+            "--interrupt-snapshot on needs --model-dir"}));
+
+TEST(OptionsTest, ThreadsAreBoundedByTheCores) {
+  std::string range =
+      "--threads must be between 1 and " + std::to_string(4 * availableCores());
+  for (const char *bad : {"0", "100000"}) {
+    auto o = parse({"--synthetic", "--steps", "1", "--threads", bad});
+    ASSERT_FALSE(o.isOk()) << bad;
+    EXPECT_NE(o.status().message().find(range + ", got " + bad),
+              std::string::npos)
+        << o.status().message();
+  }
+  auto o = parse({"--synthetic", "--steps", "1", "--threads",
+                  std::to_string(4 * availableCores()).c_str()});
+  EXPECT_TRUE(o.isOk()) << o.status().toString();
+}
+
+TEST(OptionsTest, InterruptSnapshot) {
+  auto o = parse({"--synthetic", "--steps", "1"});
+  ASSERT_TRUE(o.isOk());
+  EXPECT_EQ(o->interruptSnapshot, InterruptSnapshot::Auto);
+  o = parse({"--synthetic", "--steps", "1", "--interrupt-snapshot", "on",
+             "--model-dir", "/m"});
+  ASSERT_TRUE(o.isOk()) << o.status().toString();
+  EXPECT_EQ(o->interruptSnapshot, InterruptSnapshot::On);
+  o = parse({"--synthetic", "--steps", "1", "--interrupt-snapshot=off"});
+  ASSERT_TRUE(o.isOk()) << o.status().toString();
+  EXPECT_EQ(o->interruptSnapshot, InterruptSnapshot::Off);
+}
 
 TEST(OptionsTest, HelpNeedsNothingElse) {
   auto o = parse({"--help"});

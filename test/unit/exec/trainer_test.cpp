@@ -14,8 +14,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <thread>
 #include <regex>
 #include <sstream>
@@ -320,6 +324,286 @@ TEST(TrainerTest, ProfileReportsEveryCall) {
   EXPECT_NE(r.out.find("library calls (rank 0)"), std::string::npos);
   EXPECT_NE(r.out.find("conv2d_backward_data"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("matmul"), std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
+// Faults: divergence hidden in the state, interruption mid-step, a failing
+// metrics log, the temporaries of killed writes, step counts that overflow.
+//===----------------------------------------------------------------------===//
+
+/// Sets an environment variable of the test model for one scope.
+class ModelEnv {
+public:
+  ModelEnv(const char *name, const std::string &value) : name(name) {
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ModelEnv() { ::unsetenv(name); }
+
+private:
+  const char *name;
+};
+
+std::string readBytes(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool exists(const std::string &path) { return ::access(path.c_str(), F_OK) == 0; }
+
+/// Sends SIGTERM to this process once `ready` holds (polled every 10 ms,
+/// for at most 30 s) and `delay` has passed after that.
+class Killer {
+public:
+  explicit Killer(std::function<bool()> ready,
+                  std::chrono::milliseconds delay = std::chrono::milliseconds(0))
+      : thread([ready, delay] {
+          for (int i = 0; i < 3000 && !ready(); ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          std::this_thread::sleep_for(delay);
+          ::kill(::getpid(), SIGTERM);
+        }) {}
+  ~Killer() { thread.join(); }
+
+private:
+  std::thread thread;
+};
+
+TEST(FaultTest, DivergedStateStopsTheRunInsteadOfBeingCheckpointed) {
+  // The loss stays finite; bn.running_mean[3] is Inf from step 5 on.
+  ModelEnv inf("KILN_TEST_MODEL_INF_FROM_STEP", "5");
+  TempDir dir;
+  RunResult r = run({"--synthetic", "--steps", "10", "--checkpoint-every", "2",
+                     "--log-every", "1", "--model-dir", dir.path()});
+  EXPECT_EQ(r.exitCode, kExitNonFiniteLoss) << r.out << r.err;
+  EXPECT_NE(r.err.find("kiln: step 6: running_mean of bn holds Inf (element "
+                       "3); stopping (last good checkpoint: " +
+                       checkpointPath(dir.path(), 4) + ")\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(exists(checkpointPath(dir.path(), 4)));
+  EXPECT_FALSE(exists(checkpointPath(dir.path(), 6)));
+  EXPECT_EQ(metricsLines(dir.path(), "summary").size(), 0u);
+
+  // The final checkpoint is checked as well.
+  TempDir last;
+  r = run({"--synthetic", "--steps", "5", "--log-every", "0", "--model-dir",
+           last.path()});
+  EXPECT_EQ(r.exitCode, kExitNonFiniteLoss) << r.out << r.err;
+  EXPECT_NE(r.err.find("kiln: step 5: running_mean of bn holds Inf (element "
+                       "3); stopping (last good checkpoint: none)\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(exists(checkpointPath(last.path(), 5)));
+  EXPECT_EQ(r.out.find("kiln: done"), std::string::npos) << r.out;
+}
+
+TEST(FaultTest, SigtermMidStepWritesTheLastCompletedStepAtOnce) {
+  TempDir dir, reference;
+  ModelEnv slow("KILN_TEST_MODEL_STEP_MS", "200");
+  RunResult r;
+  {
+    // Signal in the middle of step 3, right after step 2's line.
+    Killer killer([&] { return metricsLines(dir.path(), "train").size() >= 2; });
+    r = run({"--synthetic", "--synthetic-batches", "3", "--steps",
+             "1000000", "--log-every", "1", "--interrupt-snapshot", "on",
+             "--model-dir", dir.path()});
+  }
+  EXPECT_EQ(r.exitCode, kExitInterrupted) << r.err;
+  std::string snapshot = checkpointPath(dir.path(), 2);
+  EXPECT_NE(r.err.find("kiln: SIGTERM: wrote " + snapshot +
+                       ", the last completed step's checkpoint, in "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("kiln: step 3: interrupted; stopping (checkpoint: " +
+                       checkpointPath(dir.path(), 3) + ")"),
+            std::string::npos)
+      << r.err;
+  // The snapshot's checkpoint is byte for byte the one an uninterrupted run
+  // writes at step 2.
+  ASSERT_EQ(run({"--synthetic", "--synthetic-batches", "3", "--steps", "2",
+                 "--log-every", "0", "--model-dir", reference.path()})
+                .exitCode,
+            0);
+  std::string expected = readBytes(checkpointPath(reference.path(), 2));
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(readBytes(snapshot), expected);
+}
+
+TEST(FaultTest, SigtermWithNothingNewToWrite) {
+  ModelEnv slow("KILN_TEST_MODEL_STEP_MS", "300");
+  TempDir first, written;
+  RunResult r;
+  {
+    // In the middle of step 1 (start-up takes a few ms).
+    Killer killer([] { return true; }, std::chrono::milliseconds(150));
+    r = run({"--synthetic", "--steps", "1000000", "--interrupt-snapshot", "on",
+             "--model-dir", first.path()});
+  }
+  EXPECT_EQ(r.exitCode, kExitInterrupted) << r.err;
+  EXPECT_NE(r.err.find("kiln: SIGTERM: no step has completed yet; stopping at "
+                       "the end of the first\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(exists(checkpointPath(first.path(), 1)));
+  {
+    // Step 2's periodic checkpoint is on disk when the signal comes.
+    Killer killer([&] { return exists(checkpointPath(written.path(), 2)); });
+    r = run({"--synthetic", "--steps", "1000000", "--checkpoint-every", "1",
+             "--interrupt-snapshot", "on", "--model-dir", written.path()});
+  }
+  EXPECT_EQ(r.exitCode, kExitInterrupted) << r.err;
+  EXPECT_NE(r.err.find("kiln: SIGTERM: the checkpoint of step 2 is on disk "
+                       "already; stopping at the end of the current step\n"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(FaultTest, TheSnapshotIsCheckedAndItsWriteFailureReported) {
+  ModelEnv slow("KILN_TEST_MODEL_STEP_MS", "200");
+  TempDir dir;
+  RunResult r;
+  {
+    ModelEnv inf("KILN_TEST_MODEL_INF_FROM_STEP", "2");
+    Killer killer([&] { return metricsLines(dir.path(), "train").size() >= 2; });
+    r = run({"--synthetic", "--steps", "1000000", "--log-every", "1",
+             "--interrupt-snapshot", "on", "--model-dir", dir.path()});
+  }
+  EXPECT_EQ(r.exitCode, kExitNonFiniteLoss) << r.err;
+  EXPECT_NE(r.err.find("kiln: step 2: running_mean of bn holds Inf (element "
+                       "3); not writing it on SIGTERM (last good checkpoint: "
+                       "none)\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("kiln: step 3: running_mean of bn holds Inf (element "
+                       "3); stopping (last good checkpoint: none)\n"),
+            std::string::npos)
+      << r.err;
+
+  // The model directory vanishes under the run: the watcher's write fails
+  // and says so, and so does the loop's at the end of the step.
+  TempDir parent;
+  std::string model = parent.path() + "/m";
+  {
+    Killer killer([&] {
+      if (metricsLines(model, "train").size() < 2)
+        return false;
+      return std::system(("rm -rf '" + model + "'").c_str()) == 0;
+    });
+    r = run({"--synthetic", "--steps", "1000000", "--log-every", "1",
+             "--interrupt-snapshot", "on", "--model-dir", model});
+  }
+  EXPECT_EQ(r.exitCode, kExitError) << r.err;
+  EXPECT_NE(r.err.find("kiln: error: SIGTERM: writing the checkpoint of step 2 "
+                       "from the interrupt snapshot failed: writing "
+                       "checkpoint: " +
+                       checkpointPath(model, 2) +
+                       ": cannot create a temporary file in " + model),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("kiln: error: writing checkpoint: " +
+                       checkpointPath(model, 3)),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(FaultTest, AFailingMetricsLogStopsTheRunAfterACheckpoint) {
+  // A full disk under the log: the first progress line fails.
+  TempDir full;
+  ASSERT_EQ(::symlink("/dev/full", (full.path() + "/metrics.jsonl").c_str()), 0);
+  RunResult r = run({"--synthetic", "--steps", "5", "--log-every", "1",
+                     "--model-dir", full.path()});
+  EXPECT_EQ(r.exitCode, kExitError) << r.err;
+  EXPECT_NE(r.err.find("kiln: error: writing a line of "), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(" to " + full.path() +
+                       "/metrics.jsonl failed after 0 bytes: No space left on "
+                       "device"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("; stopping (wrote the checkpoint of step 1: " +
+                       checkpointPath(full.path(), 1) + ")\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(exists(checkpointPath(full.path(), 1)));
+
+  // Only the summary fails: the final checkpoint is there already.
+  TempDir summary;
+  ASSERT_EQ(::symlink("/dev/full", (summary.path() + "/metrics.jsonl").c_str()),
+            0);
+  r = run({"--synthetic", "--steps", "3", "--log-every", "0", "--model-dir",
+           summary.path()});
+  EXPECT_EQ(r.exitCode, kExitError) << r.err;
+  EXPECT_NE(r.err.find("; stopping (the checkpoint of step 3 is on disk: " +
+                       checkpointPath(summary.path(), 3) + ")\n"),
+            std::string::npos)
+      << r.err;
+
+  // The checkpoint cannot be written either (a directory in its place).
+  TempDir blocked;
+  ASSERT_EQ(::symlink("/dev/full", (blocked.path() + "/metrics.jsonl").c_str()),
+            0);
+  std::string in = checkpointPath(blocked.path(), 1);
+  ASSERT_EQ(::mkdir(in.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((in + "/x").c_str(), 0755), 0);
+  r = run({"--synthetic", "--steps", "5", "--log-every", "1", "--model-dir",
+           blocked.path()});
+  EXPECT_EQ(r.exitCode, kExitError) << r.err;
+  EXPECT_NE(r.err.find("; stopping (the checkpoint of step 1 could not be "
+                       "written either: writing checkpoint: " +
+                       in + ": rename failed: "),
+            std::string::npos)
+      << r.err;
+
+  // Or must not be: the state has diverged.
+  ModelEnv inf("KILN_TEST_MODEL_INF_FROM_STEP", "1");
+  TempDir diverged;
+  ASSERT_EQ(::symlink("/dev/full", (diverged.path() + "/metrics.jsonl").c_str()),
+            0);
+  r = run({"--synthetic", "--steps", "5", "--log-every", "1", "--model-dir",
+           diverged.path()});
+  EXPECT_EQ(r.exitCode, kExitError) << r.err;
+  EXPECT_NE(r.err.find("; stopping (no checkpoint of step 1: running_mean of "
+                       "bn holds Inf (element 3) (last good checkpoint: "
+                       "none))\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(exists(checkpointPath(diverged.path(), 1)));
+}
+
+TEST(FaultTest, StaleTemporariesAreRemovedAtStart) {
+  TempDir dir;
+  std::string stale = dir.path() + "/.ckpt-0000000003.safetensors.tmp-AbC123";
+  std::string other = dir.path() + "/.notes.tmp-AbC123";
+  std::ofstream(stale) << "half a checkpoint";
+  std::ofstream(other) << "not ours";
+  RunResult r = run({"--synthetic", "--steps", "1", "--log-every", "0",
+                     "--model-dir", dir.path()});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("kiln: removed 1 temporary of interrupted checkpoint "
+                       "writes: " +
+                       stale + "\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(exists(stale));
+  EXPECT_TRUE(exists(other));
+}
+
+TEST_F(DataTest, EpochsThatOverflowTheStepCountAreAnError) {
+  RunResult r = run({"--data", data.path(), "--epochs", "2e9"});
+  EXPECT_EQ(r.exitCode, kExitError);
+  EXPECT_NE(r.err.find("--epochs 2000000000: 7 steps per epoch make 1.4e+10 "
+                       "steps, more than the 9999999999 a run can count"),
+            std::string::npos)
+      << r.err;
+  r = run({"--data", data.path(), "--epochs", "1", "--warmup-epochs", "5e9"});
+  EXPECT_EQ(r.exitCode, kExitError);
+  EXPECT_NE(r.err.find("--warmup-epochs 5000000000: 7 steps per epoch make "
+                       "3.5e+10 steps, more than the 9999999999 a run can "
+                       "count"),
+            std::string::npos)
+      << r.err;
 }
 
 } // namespace

@@ -27,6 +27,8 @@
 #define KILN_RT_EXEC_CHECKPOINT_H
 
 #include "kiln/rt/exec/manifest.h"
+#include "kiln/rt/exec/variables.h"
+#include "kiln/rt/safetensors.h"
 #include "kiln/rt/status.h"
 
 #include <cstdint>
@@ -65,6 +67,24 @@ removeStaleTemporaries(const std::string &dir);
 Status saveCheckpoint(const std::string &dir, const Manifest &manifest,
                       const uint8_t *arena, const CheckpointInfo &info,
                       int64_t keep);
+
+/// saveCheckpoint in two halves, for a checkpoint kept in memory (the
+/// interrupt snapshot, run_loop.h). copyCheckpointTensors copies every
+/// variable a checkpoint holds from `arena` into `file`, creating its
+/// tensors on the first call and reusing them after, so that a copy per step
+/// allocates nothing; writeCheckpointFile adds `info`'s metadata, writes
+/// `file` as the checkpoint of info.step and prunes as saveCheckpoint does.
+/// Together they write exactly saveCheckpoint's bytes.
+void copyCheckpointTensors(const Manifest &manifest, const uint8_t *arena,
+                           safetensors::File &file);
+Status writeCheckpointFile(const std::string &dir, const Manifest &manifest,
+                           const CheckpointInfo &info, safetensors::File &file,
+                           int64_t keep);
+
+/// The first variable of `manifest` whose tensor in `file` holds a NaN or
+/// an Inf (tensors missing or of another size are skipped).
+std::optional<NonFiniteVariable> findNonFiniteTensor(const Manifest &manifest,
+                                                     const safetensors::File &file);
 
 struct LoadedCheckpoint {
   std::string path;

@@ -21,6 +21,14 @@ namespace kiln::rt::exec {
 
 enum class Augment { RandomResizedCrop, PadCrop, None };
 enum class CommBackend { Auto, Local, Mpi };
+/// --interrupt-snapshot: whether rank 0 keeps a copy of the checkpointed
+/// variables at every step boundary, so that SIGINT/SIGTERM can write a
+/// checkpoint at once (run_loop.h). Auto: when started by mpirun.
+enum class InterruptSnapshot { Auto, On, Off };
+
+/// The largest step count a run may reach: checkpoint names hold the step
+/// in 10 digits, so their names sort like their steps.
+constexpr int64_t kMaxSteps = 9'999'999'999;
 
 struct RunOptions {
   bool help = false;
@@ -60,6 +68,7 @@ struct RunOptions {
   int64_t checkpointEvery = 0; ///< 0: only at the end
   int64_t keepCheckpoints = 3;
   bool resume = false;
+  InterruptSnapshot interruptSnapshot = InterruptSnapshot::Auto;
 
   // Evaluation.
   bool eval = false;
@@ -84,6 +93,9 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv);
 
 /// The --help text.
 std::string usage(const char *program);
+
+/// Cores of this process's affinity mask (at least 1).
+int availableCores();
 
 } // namespace kiln::rt::exec
 

@@ -18,6 +18,7 @@
 #include "kiln/rt/exec/manifest.h"
 #include "kiln/rt/exec/metrics.h"
 #include "kiln/rt/exec/options.h"
+#include "kiln/rt/exec/variables.h"
 #include "kiln/rt/status.h"
 
 #include <fmt/format.h>
@@ -28,6 +29,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -49,13 +51,25 @@ public:
   /// when it stops early.
   virtual Status train(int &exitCode) = 0;
   /// Final checkpoint, replica check, summary; skipped after an early stop.
-  virtual Status finish() = 0;
+  /// Sets `exitCode` to kExitNonFiniteLoss if the final state is not finite.
+  virtual Status finish(int &exitCode) = 0;
 };
 
-/// The executable after its command line: creates the communicator,
-/// installs the stop handlers, builds the trainer with `create` and runs its
-/// phases. Returns the exit code (trainer.h); an error ends the whole job
-/// under MPI.
+/// The executable after its command line: starts the stop-signal watcher
+/// (below), creates the communicator, builds the trainer with `create` and
+/// runs its phases. Returns the exit code (trainer.h); an error ends the
+/// whole job under MPI.
+///
+/// SIGINT and SIGTERM are blocked in the calling thread before anything
+/// else starts, so that every thread the run creates (MPI's, OpenMP's, the
+/// input pipeline's) inherits the mask and the kernel delivers them to one
+/// watcher thread. Its handler only records the signal and wakes the
+/// thread (a thread that existed before, in a test or a host program, may
+/// run it too); the thread then asks the loop to stop at the next step
+/// boundary and, with an interrupt snapshot (Checkpointer), writes the
+/// checkpoint of the last completed step at once: mpirun sends SIGKILL one
+/// second after SIGTERM by default, often before the step ends. A second
+/// signal kills as usual (SA_RESETHAND).
 int runTraining(
     const RunOptions &options,
     const std::function<std::unique_ptr<TrainingPhases>(Comm &)> &create);
@@ -86,7 +100,7 @@ struct RunState {
   int64_t stepsPerEpoch = 0;
   int64_t step = 0; ///< steps taken so far
   int64_t lastCheckpointStep = -1;
-  std::string lastCheckpoint;
+  std::string lastCheckpoint; ///< the newest good one, written or loaded
   double lastLoss = NAN;
   double trainSeconds = 0;
 
@@ -102,7 +116,9 @@ struct Resumed {
   std::optional<CheckpointInfo> info; ///< rank 0: what that checkpoint says
 };
 
-/// The variables every rank starts from. With --resume, rank 0 loads the
+/// The variables every rank starts from. Rank 0 first removes the
+/// temporaries of interrupted checkpoint writes from --model-dir (and says
+/// so). With --resume, rank 0 loads the
 /// newest checkpoint of --model-dir into `arena` (the model directory may be
 /// on its disk only) and takes its step and seed. Then every rank receives
 /// rank 0's variables, so all replicas start identical even if
@@ -113,7 +129,8 @@ StatusOr<Resumed> resumeOrBroadcast(const RunOptions &options, Comm &comm,
                                     RunState &run);
 
 /// The training batches: synthetic, or the dataset's from run.startStep.
-/// Sets run.stepsPerEpoch and run.totalSteps (--steps, else --epochs).
+/// Sets run.stepsPerEpoch and run.totalSteps (--steps, else --epochs; an
+/// error if --epochs or --warmup-epochs come to more than kMaxSteps).
 StatusOr<std::unique_ptr<InputSource>>
 openTrainingInput(const RunOptions &options, const Function &train, Comm &comm,
                   RunState &run);
@@ -147,6 +164,92 @@ int reportNonFiniteLoss(const Comm &comm, const RunState &run,
 /// Prints (on rank 0) that the run stops on request and where its
 /// checkpoint is; returns kExitInterrupted.
 int reportInterrupted(const Comm &comm, const RunState &run);
+
+/// The checkpoints of a run. Rank 0 writes them; every rank calls write()
+/// at the same steps, since all must learn whether rank 0 found the state
+/// diverged. Before anything is written, every floating-point variable a
+/// checkpoint holds is checked: a NaN or Inf (a batch norm's running
+/// variance can overflow while the loss still looks finite) is never saved
+/// as a good checkpoint, but stops the run as divergence.
+///
+/// The interrupt snapshot (--interrupt-snapshot; rank 0): a copy of those
+/// variables taken at every step boundary, which the stop-signal watcher
+/// writes as the checkpoint of the last completed step as soon as SIGINT or
+/// SIGTERM arrives, while the loop still runs its step. It costs a memcpy
+/// of the parameters and optimizer state per step and as much memory
+/// again, so it is on by default only under mpirun, whose SIGKILL follows
+/// SIGTERM after one second. All writes are serialized, so a snapshot
+/// write and the loop's own never race in the model directory.
+class Checkpointer {
+public:
+  /// `syncArena` runs on rank 0 before `arena` is read, for variables that
+  /// live elsewhere (the systolic target's simulator).
+  Checkpointer(const RunOptions &options, Comm &comm, const Manifest &manifest,
+               const uint8_t *arena, RunState &run,
+               std::function<Status()> syncArena = nullptr);
+  ~Checkpointer();
+  Checkpointer(const Checkpointer &) = delete;
+  Checkpointer &operator=(const Checkpointer &) = delete;
+
+  /// Whether this rank keeps the interrupt snapshot.
+  bool snapshotting() const { return snapshotting_; }
+
+  /// After a step whose loss was finite on all ranks: refreshes the
+  /// snapshot (rank 0, when snapshotting; otherwise nothing).
+  Status snapshot();
+
+  enum class Result { Written, NonFinite };
+  /// Writes the checkpoint of `run.step` unless there is no --model-dir or
+  /// it exists already. Collective. NonFinite: rank 0 found a non-finite
+  /// variable, printed "kiln: step S: <variable> holds Inf (element i);
+  /// stopping (last good checkpoint: ...)" and wrote nothing; the caller
+  /// stops with kExitNonFiniteLoss.
+  StatusOr<Result> write();
+
+  /// Rank 0, when `failure` stops the run outside the collective path (a
+  /// metrics line that could not be written): tries to save the current
+  /// step anyway and returns `failure` saying what became of it.
+  Status rescue(const Status &failure);
+
+  /// Records in `run` the checkpoint the watcher wrote, if it is newer
+  /// than run.lastCheckpoint (call before reporting a stop).
+  void adoptInterruptCheckpoint();
+
+  /// "kiln: interrupt snapshot: ..." with its cost per step, or "".
+  std::string snapshotSummary() const;
+
+  /// The stop-signal watcher's entry: writes the snapshot (rank 0).
+  void onInterrupt(int signal);
+
+private:
+  /// Rank 0, under `mutex_`: the finiteness check and the write of the
+  /// arena's variables as the checkpoint of run.step. Returns the
+  /// non-finite variable instead of writing, if any.
+  StatusOr<std::optional<NonFiniteVariable>> checkAndSave();
+  CheckpointInfo infoAt(int64_t step) const;
+  /// adoptInterruptCheckpoint under `mutex_`.
+  void adoptLocked();
+
+  const RunOptions &options_;
+  Comm &comm_;
+  const Manifest &manifest_;
+  const uint8_t *arena_;
+  RunState &run_;
+  std::function<Status()> syncArena_;
+  bool snapshotting_ = false;
+
+  /// Serializes writes and the snapshot between the loop and the watcher.
+  mutable std::mutex mutex_;
+  /// The checkpoint of snapshotStep_, ready to write but for its metadata.
+  safetensors::File snapshot_;
+  int64_t snapshotBytes_ = 0;
+  int64_t snapshotStep_ = -1;
+  int64_t snapshots_ = 0;
+  double snapshotSeconds_ = 0;
+  /// The newest checkpoint on disk, whoever wrote it.
+  int64_t writtenStep_ = -1;
+  std::string writtenPath_;
+};
 
 /// The timing of the progress lines.
 class ProgressClock {
@@ -190,14 +293,6 @@ Status reportProgress(const Comm &comm, const RunState &run, double lr,
 
 /// Whether --checkpoint-every asks for a checkpoint at `run.step`.
 bool checkpointDue(const RunOptions &options, const RunState &run);
-
-/// Writes the checkpoint of `run.step` (rank 0 writes, all ranks record it)
-/// unless there is no --model-dir or it was written already. `syncArena`
-/// runs on rank 0 before writing, for variables that live elsewhere.
-Status writeCheckpoint(const RunOptions &options, const Comm &comm,
-                       const Manifest &manifest, const uint8_t *arena,
-                       RunState &run,
-                       const std::function<Status()> &syncArena = nullptr);
 
 /// --verify-replicas: hashes the parameters in `arena`, gathers the hashes
 /// and fails if any rank's differ from rank 0's; prints the agreement.
