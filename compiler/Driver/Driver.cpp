@@ -365,6 +365,39 @@ int compile(const CompileOptions &options) {
     llvm::errs() << "kilnc: --batch must be positive\n";
     return 1;
   }
+  std::string layoutMode = options.layout;
+  if (!systolic) {
+    std::string error;
+    std::optional<bool> avx512 = cpuHasFeature(options.cpu, "avx512f", error);
+    if (!avx512) {
+      llvm::errs() << "kilnc: " << error << "\n";
+      return 1;
+    }
+    // oneDNN 2.6 runs 16-channel blocks (nChw16c) with its JIT kernels on
+    // AVX-512 CPUs only; elsewhere every such convolution falls back to its
+    // reference kernel, hundreds of times slower than NHWC's AVX2 kernels.
+    if (!*avx512 && layoutMode == "blocked") {
+      llvm::errs() << "kilnc: --layout=blocked (nChw16c) needs an AVX-512 "
+                      "CPU and --cpu="
+                   << options.cpu
+                   << " has no avx512f; use --layout=nhwc or auto\n";
+      return 1;
+    }
+    if (!*avx512)
+      layoutMode = "nhwc";
+    // oneDNN 2.6 creates bf16 convolutions for avx512_core (F, BW, VL, DQ)
+    // and newer only: elsewhere the executable could not even start.
+    std::optional<bool> avx512bw =
+        cpuHasFeature(options.cpu, "avx512bw", error);
+    if (options.precision == "bf16" && avx512bw && !*avx512bw) {
+      llvm::errs() << "kilnc: --precision=bf16 needs an AVX-512 CPU "
+                      "(oneDNN's bf16 kernels need avx512bw) and --cpu="
+                   << options.cpu
+                   << " has none; compile with --precision=fp32 here, or "
+                      "for an AVX-512 CPU with --cpu=NAME\n";
+      return 1;
+    }
+  }
 
   OwningOpRef<ModuleOp> module =
       parseSourceFile<ModuleOp>(options.input, sourceMgr, &context);
@@ -396,7 +429,7 @@ int compile(const CompileOptions &options) {
         // chooses its own tiling.
         if (!systolic) {
           KilnLayoutOptions layout;
-          layout.mode = options.layout;
+          layout.mode = layoutMode;
           pm.addNestedPass<func::FuncOp>(createKilnLayout(layout));
         }
       })))

@@ -55,7 +55,8 @@ static cl::opt<bool> fuseConvBatchNormTrain(
 static cl::opt<std::string>
     layout("layout",
            cl::desc("Activation layouts on x86: auto (per op, by estimated "
-                    "time), nhwc or blocked (nChw16c wherever possible)"),
+                    "time; nhwc on CPUs without AVX-512), nhwc or blocked "
+                    "(nChw16c wherever possible; AVX-512 only)"),
            cl::init("auto"), cl::cat(category));
 static cl::opt<kiln::EmitStage> emit(
     "emit", cl::desc("The stage to write"), cl::init(kiln::EmitStage::Executable),

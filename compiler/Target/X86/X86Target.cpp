@@ -144,15 +144,17 @@ static void addTargetDescription(llvm::Module &module,
   builder.CreateRet(global);
 }
 
-bool emitObjectFile(llvm::Module &module, llvm::StringRef cpu,
-                    llvm::StringRef path, std::string &error) {
+/// The target machine of `cpu` ("native": this host, with the features it
+/// reports); null with `error` set for a name LLVM does not know.
+static std::unique_ptr<llvm::TargetMachine>
+createTargetMachine(llvm::StringRef cpu, std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
-    return false;
+    return nullptr;
   std::string cpuName =
       cpu == "native" ? llvm::sys::getHostCPUName().str() : cpu.str();
   // LLVM would only warn about an unknown name, then fail deep inside code
@@ -163,7 +165,7 @@ bool emitObjectFile(llvm::Module &module, llvm::StringRef cpu,
     error = "--cpu=" + cpuName +
             ": not a CPU LLVM knows (`llc-22 -mcpu=help` lists them; "
             "native, the default, is this machine's)";
-    return false;
+    return nullptr;
   }
   std::string features;
   if (cpu == "native") {
@@ -176,10 +178,29 @@ bool emitObjectFile(llvm::Module &module, llvm::StringRef cpu,
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       triple, cpuName, features, options, llvm::Reloc::PIC_, std::nullopt,
       llvm::CodeGenOptLevel::Aggressive));
-  if (!machine) {
+  if (!machine)
     error = "cannot create a target machine for CPU '" + cpuName + "'";
+  return machine;
+}
+
+std::optional<bool> cpuHasFeature(llvm::StringRef cpu, llvm::StringRef feature,
+                                  std::string &error) {
+  std::unique_ptr<llvm::TargetMachine> machine =
+      createTargetMachine(cpu, error);
+  if (!machine)
+    return std::nullopt;
+  return machine->getMCSubtargetInfo()->checkFeatures(("+" + feature).str());
+}
+
+bool emitObjectFile(llvm::Module &module, llvm::StringRef cpu,
+                    llvm::StringRef path, std::string &error) {
+  std::unique_ptr<llvm::TargetMachine> machine =
+      createTargetMachine(cpu, error);
+  if (!machine)
     return false;
-  }
+  llvm::Triple triple = machine->getTargetTriple();
+  std::string cpuName = machine->getTargetCPU().str();
+  std::string features = machine->getTargetFeatureString().str();
   module.setTargetTriple(triple);
   module.setDataLayout(machine->createDataLayout());
   addTargetDescription(module, *machine);

@@ -8,6 +8,7 @@
 #include "llvm/IR/Module.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace kiln {
@@ -26,6 +27,11 @@ void registerX86Pipelines();
 /// accessor `kiln_model_manifest()` from the module's kiln.manifest.
 std::unique_ptr<llvm::Module> translateToLLVMIR(mlir::ModuleOp module,
                                                 llvm::LLVMContext &context);
+
+/// Whether `cpu` ("native" = this host) has the LLVM subtarget feature
+/// `feature` (e.g. "avx512f"); nullopt with `error` set for an unknown CPU.
+std::optional<bool> cpuHasFeature(llvm::StringRef cpu, llvm::StringRef feature,
+                                  std::string &error);
 
 /// Optimizes `module` at -O3 for `cpu` ("native" = this host) and writes an
 /// object file to `path`. Fills `error` on failure.

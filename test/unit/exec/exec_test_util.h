@@ -9,6 +9,7 @@
 
 #include "../common/temp_dir.h"
 
+#include <dnnl.hpp>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +20,14 @@
 #include <vector>
 
 namespace kiln::rt::exec::test {
+
+/// Whether oneDNN has kernels for bf16 convolutions and its own Winograd on
+/// this CPU: both need AVX-512 (avx512_core) in oneDNN 2.6; elsewhere it
+/// creates no bf16 primitive and no Winograd one.
+inline bool oneDnnHasAvx512Kernels() {
+  return dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core;
+}
+
 
 /// Places tensors one after another (64-byte aligned) in a manifest's arena.
 class ArenaLayout {

@@ -347,6 +347,8 @@ TEST(FusedTileWinogradRuleTest, TakesOnlyNarrowSamePaddedF32Layers) {
        {1, 1, 1, 1}, DType::BF16, ConvAlgorithm::Auto, {!amx, !amx, !amx}},
   };
   for (const Case &c : cases) {
+    if (c.dtype == DType::BF16 && !oneDnnHasAvx512Kernels())
+      continue; // oneDNN creates no bf16 primitive to compare with
     ref::Conv2dAttrs attrs;
     attrs.strides = c.strides;
     attrs.padding = c.padding;
