@@ -82,8 +82,10 @@ void lowerOtherThreads() {
   ::closedir(tasks);
 }
 
-/// Undoes lowerOtherThreads where allowed (an unprivileged process cannot;
-/// it is ending anyway). Matters in a process that goes on: a test binary.
+/// Undoes lowerOtherThreads where allowed: lowering a nice value needs
+/// CAP_SYS_NICE or a matching RLIMIT_NICE. Where it is not, the threads
+/// keep nice 19, which slows them only against other processes on the node
+/// (the job's own threads were lowered alike) while the run stops.
 void restoreOtherThreads() {
   for (const auto &[tid, nice] : lowered)
     ::setpriority(PRIO_PROCESS, id_t(tid), nice);
@@ -129,11 +131,16 @@ public:
             continue;
           if (n <= 0 || byte == 0)
             return;
-          if (jobSnapshots.load() && lowered.empty())
+          if (jobSnapshots.load())
             lowerOtherThreads();
-          std::lock_guard<std::mutex> lock(interruptTargetMutex);
-          if (interruptTarget)
-            interruptTarget->onInterrupt(byte);
+          {
+            std::lock_guard<std::mutex> lock(interruptTargetMutex);
+            if (interruptTarget)
+              interruptTarget->onInterrupt(byte);
+          }
+          // The loop may still reach its step boundary before SIGKILL and
+          // write a newer checkpoint.
+          restoreOtherThreads();
         }
       });
   }
@@ -145,7 +152,6 @@ public:
         std::this_thread::yield();
       watcher.join();
     }
-    restoreOtherThreads();
     jobSnapshots.store(false);
     sigaction(SIGINT, &oldInt, nullptr);
     sigaction(SIGTERM, &oldTerm, nullptr);
@@ -587,8 +593,8 @@ std::string Checkpointer::snapshotSummary() const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!snapshotting_ || snapshots_ == 0)
     return "";
-  return fmt::format("kiln: interrupt snapshot: {:.1f} MiB copied after each "
-                     "step, {:.1f} ms per step on average ({} steps)\n",
+  return fmt::format("kiln: interrupt snapshot: {:.2f} MiB copied after each "
+                     "step, {:.2f} ms per step on average ({} steps)\n",
                      double(snapshotBytes_) / double(1 << 20),
                      1e3 * snapshotSeconds_ / double(snapshots_), snapshots_);
 }

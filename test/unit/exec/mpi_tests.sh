@@ -78,7 +78,10 @@ nan)
 interrupt)
   # SIGTERM to mpirun (a scheduler's preemption): mpirun forwards it, all
   # ranks stop at the same step after a checkpoint, and the run resumes.
-  $mpirun "$exe" --synthetic --steps 1000000000 --log-every 1 \
+  # Few progress lines: mpirun stops reading the ranks' output while it
+  # waits to send SIGTERM and SIGKILL, and a rank printing every step of
+  # 0.1 ms fills its stdout pipe and blocks there until SIGKILL.
+  $mpirun "$exe" --synthetic --steps 1000000000 --log-every 200 \
     --model-dir "$work/m" > "$work/out" 2>&1 &
   pid=$!
   i=0
