@@ -432,12 +432,14 @@ TEST(FaultTest, SigtermMidStepWritesTheLastCompletedStepAtOnce) {
 }
 
 TEST(FaultTest, SigtermWithNothingNewToWrite) {
-  ModelEnv slow("KILN_TEST_MODEL_STEP_MS", "300");
+  ModelEnv slow("KILN_TEST_MODEL_STEP_MS", "400");
   TempDir first, written;
   RunResult r;
   {
-    // In the middle of step 1 (start-up takes a few ms).
-    Killer killer([] { return true; }, std::chrono::milliseconds(150));
+    // In the middle of step 1: the metrics file is opened at the end of
+    // the set-up, just before the checkpointer starts.
+    Killer killer([&] { return exists(first.path() + "/metrics.jsonl"); },
+                  std::chrono::milliseconds(150));
     r = run({"--synthetic", "--steps", "1000000", "--interrupt-snapshot", "on",
              "--model-dir", first.path()});
   }
