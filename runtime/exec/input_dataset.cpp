@@ -2,7 +2,7 @@
 
 #include "kiln/rt/exec/input.h"
 
-#include "kiln/rt/files.h"
+#include "kiln/rt/crc32c.h"
 #include "kiln/rt/pipeline.h"
 #include "kiln/rt/tfrecord.h"
 
@@ -99,11 +99,13 @@ namespace {
 class DatasetInput final : public InputSource {
 public:
   DatasetInput(const Function &function, int64_t stepsPerEpoch,
-               std::unique_ptr<Dataset> dataset, const Comm &comm)
+               std::unique_ptr<Dataset> dataset, const Comm &comm,
+               std::string summary)
       : images(*function.input("images")), labels(*function.input("labels")),
         epochSteps(stepsPerEpoch), dataset(std::move(dataset)),
         rankPrefix(comm.size() > 1 ? fmt::format("rank {}: ", comm.rank())
-                                   : "") {}
+                                   : ""),
+        summary(std::move(summary)) {}
 
   Status fill(int64_t step, uint8_t *arena) override {
     auto epoch = static_cast<uint32_t>(step / epochSteps);
@@ -146,6 +148,8 @@ public:
 
   int64_t stepsPerEpoch() const override { return epochSteps; }
 
+  std::string describe() const override { return summary; }
+
   double waitSeconds() const override {
     return double(dataset->stats().wait_ns) * 1e-9;
   }
@@ -155,6 +159,7 @@ private:
   int64_t epochSteps;
   std::unique_ptr<Dataset> dataset;
   std::string rankPrefix;
+  std::string summary;
   std::string epochNote;
 };
 
@@ -165,63 +170,98 @@ openDatasetInput(const RunOptions &options, const Function &function,
                  Comm &comm, uint64_t seed, int64_t firstStep) {
   const TensorRef &images = *function.input("images");
   int64_t batch = images.shape[0];
+  int64_t ranks = comm.size();
 
-  // This rank's records (the pipeline's assignment: file i to rank i % R).
-  KILN_ASSIGN_OR_RETURN(std::vector<std::string> files,
-                        listShards(options.dataDir, "train"));
-  uint64_t records = 0;
-  size_t mine = 0;
-  for (size_t i = 0; i < files.size(); ++i) {
-    if (static_cast<int>(i % static_cast<size_t>(comm.size())) != comm.rank())
-      continue;
-    // Under --skip-bad-records a bad length or a truncation ends the file
-    // here as it does in the pipeline; the epoch is then filled (see
-    // batches_per_epoch).
-    KILN_ASSIGN_OR_RETURN(TfRecordCount n,
-                          countTfRecords(files[i], options.skipBadRecords));
-    if (!n.stoppedBy.isOk())
-      std::fprintf(stderr,
-                   "kiln: counting records: %s; the rest of the file is "
-                   "skipped (--skip-bad-records)\n",
-                   n.stoppedBy.message().c_str());
-    records += n.records;
-    ++mine;
+  // Every rank counts every file: each epoch is cut into one record range
+  // per rank (kiln/rt/pipeline.h), so all ranks need the same counts. Under
+  // --skip-bad-records a bad length or a truncation ends the file's count as
+  // it ends the file for the reader.
+  StatusOr<ShardCounts> counted =
+      countShards(options.dataDir, "train", options.skipBadRecords);
+  uint64_t total = 0;
+  uint32_t digest = 0; // the files' names and counts
+  if (counted.isOk()) {
+    total = counted->total;
+    for (size_t i = 0; i < counted->files.size(); ++i) {
+      const std::string &file = counted->files[i];
+      std::string name = file.substr(file.rfind('/') + 1);
+      uint64_t n = counted->records[i];
+      digest = crc32cExtend(digest, name.data(), name.size());
+      digest = crc32cExtend(digest, &n, sizeof(n));
+    }
   }
-  // -1 marks a rank without shards, so every rank learns why the job stops.
-  int64_t steps = mine ? static_cast<int64_t>(records) / batch : -1;
-  int64_t common = steps;
-  KILN_RETURN_IF_ERROR(comm.allreduceMin(&common, 1));
-  if (mine == 0)
+  // Ranks that counted differently would take different steps per epoch
+  // and stop pairing their allreduces: one reduction finds out first, and
+  // also tells every rank that another one could not count.
+  int64_t agree[5] = {counted.isOk() ? 0 : -1, int64_t(total), -int64_t(total),
+                      int64_t(digest), -int64_t(digest)};
+  KILN_RETURN_IF_ERROR(comm.allreduceMin(agree, 5));
+  if (!counted.isOk())
+    return counted.status();
+  if (agree[0] < 0)
     return KILN_STATUS(kInvalidArgument,
-                       fmt::format("rank {} of {} has no training shard: {} "
-                                   "holds only {} train-* files",
-                                   comm.rank(), comm.size(), options.dataDir,
-                                   files.size()));
-  if (common < 0)
-    return KILN_STATUS(kInvalidArgument,
-                       fmt::format("another rank has no training shard: {} "
-                                   "holds {} train-* files for {} ranks",
-                                   options.dataDir, files.size(), comm.size()));
-  if (common == 0)
-    return KILN_STATUS(kInvalidArgument,
-                       fmt::format("a rank has fewer training records than "
-                                   "one batch of {} (this rank: {} records "
-                                   "in {} files of {})",
-                                   batch, records, mine, options.dataDir));
+                       fmt::format("another rank could not count the "
+                                   "training records of {} (its error says "
+                                   "why)",
+                                   options.dataDir));
+  if (agree[1] != -agree[2] || agree[3] != -agree[4])
+    return KILN_STATUS(
+        kInvalidArgument,
+        fmt::format("the ranks see different training data in {}: rank {} "
+                    "counts {} records in {} train files, the ranks between "
+                    "{} and {} records{}; every rank must read the same files",
+                    options.dataDir, comm.rank(), total,
+                    counted->files.size(), agree[1], -agree[2],
+                    agree[1] == -agree[2] ? " (the same total in other files)"
+                                          : ""));
+  if (comm.rank() == 0)
+    for (const Status &stopped : counted->stoppedBy)
+      if (!stopped.isOk())
+        std::fprintf(stderr,
+                     "kiln: counting records: %s; the rest of the file is "
+                     "skipped (--skip-bad-records)\n",
+                     stopped.message().c_str());
+
+  // Rank r reads floor or ceil(N / R) records per epoch; every rank takes
+  // the steps the smaller share fills.
+  uint64_t share = total / uint64_t(ranks);
+  int64_t steps = static_cast<int64_t>(share / uint64_t(batch));
+  if (steps == 0)
+    return KILN_STATUS(
+        kInvalidArgument,
+        ranks == 1
+            ? fmt::format("the {} training records in {} ({} train files) "
+                          "are fewer than one batch of {}",
+                          total, options.dataDir, counted->files.size(),
+                          batch)
+            : fmt::format("the {} training records in {} ({} train files) "
+                          "give each of the {} ranks {}, fewer than one "
+                          "batch of {}",
+                          total, options.dataDir, counted->files.size(),
+                          ranks, share, batch));
+  uint64_t trained = uint64_t(steps) * uint64_t(batch) * uint64_t(ranks);
+  uint64_t left = total - trained;
+  std::string summary = fmt::format(
+      "{} records over {} rank{}: {} steps per epoch of {} global batch; {}",
+      total, ranks, ranks == 1 ? "" : "s", steps, batch * ranks,
+      left == 0 ? std::string("every record trained on once per epoch")
+                : fmt::format("{} record{} per epoch not trained on (the "
+                              "remainder), different ones each epoch",
+                              left, left == 1 ? "" : "s"));
 
   KILN_ASSIGN_OR_RETURN(kiln_rt_dataset_config_t config,
                         datasetConfig(options, function, "train", comm, seed));
-  config.first_epoch = static_cast<uint32_t>(firstStep / common);
-  config.batches_per_epoch = static_cast<uint64_t>(common);
+  config.first_epoch = static_cast<uint32_t>(firstStep / steps);
+  config.batches_per_epoch = static_cast<uint64_t>(steps);
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Dataset> dataset,
-                        Dataset::open(config));
+                        Dataset::open(config, std::move(*counted)));
   if (dataset->batchBytes() != static_cast<uint64_t>(images.byteSize()))
     return KILN_STATUS(kInternal,
                        fmt::format("the pipeline's batch has {} bytes, the "
                                    "model's images slot {}",
                                    dataset->batchBytes(), images.byteSize()));
-  return std::unique_ptr<InputSource>(
-      new DatasetInput(function, common, std::move(dataset), comm));
+  return std::unique_ptr<InputSource>(new DatasetInput(
+      function, steps, std::move(dataset), comm, std::move(summary)));
 }
 
 } // namespace kiln::rt::exec

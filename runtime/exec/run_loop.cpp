@@ -299,6 +299,7 @@ openTrainingInput(const RunOptions &options, const Function &train, Comm &comm,
         input, openDatasetInput(options, train, comm, run.seed, run.startStep));
   }
   run.stepsPerEpoch = input->stepsPerEpoch();
+  run.dataSummary = input->describe();
   // Epochs become steps only here; a huge count must not wrap around.
   auto epochSteps = [&](const char *flag, double epochs) -> StatusOr<int64_t> {
     double steps = std::round(epochs * double(run.stepsPerEpoch));
@@ -327,9 +328,9 @@ std::string describeTrainingData(const RunOptions &options,
   std::string resuming =
       run.startStep ? fmt::format(", resuming at step {}", run.startStep) : "";
   if (run.stepsPerEpoch)
-    return fmt::format("kiln: data {}: {} steps per epoch; training to step {} "
+    return fmt::format("kiln: data {}: {}; training to step {} "
                        "({:.2f} epochs){}\n",
-                       options.dataDir, run.stepsPerEpoch, run.totalSteps,
+                       options.dataDir, run.dataSummary, run.totalSteps,
                        double(run.totalSteps) / double(run.stepsPerEpoch),
                        resuming);
   return fmt::format("kiln: synthetic data ({} batch{}); training to step "

@@ -325,11 +325,10 @@ Status Trainer::evaluate() {
     KILN_ASSIGN_OR_RETURN(kiln_rt_dataset_config_t config,
                           datasetConfig(options, *evalFn, "validation", comm,
                                         run.seed));
-    auto files = listShards(options.dataDir, "validation");
-    KILN_RETURN_IF_ERROR(files.status());
-    // Ranks beyond the shard count have nothing to evaluate but still join
-    // the reduction below.
-    if (static_cast<size_t>(comm.rank()) < files->size()) {
+    // Each rank evaluates its range of the validation records (a rank
+    // whose range is empty, with fewer records than ranks, reads nothing
+    // but still joins the reduction below).
+    {
       KILN_ASSIGN_OR_RETURN(std::unique_ptr<Dataset> dataset,
                             Dataset::open(config));
       const TensorRef &images = *evalFn->input("images");

@@ -85,6 +85,75 @@ Status validateDatasetConfig(const kiln_rt_dataset_config_t &c) {
 }
 
 //===----------------------------------------------------------------------===//
+// Assigning records to ranks
+//===----------------------------------------------------------------------===//
+
+StatusOr<ShardCounts> countShards(const std::string &dir,
+                                  const std::string &split,
+                                  bool stopAtCorruption) {
+  ShardCounts counts;
+  KILN_ASSIGN_OR_RETURN(counts.files, listShards(dir, split));
+  for (const std::string &file : counts.files) {
+    KILN_ASSIGN_OR_RETURN(TfRecordCount n,
+                          countTfRecords(file, stopAtCorruption));
+    counts.records.push_back(n.records);
+    counts.stoppedBy.push_back(std::move(n.stoppedBy));
+    counts.total += n.records;
+  }
+  return counts;
+}
+
+RecordRange rankRecordRange(uint64_t total, uint32_t rank,
+                            uint32_t worldSize) {
+  uint64_t share = total / worldSize, extra = total % worldSize;
+  RecordRange range;
+  range.begin = rank * share + std::min<uint64_t>(rank, extra);
+  range.end = range.begin + share + (rank < extra ? 1 : 0);
+  return range;
+}
+
+std::vector<uint32_t> epochFileOrder(size_t files, uint64_t seed,
+                                     uint32_t epoch, bool shuffle) {
+  std::vector<uint32_t> order(files);
+  for (uint32_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  if (shuffle) {
+    // No rank in the seed: every rank must cut the same concatenation.
+    Rng fileRng(hashCombine(hashCombine(seed, epoch), 0xf11e5));
+    for (size_t i = order.size(); i > 1; --i)
+      std::swap(order[i - 1], order[fileRng.below(i)]);
+  }
+  return order;
+}
+
+std::vector<FileSegment> rangeSegments(const std::vector<uint32_t> &order,
+                                       const std::vector<uint64_t> &records,
+                                       RecordRange range) {
+  uint64_t total = 0;
+  for (uint64_t n : records)
+    total += n;
+  std::vector<FileSegment> segments;
+  uint64_t pos = 0;
+  for (uint32_t file : order) {
+    uint64_t n = records[file], fileEnd = pos + n;
+    if (n == 0) {
+      bool here = (pos >= range.begin && pos < range.end) ||
+                  (pos == total && range.end == total &&
+                   range.begin < range.end);
+      if (here)
+        segments.push_back({file, 0, 0, true});
+      continue;
+    }
+    uint64_t first = std::max(pos, range.begin);
+    uint64_t last = std::min(fileEnd, range.end);
+    if (first < last)
+      segments.push_back({file, first - pos, last - first, last == fileEnd});
+    pos = fileEnd;
+  }
+  return segments;
+}
+
+//===----------------------------------------------------------------------===//
 // Implementation
 //===----------------------------------------------------------------------===//
 
@@ -152,6 +221,11 @@ struct Dataset::Impl {
   kiln_rt_dataset_config_t config;
   std::string path, split;
   std::vector<std::string> files;
+  // Records per file, when counted (always with world_size > 1); otherwise
+  // every epoch reads every file to its end.
+  std::vector<uint64_t> records;
+  bool counted = false;
+  RecordRange range; // this rank's share of an epoch (when counted)
   TransformOptions transform;
   OutputFormat format;
 
@@ -287,14 +361,12 @@ struct Dataset::Impl {
     if (have >= want)
       return Status::ok();
     if (!c.skip_bad_records)
-      return KILN_STATUS(
-          kDataLoss,
-          "epoch " + std::to_string(epoch) + " of rank " +
-              std::to_string(c.rank) + ": the " + std::to_string(files.size()) +
-              " " + split + " files in " + path + " gave " +
-              std::to_string(have) + " records, fewer than the " +
-              std::to_string(c.batches_per_epoch) + " batches of " +
-              std::to_string(c.batch_size) + " (batches_per_epoch) need");
+      return KILN_STATUS(kDataLoss,
+                         share(epoch) + " gave " + std::to_string(have) +
+                             " records, fewer than the " +
+                             std::to_string(c.batches_per_epoch) +
+                             " batches of " + std::to_string(c.batch_size) +
+                             " (batches_per_epoch) need");
     std::vector<std::pair<std::string, Origin>> sources(recent.begin(),
                                                         recent.end());
     if (sources.empty())
@@ -310,32 +382,79 @@ struct Dataset::Impl {
     return Status::ok();
   }
 
+  /// The share of the epoch's records this rank reads: rank r's range of
+  /// the files concatenated in the epoch's order, or every file whole.
+  std::vector<FileSegment> epochSegments(uint32_t epoch) const {
+    std::vector<uint32_t> order =
+        epochFileOrder(files.size(), config.seed, epoch, config.shuffle != 0);
+    if (counted)
+      return rangeSegments(order, records, range);
+    std::vector<FileSegment> whole;
+    for (uint32_t f : order)
+      whole.push_back({f, 0, UINT64_MAX, true});
+    return whole;
+  }
+
+  /// "rank 1's share of epoch 3 (records 40..79 of the 16 train files in
+  /// DIR)", for messages.
+  std::string share(uint32_t epoch) const {
+    std::string of = std::to_string(files.size()) + " " + split +
+                     " files in " + path;
+    if (!counted)
+      return "epoch " + std::to_string(epoch) + " of the " + of;
+    return "rank " + std::to_string(config.rank) + "'s share of epoch " +
+           std::to_string(epoch) + " (records " + std::to_string(range.begin) +
+           ".." + std::to_string(range.end) + " of the " + of + ")";
+  }
+
   Status readEpoch(uint32_t epoch, bool &stopped) {
     const auto &c = config;
-    std::vector<uint32_t> order(files.size());
-    for (uint32_t i = 0; i < order.size(); ++i)
-      order[i] = i;
-    if (c.shuffle) {
-      Rng fileRng(hashCombine(hashCombine(c.seed, epoch), 0xf11e5));
-      for (size_t i = order.size(); i > 1; --i)
-        std::swap(order[i - 1], order[fileRng.below(i)]);
-    }
+    std::vector<FileSegment> segments = epochSegments(epoch);
     struct Open {
-      uint32_t file;
+      FileSegment segment;
       std::unique_ptr<RecordReader> reader;
+      uint64_t attempted = 0; // records of the segment read or skipped as bad
     };
     std::vector<Open> cycle;
-    size_t nextFile = 0;
+    size_t nextSegment = 0;
     epochFull = false;
     readerSkips = SkipTally();
     recent.clear();
     auto openNext = [&](Open &slot) -> Status {
-      slot.file = order[nextFile++];
-      KILN_ASSIGN_OR_RETURN(slot.reader,
-                            RecordReader::openFile(files[slot.file]));
+      slot = Open();
+      slot.segment = segments[nextSegment++];
+      const std::string &name = files[slot.segment.file];
+      KILN_ASSIGN_OR_RETURN(slot.reader, RecordReader::openFile(name));
+      // Seek past the other ranks' records: only their headers are read
+      // (compressed files are inflated up to the segment, which cannot be
+      // avoided). The count already checked their framing.
+      for (uint64_t k = 0; k < slot.segment.first; ++k) {
+        Status s = slot.reader->skip();
+        if (s.code() == StatusCode::kOutOfRange)
+          return KILN_STATUS(
+              kDataLoss, name + ": ended after " + std::to_string(k) +
+                             " records, before record " +
+                             std::to_string(slot.segment.first) +
+                             " where " + share(epoch) +
+                             " starts (it had " +
+                             std::to_string(records[slot.segment.file]) +
+                             " records when the dataset was opened: did it "
+                             "change?)");
+        KILN_RETURN_IF_ERROR(s);
+      }
       return Status::ok();
     };
-    while (cycle.size() < c.interleave && nextFile < order.size()) {
+    // A record beyond a counted segment's end, or a clean end before it,
+    // means the file changed since it was counted: the ranks' ranges would
+    // no longer fit together.
+    auto changed = [&](const Open &o, const std::string &what) {
+      return KILN_STATUS(
+          kDataLoss, files[o.segment.file] + ": " + what + " (it had " +
+                         std::to_string(records[o.segment.file]) +
+                         " records when the dataset was opened: did it "
+                         "change?)");
+    };
+    while (cycle.size() < c.interleave && nextSegment < segments.size()) {
       cycle.emplace_back();
       KILN_RETURN_IF_ERROR(openNext(cycle.back()));
     }
@@ -352,7 +471,7 @@ struct Dataset::Impl {
     std::string record;
 
     auto retire = [&](size_t i) -> Status {
-      if (nextFile < order.size())
+      if (nextSegment < segments.size())
         return openNext(cycle[i]);
       cycle.erase(cycle.begin() + i);
       if (turn >= cycle.size())
@@ -370,11 +489,29 @@ struct Dataset::Impl {
         break;
       }
       Open &cur = cycle[turn];
-      Status s = cur.reader->next(record);
-      if (s.code() == StatusCode::kOutOfRange) {
+      if (!cur.segment.toEnd && cur.attempted == cur.segment.count) {
         KILN_RETURN_IF_ERROR(retire(turn));
         continue;
       }
+      Status s = cur.reader->next(record);
+      if (s.code() == StatusCode::kOutOfRange) {
+        if (counted && cur.attempted < cur.segment.count)
+          return changed(cur, "ended after " +
+                                  std::to_string(cur.segment.first +
+                                                 cur.attempted) +
+                                  " records, before the end of " +
+                                  share(epoch));
+        KILN_RETURN_IF_ERROR(retire(turn));
+        continue;
+      }
+      if (counted && cur.attempted == cur.segment.count &&
+          (s.isOk() || cur.reader->canContinue()))
+        return changed(cur, "record " +
+                                std::to_string(cur.reader->recordIndex()) +
+                                " at byte offset " +
+                                std::to_string(cur.reader->recordOffset()) +
+                                " is past the records counted");
+      ++cur.attempted;
       if (!s.isOk()) {
         if (s.code() != StatusCode::kDataLoss || !c.skip_bad_records)
           return s;
@@ -383,7 +520,7 @@ struct Dataset::Impl {
           KILN_RETURN_IF_ERROR(retire(turn));
         continue;
       }
-      Origin origin{cur.file, cur.reader->recordIndex(),
+      Origin origin{cur.segment.file, cur.reader->recordIndex(),
                     cur.reader->recordOffset()};
       turn = (turn + 1) % cycle.size();
       recordsRead.fetch_add(1);
@@ -417,11 +554,8 @@ struct Dataset::Impl {
     }
     if (stopped)
       return Status::ok();
-    if (usable == 0)
-      return KILN_STATUS(kNotFound, "no usable records in the " +
-                                        std::to_string(files.size()) + " " +
-                                        split + " files of rank " +
-                                        std::to_string(c.rank) + " in " + path);
+    if (usable == 0 && !(counted && range.size() == 0))
+      return KILN_STATUS(kNotFound, "no usable records in " + share(epoch));
     if (c.batches_per_epoch && !epochFull)
       KILN_RETURN_IF_ERROR(fillShortEpoch(epoch, position, batchIndex, stopped));
     // With batches_per_epoch every batch is full: what remains is the data
@@ -621,23 +755,66 @@ Dataset::~Dataset() = default;
 StatusOr<std::unique_ptr<Dataset>>
 Dataset::open(const kiln_rt_dataset_config_t &config) {
   KILN_RETURN_IF_ERROR(validateDatasetConfig(config));
+  if (config.world_size == 1) {
+    // One rank reads every file whole: nothing to cut, nothing to count.
+    ShardCounts whole;
+    KILN_ASSIGN_OR_RETURN(whole.files, listShards(config.path, config.split));
+    return openImpl(config, std::move(whole), false);
+  }
+  KILN_ASSIGN_OR_RETURN(
+      ShardCounts counts,
+      countShards(config.path, config.split, config.skip_bad_records != 0));
+  if (config.log_skipped && config.rank == 0)
+    for (const Status &s : counts.stoppedBy)
+      if (!s.isOk())
+        std::fprintf(stderr,
+                     "kiln-rt: counting records: %s; the rest of the file is "
+                     "skipped\n",
+                     s.message().c_str());
+  return openImpl(config, std::move(counts), true);
+}
+
+StatusOr<std::unique_ptr<Dataset>>
+Dataset::open(const kiln_rt_dataset_config_t &config, ShardCounts counts) {
+  KILN_RETURN_IF_ERROR(validateDatasetConfig(config));
+  if (counts.files.empty() || counts.records.size() != counts.files.size())
+    return KILN_STATUS(kInvalidArgument,
+                       "dataset open: the record counts cover " +
+                           std::to_string(counts.records.size()) + " of " +
+                           std::to_string(counts.files.size()) + " files of " +
+                           config.path + " (call countShards)");
+  return openImpl(config, std::move(counts), true);
+}
+
+StatusOr<std::unique_ptr<Dataset>>
+Dataset::openImpl(const kiln_rt_dataset_config_t &config, ShardCounts counts,
+                  bool counted) {
   auto impl = std::make_unique<Impl>();
   impl->config = config;
   impl->path = config.path;
   impl->split = config.split;
   impl->config.path = impl->path.c_str();
   impl->config.split = impl->split.c_str();
-  KILN_ASSIGN_OR_RETURN(std::vector<std::string> all,
-                        listShards(impl->path, impl->split));
-  for (size_t i = config.rank; i < all.size(); i += config.world_size)
-    impl->files.push_back(all[i]);
-  if (impl->files.empty())
-    return KILN_STATUS(kInvalidArgument,
-                       "rank " + std::to_string(config.rank) + " of " +
-                           std::to_string(config.world_size) +
-                           " gets no files: " + impl->path + " holds only " +
-                           std::to_string(all.size()) + " " + impl->split +
-                           " files");
+  impl->files = std::move(counts.files);
+  impl->records = std::move(counts.records);
+  impl->counted = counted;
+  if (counted) {
+    uint64_t total = 0;
+    for (uint64_t n : impl->records)
+      total += n;
+    impl->range = rankRecordRange(total, config.rank, config.world_size);
+    // An empty share (fewer records than ranks) is fine for a single pass,
+    // such as an evaluation, but an epoch of no batches cannot repeat.
+    if (impl->range.size() == 0 &&
+        (config.num_epochs == 0 || config.batches_per_epoch))
+      return KILN_STATUS(
+          kInvalidArgument,
+          "rank " + std::to_string(config.rank) + " of " +
+              std::to_string(config.world_size) + " gets no records: the " +
+              std::to_string(impl->files.size()) + " " + impl->split +
+              " files in " + impl->path + " hold only " +
+              std::to_string(total) + " records");
+  }
   impl->transform = TransformOptions::fromConfig(config);
   OutputFormat &f = impl->format;
   f.dtype = config.dtype;

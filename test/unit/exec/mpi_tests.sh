@@ -39,11 +39,10 @@ replicas)
   ;;
 data)
   "$shards" "$work/d" || fail "could not write shards"
-  # Rank 0 reads train shards 0 and 2 (46 records), rank 1 shards 1 and 3
-  # (30): 3 common steps of 8 per epoch.
+  # 76 records in 4 uneven shards: 38 per rank, 4 steps of 8 per epoch.
   $mpirun "$exe" --data "$work/d" --augment none --epochs 2 --eval \
     --verify-replicas --log-every 3 > "$work/out" 2>&1 || fail "exit status $?"
-  expect "3 steps per epoch; training to step 6"
+  expect "76 records over 2 ranks: 4 steps per epoch of 16 global batch; 12 records per epoch not trained on (the remainder), different ones each epoch; training to step 8"
   expect "(20 examples"
   expect "parameters identical on all 2 ranks"
   ;;

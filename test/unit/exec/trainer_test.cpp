@@ -169,7 +169,10 @@ TEST_F(DataTest, EpochsAndEvaluationEveryEpoch) {
                      "2", "--eval-every-epoch", "--log-every", "7",
                      "--model-dir", model.path()});
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_NE(r.out.find("7 steps per epoch; training to step 14 (2.00 epochs)"),
+  EXPECT_NE(r.out.find("59 records over 1 rank: 7 steps per epoch of 8 global "
+                      "batch; 3 records per epoch not trained on (the "
+                      "remainder), different ones each epoch; training to "
+                      "step 14 (2.00 epochs)"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("step 7/14  epoch 1.00  loss"), std::string::npos) << r.out;

@@ -14,7 +14,6 @@
 
 #include <chrono>
 #include <climits>
-#include <zlib.h>
 
 namespace kiln::rt {
 namespace {
@@ -347,23 +346,6 @@ TEST(ImageSize, PipelineNamesTheRecord) {
 
 /// The whole file as one stream, as TensorFlow's ZlibOutputBuffer writes it
 /// (window bits 15 for ZLIB, 15 + 16 for GZIP).
-std::string compress(const std::string &bytes, TfRecordCompression kind) {
-  z_stream z{};
-  int bits = kind == TfRecordCompression::kGzip ? 31 : 15;
-  EXPECT_EQ(deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, bits, 8,
-                         Z_DEFAULT_STRATEGY),
-            Z_OK);
-  std::string out(deflateBound(&z, bytes.size()), '\0');
-  z.next_in = reinterpret_cast<Bytef *>(const_cast<char *>(bytes.data()));
-  z.avail_in = static_cast<uInt>(bytes.size());
-  z.next_out = reinterpret_cast<Bytef *>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
 std::string framed(const std::vector<std::string> &records) {
   std::string bytes;
   for (const auto &r : records)
@@ -417,7 +399,7 @@ TEST(Compression, GzipAndZlibFilesAreDetectedReadAndCounted) {
   for (TfRecordCompression kind :
        {TfRecordCompression::kGzip, TfRecordCompression::kZlib}) {
     SCOPED_TRACE(compressionName(kind));
-    std::string packed = compress(plain, kind);
+    std::string packed = test::compress(plain, kind);
     EXPECT_EQ(detectTfRecordCompression(packed), kind);
     std::string path = dir.path() + "/train-00000-of-00001";
     test::writeFile(path, packed);
@@ -453,8 +435,8 @@ TEST(Compression, CorruptAndTruncatedStreamsNameFileAndOffset) {
     records.push_back(test::rawExample(8, 8, uint8_t(7 * i), i + 1));
   std::string plain = framed(records);
   std::string path = dir.path() + "/train-00000-of-00001";
-  std::string gz = compress(plain, TfRecordCompression::kGzip);
-  std::string zl = compress(plain, TfRecordCompression::kZlib);
+  std::string gz = test::compress(plain, TfRecordCompression::kGzip);
+  std::string zl = test::compress(plain, TfRecordCompression::kZlib);
   auto readAll = [&](const std::string &bytes) {
     test::writeFile(path, bytes);
     auto reader = RecordReader::openFile(path);
@@ -595,7 +577,8 @@ TEST(BatchesPerEpoch, AnEpochWithoutGoodRecordsIsAnError) {
   Drained run;
   drain(c, run);
   ASSERT_FALSE(run.error.ok());
-  expectContains(run.error.message(), "no usable records in the 1 train files");
+  expectContains(run.error.message(),
+                 "no usable records in epoch 0 of the 1 train files");
 }
 
 //===----------------------------------------------------------------------===//
@@ -659,7 +642,7 @@ TEST(Inspect, ReportsEveryBadRecordTheLabelsAndTheImages) {
   for (int i = 0; i < 10; ++i)
     first.push_back(test::rawExample(4, 4, 1, i));
   std::string path0 = dir.path() + "/train-00000-of-00002";
-  test::writeFile(path0, compress(framed(first), TfRecordCompression::kGzip));
+  test::writeFile(path0, test::compress(framed(first), TfRecordCompression::kGzip));
   const int w = 64, h = 48;
   std::string good = photoJpeg(w, h);
   std::vector<std::string> second = {

@@ -174,39 +174,6 @@ TEST(Pipeline, SameSeedSameBatchesForAnyWorkerCount) {
   EXPECT_FALSE(one.images == other.images);
 }
 
-TEST(Pipeline, RanksReadDisjointFilesCoveringAll) {
-  TempDir dir;
-  writeRawShards(dir.path(), 5, 6);
-  std::set<int32_t> seen;
-  size_t total = 0;
-  for (uint32_t rank = 0; rank < 2; ++rank) {
-    auto c = test::rawConfig(dir.path(), 4, 2);
-    c.world_size = 2;
-    c.rank = rank;
-    Drained d;
-    drain(c, d);
-    ASSERT_TRUE(d.error.ok()) << d.error.message();
-    EXPECT_EQ(d.stats.files, rank == 0 ? 3u : 2u);
-    for (int32_t l : d.labels) {
-      int file = l / 6;
-      EXPECT_EQ(file % 2, int(rank)) << "label " << l;
-      seen.insert(l);
-    }
-    total += d.labels.size();
-  }
-  EXPECT_EQ(total, 30u);
-  EXPECT_EQ(seen.size(), 30u);
-  // More ranks than files is an error naming the counts.
-  auto c = test::rawConfig(dir.path(), 4, 2);
-  c.world_size = 8;
-  c.rank = 6;
-  Drained d;
-  drain(c, d);
-  EXPECT_EQ(d.error.code(), KILN_RT_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(d.error.message().find("rank 6 of 8 gets no files"),
-            std::string::npos);
-}
-
 TEST(Pipeline, PartialFinalBatchIsPaddedWhenKept) {
   TempDir dir;
   writeRawShards(dir.path(), 1, 7);

@@ -21,6 +21,7 @@
 #include <string>
 #include <turbojpeg.h>
 #include <vector>
+#include <zlib.h>
 
 namespace kiln::rt::test {
 
@@ -123,6 +124,25 @@ inline void writeRecords(const std::string &path,
   for (const auto &r : records)
     appendTfRecord(bytes, r);
   writeFile(path, bytes);
+}
+
+/// `bytes` as one GZIP (TensorFlow's "GZIP") or zlib ("ZLIB") stream.
+inline std::string compress(const std::string &bytes,
+                            TfRecordCompression kind) {
+  z_stream z{};
+  int bits = kind == TfRecordCompression::kGzip ? 31 : 15;
+  EXPECT_EQ(deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, bits, 8,
+                         Z_DEFAULT_STRATEGY),
+            Z_OK);
+  std::string out(deflateBound(&z, bytes.size()), '\0');
+  z.next_in = reinterpret_cast<Bytef *>(const_cast<char *>(bytes.data()));
+  z.avail_in = static_cast<uInt>(bytes.size());
+  z.next_out = reinterpret_cast<Bytef *>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
 }
 
 /// A config for small raw grayscale data: no normalization (mean 0, std 1),

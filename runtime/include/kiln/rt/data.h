@@ -56,8 +56,14 @@ typedef enum kiln_rt_augment_e {
 typedef struct kiln_rt_dataset_config_s {
   uint32_t abi_version; /* KILN_RT_ABI_VERSION (set by config_init) */
 
-  /* Files: every `<split>-NNNNN-of-NNNNN` in `path`, sorted by name. Rank r of
-   * world_size reads files i with i % world_size == r. */
+  /* Files: every `<split>-NNNNN-of-NNNNN` in `path`, sorted by name. Each
+   * epoch, the files concatenated in the epoch's file order (shuffled with
+   * (seed, epoch) unless shuffle is 0, the same on every rank) are cut into
+   * world_size contiguous record ranges of floor or ceil(N / world_size) of
+   * the N records; rank r reads range r. With world_size > 1, open counts
+   * every file's records for that (from the framing; compressed files are
+   * inflated). A rank whose range is empty (N < world_size) is an error
+   * unless num_epochs > 0 and batches_per_epoch is 0. */
   const char *path;
   const char *split; /* "train", "validation", ... */
   uint32_t rank;
@@ -141,7 +147,7 @@ typedef struct kiln_rt_dataset_stats_s {
   uint64_t records_skipped; /* bad records dropped (skip_bad_records) */
   uint64_t batches_returned;
   uint64_t bytes_read;
-  uint64_t files;   /* files this rank reads */
+  uint64_t files;   /* files of the split (a rank reads from any of them) */
   uint64_t wait_ns; /* time next_batch blocked waiting for data */
   uint64_t next_batch_calls;
 } kiln_rt_dataset_stats_t;

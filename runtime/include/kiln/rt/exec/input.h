@@ -3,16 +3,19 @@
 // An InputSource writes the images and labels of a global step into the
 // function's arena slots, in the dtype and layout the manifest names.
 //
-// Dataset input: the TFRecord pipeline (kiln/rt/pipeline.h) with this rank's
-// shards. Ranks must take the same number of steps per epoch or their
-// allreduces would stop matching, so an epoch is E = min over ranks of
-// floor(records of the rank / batch) steps (records counted from the
-// framing), and the pipeline delivers exactly E batches per epoch
-// (batches_per_epoch): a rank with more stops early, and one left short by
-// bad records skipped under --skip-bad-records repeats its last good
-// examples. The batch of global step s is batch s % E of epoch s / E, which
-// makes a resumed run read exactly what the uninterrupted run read at that
-// step (the pipeline's order is a function of seed and epoch).
+// Dataset input: the TFRecord pipeline (kiln/rt/pipeline.h). Every rank
+// counts the records of every train file (from the framing), and each epoch
+// the pipeline cuts the files, concatenated in the epoch's shuffled order,
+// into one contiguous range of floor or ceil(N / R) records per rank. Ranks
+// must take the same number of steps per epoch or their allreduces would
+// stop matching, so an epoch is E = floor(floor(N / R) / batch) steps and the
+// pipeline delivers exactly E batches per epoch (batches_per_epoch): the
+// N - E * batch * R records left (fewer than R * batch + R) are the tail of
+// each rank's shuffled range, so they differ from epoch to epoch, and a rank
+// left short by bad records skipped under --skip-bad-records repeats its
+// last good examples. The batch of global step s is batch s % E of epoch
+// s / E, which makes a resumed run read exactly what the uninterrupted run
+// read at that step (the pipeline's order is a function of seed and epoch).
 //
 // Synthetic input: K fixed batches (K = --synthetic-batches) cycled: step s
 // uses batch s % K. Images are standard normal, labels uniform classes, all
@@ -48,6 +51,10 @@ public:
   virtual Status fill(int64_t step, uint8_t *arena) = 0;
   /// Training steps per epoch; 0 for synthetic data.
   virtual int64_t stepsPerEpoch() const = 0;
+  /// Dataset input: "N records over R ranks: S steps per epoch of G global
+  /// batch; K records per epoch not trained on (the remainder), different
+  /// ones each epoch" (or "...; every record trained on once per epoch").
+  virtual std::string describe() const { return {}; }
   /// Seconds spent waiting for the pipeline so far.
   virtual double waitSeconds() const { return 0; }
   /// After a fill() that completed an epoch in which bad records were

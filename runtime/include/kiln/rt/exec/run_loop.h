@@ -98,6 +98,7 @@ struct RunState {
   int64_t startStep = 0;  ///< steps already taken (resume)
   int64_t totalSteps = 0; ///< the step count to reach
   int64_t stepsPerEpoch = 0;
+  std::string dataSummary; ///< InputSource::describe() of the training data
   int64_t step = 0; ///< steps taken so far
   int64_t lastCheckpointStep = -1;
   std::string lastCheckpoint; ///< the newest good one, written or loaded
