@@ -210,8 +210,8 @@ openDatasetInput(const RunOptions &options, const Function &function,
         fmt::format("the ranks see different training data in {}: rank {} "
                     "counts {} records in {} train files, the ranks between "
                     "{} and {} records{}; every rank must read the same files",
-                    options.dataDir, comm.rank(), total,
-                    counted->files.size(), agree[1], -agree[2],
+                    options.dataDir, comm.rank(), total, counted->files.size(),
+                    agree[1], -agree[2],
                     agree[1] == -agree[2] ? " (the same total in other files)"
                                           : ""));
   if (comm.rank() == 0)
@@ -232,13 +232,12 @@ openDatasetInput(const RunOptions &options, const Function &function,
         ranks == 1
             ? fmt::format("the {} training records in {} ({} train files) "
                           "are fewer than one batch of {}",
-                          total, options.dataDir, counted->files.size(),
-                          batch)
+                          total, options.dataDir, counted->files.size(), batch)
             : fmt::format("the {} training records in {} ({} train files) "
                           "give each of the {} ranks {}, fewer than one "
                           "batch of {}",
-                          total, options.dataDir, counted->files.size(),
-                          ranks, share, batch));
+                          total, options.dataDir, counted->files.size(), ranks,
+                          share, batch));
   uint64_t trained = uint64_t(steps) * uint64_t(batch) * uint64_t(ranks);
   uint64_t left = total - trained;
   std::string summary = fmt::format(

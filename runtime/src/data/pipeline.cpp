@@ -103,8 +103,7 @@ StatusOr<ShardCounts> countShards(const std::string &dir,
   return counts;
 }
 
-RecordRange rankRecordRange(uint64_t total, uint32_t rank,
-                            uint32_t worldSize) {
+RecordRange rankRecordRange(uint64_t total, uint32_t rank, uint32_t worldSize) {
   uint64_t share = total / worldSize, extra = total % worldSize;
   RecordRange range;
   range.begin = rank * share + std::min<uint64_t>(rank, extra);
@@ -137,9 +136,9 @@ std::vector<FileSegment> rangeSegments(const std::vector<uint32_t> &order,
   for (uint32_t file : order) {
     uint64_t n = records[file], fileEnd = pos + n;
     if (n == 0) {
-      bool here = (pos >= range.begin && pos < range.end) ||
-                  (pos == total && range.end == total &&
-                   range.begin < range.end);
+      bool here =
+          (pos >= range.begin && pos < range.end) ||
+          (pos == total && range.end == total && range.begin < range.end);
       if (here)
         segments.push_back({file, 0, 0, true});
       continue;
@@ -398,8 +397,8 @@ struct Dataset::Impl {
   /// "rank 1's share of epoch 3 (records 40..79 of the 16 train files in
   /// DIR)", for messages.
   std::string share(uint32_t epoch) const {
-    std::string of = std::to_string(files.size()) + " " + split +
-                     " files in " + path;
+    std::string of =
+        std::to_string(files.size()) + " " + split + " files in " + path;
     if (!counted)
       return "epoch " + std::to_string(epoch) + " of the " + of;
     return "rank " + std::to_string(config.rank) + "'s share of epoch " +
@@ -431,15 +430,14 @@ struct Dataset::Impl {
       for (uint64_t k = 0; k < slot.segment.first; ++k) {
         Status s = slot.reader->skip();
         if (s.code() == StatusCode::kOutOfRange)
-          return KILN_STATUS(
-              kDataLoss, name + ": ended after " + std::to_string(k) +
-                             " records, before record " +
-                             std::to_string(slot.segment.first) +
-                             " where " + share(epoch) +
-                             " starts (it had " +
-                             std::to_string(records[slot.segment.file]) +
-                             " records when the dataset was opened: did it "
-                             "change?)");
+          return KILN_STATUS(kDataLoss,
+                             name + ": ended after " + std::to_string(k) +
+                                 " records, before record " +
+                                 std::to_string(slot.segment.first) +
+                                 " where " + share(epoch) + " starts (it had " +
+                                 std::to_string(records[slot.segment.file]) +
+                                 " records when the dataset was opened: did it "
+                                 "change?)");
         KILN_RETURN_IF_ERROR(s);
       }
       return Status::ok();
@@ -448,11 +446,11 @@ struct Dataset::Impl {
     // means the file changed since it was counted: the ranks' ranges would
     // no longer fit together.
     auto changed = [&](const Open &o, const std::string &what) {
-      return KILN_STATUS(
-          kDataLoss, files[o.segment.file] + ": " + what + " (it had " +
-                         std::to_string(records[o.segment.file]) +
-                         " records when the dataset was opened: did it "
-                         "change?)");
+      return KILN_STATUS(kDataLoss,
+                         files[o.segment.file] + ": " + what + " (it had " +
+                             std::to_string(records[o.segment.file]) +
+                             " records when the dataset was opened: did it "
+                             "change?)");
     };
     while (cycle.size() < c.interleave && nextSegment < segments.size()) {
       cycle.emplace_back();
@@ -496,11 +494,10 @@ struct Dataset::Impl {
       Status s = cur.reader->next(record);
       if (s.code() == StatusCode::kOutOfRange) {
         if (counted && cur.attempted < cur.segment.count)
-          return changed(cur, "ended after " +
-                                  std::to_string(cur.segment.first +
-                                                 cur.attempted) +
-                                  " records, before the end of " +
-                                  share(epoch));
+          return changed(cur,
+                         "ended after " +
+                             std::to_string(cur.segment.first + cur.attempted) +
+                             " records, before the end of " + share(epoch));
         KILN_RETURN_IF_ERROR(retire(turn));
         continue;
       }

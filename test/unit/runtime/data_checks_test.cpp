@@ -642,7 +642,8 @@ TEST(Inspect, ReportsEveryBadRecordTheLabelsAndTheImages) {
   for (int i = 0; i < 10; ++i)
     first.push_back(test::rawExample(4, 4, 1, i));
   std::string path0 = dir.path() + "/train-00000-of-00002";
-  test::writeFile(path0, test::compress(framed(first), TfRecordCompression::kGzip));
+  test::writeFile(path0,
+                  test::compress(framed(first), TfRecordCompression::kGzip));
   const int w = 64, h = 48;
   std::string good = photoJpeg(w, h);
   std::vector<std::string> second = {

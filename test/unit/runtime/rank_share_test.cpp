@@ -23,13 +23,12 @@ using test::CStatus;
 using test::TempDir;
 
 void expectContains(const std::string &text, const std::string &want) {
-  EXPECT_NE(text.find(want), std::string::npos)
-      << text << "\nwanted: " << want;
+  EXPECT_NE(text.find(want), std::string::npos) << text << "\nwanted: " << want;
 }
 
 /// Uneven shards: one empty, one of a single record, up to 40.
-const std::vector<uint64_t> kShardRecords = {12, 0,  31, 5,  18, 27, 1,  22,
-                                             9,  40, 14, 3,  25, 16, 7,  30};
+const std::vector<uint64_t> kShardRecords = {12, 0,  31, 5, 18, 27, 1, 22,
+                                             9,  40, 14, 3, 25, 16, 7, 30};
 constexpr uint64_t kTotal = 260;
 
 /// Writes kShardRecords raw 4x4 records; record id g (counting through the
@@ -43,8 +42,8 @@ std::vector<uint64_t> writeIdShards(const std::string &dir) {
     firstId.push_back(g);
     std::string bytes;
     for (uint64_t i = 0; i < kShardRecords[f]; ++i, ++g)
-      appendTfRecord(bytes, test::rawExample(4, 4, uint8_t(g % 251),
-                                             int64_t(g + 1)));
+      appendTfRecord(bytes,
+                     test::rawExample(4, 4, uint8_t(g % 251), int64_t(g + 1)));
     if (f == 3 || f == 9)
       bytes = test::compress(bytes, TfRecordCompression::kGzip);
     test::writeFile(dir + "/" + shardName("train", f, kShardRecords.size()),
@@ -81,8 +80,7 @@ RankRun drainRank(const kiln_rt_dataset_config_t &config) {
       // The pixels travel with their label.
       EXPECT_EQ(px[i * 16], float(id % 251)) << "record id " << id;
     }
-    run.images.emplace_back(static_cast<const char *>(b.images),
-                            b.image_bytes);
+    run.images.emplace_back(static_cast<const char *>(b.images), b.image_bytes);
     kiln_rt_dataset_get_epoch_stats(ds, &run.lastStats[b.epoch]);
   }
   kiln_rt_dataset_close(ds);
@@ -96,9 +94,8 @@ std::set<int64_t> expectedShare(const std::vector<uint64_t> &firstId,
   std::vector<uint32_t> order =
       epochFileOrder(kShardRecords.size(), seed, epoch, true);
   std::set<int64_t> ids;
-  for (const FileSegment &s :
-       rangeSegments(order, kShardRecords,
-                     rankRecordRange(kTotal, rank, ranks)))
+  for (const FileSegment &s : rangeSegments(
+           order, kShardRecords, rankRecordRange(kTotal, rank, ranks)))
     for (uint64_t i = s.first; i < s.first + s.count; ++i)
       ids.insert(int64_t(firstId[s.file] + i));
   return ids;
@@ -373,9 +370,10 @@ TEST(RankShare, AFileThatChangedSinceItWasCountedIsAnError) {
   Status s = drainWith(more, 0);
   EXPECT_EQ(s.code(), StatusCode::kDataLoss);
   expectContains(s.message(),
-                 file0 + ": ended after 6 records, before the end of rank "
-                         "0's share of epoch 0 (records 0..7 of the 2 train "
-                         "files in " +
+                 file0 +
+                     ": ended after 6 records, before the end of rank "
+                     "0's share of epoch 0 (records 0..7 of the 2 train "
+                     "files in " +
                      dir.path() +
                      ") (it had 8 records when the dataset was opened: did "
                      "it change?)");

@@ -9,11 +9,11 @@
 //
 // Threads:
 //   reader   reads this rank's range of the epoch (up to `interleave` of its
-//            file segments round-robin), checks each (CRCs, Example keys, JPEG header), shuffles through a
-//            buffer and groups records into batch jobs. Every record gets a
-//            seed derived from (seed, epoch, rank, position) — never from the
-//            thread that decodes it — so output is independent of the number
-//            of workers.
+//            file segments round-robin), checks each (CRCs, Example keys, JPEG
+//            header), shuffles through a buffer and groups records into batch
+//            jobs. Every record gets a seed derived from (seed, epoch, rank,
+//            position) — never from the thread that decodes it — so output is
+//            independent of the number of workers.
 //   workers  take jobs in order, decode + augment each example, and write the
 //            batch in the model's dtype and layout into a free slot.
 //   consumer next_batch() returns slots in job order; a bounded number of
