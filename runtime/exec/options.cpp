@@ -415,7 +415,7 @@ std::string usage(const char *program) {
   return fmt::format(R"(usage: {0} (--data DIR | --synthetic) (--steps N | --epochs E) [flags]
 
 Trains the compiled model (docs/runtime.md). Under mpirun, every rank trains
-on its own shards and gradients are averaged.
+on its own share of each epoch's records and gradients are averaged.
 
 input:
   --data DIR               TFRecord shards (train-*, validation-*) from kiln-data
