@@ -33,7 +33,9 @@ struct TrainStepPipelineOptions
   Option<double> momentum{*this, "momentum", llvm::cl::init(0.9)};
   Option<bool> nesterov{*this, "nesterov", llvm::cl::init(false)};
   Option<double> weightDecay{*this, "weight-decay", llvm::cl::init(0.0)};
-  Option<bool> decay1d{*this, "decay-1d", llvm::cl::init(false)};
+  Option<std::string> noDecay{*this, "no-decay", llvm::cl::init("bn,bias")};
+  Option<std::string> larsSkip{*this, "lars-skip", llvm::cl::init("bn,bias")};
+  Option<std::string> larsForm{*this, "lars-form", llvm::cl::init("tf2")};
   Option<double> larsEta{*this, "lars-eta", llvm::cl::init(0.001)};
   Option<double> larsEpsilon{*this, "lars-epsilon", llvm::cl::init(0.0)};
   Option<double> labelSmoothing{*this, "label-smoothing", llvm::cl::init(0.0)};
@@ -41,7 +43,7 @@ struct TrainStepPipelineOptions
   Option<double> lr{*this, "lr", llvm::cl::init(0.1)};
   Option<double> peakLr{*this, "peak-lr", llvm::cl::init(0.0)};
   Option<double> warmupInitLr{*this, "warmup-init-lr", llvm::cl::init(0.0)};
-  Option<int64_t> warmupSteps{*this, "warmup-steps", llvm::cl::init(0)};
+  Option<double> warmupSteps{*this, "warmup-steps", llvm::cl::init(0.0)};
   Option<double> warmupEpochs{*this, "warmup-epochs", llvm::cl::init(0.0)};
   Option<int64_t> totalSteps{*this, "total-steps", llvm::cl::init(0)};
   Option<double> decayEpochs{*this, "decay-epochs", llvm::cl::init(0.0)};
@@ -51,6 +53,25 @@ struct TrainStepPipelineOptions
   ListOption<int64_t> boundaries{*this, "boundaries"};
   ListOption<double> boundaryEpochs{*this, "boundary-epochs"};
 };
+
+/// The training recipe of a reference run, reproduced exactly
+/// (docs/runtime.md "Reference recipes"): kilnc --recipe=NAME takes its
+/// training-step options (the pipeline's syntax; flags given on the command
+/// line come after, so they win) and its per-rank batch, and checks that the
+/// model's batch norms have its momentum.
+struct Recipe {
+  llvm::StringRef name;
+  llvm::StringRef source;
+  llvm::StringRef stepOptions;
+  int64_t batch;
+  /// TF's batch-norm decay; models/build_model.py --bn-momentum.
+  double batchNormMomentum;
+};
+
+/// The recipes kilnc knows, by name.
+llvm::ArrayRef<Recipe> getRecipes();
+/// The recipe called `name`, or nullptr.
+const Recipe *findRecipe(llvm::StringRef name);
 
 /// Model -> training step: autodiff, gradient buckets with their allreduce,
 /// then the optimizer and the learning-rate schedule.

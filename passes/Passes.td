@@ -63,9 +63,17 @@ def KilnOptimizer : Pass<"kiln-optimizer", "mlir::ModuleOp"> {
     optimizer steps already taken) and returns its forward results followed
     by the learning rate it used. The schedule's parameters live in the state
     variable `@kiln.lr_schedule` (f64), so the runtime can override them.
-    Rank-1 parameters (batch-norm scale and offset, biases) get no weight
-    decay and, with LARS, no trust ratio, unless `decay-1d` is set. Label
-    smoothing is set on the step's loss and its gradient.
+    Which parameters are exempt goes by what each is, from the ops reading
+    it (not its rank): `bn` (a batch norm's scale or offset) or `bias` (a
+    dense layer's bias). `no-decay` lists the kinds not decayed and
+    `lars-skip` those whose LARS trust ratio is 1; both default to
+    `bn,bias` (Goyal et al., MLPerf TF2), while tensorflow/tpu's ResNet and
+    MLPerf v0.6 decay the classifier's bias (`no-decay=bn`). `lars-form`
+    chooses MLPerf TF2's update (`tf2`, lr * trust inside the momentum) or
+    v0.6's (`v0.6`: the momentum of the decayed gradient, scaled by
+    lr * trust at the step, the trust ratio of the decayed gradient). Label
+    smoothing is set on the step's loss and its gradient. `warmup-steps` may
+    be fractional (kiln.learning_rate).
 
     Step counts may be given in epochs instead (`warmup-epochs`,
     `decay-epochs`, `boundary-epochs`), each exclusive with its step option:
@@ -95,8 +103,17 @@ def KilnOptimizer : Pass<"kiln-optimizer", "mlir::ModuleOp"> {
            "Nesterov momentum (sgd)">,
     Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
            "L2 weight decay added to the gradient">,
-    Option<"decay1d", "decay-1d", "bool", /*default=*/"false",
-           "Also decay rank-1 parameters (batch-norm and biases)">,
+    Option<"noDecay", "no-decay", "std::string", /*default=*/"\"bn,bias\"",
+           "Parameter kinds not decayed: bn (batch-norm scale and offset), "
+           "bias (dense-layer biases), a comma-separated list of both, or "
+           "none">,
+    Option<"larsSkip", "lars-skip", "std::string", /*default=*/"\"bn,bias\"",
+           "Parameter kinds whose LARS trust ratio is 1 (MLPerf's skip "
+           "list): bn, bias, both, or none">,
+    Option<"larsForm", "lars-form", "std::string", /*default=*/"\"tf2\"",
+           "The LARS update: tf2 (MLPerf TF2: v = m v + lr trust g') or "
+           "v0.6 (MLPerf v0.6: v = m v + g', w -= lr trust v, the trust "
+           "ratio of g')">,
     Option<"larsEta", "lars-eta", "double", /*default=*/"0.001",
            "LARS trust coefficient">,
     Option<"larsEpsilon", "lars-epsilon", "double", /*default=*/"0.0",
@@ -112,8 +129,8 @@ def KilnOptimizer : Pass<"kiln-optimizer", "mlir::ModuleOp"> {
            "Peak learning rate after warmup (linear_warmup_linear_decay)">,
     Option<"warmupInitLr", "warmup-init-lr", "double", /*default=*/"0.0",
            "Learning rate at step 0 of a warmup (step_decay, cosine_decay)">,
-    Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"0",
-           "Steps of linear warmup">,
+    Option<"warmupSteps", "warmup-steps", "double", /*default=*/"0",
+           "Steps of linear warmup, possibly fractional">,
     Option<"warmupEpochs", "warmup-epochs", "double", /*default=*/"0.0",
            "Epochs of linear warmup, resolved into steps by the runtime "
            "(instead of warmup-steps)">,

@@ -30,6 +30,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <cstdio>
 
 #ifdef KILN_HAVE_RUNTIME
 #include "link_config.h"
@@ -404,6 +405,30 @@ int compile(const CompileOptions &options) {
   if (!module)
     return 1;
   timer.done("parse and verify");
+  // The batch-norm momentum is the model's (build_model.py --bn-momentum),
+  // so a recipe can only check it.
+  if (const Recipe *recipe = options.recipe) {
+    float expected = float(recipe->batchNormMomentum);
+    WalkResult checked = module->walk([&](BatchNormTrainOp bn) {
+      if (bn.getMomentum().convertToFloat() == expected)
+        return WalkResult::advance();
+      auto text = [](double v) {
+        char buffer[32];
+        std::snprintf(buffer, sizeof(buffer), "%g", v);
+        return std::string(buffer);
+      };
+      std::string want = text(recipe->batchNormMomentum);
+      bn.emitError("kilnc: --recipe=")
+          << recipe->name << " uses batch-norm momentum " << want
+          << ", this batch norm has "
+          << text(bn.getMomentum().convertToFloat())
+          << "; build the model with models/build_model.py --bn-momentum "
+          << want;
+      return WalkResult::interrupt();
+    });
+    if (checked.wasInterrupted())
+      return 1;
+  }
   if (options.emit == EmitStage::Kiln)
     return writeOutput(options.output, [&](auto &os) { module->print(os); });
 

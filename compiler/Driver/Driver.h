@@ -40,6 +40,9 @@ struct CompileOptions {
   std::string layout = "auto";
   /// Options of the training step (optimizer, schedule, buckets).
   const TrainStepPipelineOptions *trainStep = nullptr;
+  /// The reference recipe those options come from, if any: the model's
+  /// batch norms must have its momentum.
+  const Recipe *recipe = nullptr;
 };
 
 /// Compiles as `options` say; diagnostics name the file, line and op.

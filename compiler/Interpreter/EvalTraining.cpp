@@ -26,29 +26,36 @@ bool toSteps(double value, int64_t &steps) {
 
 /// Builds the reference schedule from the op's parameter slots (see the
 /// kiln.learning_rate description); `bad` names a slot that must count
-/// steps but does not.
+/// steps but does not. A warmup may be fractional (docs/reference-kernels.md).
 ref::Schedule makeSchedule(Schedule kind, const std::vector<double> &p,
                            std::string &bad) {
   auto steps = [&](size_t i, const char *name) {
     int64_t s = 0;
     if (!toSteps(p[i], s) && bad.empty())
-      bad = std::string(name) + " = " + std::to_string(p[i]);
+      bad = std::string(name) + " = " + std::to_string(p[i]) +
+            " is not a whole number of steps";
     return s;
+  };
+  auto warmup = [&](size_t i) {
+    if (!(std::isfinite(p[i]) && p[i] >= 0.0) && bad.empty())
+      bad = "warmup_steps = " + std::to_string(p[i]) +
+            " is not a non-negative number of steps";
+    return p[i];
   };
   switch (kind) {
   case Schedule::Constant:
     return ref::Schedule::constant(p[0]);
   case Schedule::LinearWarmupLinearDecay:
     return ref::Schedule::linearWarmupLinearDecay(
-        {p[0], steps(1, "warmup_steps"), p[2], steps(3, "total_steps")});
+        {p[0], warmup(1), p[2], steps(3, "total_steps")});
   case Schedule::WarmupPolynomialDecay:
     return ref::Schedule::warmupPolynomialDecay(
-        {p[0], steps(1, "warmup_steps"), steps(2, "train_steps"), p[3], p[4]});
+        {p[0], warmup(1), steps(2, "train_steps"), p[3], p[4]});
   case Schedule::StepDecay: {
     ref::StepDecayParams s;
     s.baseLr = p[0];
     s.warmupInitLr = p[1];
-    s.warmupSteps = steps(2, "warmup_steps");
+    s.warmupSteps = warmup(2);
     s.factor = p[3];
     for (size_t i = 4; i < p.size(); ++i)
       s.boundaries.push_back(steps(i, "boundary"));
@@ -56,7 +63,7 @@ ref::Schedule makeSchedule(Schedule kind, const std::vector<double> &p,
   }
   case Schedule::CosineDecay:
     return ref::Schedule::cosineDecay(
-        {p[0], p[1], steps(2, "warmup_steps"), steps(3, "total_steps"), p[4]});
+        {p[0], p[1], warmup(2), steps(3, "total_steps"), p[4]});
   }
   return ref::Schedule::constant(p[0]);
 }
@@ -73,8 +80,7 @@ LogicalResult evalLearningRate(LearningRateOp op, EvalContext &ctx) {
   std::string bad;
   ref::Schedule schedule = makeSchedule(op.getSchedule(), params.doubles, bad);
   if (!bad.empty())
-    return ctx.error(op) << "schedule parameter " << bad
-                         << " is not a whole number of steps";
+    return ctx.error(op) << "schedule parameter " << bad;
   if (failed(ctx.check(op, ref::checkSchedule(schedule))))
     return failure();
   if (step.ints[0] < 0)
@@ -149,7 +155,12 @@ LogicalResult evalLarsUpdate(LarsUpdateOp op, EvalContext &ctx) {
   params.weightDecay = op.getWeightDecay().convertToFloat();
   params.epsilon = op.getEpsilon().convertToFloat();
   params.nesterov = false;
-  ref::larsUpdate(w, g, v, params, /*skip=*/op.getSkipAdaptation());
+  params.form = op.getForm() == LarsForm::V0_6 ? ref::LarsForm::V0_6
+                                               : ref::LarsForm::Tf2;
+  // weight_decay is the decay added to the gradient, 0 for an exempt
+  // parameter (kiln.lars_update).
+  ref::larsUpdate(w, g, v, params, /*skipTrust=*/op.getSkipAdaptation(),
+                  /*decay=*/params.weightDecay != 0.0);
   if (Value copy = op.getNewCopy())
     ctx.setFloat(copy, w);
   ctx.setFloat(op.getNewWeight(), std::move(w));

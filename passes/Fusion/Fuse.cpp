@@ -546,7 +546,7 @@ struct FoldCopyIntoLarsUpdate : OpRewritePattern<CastOp> {
         update.getWeight(), update.getGradient(), update.getVelocity(),
         update.getLearningRate(), update.getMomentumAttr(), update.getEtaAttr(),
         update.getWeightDecayAttr(), update.getEpsilonAttr(),
-        update.getSkipAdaptationAttr());
+        update.getFormAttr(), update.getSkipAdaptationAttr());
     rewriter.replaceOp(cast, folded.getNewCopy());
     rewriter.replaceOp(update,
                        {folded.getNewWeight(), folded.getNewVelocity()});

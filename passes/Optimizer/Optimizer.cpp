@@ -29,7 +29,7 @@ FailureOr<ScheduleSlots> scheduleSlots(const ScheduleConfig &c,
     error = std::move(message);
     return failure();
   };
-  if (c.lr < 0 || c.warmupSteps < 0)
+  if (c.lr < 0 || !(std::isfinite(c.warmupSteps) && c.warmupSteps >= 0))
     return fail("the learning rate and warmup steps must be non-negative");
   auto notEpochs = [](double e) { return !std::isfinite(e) || e < 0; };
   if (notEpochs(c.warmupEpochs) || notEpochs(c.decayEpochs) ||
@@ -64,10 +64,10 @@ FailureOr<ScheduleSlots> scheduleSlots(const ScheduleConfig &c,
   bool horizonInEpochs = c.decayEpochs > 0;
   bool horizonFromRun = decays && !horizonInEpochs && c.totalSteps == 0;
   if (decays && c.totalSteps > 0 && !warmupInEpochs &&
-      c.totalSteps <= c.warmupSteps)
+      double(c.totalSteps) <= c.warmupSteps)
     return fail("total-steps (" + std::to_string(c.totalSteps) +
-                ") must exceed warmup-steps (" +
-                std::to_string(c.warmupSteps) + ")");
+                ") must exceed warmup-steps (" + formatNumber(c.warmupSteps) +
+                ")");
   if (horizonInEpochs && warmupInEpochs && c.decayEpochs <= c.warmupEpochs)
     return fail("decay-epochs (" + formatNumber(c.decayEpochs) +
                 ") must exceed warmup-epochs (" + formatNumber(c.warmupEpochs) +
@@ -86,7 +86,7 @@ FailureOr<ScheduleSlots> scheduleSlots(const ScheduleConfig &c,
   std::optional<double> decayEpochs;
   if (horizonInEpochs)
     decayEpochs = c.decayEpochs;
-  double w = double(c.warmupSteps);
+  double w = c.warmupSteps;
   double t = horizonFromRun ? kUnresolvedSteps : double(c.totalSteps);
   int64_t horizonSlot = -1;
   switch (c.kind) {
@@ -174,6 +174,99 @@ llvm::json::Object scheduleManifestEntry(LearningRateOp op) {
   if (auto slot = variable->getAttrOfType<StringAttr>(kScheduleRunLengthAttr))
     entry["run_length"] = slot.getValue();
   return entry;
+}
+
+FailureOr<ParameterKinds> parseParameterKinds(StringRef option, StringRef text,
+                                              std::string &error) {
+  ParameterKinds kinds;
+  if (text.trim() == "none")
+    return kinds;
+  SmallVector<StringRef> words;
+  text.split(words, ',');
+  for (StringRef word : words) {
+    word = word.trim();
+    if (word == "bn") {
+      kinds.batchNorm = true;
+    } else if (word == "bias") {
+      kinds.bias = true;
+    } else {
+      error = (option + ": unknown parameter kind '" + word +
+               "' (expected a comma-separated list of bn and bias, or none)")
+                  .str();
+      return failure();
+    }
+  }
+  return kinds;
+}
+
+static StringRef kindName(ParameterKind kind) {
+  switch (kind) {
+  case ParameterKind::Weight:
+    return "weight";
+  case ParameterKind::BatchNorm:
+    return "bn";
+  case ParameterKind::Bias:
+    return "bias";
+  }
+  llvm_unreachable("unknown parameter kind");
+}
+
+/// The kind `value` (a parameter read, or a cast of one) has as an operand
+/// of `user`.
+static ParameterKind kindAsOperand(Operation *user, Value value) {
+  if (auto bn = dyn_cast<BatchNormTrainOp>(user))
+    if (bn.getScale() == value || bn.getOffset() == value)
+      return ParameterKind::BatchNorm;
+  if (auto bn = dyn_cast<BatchNormInferenceOp>(user))
+    if (bn.getScale() == value || bn.getOffset() == value)
+      return ParameterKind::BatchNorm;
+  if (auto bn = dyn_cast<BatchNormBackwardOp>(user))
+    if (bn.getScale() == value)
+      return ParameterKind::BatchNorm;
+  if (auto dense = dyn_cast<DenseOp>(user))
+    if (dense.getBias() == value)
+      return ParameterKind::Bias;
+  return ParameterKind::Weight;
+}
+
+FailureOr<ParameterKind> classifyParameter(VariableOp parameter) {
+  auto module = parameter->getParentOfType<ModuleOp>();
+  ParameterKind kind = ParameterKind::Weight;
+  Operation *decidedBy = nullptr;
+  LogicalResult result = success();
+  module.walk([&](ReadOp read) {
+    if (read.getVariable() != parameter.getSymName())
+      return WalkResult::advance();
+    SmallVector<Value> values = {read.getValue()};
+    for (size_t i = 0; i < values.size(); ++i)
+      for (OpOperand &use : values[i].getUses()) {
+        Operation *user = use.getOwner();
+        if (auto cast = dyn_cast<CastOp>(user)) {
+          values.push_back(cast.getOutput());
+          continue;
+        }
+        ParameterKind k = kindAsOperand(user, values[i]);
+        if (k == ParameterKind::Weight || k == kind)
+          continue;
+        if (kind != ParameterKind::Weight) {
+          InFlightDiagnostic d = parameter.emitOpError("is read as a ")
+                                 << kindName(kind) << " parameter and as a "
+                                 << kindName(k)
+                                 << " parameter, so its weight decay and "
+                                    "trust ratio exemptions are ambiguous";
+          d.attachNote(decidedBy->getLoc()) << "read as " << kindName(kind);
+          d.attachNote(user->getLoc()) << "read as " << kindName(k);
+          result = failure();
+          return WalkResult::interrupt();
+        }
+        kind = k;
+        decidedBy = user;
+      }
+    return WalkResult::advance();
+  });
+  if (failed(result))
+    return failure();
+  return kind;
 }
 
 /// Declares a state variable next to `anchor` (before it).
@@ -272,23 +365,38 @@ LogicalResult applyOptimizer(func::FuncOp step, const OptimizerConfig &config) {
                                   FlatSymbolRefAttr::get(parameter.getSymNameAttr()));
     Value velocity = ReadOp::create(builder, loc, type,
                                     FlatSymbolRefAttr::get(context, momentumName));
-    // Batch-norm parameters and biases are not decayed (Goyal et al.,
-    // MLPerf), unless asked.
-    bool exempt = type.getRank() <= 1 && !config.decay1d;
+    // Exemptions go by what the parameter is (batch norm, bias), as the
+    // references decide by variable name, never by rank.
+    FailureOr<ParameterKind> kind = classifyParameter(parameter);
+    if (failed(kind))
+      return failure();
+    bool exempt = config.noDecay.contains(*kind);
+    double decay = exempt ? 0.0 : config.weightDecay;
     Value newWeight, newVelocity;
     if (config.kind == OptimizerKind::Sgd) {
       auto update = SgdUpdateOp::create(
           builder, loc, type, type, weight, gradient, velocity, lr,
-          f32(config.momentum), f32(exempt ? 0.0 : config.weightDecay),
+          f32(config.momentum), f32(decay),
           config.nesterov ? builder.getUnitAttr() : UnitAttr());
       newWeight = update.getNewWeight();
       newVelocity = update.getNewVelocity();
     } else {
+      bool skipTrust = config.larsSkip.contains(*kind);
+      // The trust ratio's denominator holds wd*|w|: both references compute
+      // it only for parameters they decay.
+      if (exempt && !skipTrust && config.weightDecay != 0.0)
+        return parameter.emitOpError("is a ")
+               << kindName(*kind)
+               << " parameter, exempt from weight decay (no-decay) but not "
+                  "from LARS's trust ratio (lars-skip), whose denominator "
+                  "holds the decay; list '"
+               << kindName(*kind) << "' in both or in neither";
       auto update = LarsUpdateOp::create(
           builder, loc, type, type, /*new_copy=*/Type(), weight, gradient,
-          velocity, lr, f32(config.momentum), f32(config.larsEta),
-          f32(config.weightDecay), f32(config.larsEpsilon),
-          exempt ? builder.getUnitAttr() : UnitAttr());
+          velocity, lr, f32(config.momentum), f32(config.larsEta), f32(decay),
+          f32(config.larsEpsilon),
+          LarsFormAttr::get(context, config.larsForm),
+          skipTrust ? builder.getUnitAttr() : UnitAttr());
       newWeight = update.getNewWeight();
       newVelocity = update.getNewVelocity();
     }

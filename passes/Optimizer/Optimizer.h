@@ -31,7 +31,8 @@ struct ScheduleConfig {
   double lr = 0.1;
   double peakLr = 0.0;
   double warmupInitLr = 0.0;
-  int64_t warmupSteps = 0;
+  /// May be fractional (MLPerf v0.6 warms up over 977.45 steps).
+  double warmupSteps = 0;
   int64_t totalSteps = 0;
   double endLr = 0.0;
   double power = 2.0;
@@ -66,12 +67,43 @@ llvm::json::Object scheduleManifestEntry(LearningRateOp op);
 
 enum class OptimizerKind { Sgd, Lars };
 
+/// What a parameter is, decided by the ops that read it (not by its rank):
+/// a batch norm's scale or offset, a dense layer's bias, or anything else.
+enum class ParameterKind { Weight, BatchNorm, Bias };
+
+/// A set of parameter kinds, as the no-decay and lars-skip options list
+/// them: "bn", "bias", "bn,bias" or "none".
+struct ParameterKinds {
+  bool batchNorm = false;
+  bool bias = false;
+  bool contains(ParameterKind kind) const {
+    return (kind == ParameterKind::BatchNorm && batchNorm) ||
+           (kind == ParameterKind::Bias && bias);
+  }
+};
+
+/// Parses a kind list; `error` names the option and the word it rejects.
+llvm::FailureOr<ParameterKinds> parseParameterKinds(llvm::StringRef option,
+                                                    llvm::StringRef text,
+                                                    std::string &error);
+
+/// The kind of `parameter` from every kiln.read of it in its module (through
+/// casts): a batch norm's scale or offset, a dense layer's bias, otherwise a
+/// weight. Fails, with a diagnostic naming both ops, when one parameter is
+/// read as both a batch-norm parameter and a bias.
+llvm::FailureOr<ParameterKind> classifyParameter(VariableOp parameter);
+
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::Sgd;
   double momentum = 0.9;
   bool nesterov = false;
   double weightDecay = 0.0;
-  bool decay1d = false;
+  /// Kinds not decayed (Goyal et al. and MLPerf TF2: batch norm and biases;
+  /// tensorflow/tpu and MLPerf v0.6 decay every non-batch-norm variable).
+  ParameterKinds noDecay{/*batchNorm=*/true, /*bias=*/true};
+  /// Kinds whose LARS trust ratio is 1 (MLPerf's skip_list).
+  ParameterKinds larsSkip{/*batchNorm=*/true, /*bias=*/true};
+  LarsForm larsForm = LarsForm::Tf2;
   double larsEta = 0.001;
   double larsEpsilon = 0.0;
   double labelSmoothing = 0.0;

@@ -33,7 +33,28 @@ struct OptimizerPass : impl::KilnOptimizerBase<OptimizerPass> {
     config.momentum = momentum;
     config.nesterov = nesterov;
     config.weightDecay = weightDecay;
-    config.decay1d = decay1d;
+    std::string error;
+    llvm::FailureOr<ParameterKinds> exempt =
+        parseParameterKinds("kiln-optimizer: no-decay", noDecay, error);
+    llvm::FailureOr<ParameterKinds> skip =
+        llvm::failed(exempt)
+            ? llvm::FailureOr<ParameterKinds>(llvm::failure())
+            : parseParameterKinds("kiln-optimizer: lars-skip", larsSkip, error);
+    if (llvm::failed(skip)) {
+      module.emitError(error);
+      return signalPassFailure();
+    }
+    config.noDecay = *exempt;
+    config.larsSkip = *skip;
+    if (larsForm == "tf2") {
+      config.larsForm = LarsForm::Tf2;
+    } else if (larsForm == "v0.6") {
+      config.larsForm = LarsForm::V0_6;
+    } else {
+      module.emitError("kiln-optimizer: unknown lars-form '")
+          << larsForm << "' (expected tf2 or v0.6)";
+      return signalPassFailure();
+    }
     config.larsEta = larsEta;
     config.larsEpsilon = larsEpsilon;
     config.labelSmoothing = labelSmoothing;

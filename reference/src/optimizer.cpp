@@ -53,19 +53,37 @@ double larsTrustRatio(const Tensor &w, const Tensor &g,
 }
 
 void larsUpdate(Tensor &w, const Tensor &g, Tensor &v, const LarsParams &params,
-                bool skip) {
+                bool skipTrust, bool decay) {
   KILN_REF_CHECK_OK(checkOptimizerShapes(w, g, v));
-  double trust = skip ? 1.0 : larsTrustRatio(w, g, params);
-  double wd = skip ? 0.0 : params.weightDecay;
+  double wd = decay ? params.weightDecay : 0.0;
   double m = params.momentum;
+  if (params.form == LarsForm::Tf2) {
+    double trust = skipTrust ? 1.0 : larsTrustRatio(w, g, params);
+    double scaledLr = params.learningRate * trust;
+    for (int64_t i = 0; i < w.size(); ++i) {
+      double wi = w[i];
+      double gi = static_cast<double>(g[i]) + wd * wi;
+      double vi = m * v[i] + scaledLr * gi;
+      double step = params.nesterov ? m * vi + scaledLr * gi : vi;
+      v[i] = static_cast<float>(vi);
+      w[i] = static_cast<float>(wi - step);
+    }
+    return;
+  }
+  // v0.6: the optimizer sees the loss's gradient, L2 term included, in its
+  // norm and its momentum, and scales only the step.
+  Tensor decayed = g;
+  for (int64_t i = 0; i < w.size(); ++i)
+    decayed[i] = static_cast<float>(static_cast<double>(g[i]) + wd * w[i]);
+  double trust = skipTrust ? 1.0 : larsTrustRatio(w, decayed, params);
   double scaledLr = params.learningRate * trust;
   for (int64_t i = 0; i < w.size(); ++i) {
     double wi = w[i];
-    double gi = static_cast<double>(g[i]) + wd * wi;
-    double vi = m * v[i] + scaledLr * gi;
-    double step = params.nesterov ? m * vi + scaledLr * gi : vi;
+    double gi = decayed[i];
+    double vi = m * v[i] + gi;
+    double step = params.nesterov ? gi + m * vi : vi;
     v[i] = static_cast<float>(vi);
-    w[i] = static_cast<float>(wi - step);
+    w[i] = static_cast<float>(wi - scaledLr * step);
   }
 }
 

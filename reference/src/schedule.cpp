@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 namespace kiln::ref {
@@ -49,25 +50,38 @@ Schedule Schedule::cosineDecay(const CosineDecayParams &p) {
   return s;
 }
 
+namespace {
+
+std::string number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", v);
+  return text;
+}
+
+/// A warmup length: finite and non-negative, fractional allowed.
+bool validWarmup(double w) { return std::isfinite(w) && w >= 0.0; }
+
+} // namespace
+
 Status checkSchedule(const Schedule &schedule) {
   switch (schedule.kind) {
   case ScheduleKind::Constant:
     return Status::success();
   case ScheduleKind::LinearWarmupLinearDecay: {
     const auto &p = schedule.linear;
-    if (p.warmupSteps < 0 || p.totalSteps <= p.warmupSteps)
+    if (!validWarmup(p.warmupSteps) || p.totalSteps <= p.warmupSteps)
       return Status::error("linear warmup/decay schedule: need 0 <= "
                            "warmupSteps < totalSteps, got " +
-                           std::to_string(p.warmupSteps) + " and " +
+                           number(p.warmupSteps) + " and " +
                            std::to_string(p.totalSteps));
     return Status::success();
   }
   case ScheduleKind::WarmupPolynomialDecay: {
     const auto &p = schedule.polynomial;
-    if (p.warmupSteps < 0 || p.trainSteps < p.warmupSteps)
+    if (!validWarmup(p.warmupSteps) || p.trainSteps < p.warmupSteps)
       return Status::error("polynomial schedule: need 0 <= warmupSteps <= "
                            "trainSteps, got " +
-                           std::to_string(p.warmupSteps) + " and " +
+                           number(p.warmupSteps) + " and " +
                            std::to_string(p.trainSteps));
     if (p.power <= 0.0)
       return Status::error("polynomial schedule: power must be positive");
@@ -75,8 +89,9 @@ Status checkSchedule(const Schedule &schedule) {
   }
   case ScheduleKind::StepDecay: {
     const auto &p = schedule.step;
-    if (p.warmupSteps < 0)
-      return Status::error("step schedule: warmupSteps must be >= 0");
+    if (!validWarmup(p.warmupSteps))
+      return Status::error("step schedule: warmupSteps must be >= 0, got " +
+                           number(p.warmupSteps));
     for (size_t i = 0; i < p.boundaries.size(); ++i)
       if (p.boundaries[i] < 0 ||
           (i > 0 && p.boundaries[i] <= p.boundaries[i - 1]))
@@ -86,10 +101,10 @@ Status checkSchedule(const Schedule &schedule) {
   }
   case ScheduleKind::CosineDecay: {
     const auto &p = schedule.cosine;
-    if (p.warmupSteps < 0 || p.totalSteps <= p.warmupSteps)
+    if (!validWarmup(p.warmupSteps) || p.totalSteps <= p.warmupSteps)
       return Status::error("cosine schedule: need 0 <= warmupSteps < "
                            "totalSteps, got " +
-                           std::to_string(p.warmupSteps) + " and " +
+                           number(p.warmupSteps) + " and " +
                            std::to_string(p.totalSteps));
     return Status::success();
   }
@@ -100,36 +115,38 @@ Status checkSchedule(const Schedule &schedule) {
 namespace {
 
 /// Linear interpolation from `from` (step 0) to `to` (step `steps`).
-double linearWarmup(double from, double to, int64_t step, int64_t steps) {
-  return from + (to - from) * static_cast<double>(step) /
-                    static_cast<double>(steps);
+double linearWarmup(double from, double to, int64_t step, double steps) {
+  return from + (to - from) * static_cast<double>(step) / steps;
 }
 
 double linearWarmupLinearDecay(const LinearWarmupLinearDecayParams &p,
                                int64_t step) {
-  if (step < p.warmupSteps)
+  if (static_cast<double>(step) < p.warmupSteps)
     return linearWarmup(p.initLr, p.peakLr, step, p.warmupSteps);
   // tf.train.polynomial_decay(peakLr, step - warmup, total - warmup,
   //                           end_learning_rate=0, power=1, cycle=False)
-  double decaySteps = static_cast<double>(p.totalSteps - p.warmupSteps);
-  double s = std::min(static_cast<double>(step - p.warmupSteps), decaySteps);
+  double w0 = std::floor(p.warmupSteps);
+  double decaySteps = static_cast<double>(p.totalSteps) - w0;
+  double s = std::min(static_cast<double>(step) - w0, decaySteps);
   return p.peakLr * (1.0 - s / decaySteps);
 }
 
 double warmupPolynomialDecay(const PolynomialDecayParams &p, int64_t step) {
-  if (p.warmupSteps > 0 && step <= p.warmupSteps)
-    return p.baseLr * static_cast<double>(step) /
-           static_cast<double>(p.warmupSteps);
+  if (p.warmupSteps > 0 && static_cast<double>(step) <= p.warmupSteps)
+    return p.baseLr * static_cast<double>(step) / p.warmupSteps;
   // Keras PolynomialDecay(baseLr, trainSteps - warmupSteps + 1, endLr, power)
-  // evaluated at step - warmupSteps.
-  double decaySteps = static_cast<double>(p.trainSteps - p.warmupSteps + 1);
-  double s = std::min(static_cast<double>(step - p.warmupSteps), decaySteps);
+  // evaluated at step - warmupSteps; v0.6's tf.train.polynomial_decay at
+  // max(1, step - w_steps) over train_steps - w_steps + 1 is the same with
+  // w_steps = floor(warmupSteps), since step > warmupSteps here.
+  double w0 = std::floor(p.warmupSteps);
+  double decaySteps = static_cast<double>(p.trainSteps) - w0 + 1.0;
+  double s = std::min(static_cast<double>(step) - w0, decaySteps);
   return (p.baseLr - p.endLr) * std::pow(1.0 - s / decaySteps, p.power) +
          p.endLr;
 }
 
 double stepDecay(const StepDecayParams &p, int64_t step) {
-  if (step < p.warmupSteps)
+  if (static_cast<double>(step) < p.warmupSteps)
     return linearWarmup(p.warmupInitLr, p.baseLr, step, p.warmupSteps);
   double lr = p.baseLr;
   for (int64_t b : p.boundaries)
@@ -139,11 +156,12 @@ double stepDecay(const StepDecayParams &p, int64_t step) {
 }
 
 double cosineDecay(const CosineDecayParams &p, int64_t step) {
-  if (step < p.warmupSteps)
+  if (static_cast<double>(step) < p.warmupSteps)
     return linearWarmup(p.warmupInitLr, p.baseLr, step, p.warmupSteps);
   const double pi = 3.14159265358979323846;
-  double decaySteps = static_cast<double>(p.totalSteps - p.warmupSteps);
-  double s = std::min(static_cast<double>(step - p.warmupSteps), decaySteps);
+  double w0 = std::floor(p.warmupSteps);
+  double decaySteps = static_cast<double>(p.totalSteps) - w0;
+  double s = std::min(static_cast<double>(step) - w0, decaySteps);
   return p.endLr +
          (p.baseLr - p.endLr) * 0.5 * (1.0 + std::cos(pi * s / decaySteps));
 }

@@ -36,6 +36,17 @@ bool isHorizonSlot(const std::string &slot) {
   return slot == "total_steps" || slot == "train_steps";
 }
 
+/// The one step slot that may be fractional: a warmup of E epochs is E x
+/// steps per epoch steps exactly (MLPerf v0.6's 25 epochs at batch 32768
+/// are 977.45 steps), which every schedule formula takes (kiln.learning_rate).
+bool isWarmupSlot(const std::string &slot) { return slot == "warmup_steps"; }
+
+/// A value slot `slot` can hold: a warmup any non-negative number, other
+/// step slots a non-negative integer.
+bool validSteps(const std::string &slot, double v) {
+  return std::isfinite(v) && v >= 0 && (isWarmupSlot(slot) || v == std::floor(v));
+}
+
 std::string flagOf(const std::string &key) {
   if (key[0] == '=')
     return "--set-schedule " + key.substr(1);
@@ -92,10 +103,12 @@ StatusOr<size_t> findSlot(const Schedule &s, const std::string &key,
                                  flag, s.kind, names));
 }
 
-/// round(epochs x stepsPerEpoch): to nearest, halves away from zero, as
-/// --epochs computes the run's length (run_loop.cpp), so that a horizon of
-/// E epochs ends exactly where a run of --epochs E does.
+/// epochs x stepsPerEpoch for slot `slot`: exact for the warmup, otherwise
+/// rounded to nearest, halves away from zero, as --epochs computes the run's
+/// length (run_loop.cpp), so that a horizon of E epochs ends exactly where a
+/// run of --epochs E does.
 StatusOr<double> epochsToSteps(double epochs, int64_t stepsPerEpoch,
+                               const std::string &slot,
                                const std::string &what) {
   double steps = epochs * double(stepsPerEpoch);
   // Beyond 2^53 the f64 slot no longer holds every step count.
@@ -104,7 +117,7 @@ StatusOr<double> epochsToSteps(double epochs, int64_t stepsPerEpoch,
                        fmt::format("{}: {} x {} steps per epoch is too many "
                                    "steps",
                                    what, epochsText(epochs), stepsPerEpoch));
-  return double(std::llround(steps));
+  return isWarmupSlot(slot) ? steps : double(std::llround(steps));
 }
 
 } // namespace
@@ -147,11 +160,14 @@ StatusOr<ScheduleSources> applySchedule(const Manifest &manifest,
     KILN_ASSIGN_OR_RETURN(size_t i, findSlot(s, key, request.flag));
     const std::string &slot = s.slots[i];
     if (!request.inEpochs && isScheduleStepSlot(slot) &&
-        (request.value < 0 || request.value != std::floor(request.value)))
-      return KILN_STATUS(kInvalidArgument,
-                         fmt::format("{}: {} is a step count and needs a "
-                                     "non-negative integer, not {}",
-                                     request.flag, slot, request.value));
+        !validSteps(slot, request.value))
+      return KILN_STATUS(
+          kInvalidArgument,
+          fmt::format("{}: {} is a step count and needs a non-negative {}, "
+                      "not {}",
+                      request.flag, slot,
+                      isWarmupSlot(slot) ? "number" : "integer",
+                      request.value));
     if (requests[i] && requests[i]->inEpochs != request.inEpochs)
       return KILN_STATUS(kInvalidArgument,
                          fmt::format("{} and {} both set {}; pass one",
@@ -188,8 +204,8 @@ StatusOr<ScheduleSources> applySchedule(const Manifest &manifest,
             fmt::format("{}: {} needs the steps per epoch, which synthetic "
                         "data does not have: pass --steps-per-epoch N, or {}",
                         r->flag, slot, stepFlagOf(slot)));
-      KILN_ASSIGN_OR_RETURN(double steps,
-                            epochsToSteps(r->value, stepsPerEpoch, r->flag));
+      KILN_ASSIGN_OR_RETURN(
+          double steps, epochsToSteps(r->value, stepsPerEpoch, slot, r->flag));
       store(i, steps);
       sources[i] = fmt::format("{} {:g} x {}", r->flag, r->value, perEpoch);
       continue;
@@ -207,11 +223,11 @@ StatusOr<ScheduleSources> applySchedule(const Manifest &manifest,
       how = fmt::format("the run's length ({})", runLength);
     } else if (stepsPerEpoch > 0) {
       KILN_ASSIGN_OR_RETURN(
-          fresh, epochsToSteps(epochs->second, stepsPerEpoch, what));
+          fresh, epochsToSteps(epochs->second, stepsPerEpoch, slot, what));
       how = fmt::format("{} x {}", epochsText(epochs->second), perEpoch);
     }
     double held = load(i);
-    if (resumed && held >= 0 && held == std::floor(held)) {
+    if (resumed && validSteps(slot, held)) {
       sources[i] = "kept from the checkpoint";
       if (root && fresh && *fresh != held)
         fmt::print(stderr,
@@ -243,11 +259,12 @@ StatusOr<ScheduleSources> applySchedule(const Manifest &manifest,
     if (!isScheduleStepSlot(slot))
       continue;
     double v = load(i);
-    if (v < 0 || v != std::floor(v))
-      return KILN_STATUS(kInvalidArgument,
-                         fmt::format("schedule slot {} is {:g}, not a step "
-                                     "count (a non-negative integer)",
-                                     slot, v));
+    if (!validSteps(slot, v))
+      return KILN_STATUS(
+          kInvalidArgument,
+          fmt::format("schedule slot {} is {:g}, not a step count (a "
+                      "non-negative {})",
+                      slot, v, isWarmupSlot(slot) ? "number" : "integer"));
     if (slot == "warmup_steps")
       warmup = i;
     if (isHorizonSlot(slot))

@@ -50,7 +50,7 @@ func.func @train_step(%x: tensor<2x4xf32>, %labels: tensor<2xi32>) -> (tensor<f3
   // SGD: %[[NW:.*]], %[[NV:.*]] = kiln.sgd_update %[[W]], %[[DW]], %[[V]], %[[LR]] momentum 0.899999976 weight_decay 5.000000e-04 nesterov : tensor<4x4xf32>
   // SGD: kiln.assign @w, %[[NW]]
   // SGD: kiln.assign @w.momentum, %[[NV]]
-  // Rank-1 parameters are not decayed.
+  // Biases are not decayed by default (no-decay=bn,bias).
   // SGD: kiln.sgd_update %{{.*}}, %[[DB]], %{{.*}}, %[[LR]] momentum 0.899999976 weight_decay 0.000000e+00 nesterov : tensor<4xf32>
   // SGD: return %[[LOSS]], %[[LR]] : tensor<f32>, tensor<f32>
   // LARS: kiln.lars_update {{.*}} momentum 0.899999976 eta 1.000000e-03 weight_decay 9.99999974E-5 epsilon 9.99999974E-6 : tensor<4x4xf32>

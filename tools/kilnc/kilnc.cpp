@@ -1,13 +1,14 @@
 //===- kilnc.cpp - The Kiln compiler --------------------------------------===//
 //
 // kilnc MODEL.mlir -o EXE [--target=x86|systolic] [--batch=N]
-//       [--optimizer=sgd|lars …] [--emit=…]
+//       [--recipe=NAME] [--optimizer=sgd|lars …] [--emit=…]
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Driver/Driver.h"
 #include "compiler/InitAll.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
@@ -81,13 +82,20 @@ static cl::list<std::string> trainOptions(
     cl::cat(category));
 static cl::opt<std::string> optimizerFlag("optimizer", cl::desc("sgd or lars"),
                                           cl::cat(category));
+static cl::opt<std::string> recipeFlag(
+    "recipe",
+    cl::desc("A reference run's training recipe: surfsara-xeon or "
+             "mlperf-v0.6 (its step options and batch; flags given here "
+             "override them; docs/runtime.md \"Reference recipes\")"),
+    cl::cat(category));
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   // Step options spelled like kiln-opt's pipeline options.
   static const char *const stepOptions[] = {
-      "optimizer", "momentum", "nesterov", "weight-decay", "decay-1d",
-      "lars-eta", "lars-epsilon", "label-smoothing", "schedule", "lr",
+      "optimizer", "momentum", "nesterov", "weight-decay", "no-decay",
+      "lars-skip", "lars-form", "lars-eta", "lars-epsilon",
+      "label-smoothing", "schedule", "lr",
       "peak-lr", "warmup-init-lr", "warmup-steps", "warmup-epochs",
       "total-steps", "decay-epochs", "end-lr", "power", "factor",
       "boundaries", "boundary-epochs", "bucket-bytes"};
@@ -101,16 +109,38 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv, "Kiln training compiler\n");
 
   std::string pipelineOptions;
+  llvm::StringSet<> given;
   auto add = [&](llvm::StringRef key, llvm::StringRef value) {
     pipelineOptions += (key + "=" + value + " ").str();
+    given.insert(key);
   };
   if (optimizerFlag.getNumOccurrences())
     add("optimizer", optimizerFlag);
   for (auto &flag : flags)
     if (flag->getNumOccurrences())
       add(flag->ArgStr, *flag);
-  for (const std::string &option : trainOptions)
+  for (const std::string &option : trainOptions) {
     pipelineOptions += option + " ";
+    given.insert(llvm::StringRef(option).split('=').first.trim());
+  }
+  const kiln::Recipe *recipe = nullptr;
+  if (recipeFlag.getNumOccurrences()) {
+    recipe = kiln::findRecipe(recipeFlag);
+    if (!recipe) {
+      std::string names;
+      for (const kiln::Recipe &r : kiln::getRecipes())
+        names += (names.empty() ? "" : ", ") + r.name.str();
+      llvm::errs() << "kilnc: --recipe: unknown recipe '" << recipeFlag
+                   << "' (known: " << names << ")\n";
+      return 1;
+    }
+    // The recipe's options, except those the command line sets itself.
+    llvm::SmallVector<llvm::StringRef> words;
+    recipe->stepOptions.split(words, ' ', -1, /*KeepEmpty=*/false);
+    for (llvm::StringRef word : words)
+      if (!given.contains(word.split('=').first))
+        pipelineOptions += (word + " ").str();
+  }
   auto trainStep = kiln::TrainStepPipelineOptions::createFromString(pipelineOptions);
   if (!trainStep) {
     llvm::errs() << "kilnc: invalid training-step options: " << pipelineOptions
@@ -126,7 +156,9 @@ int main(int argc, char **argv) {
   options.target = target;
   options.systolicProfile = systolicProfile;
   options.precision = precision;
-  options.batch = batch;
+  options.batch =
+      recipe && batch.getNumOccurrences() == 0 ? recipe->batch : batch;
+  options.recipe = recipe;
   options.emit = emit;
   options.cpu = cpu;
   options.printStats = stats;

@@ -78,14 +78,30 @@ def Kiln_SgdUpdateOp : Kiln_Op<"sgd_update", [Pure,
   }];
 }
 
+def Kiln_LarsForm : I32EnumAttr<"LarsForm",
+    "where LARS applies lr * trust: inside the momentum or to its step", [
+      I32EnumAttrCase<"Tf2", 0, "tf2">,
+      I32EnumAttrCase<"V0_6", 1, "v0_6">
+    ]> {
+  let cppNamespace = "::kiln";
+}
+
 def Kiln_LarsUpdateOp : Kiln_Op<"lars_update", [Pure,
     AllTypesMatch<["weight", "gradient", "velocity", "new_weight", "new_velocity"]>]> {
   let summary = "one LARS step of one parameter (layer-wise adaptive rate)";
   let description = [{
-    As the MLPerf ResNet-50 reference: `trust = eta * |w| / (|g| + wd * |w| + epsilon)`
-    when both norms are positive, else 1; `g' = g + wd * w`;
-    `v' = momentum * v + lr * trust * g'`; `w' = w - v'`. With `skip_adaptation`
-    (BN parameters and biases) trust is 1 and there is no decay.
+    `g' = g + weight_decay * w` (`weight_decay` is 0 for a parameter exempt
+    from decay), `trust = eta * |w| / (|n| + weight_decay * |w| + epsilon)`
+    when both norms are positive, else 1, and 1 with `skip_adaptation`. The
+    two forms of the MLPerf ResNet-50 references (docs/reference-kernels.md):
+
+    - `form tf2` (the default; mlcommons/training's TensorFlow 2 code):
+      `n = g` (the norm before decay), `v' = momentum * v + lr * trust * g'`,
+      `w' = w - v'`.
+    - `form v0_6` (MLPerf v0.6's `tf.contrib.opt.LARSOptimizer` with the L2
+      term in the loss): `n = g'`, `v' = momentum * v + g'`,
+      `w' = w - lr * trust * v'`. The momentum holds raw gradients, so a
+      change of `lr * trust` takes effect at once.
 
     With a `copy` result, the step also writes `kiln.cast w'` to the copy's
     element type (a bf16 weight copy of `--kiln-bf16-weight-copies`, folded
@@ -95,6 +111,9 @@ def Kiln_LarsUpdateOp : Kiln_Op<"lars_update", [Pure,
     %w2, %v2 = kiln.lars_update %w, %g, %v, %lr momentum 0.899999976
         eta 1.000000e-03 weight_decay 9.99999974E-5 epsilon 0.000000e+00
         : tensor<1x1x64x256xf32>
+    %b2, %u2 = kiln.lars_update %b, %gb, %u, %lr momentum 0.899999976
+        eta 1.000000e-03 weight_decay 9.99999974E-5 epsilon 0.000000e+00
+        form v0_6 skip_adaptation : tensor<1000xf32>
     %w3, %v3, %c3 = kiln.lars_update %w, %g, %v, %lr momentum 0.899999976
         eta 1.000000e-03 weight_decay 9.99999974E-5 epsilon 0.000000e+00
         : tensor<1x1x64x256xf32> copy tensor<1x1x64x256xbf16>
@@ -109,6 +128,7 @@ def Kiln_LarsUpdateOp : Kiln_Op<"lars_update", [Pure,
     ConfinedAttr<F32Attr, [Kiln_FloatPositive]>:$eta,
     ConfinedAttr<F32Attr, [Kiln_FloatNonNegative]>:$weight_decay,
     ConfinedAttr<F32Attr, [Kiln_FloatNonNegative]>:$epsilon,
+    DefaultValuedAttr<Kiln_LarsForm, "::kiln::LarsForm::Tf2">:$form,
     UnitAttr:$skip_adaptation
   );
   let results = (outs Kiln_FloatTensor:$new_weight, Kiln_FloatTensor:$new_velocity,
@@ -116,7 +136,7 @@ def Kiln_LarsUpdateOp : Kiln_Op<"lars_update", [Pure,
   let assemblyFormat = [{
     $weight `,` $gradient `,` $velocity `,` $learning_rate `momentum` $momentum
     `eta` $eta `weight_decay` $weight_decay `epsilon` $epsilon
-    (`skip_adaptation` $skip_adaptation^)? attr-dict `:` type($weight)
+    (`form` $form^)? (`skip_adaptation` $skip_adaptation^)? attr-dict `:` type($weight)
     (`copy` type($new_copy)^)?
   }];
   let hasVerifier = 1;

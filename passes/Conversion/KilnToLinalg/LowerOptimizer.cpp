@@ -35,6 +35,7 @@ struct F64 {
   Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
   Value div(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
   Value min(Value x, Value y) { return arith::MinimumFOp::create(b, loc, x, y); }
+  Value floor(Value x) { return math::FloorOp::create(b, loc, x); }
   Value lt(Value x, Value y) {
     return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, y);
   }
@@ -52,21 +53,24 @@ struct F64 {
 } // namespace
 
 /// The learning rate at step `s` (f64) for parameters `p`, as
-/// kiln.learning_rate documents and reference/src/schedule.cpp computes.
+/// kiln.learning_rate documents and reference/src/schedule.cpp computes. A
+/// fractional warmup W ramps with W and decays from floor(W).
 static Value scheduleValue(F64 &f, Schedule kind, ArrayRef<Value> p, Value s) {
   switch (kind) {
   case Schedule::Constant:
     return p[0];
   case Schedule::LinearWarmupLinearDecay: {
     // [init, warmup, peak, total]
-    Value d = f.sub(p[3], p[1]);
-    Value decay = f.mul(p[2], f.sub(f.c(1), f.div(f.min(f.sub(s, p[1]), d), d)));
+    Value w0 = f.floor(p[1]);
+    Value d = f.sub(p[3], w0);
+    Value decay = f.mul(p[2], f.sub(f.c(1), f.div(f.min(f.sub(s, w0), d), d)));
     return f.select(f.lt(s, p[1]), f.ramp(p[0], p[2], s, p[1]), decay);
   }
   case Schedule::WarmupPolynomialDecay: {
     // [base, warmup, train, end, power]; warmup 0 means none.
-    Value d = f.add(f.sub(p[2], p[1]), f.c(1));
-    Value frac = f.sub(f.c(1), f.div(f.min(f.sub(s, p[1]), d), d));
+    Value w0 = f.floor(p[1]);
+    Value d = f.add(f.sub(p[2], w0), f.c(1));
+    Value frac = f.sub(f.c(1), f.div(f.min(f.sub(s, w0), d), d));
     Value decay = f.add(
         f.mul(f.sub(p[0], p[3]), math::PowFOp::create(f.b, f.loc, frac, p[4])),
         p[3]);
@@ -84,8 +88,9 @@ static Value scheduleValue(F64 &f, Schedule kind, ArrayRef<Value> p, Value s) {
   }
   case Schedule::CosineDecay: {
     // [base, warmup_init, warmup, total, end]
-    Value d = f.sub(p[3], p[2]);
-    Value angle = f.mul(f.c(llvm::numbers::pi), f.div(f.min(f.sub(s, p[2]), d), d));
+    Value w0 = f.floor(p[2]);
+    Value d = f.sub(p[3], w0);
+    Value angle = f.mul(f.c(llvm::numbers::pi), f.div(f.min(f.sub(s, w0), d), d));
     Value cosine = f.add(f.c(1), math::CosOp::create(f.b, f.loc, angle));
     Value decay = f.add(p[4], f.mul(f.mul(f.sub(p[0], p[4]), cosine), f.c(0.5)));
     return f.select(f.lt(s, p[2]), f.ramp(p[1], p[0], s, p[2]), decay);
@@ -278,13 +283,19 @@ LogicalResult lowerOptimizer(Lowering &l, Operation *op) {
 
   auto update = cast<LarsUpdateOp>(op);
   Value w = l.view(update.getWeight()), g = l.view(update.getGradient());
-  float wd = update.getSkipAdaptation() ? 0.0f
-                                        : update.getWeightDecay().convertToFloat();
+  // weight_decay is 0 for a parameter exempt from decay.
+  float wd = update.getWeightDecay().convertToFloat();
+  bool v06 = update.getForm() == LarsForm::V0_6;
+  Value decay = l.f32(loc, wd);
+  // g' = g + wd * w, in f32 as the update computes it (v0.6 takes its norm).
+  auto decayed = [&](OpBuilder &nb, Location loc, Value wi, Value gi) {
+    return math::FmaOp::create(nb, loc, decay, wi, gi).getResult();
+  };
   Value lr = l.loadScalar(loc, update.getLearningRate());
   Value factor = lr;
   if (!update.getSkipAdaptation()) {
-    // Norms in f64: trust = eta |w| / (|g| + wd |w| + eps), or 1 when either
-    // norm is zero.
+    // Norms in f64: trust = eta |w| / (|n| + wd |w| + eps), or 1 when either
+    // norm is zero; n is g (tf2) or g' (v0.6).
     int64_t n = update.getWeight().getType().getNumElements();
     auto flat = [&](Value v) { return l.viewAs(v, {n}); };
     MLIRContext *ctx = b.getContext();
@@ -300,8 +311,9 @@ LogicalResult lowerOptimizer(Lowering &l, Operation *op) {
               ValueRange{acc, accG}, {identity, identity, toScalar, toScalar},
               {utils::IteratorType::reduction},
               [&](OpBuilder &nb, Location loc, ValueRange a) {
+                Value gi = v06 ? decayed(nb, loc, a[0], a[1]) : a[1];
                 Value x = arith::ExtFOp::create(nb, loc, nb.getF64Type(), a[0]);
-                Value y = arith::ExtFOp::create(nb, loc, nb.getF64Type(), a[1]);
+                Value y = arith::ExtFOp::create(nb, loc, nb.getF64Type(), gi);
                 yield(nb, loc,
                       ValueRange{math::FmaOp::create(nb, loc, x, x, a[2]),
                                  math::FmaOp::create(nb, loc, y, y, a[3])});
@@ -318,7 +330,6 @@ LogicalResult lowerOptimizer(Lowering &l, Operation *op) {
         b, loc, lr, arith::TruncFOp::create(b, loc, b.getF32Type(), trust));
   }
   Value m = l.f32(loc, update.getMomentum().convertToFloat());
-  Value decay = l.f32(loc, wd);
   SmallVector<Value> outputs = {l.view(update.getNewWeight()),
                                 l.view(update.getNewVelocity())};
   Value copy = update.getNewCopy();
@@ -327,10 +338,19 @@ LogicalResult lowerOptimizer(Lowering &l, Operation *op) {
   l.elementwise(
       loc, ValueRange{w, g, l.view(update.getVelocity())}, outputs,
       [&](OpBuilder &nb, Location loc, ValueRange a) {
-        Value grad = math::FmaOp::create(nb, loc, decay, a[0], a[1]);
-        Value v = math::FmaOp::create(nb, loc, m, a[2],
-                                      arith::MulFOp::create(nb, loc, factor, grad));
-        Value weight = arith::SubFOp::create(nb, loc, a[0], v);
+        Value grad = decayed(nb, loc, a[0], a[1]);
+        Value v, weight;
+        if (v06) {
+          // v' = m v + g'; w' = w - lr trust v'
+          v = math::FmaOp::create(nb, loc, m, a[2], grad);
+          weight = arith::SubFOp::create(
+              nb, loc, a[0], arith::MulFOp::create(nb, loc, factor, v));
+        } else {
+          // v' = m v + lr trust g'; w' = w - v'
+          v = math::FmaOp::create(nb, loc, m, a[2],
+                                  arith::MulFOp::create(nb, loc, factor, grad));
+          weight = arith::SubFOp::create(nb, loc, a[0], v);
+        }
         SmallVector<Value> results = {weight, v};
         // kiln.cast's rounding, while the new weight is in a register.
         if (copy)

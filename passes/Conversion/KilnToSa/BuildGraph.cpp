@@ -325,6 +325,21 @@ LogicalResult GraphBuilder::lower(Operation *op) {
         return addNode(op, n, false);
       })
       .Case([&](LarsUpdateOp u) -> LogicalResult {
+        // The device's LarsUpdate instruction is the tf2 form, and its skip
+        // flag drops the decay with the trust ratio (MLPerf TF2's skip list).
+        if (u.getForm() != LarsForm::Tf2)
+          return u.emitError("kiln-convert-to-sa: the systolic target runs "
+                             "LARS in the tf2 form only, not ")
+                 << stringifyLarsForm(u.getForm())
+                 << " (compile with --lars-form=tf2)";
+        if (u.getSkipAdaptation() &&
+            !u.getWeightDecayAttr().getValue().isZero())
+          return u.emitError("kiln-convert-to-sa: the systolic target's LARS "
+                             "cannot decay a parameter that skips the trust "
+                             "ratio (weight_decay ")
+                 << u.getWeightDecayAttr().getValueAsDouble()
+                 << " with skip_adaptation; list its kind in both "
+                    "--no-decay and --lars-skip)";
         Node n{NodeKind::LarsUpdate};
         n.momentum = u.getMomentumAttr().getValueAsDouble();
         n.weightDecay = u.getWeightDecayAttr().getValueAsDouble();

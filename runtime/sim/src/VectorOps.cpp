@@ -124,17 +124,17 @@ Status learningRate(const Operands &o, int64_t numParams, int64_t kind) {
     break;
   case 1:
     s = ref::Schedule::linearWarmupLinearDecay(
-        {param(0), int64_t(param(1)), param(2), int64_t(param(3))});
+        {param(0), param(1), param(2), int64_t(param(3))});
     break;
   case 2:
     s = ref::Schedule::warmupPolynomialDecay(
-        {param(0), int64_t(param(1)), int64_t(param(2)), param(3), param(4)});
+        {param(0), param(1), int64_t(param(2)), param(3), param(4)});
     break;
   case 3: {
     ref::StepDecayParams sp;
     sp.baseLr = param(0);
     sp.warmupInitLr = param(1);
-    sp.warmupSteps = int64_t(param(2));
+    sp.warmupSteps = param(2);
     sp.factor = param(3);
     for (int64_t i = 4; i < numParams; ++i)
       sp.boundaries.push_back(int64_t(param(i)));
@@ -143,7 +143,7 @@ Status learningRate(const Operands &o, int64_t numParams, int64_t kind) {
   }
   default:
     s = ref::Schedule::cosineDecay(
-        {param(0), param(1), int64_t(param(2)), int64_t(param(3)), param(4)});
+        {param(0), param(1), param(2), int64_t(param(3)), param(4)});
   }
   ref::Status check = ref::checkSchedule(s);
   if (!check.ok())

@@ -124,6 +124,71 @@ TEST(LarsTest, ZeroWeightsUseTrustOne) {
   EXPECT_EQ(larsTrustRatio(Tensor({1}, {2.0f}), Tensor({1}, {0.0f}), p), 1.0);
 }
 
+LarsParams larsV06(bool nesterov) {
+  LarsParams p = lars(nesterov);
+  p.form = LarsForm::V0_6;
+  return p;
+}
+
+TEST(LarsTest, V06ScalesTheStepNotTheMomentum) {
+  Tensor w({2}, {3.0f, 4.0f}), g({2}, {0.6f, 0.8f}), v({2}, {0.1f, 0.2f});
+  larsUpdate(w, g, v, larsV06(false), /*skipTrust=*/false, /*decay=*/true);
+  // g' = g + 0.01*w = {0.63, 0.84}, |g'| = sqrt(0.3969 + 0.7056) = 1.05;
+  // trust = 0.001*5 / (1.05 + 0.01*5) = 0.005/1.1; lr*trust = 0.01/1.1
+  // v = 0.9*{0.1, 0.2} + g' = {0.72, 1.02}
+  // w = {3 - 0.72*0.01/1.1, 4 - 1.02*0.01/1.1}
+  //   = {3 - 0.0065454545, 4 - 0.0092727273}
+  expectValues(v, {0.72, 1.02}, "v");
+  expectValues(w, {2.9934545454545, 3.9907272727273}, "w");
+}
+
+TEST(LarsTest, V06Nesterov) {
+  Tensor w({2}, {3.0f, 4.0f}), g({2}, {0.6f, 0.8f}), v({2}, {0.1f, 0.2f});
+  larsUpdate(w, g, v, larsV06(true), false, true);
+  // TF ApplyMomentum(use_nesterov): w -= lr*trust*(g' + m*v) with v as above:
+  // 0.01/1.1 * {0.63 + 0.648, 0.84 + 0.918} = {0.0116181818, 0.0159818182}
+  expectValues(v, {0.72, 1.02}, "v");
+  expectValues(w, {2.9883818181818, 3.9840181818182}, "w");
+}
+
+TEST(LarsTest, V06BiasIsDecayedWithoutTrust) {
+  // v0.6's classifier bias: in the L2 loss, in LARS's skip list.
+  Tensor b({2}, {0.5f, -0.5f}), g({2}, {0.1f, 0.3f}), v({2}, {0.2f, 0.0f});
+  larsUpdate(b, g, v, larsV06(false), /*skipTrust=*/true, /*decay=*/true);
+  // g' = {0.1 + 0.005, 0.3 - 0.005} = {0.105, 0.295}
+  // v = {0.18 + 0.105, 0 + 0.295} = {0.285, 0.295}
+  // b = {0.5 - 2*0.285, -0.5 - 2*0.295} = {-0.07, -1.09}
+  expectValues(v, {0.285, 0.295}, "v");
+  expectValues(b, {-0.07, -1.09}, "b");
+}
+
+TEST(LarsTest, V06BatchNormIsPlainMomentum) {
+  Tensor b({2}, {0.5f, -0.5f}), g({2}, {0.1f, 0.3f}), v({2}, {0.2f, 0.0f});
+  larsUpdate(b, g, v, larsV06(false), /*skipTrust=*/true, /*decay=*/false);
+  // v = {0.18 + 0.1, 0.3} = {0.28, 0.3}; b = {0.5 - 0.56, -0.5 - 0.6}
+  expectValues(v, {0.28, 0.3}, "v");
+  expectValues(b, {-0.06, -1.1}, "b");
+}
+
+TEST(LarsTest, V06ZeroGradientUsesTrustOne) {
+  Tensor w({2}, {3.0f, 4.0f}), g({2}, {0.0f, 0.0f}), v({2}, {0.1f, 0.2f});
+  LarsParams p = larsV06(false);
+  p.weightDecay = 0.0;
+  larsUpdate(w, g, v, p, false, true);
+  // |g'| = 0: trust 1; v = {0.09, 0.18}; w = {3 - 2*0.09, 4 - 2*0.18}
+  expectValues(v, {0.09, 0.18}, "v");
+  expectValues(w, {2.82, 3.64}, "w");
+}
+
+TEST(LarsTest, Tf2DecayedWithoutTrust) {
+  Tensor b({2}, {0.5f, -0.5f}), g({2}, {0.1f, 0.3f}), v({2}, {0.2f, 0.0f});
+  larsUpdate(b, g, v, lars(false), /*skipTrust=*/true, /*decay=*/true);
+  // g' = {0.105, 0.295}; v = 0.9*{0.2, 0} + 2*g' = {0.39, 0.59};
+  // b = {0.5 - 0.39, -0.5 - 0.59}
+  expectValues(v, {0.39, 0.59}, "v");
+  expectValues(b, {0.11, -1.09}, "b");
+}
+
 TEST(OptimizerTest, ShapeMismatchIsReported) {
   Tensor w({2}), g({3}), v({2});
   EXPECT_FALSE(checkOptimizerShapes(w, g, v).ok());

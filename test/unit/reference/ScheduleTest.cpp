@@ -9,6 +9,8 @@
 
 #include "gtest/gtest.h"
 
+#include <cmath>
+
 namespace kiln::ref {
 namespace {
 
@@ -94,11 +96,53 @@ TEST(ScheduleTest, CosineWithWarmup) {
   EXPECT_NEAR(learningRate(s, 200), 0.0, 1e-12);
 }
 
+TEST(ScheduleTest, FractionalWarmupMlperfV06) {
+  // MLPerf v0.6 at batch 32768: 25 warmup epochs of 1281167 images are
+  // W = 25*1281167/32768 = 32029175/32768 = 977.452850341796875 steps (exact
+  // in binary); lars_util.py warms up while step/(N/B) <= 25 and decays from
+  // w_steps = 25*1281167 // 32768 = 977 over train_steps - 977 + 1.
+  Schedule s = Schedule::warmupPolynomialDecay(
+      {31.2, 977.452850341796875, 2815, 1e-4, 2.0});
+  ASSERT_TRUE(checkSchedule(s).ok());
+  // step 977 <= W: 31.2*977/977.452850341796875 (a whole warmup of 977
+  // steps would give 31.2: 4.6e-4 too high)
+  EXPECT_NEAR(learningRate(s, 977), 31.185545153754347, 1e-12);
+  // step 978 > W: s = 978 - 977 = 1, D = 2815 - 977 + 1 = 1839:
+  // 31.1999*(1838/1839)^2 + 1e-4
+  EXPECT_NEAR(learningRate(s, 978), 31.166077849748707, 1e-9);
+  // The decay is that of the whole warmup floor(W) = 977.
+  Schedule whole = Schedule::warmupPolynomialDecay({31.2, 977, 2815, 1e-4, 2.0});
+  EXPECT_EQ(learningRate(s, 1500), learningRate(whole, 1500));
+  EXPECT_EQ(learningRate(whole, 977), 31.2);
+}
+
+TEST(ScheduleTest, FractionalWarmupLinear) {
+  // 5 epochs of 1281167 / 24576 steps: W = 260.6540934244792.
+  Schedule s = Schedule::linearWarmupLinearDecay(
+      {0.1, 260.6540934244792, 4.8, 4680});
+  ASSERT_TRUE(checkSchedule(s).ok());
+  // step 259: 0.1 + 4.7*259/W
+  EXPECT_NEAR(learningRate(s, 259), 4.770174114693868, 1e-12);
+  // step 260 < W is still warmup: 0.1 + 4.7*260/W
+  EXPECT_NEAR(learningRate(s, 260), 4.788205674982262, 1e-12);
+  // step 261: decay from floor(W) = 260: 4.8*(1 - 1/4420)
+  EXPECT_NEAR(learningRate(s, 261), 4.798914027149321, 1e-12);
+}
+
 TEST(ScheduleTest, ConstantAndInvalid) {
   EXPECT_EQ(learningRate(Schedule::constant(0.25), 12345), 0.25);
   EXPECT_FALSE(
       checkSchedule(Schedule::linearWarmupLinearDecay({0.1, 100, 1.0, 50})).ok());
   EXPECT_FALSE(checkSchedule(Schedule::cosineDecay({1.0, 0.0, 5, 5, 0.0})).ok());
+  // A warmup must be a finite non-negative number of steps.
+  Status nan = checkSchedule(
+      Schedule::warmupPolynomialDecay({1.0, std::nan(""), 10, 0.0, 2.0}));
+  EXPECT_FALSE(nan.ok());
+  EXPECT_NE(nan.message().find("need 0 <= warmupSteps <= trainSteps, got nan"),
+            std::string::npos)
+      << nan.message();
+  EXPECT_FALSE(
+      checkSchedule(Schedule::cosineDecay({1.0, 0.0, -0.5, 5, 0.0})).ok());
 }
 
 } // namespace

@@ -11,15 +11,21 @@
 //   w -= lr*v                (plain)
 //   w -= lr*(g' + m*v)       (Nesterov, with the updated v)
 //
-// LARS, as the MLPerf ResNet-50 reference (mlcommons/training,
-// image_classification/tensorflow2/lars_optimizer.py) does it:
-//   skipped parameters (BN gamma/beta, biases): v = m*v + lr*g; w -= v
-//     (no trust ratio, no weight decay);
-//   others: trust = eta*|w| / (|g| + wd*|w| + eps) if |w| > 0 and |g| > 0,
-//           else 1;  g' = g + wd*w;  v = m*v + lr*trust*g';  w -= v.
-//   Nesterov (both kinds): w -= m*v + lr*trust*g' (trust = 1 when skipped).
-// |.| is the L2 norm of the whole tensor; the norms use the gradient before
-// decay is added.
+// LARS in the two forms the MLPerf ResNet-50 references use (skipTrust: the
+// trust ratio is 1; decay: wd*w is added to the gradient):
+//   tf2  (mlcommons/training image_classification/tensorflow2/
+//         lars_optimizer.py): trust = eta*|w| / (|g| + wd*|w| + eps) if
+//         |w| > 0 and |g| > 0, else 1, of the gradient before decay;
+//         g' = g + wd*w;  v = m*v + lr*trust*g';  w -= v
+//         (Nesterov: w -= m*v + lr*trust*g').
+//   v0_6 (training_results_v0.6 Google resnet: tf.contrib.opt.LARSOptimizer
+//         with the L2 term in the loss): g' = g + wd*w;
+//         trust = eta*|w| / (|g'| + wd*|w| + eps) if |w| > 0 and |g'| > 0,
+//         else 1;  v = m*v + g';  w -= lr*trust*v
+//         (TF ApplyMomentum; Nesterov: w -= lr*trust*(g' + m*v)).
+// MLPerf's skip_list (BN gamma/beta, biases) skips both trust and decay in
+// tf2; in v0.6 the skip list skips the trust ratio and the loss decides the
+// decay (every non-BN variable). |.| is the L2 norm of the whole tensor.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +43,10 @@ struct SgdParams {
   bool nesterov = false;
 };
 
+/// Where LARS applies lr*trust: inside the momentum (MLPerf TF2) or to the
+/// momentum of the raw decayed gradient (MLPerf v0.6). See the file comment.
+enum class LarsForm { Tf2, V0_6 };
+
 struct LarsParams {
   double learningRate = 0.1;
   double momentum = 0.9;
@@ -49,6 +59,7 @@ struct LarsParams {
   /// caller passes the recipe's value explicitly.
   double epsilon = 0.0;
   bool nesterov = false;
+  LarsForm form = LarsForm::Tf2;
 };
 
 /// Checks that g and v have w's shape.
@@ -60,14 +71,22 @@ void sgdMomentumUpdate(Tensor &w, const Tensor &g, Tensor &v,
                        const SgdParams &params, bool applyDecay);
 
 /// The LARS trust ratio eta*|w| / (|g| + wd*|w| + eps), or 1 if either norm
-/// is zero.
+/// is zero. `g` is the gradient the form takes the norm of (v0.6: with the
+/// decay added).
 double larsTrustRatio(const Tensor &w, const Tensor &g,
                       const LarsParams &params);
 
-/// One LARS step; `skip` marks the parameters that bypass the trust ratio
-/// and the weight decay (BN parameters and biases).
+/// One LARS step of `params.form`: `skipTrust` sets the trust ratio to 1,
+/// `decay` adds wd*w to the gradient.
 void larsUpdate(Tensor &w, const Tensor &g, Tensor &v, const LarsParams &params,
-                bool skip);
+                bool skipTrust, bool decay);
+
+/// MLPerf's skip list: `skip` parameters (BN parameters and biases) get
+/// neither the trust ratio nor the decay, the others both.
+inline void larsUpdate(Tensor &w, const Tensor &g, Tensor &v,
+                       const LarsParams &params, bool skip) {
+  larsUpdate(w, g, v, params, /*skipTrust=*/skip, /*decay=*/!skip);
+}
 
 } // namespace kiln::ref
 

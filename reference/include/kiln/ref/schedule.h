@@ -4,6 +4,12 @@
 // optimizer steps already taken), evaluated in double. See
 // docs/reference-kernels.md for the sources of each formula.
 //
+// A warmup may last a fractional number of steps W (MLPerf v0.6 warms up
+// over 25 epochs of 1281167 / 32768 steps: W = 977.45). The warmup branch is
+// decided and interpolated with W itself, as the references do by epoch;
+// the decay counts from floor(W) (v0.6's w_steps = w_epochs * N // B). For a
+// whole W both are the formulas below unchanged.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_REF_SCHEDULE_H
@@ -31,12 +37,12 @@ enum class ScheduleKind {
 
 /// gradual_warmup_then_dec(initLr, warmupSteps, peakLr, step, totalSteps):
 ///   step <  warmupSteps: initLr + (peakLr - initLr) * step / warmupSteps
-///   otherwise:           peakLr * (1 - min(step - warmupSteps, D) / D),
-///                        D = totalSteps - warmupSteps
+///   otherwise:           peakLr * (1 - min(step - W0, D) / D),
+///                        W0 = floor(warmupSteps), D = totalSteps - W0
 /// (TF1 tf.train.polynomial_decay with end 0, power 1, cycle=False.)
 struct LinearWarmupLinearDecayParams {
   double initLr = 0.1;
-  int64_t warmupSteps = 260;
+  double warmupSteps = 260;
   double peakLr = 4.8;
   int64_t totalSteps = 4680;
 };
@@ -44,11 +50,12 @@ struct LinearWarmupLinearDecayParams {
 /// MLPerf PolynomialDecayWithWarmup:
 ///   step <= warmupSteps: baseLr * step / warmupSteps
 ///   otherwise: (baseLr - endLr) * (1 - min(s, D)/D)^power + endLr,
-///              s = step - warmupSteps, D = trainSteps - warmupSteps + 1.
+///              s = step - W0, D = trainSteps - W0 + 1,
+///              W0 = floor(warmupSteps).
 /// warmupSteps == 0 means no warmup (lr(0) = baseLr).
 struct PolynomialDecayParams {
   double baseLr = 31.2;
-  int64_t warmupSteps = 0;
+  double warmupSteps = 0;
   int64_t trainSteps = 1;
   double endLr = 1e-4;
   double power = 2.0;
@@ -59,7 +66,7 @@ struct PolynomialDecayParams {
 struct StepDecayParams {
   double baseLr = 0.1;
   double warmupInitLr = 0.0;
-  int64_t warmupSteps = 0;
+  double warmupSteps = 0;
   /// Strictly increasing step numbers.
   std::vector<int64_t> boundaries;
   double factor = 0.1;
@@ -67,11 +74,11 @@ struct StepDecayParams {
 
 /// step < warmupSteps: linear warmup as in StepDecayParams;
 /// otherwise: endLr + (baseLr - endLr) * (1 + cos(pi * min(s, D)/D)) / 2,
-///            s = step - warmupSteps, D = totalSteps - warmupSteps.
+///            s = step - W0, D = totalSteps - W0, W0 = floor(warmupSteps).
 struct CosineDecayParams {
   double baseLr = 0.1;
   double warmupInitLr = 0.0;
-  int64_t warmupSteps = 0;
+  double warmupSteps = 0;
   int64_t totalSteps = 1;
   double endLr = 0.0;
 };
@@ -93,8 +100,9 @@ struct Schedule {
   static Schedule cosineDecay(const CosineDecayParams &p);
 };
 
-/// Checks the parameters of the selected kind (non-negative step counts,
-/// warmup not beyond the end, increasing boundaries, ...).
+/// Checks the parameters of the selected kind (non-negative step counts, a
+/// finite non-negative warmup not beyond the end, increasing boundaries,
+/// ...).
 Status checkSchedule(const Schedule &schedule);
 
 /// The learning rate for the 0-based global `step` (step >= 0). Steps past

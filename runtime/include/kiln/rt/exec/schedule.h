@@ -5,7 +5,8 @@
 // Before the first step the runtime writes into those slots
 //
 //  1. what the compiler left to the run (model-abi.md, ABI 5): step slots
-//     given in epochs, resolved as round(epochs x steps per epoch), and a
+//     given in epochs, resolved as round(epochs x steps per epoch) (the
+//     warmup exactly, unrounded: it may be fractional), and a
 //     decaying schedule's horizon compiled without one, which takes the
 //     run's length; on resume the checkpoint's values stand instead, so a
 //     resumed run continues the curve it started;
