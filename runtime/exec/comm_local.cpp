@@ -27,6 +27,11 @@ public:
   StatusOr<std::vector<uint64_t>> allgather(uint64_t value) override {
     return std::vector<uint64_t>{value};
   }
+  StatusOr<std::vector<std::string>>
+  allgatherText(const std::string &text) override {
+    return std::vector<std::string>{text};
+  }
+  Status barrier() override { return Status::ok(); }
   [[noreturn]] void abort(int code) override { std::exit(code); }
 
 private:

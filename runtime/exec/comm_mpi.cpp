@@ -7,6 +7,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -51,8 +52,9 @@ public:
     requests.assign(plans.size(), MPI_REQUEST_NULL);
     state.assign(plans.size(), State::Idle);
     startedAt.resize(plans.size());
-    finishedAt.resize(plans.size());
+    bytesPerStep = 0;
     for (size_t i = 0; i < plans.size(); ++i) {
+      bytesPerStep += plans[i].count * int64_t(dtypeSize(plans[i].reduceType));
       if (plans[i].count > std::numeric_limits<int>::max())
         return KILN_STATUS(kUnimplemented,
                            fmt::format("bucket {} has {} elements; MPI counts "
@@ -94,6 +96,9 @@ public:
     if (state[b] == State::Idle)
       fatal(fmt::format("wait for bucket {}, which was not started", bucket),
             __FILE__, __LINE__);
+    // The step needs the result now: from here until the reduction is done
+    // it is blocked on communication (0 if a progress() call already saw
+    // the request finish).
     auto waitBegin = std::chrono::steady_clock::now();
     // MPI_Wait could block forever if a peer hangs (or dies in a way mpirun
     // does not notice); polling with a deadline turns that into an error.
@@ -108,10 +113,8 @@ public:
         fatal(fmt::format("MPI_Test of bucket {} failed: {}", bucket,
                           mpiErrorText(rc)),
               __FILE__, __LINE__);
-      if (done) {
-        finishedAt[b] = std::chrono::steady_clock::now();
+      if (done)
         break;
-      }
       if (std::chrono::steady_clock::now() > deadline)
         fatal(fmt::format("allreduce of bucket {} did not finish within {} s "
                           "(--comm-timeout); another rank has died or hangs",
@@ -122,18 +125,47 @@ public:
         sched_yield();
     }
     state[b] = State::Idle;
-    // How long the reduction was in flight, and how much of that the step
-    // spent blocked here rather than computing the rest of backward.
-    auto waitEnd = std::chrono::steady_clock::now();
-    overlap.reductions += 1;
-    overlap.inFlightSeconds +=
-        std::chrono::duration<double>(finishedAt[b] - startedAt[b]).count();
-    overlap.exposedSeconds +=
-        std::chrono::duration<double>(waitEnd - waitBegin).count();
+    waits.reductions += 1;
+    waits.blockedSeconds += std::chrono::duration<double>(
+                                std::chrono::steady_clock::now() - waitBegin)
+                                .count();
     finishBucket(plan, arena, staging[b].data(), size_);
   }
 
-  OverlapStats overlapStats() const override { return overlap; }
+  BucketWaits bucketWaits() const override { return waits; }
+  int64_t bucketBytes() const override { return bytesPerStep; }
+
+  StatusOr<double> timeBucketsAlone(int repeats) override {
+    size_t largest = 0;
+    for (const BucketPlan &plan : plans)
+      largest = std::max(largest, size_t(plan.count) *
+                                      dtypeSize(plan.reduceType));
+    if (largest == 0)
+      return 0.0;
+    // Zeros: the values do not change the time, and sums of zeros stay
+    // finite.
+    std::vector<uint8_t> scratch(largest, 0);
+    std::vector<double> passes;
+    for (int r = 0; r < repeats; ++r) {
+      // Every rank starts the pass together: skew between the ranks
+      // arriving is not communication.
+      KILN_RETURN_IF_ERROR(barrier());
+      auto start = std::chrono::steady_clock::now();
+      for (size_t b = 0; b < plans.size(); ++b) {
+        MPI_Request request;
+        KILN_MPI_CHECK(MPI_Iallreduce(
+            MPI_IN_PLACE, scratch.data(), static_cast<int>(plans[b].count),
+            plans[b].reduceType == DType::F64 ? MPI_DOUBLE : MPI_FLOAT,
+            MPI_SUM, comm, &request));
+        KILN_RETURN_IF_ERROR(waitWithDeadline(request, "timed allreduce"));
+      }
+      passes.push_back(std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - start)
+                           .count());
+    }
+    std::sort(passes.begin(), passes.end());
+    return passes[passes.size() / 2];
+  }
 
   void progress() override {
     // MPI_Test drives Open MPI's progress engine; a request it completes is
@@ -147,10 +179,8 @@ public:
         fatal(fmt::format("MPI_Test of bucket {} failed: {}", b,
                           mpiErrorText(rc)),
               __FILE__, __LINE__);
-      if (done) {
+      if (done)
         state[b] = State::Finished;
-        finishedAt[b] = std::chrono::steady_clock::now();
-      }
     }
   }
 
@@ -193,6 +223,43 @@ public:
     return all;
   }
 
+  StatusOr<std::vector<std::string>>
+  allgatherText(const std::string &text) override {
+    // Lengths first (a fixed-size exchange), so that every rank receives
+    // each text into a buffer of exactly its size.
+    KILN_ASSIGN_OR_RETURN(std::vector<uint64_t> lengths,
+                          allgather(uint64_t(text.size())));
+    std::vector<int> counts, displacements;
+    uint64_t total = 0;
+    for (uint64_t n : lengths) {
+      displacements.push_back(static_cast<int>(total));
+      counts.push_back(static_cast<int>(n));
+      total += n;
+      if (total > uint64_t(std::numeric_limits<int>::max()))
+        return KILN_STATUS(kInvalidArgument,
+                           fmt::format("allgather of {} bytes of text: MPI "
+                                       "counts stop at 2^31 - 1",
+                                       total));
+    }
+    std::string all(total, '\0');
+    MPI_Request request;
+    KILN_MPI_CHECK(MPI_Iallgatherv(text.data(), static_cast<int>(text.size()),
+                                   MPI_CHAR, all.data(), counts.data(),
+                                   displacements.data(), MPI_CHAR, comm,
+                                   &request));
+    KILN_RETURN_IF_ERROR(waitWithDeadline(request, "allgather of text"));
+    std::vector<std::string> texts;
+    for (size_t r = 0; r < lengths.size(); ++r)
+      texts.push_back(all.substr(size_t(displacements[r]), lengths[r]));
+    return texts;
+  }
+
+  Status barrier() override {
+    MPI_Request request;
+    KILN_MPI_CHECK(MPI_Ibarrier(comm, &request));
+    return waitWithDeadline(request, "barrier");
+  }
+
   [[noreturn]] void abort(int code) override {
     std::fflush(stdout);
     std::fflush(stderr);
@@ -215,8 +282,9 @@ private:
   std::vector<MPI_Request> requests;
   enum class State { Idle, Running, Finished };
   std::vector<State> state;
-  std::vector<std::chrono::steady_clock::time_point> startedAt, finishedAt;
-  OverlapStats overlap;
+  std::vector<std::chrono::steady_clock::time_point> startedAt;
+  BucketWaits waits;
+  int64_t bytesPerStep = 0;
 
   /// Polls `request` until it completes or --comm-timeout passes.
   Status waitWithDeadline(MPI_Request &request, const char *what) {

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -186,6 +187,49 @@ int fail(const Status &status, Comm *comm) {
   return kExitError;
 }
 
+/// Rank 0, resuming: the global batch (batch x ranks) of the checkpoint's
+/// run against this one's. A different one changes what a step averages
+/// over at the same learning rate, which nothing else would say.
+void warnIfGlobalBatchChanges(const LoadedCheckpoint &c, int64_t batch,
+                              int worldSize) {
+  auto ranks = [](int64_t n) {
+    return fmt::format("{} rank{}", n, n == 1 ? "" : "s");
+  };
+  std::string now = fmt::format("this run has {} of batch {} (a global batch "
+                                "of {})",
+                                ranks(worldSize), batch, batch * worldSize);
+  auto recorded = c.metadata.find("batch");
+  int64_t written = 0;
+  char *end = nullptr;
+  if (recorded != c.metadata.end())
+    written = std::strtoll(recorded->second.c_str(), &end, 10);
+  if (recorded == c.metadata.end() || recorded->second.empty() ||
+      *end != '\0' || written <= 0) {
+    if (c.info.worldSize != worldSize)
+      fmt::print(stderr,
+                 "kiln: warning: {} was written by {} and does not record "
+                 "its batch (an older runtime); {}: the global batch "
+                 "changes unless the batch did, and the data order from "
+                 "here on differs from an uninterrupted run\n",
+                 c.path, ranks(c.info.worldSize), now);
+    return;
+  }
+  if (written * c.info.worldSize == batch * worldSize &&
+      c.info.worldSize == worldSize)
+    return;
+  fmt::print(stderr,
+             "kiln: warning: {} was written by {} of batch {} (a global "
+             "batch of {}); {}: {}the data order from here on differs from "
+             "an uninterrupted run\n",
+             c.path, ranks(c.info.worldSize), written,
+             written * c.info.worldSize, now,
+             written * c.info.worldSize != batch * worldSize
+                 ? "each step from here on averages the gradient over "
+                   "another number of examples at the same learning rate, "
+                   "and "
+                 : "");
+}
+
 } // namespace
 
 int usageError(const char *program, const std::string &message) {
@@ -217,7 +261,25 @@ int runTraining(
     // The trainer stays alive until `fail` has aborted the job: under MPI
     // the communicator may still be reducing into its buffers.
     std::unique_ptr<TrainingPhases> trainer = create(*comm);
-    Status status = trainer->setup();
+    Status status = trainer->load();
+    if (status.isOk()) {
+      // Before the first collective that depends on what the ranks run.
+      StatusOr<Agreement> agreement =
+          checkRanksAgree(*comm, trainer->rankFields());
+      if (!agreement.isOk()) {
+        status = agreement.status();
+      } else if (!agreement->agreed) {
+        std::fflush(stdout);
+        for (const std::string &message : agreement->messages)
+          fmt::print(stderr, "kiln: rank {}: error: {}\n", comm->rank(),
+                     message);
+        std::fflush(stderr);
+        comm->finalize();
+        return kExitError;
+      }
+    }
+    if (status.isOk())
+      status = trainer->setup();
     if (status.isOk())
       status = trainer->train(exitCode);
     if (status.isOk() && exitCode == kExitOk)
@@ -257,6 +319,7 @@ StatusOr<Resumed> resumeOrBroadcast(const RunOptions &options, Comm &comm,
       header[1] = c.info.step;
       header[2] = static_cast<int64_t>(c.info.seed);
       resumed.info = c.info;
+      warnIfGlobalBatchChanges(c, manifest.batch, comm.size());
       run.lastCheckpoint = c.path;
       run.lastCheckpointStep = c.info.step;
       if (options.seedSet && c.info.seed != options.seed)
@@ -345,7 +408,11 @@ StatusOr<StepOutcome> reduceStepOutcome(Comm &comm, double localLoss,
   bool finite = std::isfinite(localLoss);
   double sums[3] = {finite ? localLoss : 0.0, finite ? 0.0 : 1.0,
                     stopSignal.load() ? 1.0 : 0.0};
+  auto start = std::chrono::steady_clock::now();
   KILN_RETURN_IF_ERROR(comm.allreduceSum(sums, 3));
+  run.stepReductionSeconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   StepOutcome outcome;
   outcome.nonFiniteRanks = sums[1];
   outcome.stop = sums[2] > 0;
@@ -640,6 +707,82 @@ void Checkpointer::onInterrupt(int signal) {
                      "checkpoint, in {:.2f} s; stopping at the end of the "
                      "current step\n",
              name, writtenPath_, secondsSince(start));
+}
+
+std::string describeCommunication(const std::vector<double> &exposed,
+                                  const std::vector<double> &alone,
+                                  size_t buckets, int64_t bytesPerStep) {
+  std::vector<double> hidden;
+  for (size_t r = 0; r < exposed.size(); ++r)
+    // Waiting longer than the communication takes alone (for a slower rank)
+    // hides nothing, and 0/0 (free communication) hides nothing either.
+    hidden.push_back(alone[r] > 0 ? std::max(0.0, 1 - exposed[r] / alone[r])
+                                  : 0.0);
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  };
+  auto spread = [&](const std::vector<double> &v, double scale,
+                    const char *format) {
+    auto f = [&](double x) {
+      return fmt::format(fmt::runtime(format), scale * x);
+    };
+    return fmt::format("{} / {} / {}", f(*std::min_element(v.begin(), v.end())),
+                       f(median(v)), f(*std::max_element(v.begin(), v.end())));
+  };
+  std::string bytes =
+      bytesPerStep >= (1 << 20)
+          ? fmt::format("{:.1f} MiB", double(bytesPerStep) / (1 << 20))
+          : fmt::format("{:.1f} KiB", double(bytesPerStep) / 1024);
+  return fmt::format(
+      "kiln: gradient allreduce: {} bucket{} of {} per step take {:.3f} ms "
+      "alone; the steps waited {} ms per step for communication (bucket "
+      "waits and the per-step reduction): {}% hidden (min / median / max "
+      "over {} rank{})\n",
+      buckets, buckets == 1 ? "" : "s", bytes, 1e3 * median(alone),
+      spread(exposed, 1e3, "{:.3f}"), spread(hidden, 100, "{:.0f}"),
+      exposed.size(), exposed.size() == 1 ? "" : "s");
+}
+
+Status reportCommunication(Comm &comm, const RunState &run) {
+  BucketWaits waits = comm.bucketWaits();
+  int64_t steps = run.step - run.startStep;
+  // Collective decisions only: every rank reduced the same buckets.
+  if (waits.reductions == 0 || steps <= 0)
+    return Status::ok();
+  constexpr int kRepeats = 5;
+  KILN_ASSIGN_OR_RETURN(double bucketsAlone, comm.timeBucketsAlone(kRepeats));
+  std::vector<double> reductions;
+  for (int r = 0; r < kRepeats; ++r) {
+    KILN_RETURN_IF_ERROR(comm.barrier());
+    double sums[3] = {0, 0, 0};
+    auto start = std::chrono::steady_clock::now();
+    KILN_RETURN_IF_ERROR(comm.allreduceSum(sums, 3));
+    reductions.push_back(std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - start)
+                             .count());
+  }
+  std::sort(reductions.begin(), reductions.end());
+  double alone = bucketsAlone + reductions[reductions.size() / 2];
+  double exposed =
+      (waits.blockedSeconds + run.stepReductionSeconds) / double(steps);
+  // Doubles travel as their bits.
+  auto gather = [&](double x) -> StatusOr<std::vector<double>> {
+    uint64_t bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    KILN_ASSIGN_OR_RETURN(std::vector<uint64_t> all, comm.allgather(bits));
+    std::vector<double> values(all.size());
+    std::memcpy(values.data(), all.data(), all.size() * sizeof(double));
+    return values;
+  };
+  KILN_ASSIGN_OR_RETURN(std::vector<double> allExposed, gather(exposed));
+  KILN_ASSIGN_OR_RETURN(std::vector<double> allAlone, gather(alone));
+  say(comm, "{}",
+      describeCommunication(allExposed, allAlone,
+                            size_t(waits.reductions / steps),
+                            comm.bucketBytes()));
+  return Status::ok();
 }
 
 Status verifyReplicas(const Manifest &manifest, const uint8_t *arena,

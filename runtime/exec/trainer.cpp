@@ -2,6 +2,8 @@
 
 #include "kiln/rt/exec/trainer.h"
 
+#include "json.h" // kiln_safetensors' minimal JSON reader (runtime/checkpoint)
+#include "kiln/rt/exec/agreement.h"
 #include "kiln/rt/exec/arena.h"
 #include "kiln/rt/exec/comm.h"
 #include "kiln/rt/exec/context.h"
@@ -21,6 +23,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -58,6 +61,10 @@ public:
   Trainer(const RunOptions &options, const ModelEntryPoints &model, Comm &comm)
       : options(options), model(model), comm(comm) {}
 
+  /// The manifest; nothing collective.
+  Status load() override;
+  /// The model's fields, the code's digest and the run flags.
+  RankFields rankFields() const override;
   /// Everything before the first step. Collective: all ranks call it.
   Status setup() override;
   /// The loop; sets `exitCode` to kExitNonFiniteLoss on NaN/Inf.
@@ -114,12 +121,46 @@ private:
   }
 };
 
-Status Trainer::setup() {
+Status Trainer::load() {
   // The manifest: a broken one is a compiler bug or a stale object file.
   if (!model.manifest || !model.train)
     return KILN_STATUS(kInternal, "the model provides no manifest or train "
                                   "step");
   KILN_ASSIGN_OR_RETURN(manifest, parseManifest(model.manifest()));
+  return Status::ok();
+}
+
+RankFields Trainer::rankFields() const {
+  RankFields fields = describeModel(manifest, model.manifest());
+  // Before the backstops: the CPU the code was generated for.
+  std::string target = "x86";
+  if (model.target) {
+    json::Value root;
+    std::string error;
+    const json::Value *cpu = nullptr;
+    if (json::parse(model.target(), root, error))
+      cpu = root.member("cpu");
+    target += " " + (cpu && cpu->kind == json::Value::Kind::String
+                         ? cpu->text
+                         : std::string(model.target()));
+  }
+  auto firstBackstop =
+      std::find_if(fields.begin(), fields.end(),
+                   [](const RankField &f) { return f.backstop; });
+  fields.insert(firstBackstop,
+                {"target", model.target ? model.target() : "x86", target,
+                 false});
+  uint64_t code = executableCodeDigest();
+  fields.push_back({"compiled code", fmt::format("{:016x}", code),
+                    fmt::format("digest {:016x}", code), true});
+  RankFields flags = describeRunFlags(options);
+  fields.insert(fields.end(), flags.begin(), flags.end());
+  return fields;
+}
+
+Status Trainer::setup() {
+  // After the ranks agreed on the model: a rank whose CPU cannot run the
+  // code it was built with says so on its own.
   if (model.target)
     KILN_RETURN_IF_ERROR(checkTargetCpu(model.target()));
   trainFn = manifest.findFunction("train");
@@ -168,6 +209,7 @@ Status Trainer::setup() {
   KILN_ASSIGN_OR_RETURN(
       ScheduleSources scheduleSources,
       applySchedule(manifest, arena->data(), options, run, comm));
+  KILN_RETURN_IF_ERROR(checkScheduleAgrees(manifest, arena->data(), comm));
 
   if (!options.modelDir.empty() && isRoot())
     KILN_RETURN_IF_ERROR(metrics.open(options.modelDir));
@@ -193,17 +235,11 @@ Status Trainer::resumeAndBroadcast() {
   KILN_ASSIGN_OR_RETURN(
       Resumed resumed,
       resumeOrBroadcast(options, comm, manifest, arena->data(), run));
-  // What the x86 data order depends on besides the seed: steps per epoch
-  // (compared once the input is open) and the world size.
-  if (resumed.info) {
+  // What the x86 data order depends on besides the seed and the world size
+  // (resumeOrBroadcast warns about that one): steps per epoch, compared
+  // once the input is open.
+  if (resumed.info)
     checkpointStepsPerEpoch = resumed.info->stepsPerEpoch;
-    if (resumed.info->worldSize != comm.size())
-      fmt::print(stderr,
-                 "kiln: warning: the checkpoint was written by {} ranks, "
-                 "this run has {}: the data order from here on differs "
-                 "from an uninterrupted run\n",
-                 resumed.info->worldSize, comm.size());
-  }
   return Status::ok();
 }
 
@@ -403,14 +439,7 @@ Status Trainer::finish(int &exitCode) {
       taken ? fmt::format(", final loss {:.4f}", run.lastLoss) : "",
       haveEval ? fmt::format(", top-1 {:.2f}%", 100 * lastEval.top1) : "",
       run.lastCheckpoint.empty() ? "" : "; checkpoint " + run.lastCheckpoint);
-  OverlapStats overlap = comm.overlapStats();
-  if (overlap.reductions > 0 && overlap.inFlightSeconds > 0)
-    say(comm,
-        "kiln: gradient allreduce: {} reductions, {:.1f} ms in flight per "
-        "step, {:.1f} ms exposed: {:.0f}% hidden behind the backward pass\n",
-        overlap.reductions, 1000 * overlap.inFlightSeconds / double(taken),
-        1000 * overlap.exposedSeconds / double(taken),
-        100 * (1 - overlap.exposedSeconds / overlap.inFlightSeconds));
+  KILN_RETURN_IF_ERROR(reportCommunication(comm, run));
   if (std::string snapshot = checkpoints->snapshotSummary(); !snapshot.empty())
     say(comm, "{}", snapshot);
   if (metrics.isOpen()) {

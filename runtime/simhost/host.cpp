@@ -16,6 +16,7 @@
 
 #include "json.h" // kiln_safetensors' minimal JSON reader (runtime/checkpoint)
 #include "kiln/ref/bf16.h"
+#include "kiln/rt/exec/agreement.h"
 #include "kiln/rt/exec/comm.h"
 #include "kiln/rt/exec/input.h"
 #include "kiln/rt/exec/manifest.h"
@@ -203,6 +204,8 @@ public:
       : options(options), targetOptions(targetOptions), embedded(embedded),
         comm(comm) {}
 
+  Status load() override;
+  RankFields rankFields() const override;
   Status setup() override;
   Status train(int &exitCode) override;
   Status finish(int &exitCode) override;
@@ -474,15 +477,41 @@ Status SimTrainer::resumeAndBroadcast() {
   return Status::ok();
 }
 
-Status SimTrainer::setup() {
+Status SimTrainer::load() {
   KILN_RETURN_IF_ERROR(loadProgram());
+  return buildManifest();
+}
+
+RankFields SimTrainer::rankFields() const {
+  // The host's manifest says little about the program, which holds the
+  // optimizer and everything else: its bytes are the backstop.
+  RankFields fields;
+  const sim::TargetConfig &target = simulator->target();
+  fields.push_back({"model", manifest.model, "", false});
+  fields.push_back({"program ABI", std::to_string(embedded.abi_version), "",
+                    false});
+  fields.push_back({"batch", std::to_string(manifest.batch), "", false});
+  fields.push_back({"precision", info.precision.empty() ? "?" : info.precision,
+                    "", false});
+  fields.push_back({"target", "systolic " + sim::describeTarget(target),
+                    "systolic " + target.name, false});
+  uint64_t program = fnv1a(std::string_view(
+      reinterpret_cast<const char *>(embedded.data), embedded.size));
+  program = fnv1a(embedded.info ? embedded.info : "", program);
+  fields.push_back({"program", fmt::format("{:016x}", program),
+                    fmt::format("digest {:016x}", program), true});
+  RankFields flags = describeRunFlags(options);
+  fields.insert(fields.end(), flags.begin(), flags.end());
+  return fields;
+}
+
+Status SimTrainer::setup() {
   if (options.eval && !info.eval)
     return KILN_STATUS(kInvalidArgument,
                        "--eval: the program has no eval function (kilnc "
                        "--target=systolic compiles the training step only; "
                        "evaluate a checkpoint with the x86 executable or "
                        "kiln-run --load)");
-  KILN_RETURN_IF_ERROR(buildManifest());
   run.seed = options.seed;
   KILN_RETURN_IF_ERROR(fromSim(simulator->initializeVariables(run.seed),
                                "initializing variables"));
@@ -494,6 +523,7 @@ Status SimTrainer::setup() {
   // The schedule in effect after a checkpoint: the command line wins.
   KILN_ASSIGN_OR_RETURN(ScheduleSources scheduleSources,
                         applySchedule(manifest, arena, options, run, comm));
+  KILN_RETURN_IF_ERROR(checkScheduleAgrees(manifest, arena, comm));
   if (manifest.schedule) {
     std::vector<std::string> only = {manifest.schedule->variable};
     KILN_RETURN_IF_ERROR(variablesFromArena(&only));

@@ -57,6 +57,73 @@ static llvm::json::Array describeVariables(ModuleOp module,
   return variables;
 }
 
+/// The manifest's "optimizer" entry: one object per kind of update with
+/// the same attributes ({"update": "sgd_update", "parameters": 4,
+/// "attributes": {"momentum": 0.9, ...}}), in the order first met in the
+/// train step. The runtime compares it across data-parallel ranks, whose
+/// manifests are otherwise identical for SGD and LARS. Every op of the
+/// dialect named *_update counts, with all its attributes, so that a new
+/// optimizer form or attribute is compared without a change here; a fused
+/// update counts each of its parameters.
+static llvm::json::Array describeOptimizer(ModuleOp module) {
+  llvm::json::Array entries;
+  auto train = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!train)
+    return entries;
+  SmallVector<std::pair<std::string, llvm::json::Object>> kinds;
+  SmallVector<int64_t> counts;
+  train.walk([&](Operation *op) {
+    StringRef name = op->getName().stripDialect();
+    if (!isa_and_nonnull<KilnDialect>(op->getDialect()) ||
+        !name.ends_with("_update"))
+      return;
+    int64_t parameters = 1;
+    if (auto fused = dyn_cast<FusedSgdUpdateOp>(op))
+      parameters = static_cast<int64_t>(fused.getWeights().size());
+    llvm::json::Object attributes;
+    std::string key = name.str();
+    for (NamedAttribute attr : op->getAttrDictionary()) {
+      StringRef attrName = attr.getName().getValue();
+      if (attrName.starts_with("kiln.") || attrName.ends_with("SegmentSizes"))
+        continue;
+      Attribute value = attr.getValue();
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      value.print(os);
+      key += " " + attrName.str() + "=" + text;
+      if (auto f = dyn_cast<FloatAttr>(value))
+        attributes[attrName] = f.getValueAsDouble();
+      else if (auto i = dyn_cast<IntegerAttr>(value))
+        attributes[attrName] = i.getValue().getSExtValue();
+      else if (auto b = dyn_cast<BoolAttr>(value))
+        attributes[attrName] = b.getValue();
+      else if (isa<UnitAttr>(value))
+        attributes[attrName] = true;
+      else if (auto s = dyn_cast<StringAttr>(value))
+        attributes[attrName] = s.getValue();
+      else
+        attributes[attrName] = text;
+    }
+    // One entry per update kind and attributes, whether fused or not.
+    key.erase(0, key.rfind("fused_", 0) == 0 ? 6 : 0);
+    for (size_t i = 0; i < kinds.size(); ++i)
+      if (kinds[i].first == key) {
+        counts[i] += parameters;
+        return;
+      }
+    kinds.push_back({key, std::move(attributes)});
+    counts.push_back(parameters);
+  });
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    std::string update = kinds[i].first.substr(0, kinds[i].first.find(' '));
+    entries.push_back(llvm::json::Object{
+        {"update", update},
+        {"parameters", counts[i]},
+        {"attributes", std::move(kinds[i].second)}});
+  }
+  return entries;
+}
+
 /// What the profile calls `op`: its name, and for a fused op the ops it
 /// fused, e.g. "kiln.fused_elementwise(add+relu)".
 static std::string sourceName(Operation *op) {
@@ -248,6 +315,7 @@ static void declareRuntime(ModuleOp module) {
 
 LogicalResult lowerKilnToLinalg(ModuleOp module) {
   VariableLayout variables = layOutVariables(module);
+  llvm::json::Array optimizer = describeOptimizer(module);
   int64_t scratchBegin = alignSlot(variables.bytes);
   llvm::json::Array calls, buckets;
   llvm::json::Object functions;
@@ -286,6 +354,8 @@ LogicalResult lowerKilnToLinalg(ModuleOp module) {
       {"functions", std::move(functions)},
       {"calls", std::move(calls)},
       {"buckets", std::move(buckets)}};
+  if (!optimizer.empty())
+    manifest["optimizer"] = std::move(optimizer);
   module.walk([&](LearningRateOp op) {
     manifest["schedule"] = scheduleManifestEntry(op);
   });

@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace kiln::rt::exec {
@@ -52,13 +53,14 @@ void packBucket(const BucketPlan &plan, const uint8_t *arena, void *staging);
 void finishBucket(const BucketPlan &plan, uint8_t *arena, void *staging,
                   int worldSize);
 
-/// How the gradient reductions overlapped the backward pass.
-struct OverlapStats {
-  int64_t reductions = 0;
-  /// From each start to its completion.
-  double inFlightSeconds = 0;
-  /// Of that, the time the step blocked in a wait.
-  double exposedSeconds = 0;
+/// What the gradient reductions cost the steps on this rank.
+struct BucketWaits {
+  int64_t reductions = 0; ///< bucket reductions waited for
+  /// The time the steps were blocked in bucket waits until the reduction
+  /// was done: the communication the backward pass did not hide. (Open MPI
+  /// has no progress thread, so what a wait does is often the reduction's
+  /// own work.)
+  double blockedSeconds = 0;
 };
 
 class Comm {
@@ -80,7 +82,17 @@ public:
   /// that communication overlaps the backward pass.
   virtual void progress() {}
   /// Totals over all bucket reductions so far.
-  virtual OverlapStats overlapStats() const { return {}; }
+  virtual BucketWaits bucketWaits() const { return {}; }
+  /// Bytes one step's bucket reductions move (as reduced: f32 or f64).
+  virtual int64_t bucketBytes() const { return 0; }
+  /// The seconds one pass over every bucket takes when nothing else runs:
+  /// after a barrier, each bucket reduced and waited for in turn (on a
+  /// scratch buffer: the arena is left alone), the median of `repeats`
+  /// passes. Collective. What the steps' blocked time is measured against.
+  virtual StatusOr<double> timeBucketsAlone(int repeats) {
+    (void)repeats;
+    return 0.0;
+  }
 
   /// Copies `bytes` at `data` from `root` to every rank.
   virtual Status broadcast(void *data, size_t bytes, int root) = 0;
@@ -89,6 +101,12 @@ public:
   virtual Status allreduceMin(int64_t *values, int count) = 0;
   /// Every rank's `value`, in rank order.
   virtual StatusOr<std::vector<uint64_t>> allgather(uint64_t value) = 0;
+  /// Every rank's `text`, in rank order; the texts may differ in length
+  /// (their lengths travel first).
+  virtual StatusOr<std::vector<std::string>>
+  allgatherText(const std::string &text) = 0;
+  /// Returns once every rank has called it.
+  virtual Status barrier() = 0;
 
   /// Ends the whole job with `code` (all ranks).
   [[noreturn]] virtual void abort(int code) = 0;

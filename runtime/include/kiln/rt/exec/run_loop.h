@@ -12,6 +12,7 @@
 #ifndef KILN_RT_EXEC_RUN_LOOP_H
 #define KILN_RT_EXEC_RUN_LOOP_H
 
+#include "kiln/rt/exec/agreement.h"
 #include "kiln/rt/exec/checkpoint.h"
 #include "kiln/rt/exec/comm.h"
 #include "kiln/rt/exec/input.h"
@@ -45,6 +46,13 @@ namespace kiln::rt::exec {
 class TrainingPhases {
 public:
   virtual ~TrainingPhases() = default;
+  /// What this rank can learn alone about the model it runs (reading the
+  /// manifest or program), before any collective.
+  virtual Status load() = 0;
+  /// After load(): what the ranks must agree on (agreement.h), the model's
+  /// fields and the run flags'. runTraining compares them with rank 0's
+  /// before setup().
+  virtual RankFields rankFields() const = 0;
   /// Everything before the first step. Collective: all ranks call it.
   virtual Status setup() = 0;
   /// The loop; sets `exitCode` to kExitNonFiniteLoss or kExitInterrupted
@@ -59,6 +67,12 @@ public:
 /// (below), creates the communicator, builds the trainer with `create` and
 /// runs its phases. Returns the exit code (trainer.h); an error ends the
 /// whole job under MPI.
+///
+/// Between load() and setup(), every rank's rankFields() are compared with
+/// rank 0's (checkRanksAgree). If any rank differs, rank 0 prints a line
+/// per differing rank and each differing rank its own ("kiln: rank 1:
+/// error: rank 1 of 2 differs from rank 0: --lr 0.2 (rank 0: 0.1)"), and
+/// every rank ends with kExitError without MPI_Abort: all know the verdict.
 ///
 /// SIGINT and SIGTERM are blocked in the calling thread before anything
 /// else starts, so that every thread the run creates (MPI's, OpenMP's, the
@@ -100,6 +114,9 @@ struct RunState {
   int64_t stepsPerEpoch = 0;
   std::string dataSummary; ///< InputSource::describe() of the training data
   int64_t step = 0; ///< steps taken so far
+  /// Seconds the steps spent in the per-step reduction (reduceStepOutcome):
+  /// communication no step can hide, and where a rank waits for slower ones.
+  double stepReductionSeconds = 0;
   int64_t lastCheckpointStep = -1;
   std::string lastCheckpoint; ///< the newest good one, written or loaded
   double lastLoss = NAN;
@@ -121,7 +138,10 @@ struct Resumed {
 /// temporaries of interrupted checkpoint writes from --model-dir (and says
 /// so). With --resume, rank 0 loads the
 /// newest checkpoint of --model-dir into `arena` (the model directory may be
-/// on its disk only) and takes its step and seed. Then every rank receives
+/// on its disk only) and takes its step and seed, and warns when the
+/// checkpoint's world size, and so the global batch, differs from this
+/// run's (checkpoints of older runtimes may not record their batch: the
+/// warning says so). Then every rank receives
 /// rank 0's variables, so all replicas start identical even if
 /// initialization differed somewhere; copies are refilled from their sources
 /// after either. Sets run.seed, startStep and step.
@@ -294,6 +314,20 @@ Status reportProgress(const Comm &comm, const RunState &run, double lr,
 
 /// Whether --checkpoint-every asks for a checkpoint at `run.step`.
 bool checkpointDue(const RunOptions &options, const RunState &run);
+
+/// After the loop (collective): how long this rank's steps waited for
+/// communication (blocked in bucket waits and in the per-step reduction)
+/// against what that communication takes alone (Comm::timeBucketsAlone plus
+/// the per-step reduction timed the same way), gathered from every rank;
+/// rank 0 prints min/median/max over the ranks (describeCommunication).
+/// Nothing when the communicator reduced no bucket.
+Status reportCommunication(Comm &comm, const RunState &run);
+
+/// The line reportCommunication prints, from each rank's seconds per step
+/// blocked (`exposed`) and alone (`alone`).
+std::string describeCommunication(const std::vector<double> &exposed,
+                                  const std::vector<double> &alone,
+                                  size_t buckets, int64_t bytesPerStep);
 
 /// --verify-replicas: hashes the parameters in `arena`, gathers the hashes
 /// and fails if any rank's differ from rank 0's; prints the agreement.
