@@ -12,7 +12,9 @@ sync), so depth, width, image size and class count stay parameters:
 
 Conventions: NHWC activations, HWIO filters, a dynamic batch dimension,
 PyTorch state-dict names for the variables, He-normal (fan-in) convolutions,
-batch norm with momentum 0.9 and epsilon 1e-5. The ImageNet presets follow
+batch norm with momentum 0.9 (--bn-momentum: TF's decay, e.g. 0.95 for the
+SURFsara/Intel Xeon recipe, kilnc --recipe=surfsara-xeon) and epsilon 1e-5.
+The ImageNet presets follow
 the MLPerf reference: normal(0, 0.01) for the classifier and the last gamma of
 every residual block at zero (--zero-gamma). The Fashion-MNIST preset follows
 the PyTorch reference its recipe comes from: every gamma at one
@@ -23,6 +25,7 @@ std 1/sqrt(3 fan_in) (--fc-std fan-in); with it, the 3-epoch recipe reaches
 
 import argparse
 import math
+import struct
 import sys
 
 PRESETS = {
@@ -40,7 +43,12 @@ PRESETS = {
 }
 
 BN_EPSILON = "1.000000e-05"
-BN_MOMENTUM = "0.899999976"  # 0.9 as f32, printed the way MLIR prints it.
+BN_MOMENTUM = 0.9
+
+
+def f32_text(value):
+    """`value` rounded to f32, printed to 9 digits as MLIR prints 0.9: 0.899999976."""
+    return "%.9g" % struct.unpack("f", struct.pack("f", value))[0]
 
 
 def tensor(shape, dtype="f32"):
@@ -49,8 +57,9 @@ def tensor(shape, dtype="f32"):
 
 
 class Builder:
-    def __init__(self, zero_gamma):
+    def __init__(self, zero_gamma, bn_momentum=BN_MOMENTUM):
         self.zero_gamma = zero_gamma
+        self.bn_momentum = f32_text(bn_momentum)
         self.variables = []
         self.body = []
         self.counter = 0
@@ -100,7 +109,7 @@ class Builder:
         vec = tensor([c])
         self.body.append(
             f"    {y}, {mean}, {var}, {new_mean}, {new_var} = kiln.batch_norm_train "
-            f"{', '.join(operands)} epsilon {BN_EPSILON} momentum {BN_MOMENTUM} : "
+            f"{', '.join(operands)} epsilon {BN_EPSILON} momentum {self.bn_momentum} : "
             f"({tensor(shape)}, {vec}, {vec}, {vec}, {vec}) -> "
             f"({tensor(shape)}, {vec}, {vec}, {vec}, {vec})")
         self.body.append(f"    kiln.assign @{name}.running_mean, {new_mean} : {vec}")
@@ -149,8 +158,8 @@ class Builder:
 
 
 def build(name, block, stages, widths, stem, image_size, channels, classes, zero_gamma=True,
-          fc_std="0.01"):
-    b = Builder(zero_gamma)
+          fc_std="0.01", bn_momentum=BN_MOMENTUM):
+    b = Builder(zero_gamma, bn_momentum)
     shape = [None, image_size, image_size, channels]
     x = "%images"
     if stem == "imagenet":
@@ -219,11 +228,17 @@ def main(argv):
     parser.add_argument("--no-zero-gamma", dest="zero_gamma", action="store_false")
     parser.add_argument("--fc-std", help="std of the classifier's normal init: a number, or "
                         "fan-in for 1/sqrt(3 fan_in) (PyTorch's nn.Linear scale)")
+    parser.add_argument("--bn-momentum", type=float,
+                        help="batch-norm momentum, TF's decay of the running statistics "
+                        "(default 0.9; 0.95 for the SURFsara/Intel Xeon recipe)")
     parser.add_argument("-o", "--output", help="output file (default: stdout)")
     args = parser.parse_args(argv)
 
     config = dict(PRESETS.get(args.preset, {}))
-    for key in ("block", "stem", "image_size", "channels", "classes", "zero_gamma", "fc_std"):
+    if args.bn_momentum is not None and not 0.0 <= args.bn_momentum < 1.0:
+        parser.error(f"--bn-momentum must be in [0, 1), got {args.bn_momentum}")
+    for key in ("block", "stem", "image_size", "channels", "classes", "zero_gamma", "fc_std",
+                "bn_momentum"):
         if getattr(args, key) is not None:
             config[key] = getattr(args, key)
     for key in ("stages", "widths"):

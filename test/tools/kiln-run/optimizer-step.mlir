@@ -15,7 +15,7 @@
 // kiln-run executes a kiln.fused_sgd_update (--kiln-fuse; every parameter
 // decayed so that both updates share their hyperparameters) to the bit as
 // the updates it replaces.
-// RUN: kiln-opt %s --kiln-autodiff "--kiln-optimizer=optimizer=sgd nesterov=true momentum=0.9 weight-decay=0.01 decay-1d=true lr=0.1" -o %t/sgd/step-1d.mlir
+// RUN: kiln-opt %s --kiln-autodiff "--kiln-optimizer=optimizer=sgd nesterov=true momentum=0.9 weight-decay=0.01 no-decay=none lr=0.1" -o %t/sgd/step-1d.mlir
 // RUN: kiln-opt %t/sgd/step-1d.mlir --pass-pipeline="builtin.module(func.func(kiln-fuse))" -o %t/sgd/fused.mlir
 // RUN: FileCheck %s --check-prefix=FUSED --input-file=%t/sgd/fused.mlir
 // RUN: kiln-run %t/sgd/step-1d.mlir --load=%t/sgd/weights.safetensors --inputs=%t/sgd/inputs.safetensors --save=%t/sgd/unfused-after.safetensors
