@@ -208,10 +208,11 @@ openDatasetInput(const RunOptions &options, const Function &function,
     return KILN_STATUS(
         kInvalidArgument,
         fmt::format("the ranks see different training data in {}: rank {} "
-                    "counts {} records in {} train files, the ranks between "
+                    "counts {} record{} in {} train file{}, the ranks between "
                     "{} and {} records{}; every rank must read the same files",
-                    options.dataDir, comm.rank(), total, counted->files.size(),
-                    agree[1], -agree[2],
+                    options.dataDir, comm.rank(), total, total == 1 ? "" : "s",
+                    counted->files.size(),
+                    counted->files.size() == 1 ? "" : "s", agree[1], -agree[2],
                     agree[1] == -agree[2] ? " (the same total in other files)"
                                           : ""));
   if (comm.rank() == 0)
