@@ -715,9 +715,11 @@ std::string describeCommunication(const std::vector<double> &exposed,
   std::vector<double> hidden;
   for (size_t r = 0; r < exposed.size(); ++r)
     // Waiting longer than the communication takes alone (for a slower rank)
-    // hides nothing, and 0/0 (free communication) hides nothing either.
-    hidden.push_back(alone[r] > 0 ? std::max(0.0, 1 - exposed[r] / alone[r])
-                                  : 0.0);
+    // hides nothing, and communication that takes no time (under a
+    // microsecond: one rank) has nothing to hide.
+    hidden.push_back(alone[r] > 1e-6
+                         ? std::max(0.0, 1 - exposed[r] / alone[r])
+                         : 0.0);
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     size_t n = v.size();
