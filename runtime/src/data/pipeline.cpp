@@ -94,8 +94,10 @@ StatusOr<ShardCounts> countShards(const std::string &dir,
   ShardCounts counts;
   KILN_ASSIGN_OR_RETURN(counts.files, listShards(dir, split));
   for (const std::string &file : counts.files) {
-    KILN_ASSIGN_OR_RETURN(TfRecordCount n,
-                          countTfRecords(file, stopAtCorruption));
+    counts.offsets.emplace_back();
+    KILN_ASSIGN_OR_RETURN(
+        TfRecordCount n,
+        countTfRecords(file, stopAtCorruption, &counts.offsets.back()));
     counts.records.push_back(n.records);
     counts.stoppedBy.push_back(std::move(n.stoppedBy));
     counts.total += n.records;
@@ -223,6 +225,7 @@ struct Dataset::Impl {
   // Records per file, when counted (always with world_size > 1); otherwise
   // every epoch reads every file to its end.
   std::vector<uint64_t> records;
+  std::vector<std::vector<uint64_t>> offsets; // ShardCounts::offsets
   bool counted = false;
   RecordRange range; // this rank's share of an epoch (when counted)
   TransformOptions transform;
@@ -424,9 +427,16 @@ struct Dataset::Impl {
       slot.segment = segments[nextSegment++];
       const std::string &name = files[slot.segment.file];
       KILN_ASSIGN_OR_RETURN(slot.reader, RecordReader::openFile(name));
-      // Seek past the other ranks' records: only their headers are read
-      // (compressed files are inflated up to the segment, which cannot be
-      // avoided). The count already checked their framing.
+      // Go past the other ranks' records without reading them: one seek to
+      // the counted offset, or, in a compressed file (or without offsets),
+      // skipping their headers (inflating them: a deflate stream cannot be
+      // entered in the middle). The count already checked their framing.
+      uint32_t f = slot.segment.file;
+      if (slot.segment.first > 0 && f < offsets.size() &&
+          offsets[f].size() == records[f] &&
+          slot.reader->compression() == TfRecordCompression::kNone)
+        return slot.reader->seekToRecord(slot.segment.first,
+                                         offsets[f][slot.segment.first]);
       for (uint64_t k = 0; k < slot.segment.first; ++k) {
         Status s = slot.reader->skip();
         if (s.code() == StatusCode::kOutOfRange)
@@ -794,6 +804,7 @@ Dataset::openImpl(const kiln_rt_dataset_config_t &config, ShardCounts counts,
   impl->config.split = impl->split.c_str();
   impl->files = std::move(counts.files);
   impl->records = std::move(counts.records);
+  impl->offsets = std::move(counts.offsets);
   impl->counted = counted;
   if (counted) {
     uint64_t total = 0;

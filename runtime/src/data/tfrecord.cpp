@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstring>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <vector>
 #include <zlib.h>
@@ -108,7 +109,7 @@ RecordReader::~RecordReader() {
 }
 
 StatusOr<std::unique_ptr<RecordReader>>
-RecordReader::openFile(const std::string &path) {
+RecordReader::openFile(const std::string &path, Pattern pattern) {
   std::FILE *file = std::fopen(path.c_str(), "rb");
   KILN_CHECK_LIBC_PTR(file, "cannot open TFRecord file " + path);
   struct stat st;
@@ -117,10 +118,19 @@ RecordReader::openFile(const std::string &path) {
     std::fclose(file);
     return errnoStatus(__FILE__, __LINE__, "cannot stat " + path, err);
   }
-  // Large sequential reads; the default 4 KiB buffer costs a syscall per page.
-  std::setvbuf(file, nullptr, _IOFBF, 1 << 20);
   std::unique_ptr<RecordReader> reader(new RecordReader(
       path, file, std::string_view(), static_cast<uint64_t>(st.st_size)));
+  if (pattern == Pattern::kHeaders) {
+    // A 12-byte read after each seek: any buffer, or the kernel's
+    // read-ahead, would read data that is skipped.
+    std::setvbuf(file, nullptr, _IONBF, 0);
+    (void)::posix_fadvise(::fileno(file), 0, 0, POSIX_FADV_RANDOM);
+  } else {
+    // Large sequential reads; the default 4 KiB buffer costs a syscall per
+    // page. (glibc ignores the size of a buffer it is to allocate itself.)
+    reader->buffer_.reset(new char[kReadBufferBytes]);
+    std::setvbuf(file, reader->buffer_.get(), _IOFBF, kReadBufferBytes);
+  }
   KILN_RETURN_IF_ERROR(reader->start());
   return reader;
 }
@@ -376,10 +386,40 @@ Status RecordReader::skip() {
   return Status::ok();
 }
 
+Status RecordReader::seekToRecord(uint64_t index, uint64_t offset) {
+  if (inflater_ || offset > size_)
+    return KILN_STATUS(kInvalidArgument,
+                       name_ + ": cannot seek to record " +
+                           std::to_string(index) + " at byte offset " +
+                           std::to_string(offset) +
+                           (inflater_ ? " of a compressed file"
+                                      : " past the end of the file (" +
+                                            std::to_string(size_) +
+                                            " bytes)"));
+  if (file_ && std::fseek(file_, static_cast<long>(offset), SEEK_SET) != 0)
+    return errnoStatus(__FILE__, __LINE__,
+                       name_ + ": seek to record " + std::to_string(index) +
+                           " at byte offset " + std::to_string(offset),
+                       errno);
+  storedPos_ = pos_ = offset;
+  nextIndex_ = index;
+  failed_ = false;
+  canContinue_ = true;
+  return Status::ok();
+}
+
 StatusOr<TfRecordCount> countTfRecords(const std::string &path,
-                                       bool stopAtCorruption) {
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<RecordReader> reader,
-                        RecordReader::openFile(path));
+                                       bool stopAtCorruption,
+                                       std::vector<uint64_t> *offsets) {
+  // Every rank of a data-parallel run counts every file: only the headers
+  // of a plain file are read. A compressed stream is inflated whole anyway
+  // (the inflater reads it in 64 KiB chunks, past the small buffer).
+  KILN_ASSIGN_OR_RETURN(
+      std::unique_ptr<RecordReader> reader,
+      RecordReader::openFile(path, RecordReader::Pattern::kHeaders));
+  bool plain = reader->compression() == TfRecordCompression::kNone;
+  if (offsets)
+    offsets->clear();
   TfRecordCount count;
   for (;;) {
     Status s = reader->skip();
@@ -391,6 +431,8 @@ StatusOr<TfRecordCount> countTfRecords(const std::string &path,
     }
     KILN_RETURN_IF_ERROR(s);
     ++count.records;
+    if (offsets && plain)
+      offsets->push_back(reader->recordOffset());
   }
   return count;
 }

@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kiln::rt {
 
@@ -51,19 +52,28 @@ struct TfRecordCount {
 
 /// Counts the records of a TFRecord file (compressed or not) from its
 /// framing, verifying each length's CRC but not reading the data (plain
-/// files seek past it). A bad length CRC or a truncation is an error naming
-/// the file, the record and its offset; with `stopAtCorruption` it ends the
-/// count instead, as it ends that file for a pipeline skipping bad records,
-/// and is returned in `stoppedBy`.
+/// files seek past it, reading only the headers: a small buffer and no
+/// read-ahead, so the data of large records never comes off the disk). A bad
+/// length CRC or a truncation is an error naming the file, the record and its
+/// offset; with `stopAtCorruption` it ends the count instead, as it ends that
+/// file for a pipeline skipping bad records, and is returned in `stoppedBy`.
+/// `offsets`, if given, receives the byte offset of each counted record's
+/// header in a plain file (for RecordReader::seekToRecord), and stays empty
+/// for a compressed one.
 StatusOr<TfRecordCount> countTfRecords(const std::string &path,
-                                       bool stopAtCorruption);
+                                       bool stopAtCorruption,
+                                       std::vector<uint64_t> *offsets = nullptr);
 
 /// Sequential reader over a file or an in-memory buffer.
 class RecordReader {
 public:
+  /// How the file will be read: its records (large sequential reads), or
+  /// mostly their headers, skipping the data (a small buffer and no kernel
+  /// read-ahead, so that the data of large records is never read).
+  enum class Pattern { kRecords, kHeaders };
   /// Opens `path`; kNotFound if it does not exist.
   static StatusOr<std::unique_ptr<RecordReader>>
-  openFile(const std::string &path);
+  openFile(const std::string &path, Pattern pattern = Pattern::kRecords);
   /// Reads from memory that must outlive the reader; `name` is used in
   /// messages.
   static std::unique_ptr<RecordReader> fromMemory(std::string name,
@@ -80,6 +90,10 @@ public:
   /// Like next() but skips the record's data and footer without reading or
   /// checking them (only the length CRC and the truncation are checked).
   Status skip();
+  /// Continues at record `index`, whose header is at byte `offset` (as
+  /// counted before), without reading the records before it. Plain files
+  /// only (a compressed stream cannot be entered in the middle: skip()).
+  Status seekToRecord(uint64_t index, uint64_t offset);
 
   /// Index (0-based) and byte offset of the record most recently attempted.
   uint64_t recordIndex() const { return index_; }
@@ -110,8 +124,10 @@ private:
   Status corrupt(const std::string &what) const;
   Status fail(Status status, bool canContinue);
 
+  static constexpr size_t kReadBufferBytes = 1 << 20;
   std::string name_;
   std::FILE *file_ = nullptr;
+  std::unique_ptr<char[]> buffer_; // file_'s stdio buffer, freed after it
   std::string_view memory_;
   uint64_t size_ = 0;
   uint64_t storedPos_ = 0; // stored bytes consumed so far
