@@ -242,8 +242,9 @@ openDatasetInput(const RunOptions &options, const Function &function,
   uint64_t trained = uint64_t(steps) * uint64_t(batch) * uint64_t(ranks);
   uint64_t left = total - trained;
   std::string summary = fmt::format(
-      "{} records over {} rank{}: {} steps per epoch of {} global batch; {}",
-      total, ranks, ranks == 1 ? "" : "s", steps, batch * ranks,
+      "{} records over {} rank{}: {} step{} per epoch of {} global batch; {}",
+      total, ranks, ranks == 1 ? "" : "s", steps, steps == 1 ? "" : "s",
+      batch * ranks,
       left == 0 ? std::string("every record trained on once per epoch")
                 : fmt::format("{} record{} per epoch not trained on (the "
                               "remainder), different ones each epoch",

@@ -99,11 +99,16 @@ interrupt)
   expect "parameters identical on all 2 ranks"
   ;;
 rank-error)
+  # One shard of 25 equal records: rank 0 reads records 0..12, rank 1
+  # 13..24, where record 20 has a data CRC mismatch that only rank 1 meets.
   "$shards" "$work/d" || fail "could not write shards"
   rm "$work/d"/train-0000[123]-of-00004
+  python3 -c 'import sys; p = sys.argv[1]; b = bytearray(open(p, "rb").read())
+b[len(b) // 25 * 20 + 12 + 5] ^= 0x20; open(p, "wb").write(b)' \
+    "$work/d/train-00000-of-00004" || fail "could not corrupt a record"
   $mpirun "$exe" --data "$work/d" --steps 5 > "$work/out" 2>&1 &&
-    fail "a rank without shards must fail the job"
-  expect "rank 1: error: rank 1 of 2 has no training shard"
+    fail "a rank that meets a bad record must fail the job"
+  expect "rank 1: error: .*train-00000-of-00004: record 20 at byte offset [0-9]*: data CRC mismatch"
   ;;
 *)
   echo "unknown mode $mode"; exit 2 ;;
