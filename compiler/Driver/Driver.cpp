@@ -362,8 +362,11 @@ int compile(const CompileOptions &options) {
                  << "' (expected auto, nhwc or blocked)\n";
     return 1;
   }
-  if (options.batch <= 0) {
-    llvm::errs() << "kilnc: --batch must be positive\n";
+  // The input pipeline's limit (kiln_rt_dataset_config_t.batch_size).
+  constexpr int64_t kMaxBatch = int64_t(1) << 20;
+  if (options.batch <= 0 || options.batch > kMaxBatch) {
+    llvm::errs() << "kilnc: --batch must be in 1.." << kMaxBatch << ", got "
+                 << options.batch << "\n";
     return 1;
   }
   std::string layoutMode = options.layout;

@@ -2,7 +2,10 @@
 
 #include "kiln/rt/exec/arena.h"
 
+#include <fmt/format.h>
+
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -13,6 +16,17 @@ StatusOr<std::unique_ptr<Arena>> Arena::allocate(int64_t bytes) {
     return KILN_STATUS(kInvalidArgument,
                        "arena size " + std::to_string(bytes) +
                            " is not positive");
+  // The mapping reserves nothing (MAP_NORESERVE), so an arena larger than
+  // the machine would map fine and be killed mid-step by the OOM killer.
+  double physical = double(::sysconf(_SC_PHYS_PAGES)) *
+                    double(::sysconf(_SC_PAGESIZE));
+  if (physical > 0 && double(bytes) > physical)
+    return KILN_STATUS(kInvalidArgument,
+                       fmt::format("the model's arena needs {:.1f} GiB and "
+                                   "this machine has {:.1f} GiB of memory "
+                                   "(compile with a smaller --batch)",
+                                   double(bytes) / double(1 << 30),
+                                   physical / double(1 << 30)));
   size_t size = (static_cast<size_t>(bytes) + kAlignment - 1) / kAlignment *
                 kAlignment;
   // Over-map by one alignment unit, then trim both ends to a 2 MiB boundary:

@@ -53,8 +53,21 @@ StatusOr<std::vector<std::string>> listShards(const std::string &dir,
                        "no files named " + split + "-NNNNN-of-NNNNN in " + dir);
   std::sort(names.begin(), names.end());
   std::vector<std::string> paths;
-  for (const auto &n : names)
-    paths.push_back(dir + "/" + n);
+  for (const auto &n : names) {
+    std::string path = dir + "/" + n;
+    // Opening a FIFO or a device would block or read forever; a directory
+    // fails later with a message that does not say why.
+    struct stat st;
+    KILN_CHECK_LIBC(::stat(path.c_str(), &st), "cannot stat " + path);
+    if (!S_ISREG(st.st_mode))
+      return KILN_STATUS(kInvalidArgument,
+                         path + " is not a regular file (" +
+                             (S_ISDIR(st.st_mode)    ? "a directory"
+                              : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                                     : "a device or socket") +
+                             "); shards must be files");
+    paths.push_back(std::move(path));
+  }
   return paths;
 }
 
