@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 namespace {
@@ -87,26 +88,34 @@ int64_t parseSigned(const std::string &flag, const std::string &value,
   return v;
 }
 
+/// Splits `--flag=value` into `arg` (the flag) and the returned value;
+/// nullopt when the value is not attached.
+std::optional<std::string> splitFlag(std::string &arg) {
+  size_t eq = arg.find('=');
+  if (arg.rfind("--", 0) != 0 || eq == std::string::npos)
+    return std::nullopt;
+  std::string value = arg.substr(eq + 1);
+  arg.resize(eq);
+  return value;
+}
+
+/// The value of `flag`: the attached one, or the next argument (consumed).
+std::string flagValue(int argc, char **argv, int &i, const std::string &flag,
+                      const std::optional<std::string> &attached) {
+  if (attached)
+    return *attached;
+  if (i + 1 >= argc)
+    usageError(flag + " needs a value");
+  return argv[++i];
+}
+
 /// `kiln-data inspect`: the checks live in the library (kiln/rt/inspect.h).
 int inspectMain(int argc, char **argv) {
   kiln::rt::InspectOptions options;
   for (int i = 2; i < argc; ++i) {
     std::string arg = argv[i];
-    std::string value;
-    bool hasValue = false;
-    if (size_t eq = arg.find('='); arg.rfind("--", 0) == 0 &&
-                                   eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-      hasValue = true;
-    }
-    auto need = [&]() -> std::string {
-      if (hasValue)
-        return value;
-      if (i + 1 >= argc)
-        usageError(arg + " needs a value");
-      return argv[++i];
-    };
+    std::optional<std::string> attached = splitFlag(arg);
+    auto need = [&] { return flagValue(argc, argv, i, arg, attached); };
     if (arg == "--split")
       options.split = need();
     else if (arg == "--decode")
@@ -155,20 +164,8 @@ int main(int argc, char **argv) {
   ConvertOptions options;
   for (int i = 2; i < argc; ++i) {
     std::string arg = argv[i];
-    std::string value;
-    bool hasValue = false;
-    if (size_t eq = arg.find('='); eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-      hasValue = true;
-    }
-    auto need = [&]() -> std::string {
-      if (hasValue)
-        return value;
-      if (i + 1 >= argc)
-        usageError(arg + " needs a value");
-      return argv[++i];
-    };
+    std::optional<std::string> attached = splitFlag(arg);
+    auto need = [&] { return flagValue(argc, argv, i, arg, attached); };
     if (arg == "--input")
       options.input = need();
     else if (arg == "--output")
