@@ -79,6 +79,8 @@ public:
       packBucket(plan, arena, staging[b].data());
       buffer = staging[b].data();
     }
+    // Open MPI may do part of the reduction inside the call.
+    auto callBegin = std::chrono::steady_clock::now();
     MPI_Datatype type = plan.reduceType == DType::F64 ? MPI_DOUBLE : MPI_FLOAT;
     int rc = MPI_Iallreduce(MPI_IN_PLACE, buffer, static_cast<int>(plan.count),
                             type, MPI_SUM, comm, &requests[b]);
@@ -87,7 +89,10 @@ public:
                         mpiErrorText(rc)),
             __FILE__, __LINE__);
     startedAt[b] = std::chrono::steady_clock::now();
+    waits.callSeconds +=
+        std::chrono::duration<double>(startedAt[b] - callBegin).count();
     state[b] = State::Running;
+    ++running;
   }
 
   void allreduceWait(int32_t bucket) override {
@@ -124,6 +129,8 @@ public:
       if (spins % 64 == 63)
         sched_yield();
     }
+    if (state[b] == State::Running)
+      --running;
     state[b] = State::Idle;
     waits.reductions += 1;
     waits.blockedSeconds += std::chrono::duration<double>(
@@ -170,6 +177,9 @@ public:
   void progress() override {
     // MPI_Test drives Open MPI's progress engine; a request it completes is
     // freed and remembered as finished for the wait.
+    if (running == 0)
+      return;
+    auto callBegin = std::chrono::steady_clock::now();
     for (size_t b = 0; b < requests.size(); ++b) {
       if (state[b] != State::Running)
         continue;
@@ -179,9 +189,14 @@ public:
         fatal(fmt::format("MPI_Test of bucket {} failed: {}", b,
                           mpiErrorText(rc)),
               __FILE__, __LINE__);
-      if (done)
+      if (done) {
         state[b] = State::Finished;
+        --running;
+      }
     }
+    waits.callSeconds += std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - callBegin)
+                             .count();
   }
 
   // The blocking collectives are non-blocking ones waited on with the
@@ -285,6 +300,8 @@ private:
   std::vector<std::chrono::steady_clock::time_point> startedAt;
   BucketWaits waits;
   int64_t bytesPerStep = 0;
+  /// Requests in State::Running: progress() returns at once without any.
+  int running = 0;
 
   /// Polls `request` until it completes or --comm-timeout passes.
   Status waitWithDeadline(MPI_Request &request, const char *what) {

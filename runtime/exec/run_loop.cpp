@@ -739,9 +739,9 @@ std::string describeCommunication(const std::vector<double> &exposed,
           : fmt::format("{:.1f} KiB", double(bytesPerStep) / 1024);
   return fmt::format(
       "kiln: gradient allreduce: {} bucket{} of {} per step take {:.3f} ms "
-      "alone; the steps waited {} ms per step for communication (bucket "
-      "waits and the per-step reduction): {}% hidden (min / median / max "
-      "over {} rank{})\n",
+      "alone; the steps spent {} ms per step on communication (MPI calls "
+      "and bucket waits, the per-step reduction): {}% hidden (min / median "
+      "/ max over {} rank{})\n",
       buckets, buckets == 1 ? "" : "s", bytes, 1e3 * median(alone),
       spread(exposed, 1e3, "{:.3f}"), spread(hidden, 100, "{:.0f}"),
       exposed.size(), exposed.size() == 1 ? "" : "s");
@@ -767,8 +767,9 @@ Status reportCommunication(Comm &comm, const RunState &run) {
   }
   std::sort(reductions.begin(), reductions.end());
   double alone = bucketsAlone + reductions[reductions.size() / 2];
-  double exposed =
-      (waits.blockedSeconds + run.stepReductionSeconds) / double(steps);
+  double exposed = (waits.blockedSeconds + waits.callSeconds +
+                    run.stepReductionSeconds) /
+                   double(steps);
   // Doubles travel as their bits.
   auto gather = [&](double x) -> StatusOr<std::vector<double>> {
     uint64_t bits;

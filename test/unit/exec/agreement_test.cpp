@@ -273,20 +273,20 @@ TEST(AgreementTest, OneRankAgreesWithItself) {
 }
 
 TEST(CommunicationTest, HiddenShareOverRanks) {
-  // Rank 0 waited 1 ms of 4 alone, rank 1 3 of 4, rank 2 longer than the
+  // Rank 0 spent 1 ms of 4 alone, rank 1 3 of 4, rank 2 longer than the
   // communication takes alone (waiting for a slower rank hides nothing).
   EXPECT_EQ(describeCommunication({0.001, 0.003, 0.005}, {0.004, 0.004, 0.004},
                                   2, 3 << 20),
             "kiln: gradient allreduce: 2 buckets of 3.0 MiB per step take "
-            "4.000 ms alone; the steps waited 1.000 / 3.000 / 5.000 ms per "
-            "step for communication (bucket waits and the per-step "
+            "4.000 ms alone; the steps spent 1.000 / 3.000 / 5.000 ms per "
+            "step on communication (MPI calls and bucket waits, the per-step "
             "reduction): 0 / 25 / 75% hidden (min / median / max over 3 "
             "ranks)\n");
   // Free communication: nothing alone, nothing waited.
   EXPECT_EQ(describeCommunication({0, 0}, {0, 0}, 1, 512),
             "kiln: gradient allreduce: 1 bucket of 0.5 KiB per step take "
-            "0.000 ms alone; the steps waited 0.000 / 0.000 / 0.000 ms per "
-            "step for communication (bucket waits and the per-step "
+            "0.000 ms alone; the steps spent 0.000 / 0.000 / 0.000 ms per "
+            "step on communication (MPI calls and bucket waits, the per-step "
             "reduction): 0 / 0 / 0% hidden (min / median / max over 2 "
             "ranks)\n");
 }

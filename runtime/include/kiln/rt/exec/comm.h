@@ -61,6 +61,10 @@ struct BucketWaits {
   /// has no progress thread, so what a wait does is often the reduction's
   /// own work.)
   double blockedSeconds = 0;
+  /// The time the step's thread spent in MPI calls that start reductions
+  /// and let them progress between kernels: communication work that, with
+  /// no progress thread, also takes the compute's place.
+  double callSeconds = 0;
 };
 
 class Comm {

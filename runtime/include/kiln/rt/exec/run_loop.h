@@ -315,8 +315,9 @@ Status reportProgress(const Comm &comm, const RunState &run, double lr,
 /// Whether --checkpoint-every asks for a checkpoint at `run.step`.
 bool checkpointDue(const RunOptions &options, const RunState &run);
 
-/// After the loop (collective): how long this rank's steps waited for
-/// communication (blocked in bucket waits and in the per-step reduction)
+/// After the loop (collective): how long this rank's steps spent on
+/// communication (in the MPI calls that start and progress the bucket
+/// reductions, blocked in bucket waits, and in the per-step reduction)
 /// against what that communication takes alone (Comm::timeBucketsAlone plus
 /// the per-step reduction timed the same way), gathered from every rank;
 /// rank 0 prints min/median/max over the ranks (describeCommunication).
