@@ -30,6 +30,9 @@ enum class InterruptSnapshot { Auto, On, Off };
 /// in 10 digits, so their names sort like their steps.
 constexpr int64_t kMaxSteps = 9'999'999'999;
 
+/// Under MPI the ranks compare their options at start-up: describeRunFlags
+/// (agreement.h) decides for each field whether ranks must agree; a new
+/// field needs a decision there.
 struct RunOptions {
   bool help = false;
 
