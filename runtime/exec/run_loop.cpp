@@ -24,6 +24,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <new>
 #include <thread>
 
 namespace kiln::rt::exec {
@@ -52,6 +54,9 @@ void onStopSignal(int signal) {
 /// the checkpointer cannot go away under it.
 std::mutex interruptTargetMutex;
 Checkpointer *interruptTarget = nullptr;
+/// Set when the training loop starts; a stop signal before it ends the
+/// process at once.
+std::atomic<bool> trainingStarted{false};
 /// Whether the job takes interrupt snapshots (set on every rank).
 std::atomic<bool> jobSnapshots{false};
 
@@ -93,12 +98,17 @@ void restoreOtherThreads() {
   lowered.clear();
 }
 
+const char *signalName(int signal) {
+  return signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "signal";
+}
+
 /// The stop-signal watcher for the lifetime of a run (run_loop.h). Create
 /// it before any other thread of the run exists.
 class StopWatcher {
 public:
   StopWatcher() {
     stopSignal.store(0);
+    trainingStarted.store(false);
     if (::pipe2(wakeFds, O_CLOEXEC) != 0) {
       // Without the pipe the signals still stop the loop; only the
       // immediate snapshot write is lost.
@@ -132,6 +142,17 @@ public:
             continue;
           if (n <= 0 || byte == 0)
             return;
+          // Before the loop nothing is lost by ending at once, while the
+          // start-up may be blocked (in MPI_Init, on a file) with no step
+          // boundary coming to notice the signal.
+          if (!trainingStarted.load()) {
+            fmt::print(stderr,
+                       "kiln: {} during start-up: exiting (no step has run, "
+                       "nothing to save)\n",
+                       signalName(byte));
+            std::fflush(nullptr);
+            ::_exit(kExitInterrupted);
+          }
           if (jobSnapshots.load())
             lowerOtherThreads();
           {
@@ -170,8 +191,21 @@ private:
   std::thread watcher;
 };
 
-const char *signalName(int signal) {
-  return signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "signal";
+
+/// Runs one phase of the run, turning an allocation failure (a batch too
+/// large for the machine, say) into an error naming the phase, which `fail`
+/// reports on every rank, instead of std::terminate.
+Status guardMemory(const char *phase, const std::function<Status()> &run) {
+  try {
+    return run();
+  } catch (const std::bad_alloc &) {
+    return KILN_STATUS(kInvalidArgument,
+                       fmt::format("out of memory during {} (a memory "
+                                   "allocation failed: a smaller batch, or "
+                                   "fewer --prefetch/--shuffle-buffer "
+                                   "records, needs less)",
+                                   phase));
+  }
 }
 
 /// Prints `status` and ends this rank: under MPI the whole job must end, or
@@ -261,7 +295,7 @@ int runTraining(
     // The trainer stays alive until `fail` has aborted the job: under MPI
     // the communicator may still be reducing into its buffers.
     std::unique_ptr<TrainingPhases> trainer = create(*comm);
-    Status status = trainer->load();
+    Status status = guardMemory("start-up", [&] { return trainer->load(); });
     if (status.isOk()) {
       // Before the first collective that depends on what the ranks run.
       StatusOr<Agreement> agreement =
@@ -279,11 +313,13 @@ int runTraining(
       }
     }
     if (status.isOk())
-      status = trainer->setup();
+      status = guardMemory("setup", [&] { return trainer->setup(); });
+    trainingStarted.store(true);
     if (status.isOk())
-      status = trainer->train(exitCode);
+      status = guardMemory("training", [&] { return trainer->train(exitCode); });
     if (status.isOk() && exitCode == kExitOk)
-      status = trainer->finish(exitCode);
+      status = guardMemory("the end of the run",
+                           [&] { return trainer->finish(exitCode); });
     if (!status.isOk())
       return fail(status, comm.get());
   }

@@ -23,7 +23,8 @@
 // N-th step on (state that diverges while the loss stays finite, like a
 // batch norm's running variance overflowing), and KILN_TEST_MODEL_STEP_MS=T
 // makes every train step last at least T ms (a step longer than mpirun's
-// SIGKILL delay, in small).
+// SIGKILL delay, in small). KILN_TEST_MODEL_MANIFEST_MS=T makes reading the
+// manifest take T ms: a start-up that blocks (on MPI, on a file system).
 //
 //===----------------------------------------------------------------------===//
 
@@ -311,6 +312,8 @@ int64_t envInt(const char *name) {
 } // namespace
 
 extern "C" const char *kiln_model_manifest(void) {
+  if (int64_t ms = envInt("KILN_TEST_MODEL_MANIFEST_MS"); ms > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   static const std::string manifest = buildManifest();
   return manifest.c_str();
 }
