@@ -11,6 +11,9 @@ packages=(
   # Debian builds oneDNN with its OpenCL GPU runtime, so its CMake package needs OpenCL.
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libflatbuffers-dev flatbuffers-compiler libopenmpi-dev openmpi-bin libfmt-dev
   libturbojpeg0-dev zlib1g-dev libgtest-dev
+  # The ONNX importer: libonnx (parser, checker, shape inference, version converter) and the
+  # protobuf headers its API exposes; test/onnx builds its models with python3-onnx and numpy.
+  libonnx-dev libprotobuf-dev python3-onnx python3-numpy
   # The default data set the README's main command trains on.
   dataset-fashion-mnist
 )

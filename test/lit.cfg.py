@@ -2,6 +2,7 @@
 # The Kiln lit suite: FileCheck tests for the dialects, passes, pipelines and tools.
 
 import os
+import subprocess
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -27,8 +28,20 @@ llvm_config.with_environment("FILECHECK_OPTS",
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 
 tool_dirs = [config.kiln_tools_dir, config.llvm_tools_dir]
-tools = ["kiln-opt", "kiln-run", "kiln-sim", "kilnc"]
+tools = ["kiln-opt", "kiln-run", "kiln-sim", "kiln-translate", "kilnc"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# test/onnx builds its models with Debian's python3-onnx (1.12) and numpy,
+# which lit's own Python may lack: %onnx_python runs them, and the `onnx`
+# feature says it can.
+onnx_python = "/usr/bin/python3"
+config.substitutions.append(("%onnx_python", onnx_python))
+try:
+    if subprocess.run([onnx_python, "-c", "import onnx, numpy"],
+                      capture_output=True).returncode == 0:
+        config.available_features.add("onnx")
+except OSError:
+    pass
 
 # End-to-end tests link compiled models with the runtime.
 if config.kiln_build_runtime:

@@ -2,6 +2,8 @@
 
 #include "compiler/Driver/Driver.h"
 
+#include "compiler/Import/Onnx/OnnxImport.h"
+
 #include "compiler/InitAll.h"
 #include "compiler/Target/Systolic/SaToProgram.h"
 #include "compiler/Target/X86/X86Target.h"
@@ -403,8 +405,14 @@ int compile(const CompileOptions &options) {
     }
   }
 
-  OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(options.input, sourceMgr, &context);
+  OwningOpRef<ModuleOp> module;
+  if (isOnnxFile(options.input)) {
+    OnnxImportOptions onnx;
+    onnx.freshInit = options.onnxFreshInit;
+    module = importOnnxFile(options.input, context, onnx);
+  } else {
+    module = parseSourceFile<ModuleOp>(options.input, sourceMgr, &context);
+  }
   if (!module)
     return 1;
   timer.done("parse and verify");

@@ -20,7 +20,11 @@ namespace kiln {
 enum class EmitStage { Kiln, Train, Linalg, Sa, Program, LLVM, Object, Executable };
 
 struct CompileOptions {
+  /// A kiln model (.mlir) or an ONNX model (.onnx, or by its first byte).
   std::string input;
+  /// An ONNX model's parameters start from fresh initializers (the model
+  /// builder's rules) instead of its initializers' values.
+  bool onnxFreshInit = false;
   std::string output;
   /// x86, or systolic (the simulated device: docs/systolic.md).
   std::string target = "x86";

@@ -1,6 +1,6 @@
 //===- kilnc.cpp - The Kiln compiler --------------------------------------===//
 //
-// kilnc MODEL.mlir -o EXE [--target=x86|systolic] [--batch=N]
+// kilnc MODEL.mlir|MODEL.onnx -o EXE [--target=x86|systolic] [--batch=N]
 //       [--recipe=NAME] [--optimizer=sgd|lars …] [--emit=…]
 //
 //===----------------------------------------------------------------------===//
@@ -16,7 +16,7 @@
 namespace cl = llvm::cl;
 
 static cl::OptionCategory category("kilnc options");
-static cl::opt<std::string> input(cl::Positional, cl::desc("<model.mlir>"),
+static cl::opt<std::string> input(cl::Positional, cl::desc("<model.mlir | model.onnx>"),
                                   cl::Required, cl::cat(category));
 static cl::opt<std::string> output("o", cl::desc("Output file"),
                                    cl::value_desc("file"), cl::cat(category));
@@ -82,6 +82,11 @@ static cl::list<std::string> trainOptions(
     cl::cat(category));
 static cl::opt<std::string> optimizerFlag("optimizer", cl::desc("sgd or lars"),
                                           cl::cat(category));
+static cl::opt<std::string> initFlag(
+    "init",
+    cl::desc("An ONNX model's parameters: onnx (its initializers, the "
+             "default) or fresh (models/build_model.py's initializers)"),
+    cl::init("onnx"), cl::cat(category));
 static cl::opt<std::string> recipeFlag(
     "recipe",
     cl::desc("A reference run's training recipe: surfsara-xeon or "
@@ -150,6 +155,12 @@ int main(int argc, char **argv) {
 
   kiln::CompileOptions options;
   options.input = input;
+  if (initFlag != "onnx" && initFlag != "fresh") {
+    llvm::errs() << "kilnc: --init must be onnx or fresh, not '" << initFlag
+                 << "'\n";
+    return 1;
+  }
+  options.onnxFreshInit = initFlag == "fresh";
   options.output = output.empty()
                        ? (emit == kiln::EmitStage::Executable ? "a.out" : "-")
                        : output.getValue();

@@ -1,0 +1,1110 @@
+//===- OnnxImport.cpp - ONNX models into the kiln dialect -----------------===//
+//
+// The ONNX library (libonnx) parses, checks, converts and shape-infers the
+// model; this file maps the checked graph node by node onto kiln ops. One
+// handler per ONNX op type, registered in `handlers()`: a new op is one more
+// entry there.
+//
+// The ONNX library reports errors by throwing, so this file (alone among the
+// compiler's) is built with exceptions, and every call into libonnx is
+// wrapped by `callOnnx`, which turns an exception into a diagnostic.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Import/Onnx/OnnxImport.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include "onnx/checker.h"
+#include "onnx/defs/tensor_proto_util.h"
+#include "onnx/onnx_pb.h"
+#include "onnx/shape_inference/implementation.h"
+#include "onnx/version_converter/convert.h"
+
+#include <exception>
+#include <limits>
+#include <optional>
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// The opsets imported as they are; others go through the version converter
+/// to the nearest of these.
+constexpr int64_t kMinOpset = 13;
+constexpr int64_t kMaxOpset = 17;
+
+/// A shape entry standing for the batch dimension in folded shape values
+/// (Shape of an activation): Reshape maps it back to the batch.
+constexpr int64_t kBatch = std::numeric_limits<int64_t>::min();
+
+/// An activation: its kiln value (NHWC for 4-D, [N, K] for 2-D) and its
+/// ONNX shape (NCHW), with kBatch as the first dimension.
+struct Activation {
+  Value value;
+  SmallVector<int64_t> shape;
+};
+
+/// A value known at import time: an initializer, a Constant, or what a shape
+/// subgraph computes from them. `origin` is the initializer's name through
+/// Identity nodes: the name its variable gets.
+struct Constant {
+  SmallVector<int64_t> dims;
+  std::vector<float> floats;
+  std::vector<int64_t> ints;
+  bool isFloat = true;
+  std::string origin;
+
+  int64_t numElements() const {
+    int64_t n = 1;
+    for (int64_t d : dims)
+      n *= d;
+    return n;
+  }
+};
+
+/// Runs a libonnx call, turning its exceptions into an error message.
+template <typename Fn>
+static bool callOnnx(Fn &&fn, std::string &error) {
+  try {
+    fn();
+    return true;
+  } catch (const std::exception &e) {
+    error = e.what();
+    return false;
+  }
+}
+
+class Importer {
+public:
+  Importer(StringRef path, MLIRContext &context,
+           const OnnxImportOptions &options)
+      : path(path.str()), context(context), options(options),
+        builder(&context),
+        fileLoc(FileLineColLoc::get(&context, path, 0, 0)) {}
+
+  OwningOpRef<ModuleOp> run();
+
+private:
+  using Handler = LogicalResult (Importer::*)(const onnx::NodeProto &);
+  static const llvm::StringMap<Handler> &handlers();
+
+  LogicalResult load();
+  LogicalResult refuseFoldedBatchNorm();
+  LogicalResult declareInputs();
+  LogicalResult importNode(const onnx::NodeProto &node);
+  LogicalResult finish();
+
+  // Handlers, one per ONNX op type.
+  LogicalResult importConv(const onnx::NodeProto &node);
+  LogicalResult importBatchNorm(const onnx::NodeProto &node);
+  LogicalResult importRelu(const onnx::NodeProto &node);
+  LogicalResult importAdd(const onnx::NodeProto &node);
+  LogicalResult importMaxPool(const onnx::NodeProto &node);
+  LogicalResult importAveragePool(const onnx::NodeProto &node);
+  LogicalResult importGlobalAveragePool(const onnx::NodeProto &node);
+  LogicalResult importFlatten(const onnx::NodeProto &node);
+  LogicalResult importReshape(const onnx::NodeProto &node);
+  LogicalResult importGemm(const onnx::NodeProto &node);
+  LogicalResult importMatMul(const onnx::NodeProto &node);
+  LogicalResult importIdentity(const onnx::NodeProto &node);
+  LogicalResult importConstant(const onnx::NodeProto &node);
+  LogicalResult importShape(const onnx::NodeProto &node);
+  LogicalResult importGather(const onnx::NodeProto &node);
+  LogicalResult importUnsqueeze(const onnx::NodeProto &node);
+  LogicalResult importSqueeze(const onnx::NodeProto &node);
+  LogicalResult importConcat(const onnx::NodeProto &node);
+  LogicalResult importCast(const onnx::NodeProto &node);
+
+  // Helpers.
+  InFlightDiagnostic nodeError(const onnx::NodeProto &node);
+  Location nodeLoc(const onnx::NodeProto &node);
+  FailureOr<Activation> activation(const onnx::NodeProto &node, int index);
+  FailureOr<const Constant *> constant(const onnx::NodeProto &node,
+                                       int index);
+  bool hasInput(const onnx::NodeProto &node, int index) {
+    return index < node.input_size() && !node.input(index).empty();
+  }
+  void define(const onnx::NodeProto &node, int index, Value value,
+              ArrayRef<int64_t> shape) {
+    activations[node.output(index)] = {value, SmallVector<int64_t>(shape)};
+  }
+  Value readVariable(const onnx::NodeProto &node, const Constant &c,
+                     VariableKind kind, RankedTensorType type,
+                     ArrayRef<float> values, Initializer freshInit,
+                     float freshStd = 0.0f);
+  LogicalResult pool(const onnx::NodeProto &node, bool max);
+  LogicalResult reshapeTo(const onnx::NodeProto &node,
+                          const Activation &input,
+                          SmallVector<int64_t> target);
+  RankedTensorType kilnType(ArrayRef<int64_t> onnxShape);
+
+  std::string path;
+  MLIRContext &context;
+  OnnxImportOptions options;
+  OpBuilder builder;
+  Location fileLoc;
+  onnx::ModelProto model;
+  int64_t opset = 0;
+  OwningOpRef<ModuleOp> module;
+  func::FuncOp forward;
+  Value labels;
+  llvm::StringMap<Activation> activations;
+  llvm::StringMap<Constant> constants;
+  /// Variables declared so far, by name (an initializer read twice is one
+  /// variable).
+  llvm::StringMap<VariableOp> variables;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// The op table
+//===----------------------------------------------------------------------===//
+
+const llvm::StringMap<Importer::Handler> &Importer::handlers() {
+  static const llvm::StringMap<Handler> table = {
+      {"AveragePool", &Importer::importAveragePool},
+      {"BatchNormalization", &Importer::importBatchNorm},
+      {"Cast", &Importer::importCast},
+      {"Concat", &Importer::importConcat},
+      {"Constant", &Importer::importConstant},
+      {"Conv", &Importer::importConv},
+      {"Flatten", &Importer::importFlatten},
+      {"Gather", &Importer::importGather},
+      {"Gemm", &Importer::importGemm},
+      {"GlobalAveragePool", &Importer::importGlobalAveragePool},
+      {"Identity", &Importer::importIdentity},
+      {"MatMul", &Importer::importMatMul},
+      {"MaxPool", &Importer::importMaxPool},
+      {"Relu", &Importer::importRelu},
+      {"Reshape", &Importer::importReshape},
+      {"Shape", &Importer::importShape},
+      {"Squeeze", &Importer::importSqueeze},
+      {"Unsqueeze", &Importer::importUnsqueeze},
+      {"Add", &Importer::importAdd},
+  };
+  return table;
+}
+
+//===----------------------------------------------------------------------===//
+// Diagnostics and values
+//===----------------------------------------------------------------------===//
+
+static std::string joined(const google::protobuf::RepeatedPtrField<std::string>
+                              &names) {
+  std::string out = "[";
+  for (int i = 0; i < names.size(); ++i)
+    out += (i ? ", " : "") + names.Get(i);
+  return out + "]";
+}
+
+InFlightDiagnostic Importer::nodeError(const onnx::NodeProto &node) {
+  return emitError(fileLoc)
+         << "node '" << node.name() << "' (" << node.op_type() << ", inputs "
+         << joined(node.input()) << ", outputs " << joined(node.output())
+         << ", opset " << opset << "): ";
+}
+
+Location Importer::nodeLoc(const onnx::NodeProto &node) {
+  std::string name = node.name().empty() ? node.output(0) : node.name();
+  return NameLoc::get(StringAttr::get(&context, name), fileLoc);
+}
+
+FailureOr<Activation> Importer::activation(const onnx::NodeProto &node,
+                                           int index) {
+  if (!hasInput(node, index)) {
+    nodeError(node) << "input " << index << " is missing";
+    return failure();
+  }
+  auto it = activations.find(node.input(index));
+  if (it != activations.end())
+    return it->second;
+  if (constants.count(node.input(index)))
+    nodeError(node) << "input '" << node.input(index)
+                    << "' is a constant where Kiln needs an activation";
+  else
+    nodeError(node) << "input '" << node.input(index)
+                    << "' is not produced by any imported node";
+  return failure();
+}
+
+FailureOr<const Constant *> Importer::constant(const onnx::NodeProto &node,
+                                               int index) {
+  if (!hasInput(node, index)) {
+    nodeError(node) << "input " << index << " is missing";
+    return failure();
+  }
+  auto it = constants.find(node.input(index));
+  if (it != constants.end())
+    return &it->second;
+  nodeError(node) << "input '" << node.input(index)
+                  << "' must be an initializer or a value computed from "
+                     "constants at import time";
+  return failure();
+}
+
+static const onnx::AttributeProto *attribute(const onnx::NodeProto &node,
+                                             StringRef name) {
+  for (const onnx::AttributeProto &a : node.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+static int64_t intAttr(const onnx::NodeProto &node, StringRef name,
+                       int64_t fallback) {
+  const onnx::AttributeProto *a = attribute(node, name);
+  return a ? a->i() : fallback;
+}
+
+static float floatAttr(const onnx::NodeProto &node, StringRef name,
+                       float fallback) {
+  const onnx::AttributeProto *a = attribute(node, name);
+  return a ? a->f() : fallback;
+}
+
+static SmallVector<int64_t> intsAttr(const onnx::NodeProto &node,
+                                     StringRef name,
+                                     ArrayRef<int64_t> fallback) {
+  const onnx::AttributeProto *a = attribute(node, name);
+  if (!a)
+    return SmallVector<int64_t>(fallback);
+  return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+RankedTensorType Importer::kilnType(ArrayRef<int64_t> onnxShape) {
+  SmallVector<int64_t> shape(onnxShape);
+  if (!shape.empty() && shape[0] == kBatch)
+    shape[0] = ShapedType::kDynamic;
+  if (shape.size() == 4)
+    shape = {shape[0], shape[2], shape[3], shape[1]};
+  return RankedTensorType::get(shape, builder.getF32Type());
+}
+
+Value Importer::readVariable(const onnx::NodeProto &node, const Constant &c,
+                             VariableKind kind, RankedTensorType type,
+                             ArrayRef<float> values, Initializer freshInit,
+                             float freshStd) {
+  StringRef name = c.origin;
+  auto it = variables.find(name);
+  if (it == variables.end()) {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPoint(forward);
+    bool fresh = options.freshInit;
+    Initializer init = fresh ? freshInit : Initializer::Constant;
+    ElementsAttr value;
+    if (!fresh)
+      value = DenseElementsAttr::get(type, values);
+    FloatAttr std;
+    if (fresh && freshInit == Initializer::Normal)
+      std = builder.getF32FloatAttr(freshStd);
+    auto variable = VariableOp::create(
+        builder, fileLoc, VariableKindAttr::get(&context, kind),
+        builder.getStringAttr(name), TypeAttr::get(type),
+        InitializerAttr::get(&context, init), std, value,
+        FlatSymbolRefAttr());
+    it = variables.insert({name, variable}).first;
+  }
+  return ReadOp::create(builder, nodeLoc(node), type,
+                        FlatSymbolRefAttr::get(it->second.getSymNameAttr()));
+}
+
+//===----------------------------------------------------------------------===//
+// Loading: parse, convert, check, infer shapes
+//===----------------------------------------------------------------------===//
+
+bool isOnnxFile(StringRef path) {
+  if (llvm::sys::path::extension(path) == ".onnx")
+    return true;
+  auto buffer = llvm::MemoryBuffer::getFileSlice(path, 1, 0);
+  return buffer && (*buffer)->getBufferSize() == 1 &&
+         (*buffer)->getBuffer()[0] == '\x08';
+}
+
+static int64_t defaultOpset(const onnx::ModelProto &model) {
+  for (const onnx::OperatorSetIdProto &set : model.opset_import())
+    if (set.domain().empty() || set.domain() == "ai.onnx")
+      return set.version();
+  return 0;
+}
+
+LogicalResult Importer::load() {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return emitError(fileLoc) << "cannot read the ONNX model: "
+                              << buffer.getError().message();
+  StringRef bytes = (*buffer)->getBuffer();
+  if (!model.ParseFromArray(bytes.data(), int(bytes.size())))
+    return emitError(fileLoc)
+           << "not an ONNX model (the file does not parse as an "
+              "onnx.ModelProto)";
+  opset = defaultOpset(model);
+  if (opset == 0)
+    return emitError(fileLoc) << "the model imports no ai.onnx opset";
+  std::string error;
+  if (opset < kMinOpset || opset > kMaxOpset) {
+    int64_t target = opset < kMinOpset ? kMinOpset : kMaxOpset;
+    onnx::ModelProto converted;
+    if (!callOnnx(
+            [&] {
+              converted =
+                  onnx::version_conversion::ConvertVersion(model, int(target));
+            },
+            error))
+      return emitError(fileLoc)
+             << "cannot convert the model from opset " << opset
+             << " to opset " << target
+             << " (Kiln imports opsets 13-17): " << error;
+    model = std::move(converted);
+    opset = target;
+  }
+  if (!callOnnx([&] { onnx::checker::check_model(model); }, error))
+    return emitError(fileLoc) << "the ONNX checker rejects the model (opset "
+                              << opset << "): " << error;
+  if (!callOnnx([&] { onnx::shape_inference::InferShapes(model); }, error))
+    return emitError(fileLoc) << "ONNX shape inference fails (opset " << opset
+                              << "): " << error;
+  return success();
+}
+
+/// An eval-mode export (torch.onnx.export's default) folds every batch norm
+/// into the convolution before it, leaving a bias and no BatchNormalization:
+/// training that graph would train another model than the user's.
+LogicalResult Importer::refuseFoldedBatchNorm() {
+  const onnx::GraphProto &graph = model.graph();
+  const onnx::NodeProto *biasedConv = nullptr;
+  for (const onnx::NodeProto &node : graph.node()) {
+    if (node.op_type() == "BatchNormalization")
+      return success();
+    if (node.op_type() == "Conv" && node.input_size() > 2 &&
+        !node.input(2).empty() && !biasedConv)
+      biasedConv = &node;
+  }
+  if (!biasedConv)
+    return success();
+  return nodeError(*biasedConv)
+         << "the model has convolutions with a bias and no "
+            "BatchNormalization: an eval-mode export with batch norm folded "
+            "into the convolutions, which is not the model that was trained; "
+            "export it for training with torch.onnx.export(model, ..., "
+            "training=torch.onnx.TrainingMode.TRAINING, "
+            "do_constant_folding=False)";
+}
+
+//===----------------------------------------------------------------------===//
+// Inputs, initializers, outputs
+//===----------------------------------------------------------------------===//
+
+static FailureOr<Constant> readTensor(const onnx::TensorProto &t,
+                                      std::string &error) {
+  Constant c;
+  c.dims.assign(t.dims().begin(), t.dims().end());
+  c.origin = t.name();
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    error = "its data is stored outside the model file, which Kiln does not "
+            "read; save the model with its data inside";
+    return failure();
+  }
+  bool ok = true;
+  switch (t.data_type()) {
+  case onnx::TensorProto::FLOAT:
+    ok = callOnnx([&] { c.floats = onnx::ParseData<float>(&t); }, error);
+    break;
+  case onnx::TensorProto::INT64:
+    c.isFloat = false;
+    ok = callOnnx([&] { c.ints = onnx::ParseData<int64_t>(&t); }, error);
+    break;
+  case onnx::TensorProto::INT32: {
+    c.isFloat = false;
+    std::vector<int32_t> ints;
+    ok = callOnnx([&] { ints = onnx::ParseData<int32_t>(&t); }, error);
+    c.ints.assign(ints.begin(), ints.end());
+    break;
+  }
+  default:
+    error = "its element type (ONNX data type " +
+            std::to_string(t.data_type()) +
+            ") is not one Kiln imports (float, int64, int32)";
+    return failure();
+  }
+  if (!ok)
+    return failure();
+  return c;
+}
+
+LogicalResult Importer::declareInputs() {
+  const onnx::GraphProto &graph = model.graph();
+  for (const onnx::TensorProto &init : graph.initializer()) {
+    std::string error;
+    FailureOr<Constant> c = readTensor(init, error);
+    if (failed(c))
+      return emitError(fileLoc) << "initializer '" << init.name()
+                                << "': " << error;
+    constants[init.name()] = std::move(*c);
+  }
+  const onnx::ValueInfoProto *images = nullptr;
+  for (const onnx::ValueInfoProto &input : graph.input()) {
+    if (constants.count(input.name()))
+      continue;
+    if (images)
+      return emitError(fileLoc)
+             << "input '" << input.name()
+             << "': Kiln trains models of one input (the images), and '"
+             << images->name() << "' is one already";
+    images = &input;
+  }
+  if (!images)
+    return emitError(fileLoc) << "the model has no input besides initializers";
+  const onnx::TypeProto &type = images->type();
+  if (!type.has_tensor_type() ||
+      type.tensor_type().elem_type() != onnx::TensorProto::FLOAT)
+    return emitError(fileLoc) << "input '" << images->name()
+                              << "': Kiln imports float32 images only";
+  const onnx::TensorShapeProto &shape = type.tensor_type().shape();
+  if (shape.dim_size() != 4)
+    return emitError(fileLoc)
+           << "input '" << images->name() << "': Kiln imports images of "
+           << "shape [N, C, H, W], this input has rank " << shape.dim_size();
+  SmallVector<int64_t> onnxShape = {kBatch};
+  for (int i = 1; i < 4; ++i) {
+    if (!shape.dim(i).has_dim_value())
+      return emitError(fileLoc)
+             << "input '" << images->name() << "': dimension " << i
+             << " is dynamic; only the batch (dimension 0) may be";
+    onnxShape.push_back(shape.dim(i).dim_value());
+  }
+
+  // The function, as models/build_model.py writes it.
+  StringRef stem = llvm::sys::path::stem(path);
+  module = ModuleOp::create(fileLoc, stem);
+  builder.setInsertionPointToEnd(module->getBody());
+  RankedTensorType imageType = kilnType(onnxShape);
+  const onnx::GraphProto &g = model.graph();
+  if (g.output_size() < 1)
+    return emitError(fileLoc) << "the model has no output";
+  auto labelType = RankedTensorType::get({ShapedType::kDynamic},
+                                         builder.getI32Type());
+  // The result types are set by finish(), once the logits are known.
+  forward = func::FuncOp::create(
+      builder, fileLoc, "forward",
+      builder.getFunctionType({imageType, labelType}, {}));
+  Block *entry = forward.addEntryBlock();
+  builder.setInsertionPointToEnd(entry);
+  activations[images->name()] = {entry->getArgument(0), onnxShape};
+  labels = entry->getArgument(1);
+  return success();
+}
+
+LogicalResult Importer::finish() {
+  const onnx::GraphProto &graph = model.graph();
+  StringRef name = graph.output(0).name();
+  auto it = activations.find(name);
+  if (it == activations.end() || it->second.shape.size() != 2)
+    return emitError(fileLoc)
+           << "output '" << name
+           << "': the model's first output must be the logits, [N, classes]";
+  Value logits = it->second.value;
+  Value loss = SoftmaxCrossEntropyOp::create(
+      builder, NameLoc::get(builder.getStringAttr("loss"), fileLoc),
+      RankedTensorType::get({}, builder.getF32Type()), logits, labels,
+      builder.getF32FloatAttr(options.labelSmoothing));
+  func::ReturnOp::create(builder, fileLoc, ValueRange{loss, logits});
+  forward.setFunctionType(builder.getFunctionType(
+      forward.getArgumentTypes(), {loss.getType(), logits.getType()}));
+  return verify(*module);
+}
+
+LogicalResult Importer::importNode(const onnx::NodeProto &node) {
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    return nodeError(node) << "domain '" << node.domain()
+                           << "' is not one Kiln imports";
+  auto it = handlers().find(node.op_type());
+  if (it == handlers().end())
+    return nodeError(node) << "Kiln does not support " << node.op_type()
+                           << " yet (docs/onnx.md lists the ops it imports)";
+  return (this->*(it->second))(node);
+}
+
+OwningOpRef<ModuleOp> Importer::run() {
+  if (failed(load()) || failed(refuseFoldedBatchNorm()) ||
+      failed(declareInputs()))
+    return {};
+  for (const onnx::NodeProto &node : model.graph().node())
+    if (failed(importNode(node)))
+      return {};
+  if (failed(finish()))
+    return {};
+  return std::move(module);
+}
+
+OwningOpRef<ModuleOp> importOnnxFile(StringRef path, MLIRContext &context,
+                                     const OnnxImportOptions &options) {
+  context.loadDialect<KilnDialect, func::FuncDialect>();
+  return Importer(path, context, options).run();
+}
+
+//===----------------------------------------------------------------------===//
+// Layers
+//===----------------------------------------------------------------------===//
+
+/// ONNX pads are [top, left, bottom, right]; kiln's [top, bottom, left, right].
+static SmallVector<int64_t> kilnPadding(ArrayRef<int64_t> pads) {
+  return {pads[0], pads[2], pads[1], pads[3]};
+}
+
+/// Checks the attributes every windowed op (Conv, pools) shares and returns
+/// the output's spatial size, or fails with a message.
+static LogicalResult checkWindow(const onnx::NodeProto &node,
+                                 ArrayRef<int64_t> inputShape,
+                                 ArrayRef<int64_t> window,
+                                 ArrayRef<int64_t> strides,
+                                 ArrayRef<int64_t> pads,
+                                 ArrayRef<int64_t> dilations,
+                                 std::string &error) {
+  const onnx::AttributeProto *autoPad = attribute(node, "auto_pad");
+  if (autoPad && autoPad->s() != "NOTSET") {
+    error = "auto_pad " + autoPad->s() +
+            " is not supported; export with explicit pads";
+    return failure();
+  }
+  if (window.size() != 2 || strides.size() != 2 || pads.size() != 4 ||
+      dilations.size() != 2) {
+    error = "Kiln imports 2-D windows only";
+    return failure();
+  }
+  for (int i = 0; i < 2; ++i) {
+    int64_t extent = inputShape[2 + i] + pads[i] + pads[i + 2];
+    if (dilations[i] * (window[i] - 1) + 1 > extent) {
+      error = "the window does not fit the padded input";
+      return failure();
+    }
+  }
+  return success();
+}
+
+static int64_t windowOutput(int64_t size, int64_t before, int64_t after,
+                            int64_t window, int64_t stride, int64_t dilation) {
+  return (size + before + after - dilation * (window - 1) - 1) / stride + 1;
+}
+
+LogicalResult Importer::importConv(const onnx::NodeProto &node) {
+  FailureOr<Activation> x = activation(node, 0);
+  FailureOr<const Constant *> w = constant(node, 1);
+  if (failed(x) || failed(w))
+    return failure();
+  if (intAttr(node, "group", 1) != 1)
+    return nodeError(node) << "grouped convolutions (group "
+                           << intAttr(node, "group", 1)
+                           << ") are not supported yet";
+  if (hasInput(node, 2))
+    return nodeError(node) << "a convolution bias (input '" << node.input(2)
+                           << "') is not supported yet";
+  const Constant &filter = **w;
+  if (x->shape.size() != 4 || filter.dims.size() != 4 || !filter.isFloat)
+    return nodeError(node) << "Kiln imports 2-D convolutions of float "
+                              "[N, C, H, W] inputs and [O, C, KH, KW] filters";
+  if (filter.dims[1] != x->shape[1])
+    return nodeError(node) << "filter '" << node.input(1) << "' has "
+                           << filter.dims[1] << " input channels, input '"
+                           << node.input(0) << "' has " << x->shape[1];
+  int64_t o = filter.dims[0], c = filter.dims[1], kh = filter.dims[2],
+          kw = filter.dims[3];
+  SmallVector<int64_t> strides = intsAttr(node, "strides", {1, 1});
+  SmallVector<int64_t> pads = intsAttr(node, "pads", {0, 0, 0, 0});
+  SmallVector<int64_t> dilations = intsAttr(node, "dilations", {1, 1});
+  std::string error;
+  if (failed(checkWindow(node, x->shape, {kh, kw}, strides, pads, dilations,
+                         error)))
+    return nodeError(node) << error;
+
+  // OIHW -> HWIO.
+  std::vector<float> hwio(filter.floats.size());
+  for (int64_t oi = 0; oi < o; ++oi)
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t y = 0; y < kh; ++y)
+        for (int64_t xi = 0; xi < kw; ++xi)
+          hwio[((y * kw + xi) * c + ci) * o + oi] =
+              filter.floats[((oi * c + ci) * kh + y) * kw + xi];
+  auto filterType = RankedTensorType::get({kh, kw, c, o}, builder.getF32Type());
+  Value weight = readVariable(node, filter, VariableKind::Parameter,
+                              filterType, hwio, Initializer::HeNormal);
+  Value y = Conv2DOp::create(builder, nodeLoc(node), x->value, weight,
+                             builder.getDenseI64ArrayAttr(strides),
+                             builder.getDenseI64ArrayAttr(kilnPadding(pads)),
+                             builder.getDenseI64ArrayAttr(dilations));
+  SmallVector<int64_t> shape = {
+      x->shape[0], o,
+      windowOutput(x->shape[2], pads[0], pads[2], kh, strides[0],
+                   dilations[0]),
+      windowOutput(x->shape[3], pads[1], pads[3], kw, strides[1],
+                   dilations[1])};
+  define(node, 0, y, shape);
+  return success();
+}
+
+/// Both forms, training (training_mode, or opset 13's five outputs) and
+/// inference (an eval-mode PRESERVE export), become the training form: the
+/// model is imported to be trained, with the running statistics as state.
+LogicalResult Importer::importBatchNorm(const onnx::NodeProto &node) {
+  FailureOr<Activation> x = activation(node, 0);
+  if (failed(x))
+    return failure();
+  if (x->shape.size() != 4 && x->shape.size() != 2)
+    return nodeError(node) << "Kiln imports batch norm of [N, C, H, W] or "
+                              "[N, C] inputs";
+  int64_t channels = x->shape[1];
+  auto vectorType = RankedTensorType::get({channels}, builder.getF32Type());
+  static const struct {
+    VariableKind kind;
+    Initializer fresh;
+  } roles[4] = {{VariableKind::Parameter, Initializer::Ones},
+                {VariableKind::Parameter, Initializer::Zeros},
+                {VariableKind::State, Initializer::Zeros},
+                {VariableKind::State, Initializer::Ones}};
+  Value operands[4];
+  for (int i = 0; i < 4; ++i) {
+    FailureOr<const Constant *> c = constant(node, i + 1);
+    if (failed(c))
+      return failure();
+    if ((*c)->dims.size() != 1 || (*c)->dims[0] != channels ||
+        !(*c)->isFloat)
+      return nodeError(node) << "input '" << node.input(i + 1)
+                             << "' must be a float vector of the " << channels
+                             << " channels";
+    operands[i] = readVariable(node, **c, roles[i].kind, vectorType,
+                               (*c)->floats, roles[i].fresh);
+  }
+  Location loc = nodeLoc(node);
+  auto bn = BatchNormTrainOp::create(
+      builder, loc, x->value, operands[0], operands[1], operands[2],
+      operands[3], /*residual=*/Value(),
+      builder.getF32FloatAttr(floatAttr(node, "epsilon", 1e-5f)),
+      builder.getF32FloatAttr(floatAttr(node, "momentum", 0.9f)),
+      UnitAttr());
+  AssignOp::create(builder, loc,
+                   cast<ReadOp>(operands[2].getDefiningOp()).getVariable(),
+                   bn.getNewRunningMean());
+  AssignOp::create(builder, loc,
+                   cast<ReadOp>(operands[3].getDefiningOp()).getVariable(),
+                   bn.getNewRunningVar());
+  // The other outputs (statistics) are for ONNX training graphs; nothing in a
+  // forward graph reads them, and a node that did fails as reading a value
+  // no imported node produces.
+  define(node, 0, bn.getOutput(), x->shape);
+  return success();
+}
+
+LogicalResult Importer::importRelu(const onnx::NodeProto &node) {
+  FailureOr<Activation> x = activation(node, 0);
+  if (failed(x))
+    return failure();
+  define(node, 0, ReluOp::create(builder, nodeLoc(node), x->value),
+         x->shape);
+  return success();
+}
+
+LogicalResult Importer::importAdd(const onnx::NodeProto &node) {
+  // A dense layer's bias (MatMul + Add of a vector initializer) joins the
+  // kiln.dense it follows.
+  if (hasInput(node, 1) && constants.count(node.input(1))) {
+    FailureOr<Activation> x = activation(node, 0);
+    if (failed(x))
+      return failure();
+    auto dense = x->value.getDefiningOp<DenseOp>();
+    const Constant &bias = constants[node.input(1)];
+    int64_t m = x->shape.back();
+    if (!dense || dense.getBias() || !x->value.hasOneUse() ||
+        bias.dims.size() != 1 || bias.dims[0] != m || !bias.isFloat)
+      return nodeError(node)
+             << "Kiln imports an Add of a constant only as the bias of the "
+                "MatMul before it (a float vector of its "
+             << m << " outputs)";
+    auto type = RankedTensorType::get({m}, builder.getF32Type());
+    Value b = readVariable(node, bias, VariableKind::Parameter, type,
+                           bias.floats, Initializer::Zeros);
+    auto withBias = DenseOp::create(builder, nodeLoc(node), dense.getInput(),
+                                    dense.getWeight(), b);
+    dense.replaceAllUsesWith(withBias.getOutput());
+    dense.erase();
+    define(node, 0, withBias, x->shape);
+    return success();
+  }
+  FailureOr<Activation> a = activation(node, 0);
+  FailureOr<Activation> b = activation(node, 1);
+  if (failed(a) || failed(b))
+    return failure();
+  if (a->shape != b->shape)
+    return nodeError(node) << "Kiln adds tensors of the same shape only "
+                              "(broadcasting is not supported yet)";
+  define(node, 0, AddOp::create(builder, nodeLoc(node), a->value, b->value),
+         a->shape);
+  return success();
+}
+
+LogicalResult Importer::pool(const onnx::NodeProto &node, bool max) {
+  FailureOr<Activation> x = activation(node, 0);
+  if (failed(x))
+    return failure();
+  if (x->shape.size() != 4)
+    return nodeError(node) << "Kiln imports 2-D pooling of [N, C, H, W] "
+                              "inputs";
+  if (intAttr(node, "ceil_mode", 0) != 0)
+    return nodeError(node) << "ceil_mode is not supported yet";
+  if (max && node.output_size() > 1 && !node.output(1).empty())
+    return nodeError(node) << "MaxPool's Indices output is not supported";
+  SmallVector<int64_t> window = intsAttr(node, "kernel_shape", {});
+  SmallVector<int64_t> strides = intsAttr(node, "strides", {1, 1});
+  SmallVector<int64_t> pads = intsAttr(node, "pads", {0, 0, 0, 0});
+  SmallVector<int64_t> dilations = intsAttr(node, "dilations", {1, 1});
+  if (dilations != SmallVector<int64_t>{1, 1})
+    return nodeError(node) << "dilated pooling is not supported";
+  bool padded = llvm::any_of(pads, [](int64_t p) { return p != 0; });
+  // kiln.avg_pool averages the window's real elements (TensorFlow's rule).
+  if (!max && padded && intAttr(node, "count_include_pad", 0) != 0)
+    return nodeError(node) << "count_include_pad=1 with padding is not "
+                              "supported: Kiln's average excludes padding";
+  std::string error;
+  if (failed(checkWindow(node, x->shape, window, strides, pads, dilations,
+                         error)))
+    return nodeError(node) << error;
+  Location loc = nodeLoc(node);
+  auto windowAttr = builder.getDenseI64ArrayAttr(window);
+  auto stridesAttr = builder.getDenseI64ArrayAttr(strides);
+  auto padAttr = builder.getDenseI64ArrayAttr(kilnPadding(pads));
+  Value y = max ? Value(MaxPoolOp::create(builder, loc, x->value, windowAttr,
+                                          stridesAttr, padAttr))
+                : Value(AvgPoolOp::create(builder, loc, x->value, windowAttr,
+                                          stridesAttr, padAttr));
+  SmallVector<int64_t> shape = {
+      x->shape[0], x->shape[1],
+      windowOutput(x->shape[2], pads[0], pads[2], window[0], strides[0], 1),
+      windowOutput(x->shape[3], pads[1], pads[3], window[1], strides[1], 1)};
+  define(node, 0, y, shape);
+  return success();
+}
+
+LogicalResult Importer::importMaxPool(const onnx::NodeProto &node) {
+  return pool(node, /*max=*/true);
+}
+
+LogicalResult Importer::importAveragePool(const onnx::NodeProto &node) {
+  return pool(node, /*max=*/false);
+}
+
+LogicalResult Importer::importGlobalAveragePool(const onnx::NodeProto &node) {
+  FailureOr<Activation> x = activation(node, 0);
+  if (failed(x))
+    return failure();
+  if (x->shape.size() != 4)
+    return nodeError(node) << "Kiln imports global pooling of [N, C, H, W] "
+                              "inputs";
+  Location loc = nodeLoc(node);
+  Value pooled = GlobalAvgPoolOp::create(builder, loc, x->value);
+  // ONNX keeps [N, C, 1, 1]; kiln's global pool gives [N, C].
+  SmallVector<int64_t> shape = {x->shape[0], x->shape[1], 1, 1};
+  Value y = ReshapeOp::create(builder, loc, kilnType(shape), pooled);
+  define(node, 0, y, shape);
+  return success();
+}
+
+/// Reshapes to `target` (ONNX semantics: 0 copies, -1 is inferred, kBatch
+/// is the batch), where kiln's NHWC order gives the same elements: a 4-D
+/// input with H = W = 1 or a 2-D one, to [N, K].
+LogicalResult Importer::reshapeTo(const onnx::NodeProto &node,
+                                  const Activation &input,
+                                  SmallVector<int64_t> target) {
+  int64_t known = 1, inferred = -1;
+  int64_t total = 1;
+  for (int64_t d : ArrayRef<int64_t>(input.shape).drop_front())
+    total *= d;
+  for (auto [i, d] : llvm::enumerate(target)) {
+    if (d == kBatch || (i == 0 && d == input.shape[0]) ||
+        (i == 0 && d == 0)) {
+      if (i != 0)
+        return nodeError(node) << "only the first dimension of the target "
+                                  "shape may be the batch";
+      d = kBatch;
+      continue;
+    }
+    if (d == 0 && i < input.shape.size())
+      d = input.shape[i];
+    if (d == -1) {
+      inferred = int64_t(i);
+      continue;
+    }
+    known *= d;
+  }
+  if (target.empty() || target[0] != kBatch) {
+    return nodeError(node) << "the target shape must keep the batch as its "
+                              "first dimension";
+  }
+  if (inferred >= 0) {
+    if (known == 0 || total % known != 0)
+      return nodeError(node) << "the target shape does not fit the input";
+    target[inferred] = total / known;
+  } else if (known != total) {
+    return nodeError(node) << "the target shape does not fit the input";
+  }
+  bool nhwcIsNchw = input.shape.size() == 2 ||
+                    (input.shape.size() == 4 && input.shape[2] == 1 &&
+                     input.shape[3] == 1);
+  if (target.size() != 2 || !nhwcIsNchw)
+    return nodeError(node)
+           << "Kiln imports reshapes to [N, K] of [N, C, 1, 1] or [N, K] "
+              "values only (others need a transpose of its NHWC layout)";
+  // A reshape of a reshape (GlobalAveragePool's [N, C, 1, 1] flattened)
+  // reads the first one's input.
+  Value source = input.value;
+  if (auto inner = source.getDefiningOp<ReshapeOp>())
+    source = inner.getInput();
+  Value y = source;
+  if (source.getType() != kilnType(target))
+    y = ReshapeOp::create(builder, nodeLoc(node), kilnType(target), source);
+  if (auto inner = input.value.getDefiningOp<ReshapeOp>();
+      inner && inner->use_empty())
+    inner.erase();
+  define(node, 0, y, target);
+  return success();
+}
+
+LogicalResult Importer::importFlatten(const onnx::NodeProto &node) {
+  FailureOr<Activation> x = activation(node, 0);
+  if (failed(x))
+    return failure();
+  if (intAttr(node, "axis", 1) != 1)
+    return nodeError(node) << "Kiln imports Flatten with axis 1 only";
+  return reshapeTo(node, *x, {kBatch, -1});
+}
+
+LogicalResult Importer::importReshape(const onnx::NodeProto &node) {
+  FailureOr<Activation> x = activation(node, 0);
+  FailureOr<const Constant *> shape = constant(node, 1);
+  if (failed(x) || failed(shape))
+    return failure();
+  if ((*shape)->isFloat)
+    return nodeError(node) << "the target shape must be integers";
+  if (intAttr(node, "allowzero", 0) != 0)
+    return nodeError(node) << "allowzero=1 is not supported";
+  return reshapeTo(node, *x,
+                   SmallVector<int64_t>((*shape)->ints.begin(),
+                                        (*shape)->ints.end()));
+}
+
+LogicalResult Importer::importGemm(const onnx::NodeProto &node) {
+  FailureOr<Activation> x = activation(node, 0);
+  FailureOr<const Constant *> w = constant(node, 1);
+  if (failed(x) || failed(w))
+    return failure();
+  if (intAttr(node, "transA", 0) != 0 || floatAttr(node, "alpha", 1) != 1 ||
+      floatAttr(node, "beta", 1) != 1)
+    return nodeError(node) << "Kiln imports Gemm with transA=0, alpha=1 and "
+                              "beta=1 only";
+  const Constant &weight = **w;
+  bool transB = intAttr(node, "transB", 0) != 0;
+  if (x->shape.size() != 2 || weight.dims.size() != 2 || !weight.isFloat)
+    return nodeError(node) << "Kiln imports Gemm of an [N, K] activation and "
+                              "a float matrix";
+  int64_t k = transB ? weight.dims[1] : weight.dims[0];
+  int64_t m = transB ? weight.dims[0] : weight.dims[1];
+  if (k != x->shape[1])
+    return nodeError(node) << "weight '" << node.input(1) << "' takes " << k
+                           << " inputs, input '" << node.input(0) << "' has "
+                           << x->shape[1];
+  std::vector<float> km = weight.floats;
+  if (transB)
+    for (int64_t i = 0; i < k; ++i)
+      for (int64_t j = 0; j < m; ++j)
+        km[i * m + j] = weight.floats[j * k + i];
+  auto weightType = RankedTensorType::get({k, m}, builder.getF32Type());
+  // The builder's classifier: normal(0, 0.01).
+  Value wv = readVariable(node, weight, VariableKind::Parameter, weightType,
+                          km, Initializer::Normal, 0.01f);
+  Value bias;
+  if (hasInput(node, 2)) {
+    FailureOr<const Constant *> c = constant(node, 2);
+    if (failed(c))
+      return failure();
+    if ((*c)->dims.size() != 1 || (*c)->dims[0] != m || !(*c)->isFloat)
+      return nodeError(node) << "bias '" << node.input(2)
+                             << "' must be a float vector of the " << m
+                             << " outputs";
+    bias = readVariable(node, **c, VariableKind::Parameter,
+                        RankedTensorType::get({m}, builder.getF32Type()),
+                        (*c)->floats, Initializer::Zeros);
+  }
+  Value y = DenseOp::create(builder, nodeLoc(node), x->value, wv, bias);
+  define(node, 0, y, {x->shape[0], m});
+  return success();
+}
+
+LogicalResult Importer::importMatMul(const onnx::NodeProto &node) {
+  FailureOr<Activation> x = activation(node, 0);
+  FailureOr<const Constant *> w = constant(node, 1);
+  if (failed(x) || failed(w))
+    return failure();
+  const Constant &weight = **w;
+  if (x->shape.size() != 2 || weight.dims.size() != 2 || !weight.isFloat)
+    return nodeError(node) << "Kiln imports MatMul of an [N, K] activation "
+                              "and a float [K, M] matrix";
+  if (weight.dims[0] != x->shape[1])
+    return nodeError(node) << "weight '" << node.input(1) << "' takes "
+                           << weight.dims[0] << " inputs, input '"
+                           << node.input(0) << "' has " << x->shape[1];
+  auto weightType = RankedTensorType::get(weight.dims, builder.getF32Type());
+  Value wv = readVariable(node, weight, VariableKind::Parameter, weightType,
+                          weight.floats, Initializer::Normal, 0.01f);
+  Value y = DenseOp::create(builder, nodeLoc(node), x->value, wv, Value());
+  define(node, 0, y, {x->shape[0], weight.dims[1]});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Identity and shape subgraphs, folded at import
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::importIdentity(const onnx::NodeProto &node) {
+  if (hasInput(node, 0) && constants.count(node.input(0))) {
+    // PRESERVE exports wrap initializers: the variable keeps the
+    // initializer's (state-dict) name.
+    constants[node.output(0)] = constants[node.input(0)];
+    return success();
+  }
+  FailureOr<Activation> x = activation(node, 0);
+  if (failed(x))
+    return failure();
+  activations[node.output(0)] = *x;
+  return success();
+}
+
+LogicalResult Importer::importConstant(const onnx::NodeProto &node) {
+  const onnx::AttributeProto *value = attribute(node, "value");
+  if (!value || !value->has_t())
+    return nodeError(node) << "Kiln imports Constant nodes with a tensor "
+                              "'value' only";
+  std::string error;
+  FailureOr<Constant> c = readTensor(value->t(), error);
+  if (failed(c))
+    return nodeError(node) << error;
+  c->origin = node.output(0);
+  constants[node.output(0)] = std::move(*c);
+  return success();
+}
+
+LogicalResult Importer::importShape(const onnx::NodeProto &node) {
+  FailureOr<Activation> x = activation(node, 0);
+  if (failed(x))
+    return failure();
+  if (attribute(node, "start") || attribute(node, "end"))
+    return nodeError(node) << "Shape with start or end is not supported";
+  Constant c;
+  c.isFloat = false;
+  c.dims = {int64_t(x->shape.size())};
+  c.ints.assign(x->shape.begin(), x->shape.end());
+  c.origin = node.output(0);
+  constants[node.output(0)] = std::move(c);
+  return success();
+}
+
+/// Integer constants only: shape arithmetic.
+static bool isIntVector(const Constant &c) {
+  return !c.isFloat && c.dims.size() <= 1;
+}
+
+LogicalResult Importer::importGather(const onnx::NodeProto &node) {
+  FailureOr<const Constant *> data = constant(node, 0);
+  FailureOr<const Constant *> indices = constant(node, 1);
+  if (failed(data) || failed(indices))
+    return failure();
+  if (!isIntVector(**data) || (*data)->dims.size() != 1 ||
+      !isIntVector(**indices) || intAttr(node, "axis", 0) != 0)
+    return nodeError(node) << "Kiln folds Gather of integer vectors on axis "
+                              "0 only";
+  Constant c;
+  c.isFloat = false;
+  c.dims = (*indices)->dims;
+  c.origin = node.output(0);
+  int64_t n = (*data)->dims[0];
+  for (int64_t i : (*indices)->ints) {
+    if (i < -n || i >= n)
+      return nodeError(node) << "index " << i << " is out of range";
+    c.ints.push_back((*data)->ints[i < 0 ? i + n : i]);
+  }
+  constants[node.output(0)] = std::move(c);
+  return success();
+}
+
+LogicalResult Importer::importUnsqueeze(const onnx::NodeProto &node) {
+  FailureOr<const Constant *> data = constant(node, 0);
+  FailureOr<const Constant *> axes = constant(node, 1);
+  if (failed(data) || failed(axes))
+    return failure();
+  if (!isIntVector(**data) || (*data)->dims.size() != 0 ||
+      (*axes)->ints != std::vector<int64_t>{0})
+    return nodeError(node) << "Kiln folds Unsqueeze of an integer scalar on "
+                              "axis 0 only";
+  Constant c = **data;
+  c.dims = {1};
+  c.origin = node.output(0);
+  constants[node.output(0)] = std::move(c);
+  return success();
+}
+
+LogicalResult Importer::importSqueeze(const onnx::NodeProto &node) {
+  FailureOr<const Constant *> data = constant(node, 0);
+  if (failed(data))
+    return failure();
+  if (!isIntVector(**data) || (*data)->numElements() != 1)
+    return nodeError(node) << "Kiln folds Squeeze of a one-element integer "
+                              "vector only";
+  Constant c = **data;
+  c.dims = {};
+  c.origin = node.output(0);
+  constants[node.output(0)] = std::move(c);
+  return success();
+}
+
+LogicalResult Importer::importConcat(const onnx::NodeProto &node) {
+  Constant c;
+  c.isFloat = false;
+  c.origin = node.output(0);
+  for (int i = 0; i < node.input_size(); ++i) {
+    FailureOr<const Constant *> part = constant(node, i);
+    if (failed(part))
+      return failure();
+    if (!isIntVector(**part) || (*part)->dims.size() != 1)
+      return nodeError(node) << "Kiln folds Concat of integer vectors only";
+    c.ints.insert(c.ints.end(), (*part)->ints.begin(), (*part)->ints.end());
+  }
+  c.dims = {int64_t(c.ints.size())};
+  constants[node.output(0)] = std::move(c);
+  return success();
+}
+
+LogicalResult Importer::importCast(const onnx::NodeProto &node) {
+  FailureOr<const Constant *> data = constant(node, 0);
+  if (failed(data))
+    return failure();
+  int64_t to = intAttr(node, "to", 0);
+  if ((*data)->isFloat ||
+      (to != onnx::TensorProto::INT64 && to != onnx::TensorProto::INT32))
+    return nodeError(node) << "Kiln folds Cast of integer shape values to "
+                              "int32 or int64 only";
+  Constant c = **data;
+  c.origin = node.output(0);
+  constants[node.output(0)] = std::move(c);
+  return success();
+}
+
+} // namespace kiln

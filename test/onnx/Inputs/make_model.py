@@ -1,0 +1,263 @@
+"""Writes small ONNX models for the importer's tests, as torch.onnx.export
+shapes them (opset 13): a ResNet-style CNN (conv-bn-relu, a residual block,
+max pool, global pool, a shape subgraph before Reshape, Gemm) in the
+training form (BatchNormalization with five outputs) or the eval-mode
+PRESERVE form (inference BatchNormalization, initializers behind Identity),
+and the broken models the negative tests need.
+
+make_model.py KIND OUT.onnx [--inputs IN.safetensors --expect LOGITS.npy]
+writes, besides the model, a batch and the logits a numpy forward pass in
+training mode (batch statistics) computes from the initializers.
+"""
+
+import argparse
+import json
+import struct
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+C = 8  # channels
+H = W = 6
+CLASSES = 5
+BATCH = 4
+
+
+def weights(rng):
+    w = {
+        "conv1.weight": rng.normal(0, 0.5, (C, 3, 3, 3)),
+        "bn1.weight": rng.uniform(0.5, 1.5, C),
+        "bn1.bias": rng.normal(0, 0.1, C),
+        "bn1.running_mean": rng.normal(0, 0.1, C),
+        "bn1.running_var": rng.uniform(0.5, 1.5, C),
+        "layer1.0.conv1.weight": rng.normal(0, 0.3, (C, C, 3, 3)),
+        "layer1.0.bn1.weight": rng.uniform(0.5, 1.5, C),
+        "layer1.0.bn1.bias": rng.normal(0, 0.1, C),
+        "layer1.0.bn1.running_mean": np.zeros(C),
+        "layer1.0.bn1.running_var": np.ones(C),
+        "fc.weight": rng.normal(0, 0.3, (CLASSES, C)),
+        "fc.bias": rng.normal(0, 0.1, CLASSES),
+    }
+    return {k: v.astype(np.float32) for k, v in w.items()}
+
+
+def conv_bn_relu(nodes, kind, x, conv, bn, out, relu=True, residual=None):
+    nodes.append(helper.make_node("Conv", [x, conv], [out + "_c"],
+                                  name=f"/{conv}/Conv", kernel_shape=[3, 3],
+                                  pads=[1, 1, 1, 1], strides=[1, 1]))
+    ins = [out + "_c", f"{bn}.weight", f"{bn}.bias", f"{bn}.running_mean",
+           f"{bn}.running_var"]
+    if kind == "train":
+        outs = [out + "_b", out + "_rm", out + "_rv", out + "_sm", out + "_sv"]
+    else:
+        outs = [out + "_b"]
+    nodes.append(helper.make_node("BatchNormalization", ins, outs,
+                                  name=f"/{bn}/BatchNormalization",
+                                  epsilon=1e-5, momentum=0.9))
+    y = out + "_b"
+    if residual:
+        nodes.append(helper.make_node("Add", [y, residual], [out + "_a"],
+                                      name=f"/{bn}/Add"))
+        y = out + "_a"
+    if relu:
+        nodes.append(helper.make_node("Relu", [y], [out], name=f"/{bn}/Relu"))
+    else:
+        nodes.append(helper.make_node("Identity", [y], [out]))
+    return out
+
+
+def model(kind, w, opset=13):
+    nodes = []
+    init_names = {k: k for k in w}
+    if kind == "preserve":
+        # PRESERVE exports read initializers through Identity nodes.
+        for k in w:
+            nodes.append(helper.make_node("Identity", [k], ["onnx::" + k],
+                                          name=f"Identity_{k}"))
+            init_names[k] = "onnx::" + k
+    bn_kind = "train" if kind != "preserve" else "preserve"
+
+    def n(k):
+        return init_names[k]
+
+    def cbr(x, conv, bn, out, relu=True, residual=None):
+        nodes.append(helper.make_node("Conv", [x, n(conv)], [out + "_c"],
+                                      name=f"/{conv}/Conv",
+                                      kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                                      strides=[1, 1]))
+        ins = [out + "_c"] + [n(f"{bn}.{p}") for p in
+                              ("weight", "bias", "running_mean",
+                               "running_var")]
+        outs = ([out + "_b", out + "_rm", out + "_rv", out + "_sm",
+                 out + "_sv"] if bn_kind == "train" else [out + "_b"])
+        nodes.append(helper.make_node("BatchNormalization", ins, outs,
+                                      name=f"/{bn}/BatchNormalization",
+                                      epsilon=1e-5, momentum=0.9))
+        y = out + "_b"
+        if residual:
+            nodes.append(helper.make_node("Add", [y, residual], [out + "_a"],
+                                          name=f"/{bn}/Add"))
+            y = out + "_a"
+        if relu:
+            nodes.append(helper.make_node("Relu", [y], [out],
+                                          name=f"/{bn}/Relu"))
+            return out
+        return y
+
+    x = cbr("input", "conv1.weight", "bn1", "stem")
+    nodes.append(helper.make_node("MaxPool", [x], ["pool"], name="/maxpool",
+                                  kernel_shape=[3, 3], strides=[1, 1],
+                                  pads=[1, 1, 1, 1]))
+    cbr("pool", "layer1.0.conv1.weight", "layer1.0.bn1", "block",
+        residual="pool")
+    nodes.append(helper.make_node("GlobalAveragePool", ["block"], ["gap"],
+                                  name="/avgpool/GlobalAveragePool"))
+    # torch's x.view(x.size(0), -1): a shape subgraph folded at import.
+    nodes += [
+        helper.make_node("Shape", ["gap"], ["shape"], name="/Shape"),
+        helper.make_node("Constant", [], ["zero"], name="/Constant",
+                         value=numpy_helper.from_array(np.array(0, np.int64))),
+        helper.make_node("Gather", ["shape", "zero"], ["batch"],
+                         name="/Gather", axis=0),
+        helper.make_node("Constant", [], ["axes"], name="/Constant_1",
+                         value=numpy_helper.from_array(np.array([0], np.int64))),
+        helper.make_node("Unsqueeze", ["batch", "axes"], ["batch1"],
+                         name="/Unsqueeze"),
+        helper.make_node("Constant", [], ["minus1"], name="/Constant_2",
+                         value=numpy_helper.from_array(np.array([-1], np.int64))),
+        helper.make_node("Concat", ["batch1", "minus1"], ["target"],
+                         name="/Concat", axis=0),
+        helper.make_node("Reshape", ["gap", "target"], ["flat"],
+                         name="/Reshape"),
+        helper.make_node("Gemm", ["flat", n("fc.weight"), n("fc.bias")],
+                         ["logits"], name="/fc/Gemm", transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "tiny",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT,
+                                       ["batch", 3, H, W])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
+                                       ["batch", CLASSES])],
+        [numpy_helper.from_array(v, k) for k, v in w.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def broken(kind, w):
+    x = helper.make_tensor_value_info("input", TensorProto.FLOAT,
+                                      ["batch", 3, H, W])
+    y = helper.make_tensor_value_info(
+        "logits", TensorProto.FLOAT,
+        ["batch", C, H - 2, W - 2] if kind == "folded" else ["batch", 3, H, W])
+    inits = [numpy_helper.from_array(w["conv1.weight"], "conv1.weight")]
+    opset = 13
+    if kind == "unsupported":
+        nodes = [helper.make_node("Sigmoid", ["input"], ["logits"],
+                                  name="/act/Sigmoid")]
+    elif kind == "folded":
+        inits.append(numpy_helper.from_array(np.zeros(C, np.float32),
+                                             "conv1.bias"))
+        nodes = [helper.make_node("Conv", ["input", "conv1.weight",
+                                           "conv1.bias"], ["logits"],
+                                  name="/conv1/Conv", kernel_shape=[3, 3])]
+    elif kind == "dynamic":
+        x = helper.make_tensor_value_info("input", TensorProto.FLOAT,
+                                          ["batch", 3, "height", W])
+        nodes = [helper.make_node("Relu", ["input"], ["logits"], name="r")]
+    elif kind == "future-opset":
+        nodes = [helper.make_node("Relu", ["input"], ["logits"], name="r")]
+        opset = 99
+    graph = helper.make_graph(nodes, kind, [x], [y], inits)
+    m = helper.make_model(graph,
+                          opset_imports=[helper.make_opsetid("", opset)])
+    return m
+
+
+def forward(w, x):
+    """numpy: the imported training step's forward, batch statistics."""
+    def conv(x, f):
+        n, c, h, wd = x.shape
+        p = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        out = np.zeros((n, f.shape[0], h, wd), np.float64)
+        for i in range(3):
+            for j in range(3):
+                out += np.einsum("nchw,oc->nohw", p[:, :, i:i + h, j:j + wd],
+                                 f[:, :, i, j])
+        return out
+
+    def bn(x, p):
+        mean = x.mean(axis=(0, 2, 3), keepdims=True)
+        var = x.var(axis=(0, 2, 3), keepdims=True)
+        g = w[p + ".weight"].reshape(1, -1, 1, 1)
+        b = w[p + ".bias"].reshape(1, -1, 1, 1)
+        return (x - mean) / np.sqrt(var + 1e-5) * g + b
+
+    def maxpool(x):
+        n, c, h, wd = x.shape
+        p = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
+        return np.max([p[:, :, i:i + h, j:j + wd] for i in range(3)
+                       for j in range(3)], axis=0)
+
+    x = x.astype(np.float64)
+    s = np.maximum(bn(conv(x, w["conv1.weight"]), "bn1"), 0)
+    pooled = maxpool(s)
+    b = np.maximum(bn(conv(pooled, w["layer1.0.conv1.weight"]),
+                      "layer1.0.bn1") + pooled, 0)
+    gap = b.mean(axis=(2, 3))
+    return gap @ w["fc.weight"].T + w["fc.bias"]
+
+
+def write_safetensors(path, tensors):
+    header, data = {}, b""
+    for name, (dtype, array) in tensors.items():
+        raw = array.tobytes()
+        header[name] = {"dtype": dtype, "shape": list(array.shape),
+                        "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + data)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("kind", choices=["train", "preserve", "opset11",
+                                         "unsupported", "folded", "dynamic",
+                                         "future-opset", "garbage"])
+    parser.add_argument("out")
+    parser.add_argument("--inputs")
+    parser.add_argument("--expect")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    rng = np.random.default_rng(args.seed)
+    w = weights(rng)
+    if args.kind == "garbage":
+        with open(args.out, "wb") as f:
+            f.write(b"\x08\xff\xff this is not a protobuf message")
+        return
+    if args.kind in ("train", "preserve"):
+        m = model(args.kind, w)
+    elif args.kind == "opset11":
+        # Through the version converter: opset 11's Unsqueeze takes its axes
+        # as an attribute.
+        m = model("train", w)
+        m.opset_import[0].version = 11
+        for node in m.graph.node:
+            if node.op_type == "Unsqueeze":
+                node.input.pop()
+                node.attribute.append(helper.make_attribute("axes", [0]))
+    else:
+        m = broken(args.kind, w)
+    onnx.save(m, args.out)
+    if args.inputs:
+        x = rng.normal(0, 1, (BATCH, 3, H, W)).astype(np.float32)
+        labels = rng.integers(0, CLASSES, BATCH).astype(np.int32)
+        write_safetensors(args.inputs, {
+            "arg0": ("F32", np.ascontiguousarray(x.transpose(0, 2, 3, 1))),
+            "arg1": ("I32", labels)})
+        np.save(args.expect, forward(w, x))
+
+
+if __name__ == "__main__":
+    main()
