@@ -80,6 +80,18 @@ LogicalResult evalBatchNormBackward(BatchNormBackwardOp op, EvalContext &ctx) {
   return success();
 }
 
+LogicalResult evalActivationBackward(ActivationBackwardOp op,
+                                     EvalContext &ctx) {
+  const HostTensor &dy = ctx.get(op.getOutputGrad());
+  const HostTensor &x = ctx.get(op.getInput());
+  if (failed(ctx.checkSameShape(op, "the output gradient", dy.shape, x.shape)))
+    return failure();
+  ctx.setFloat(op.getInputGrad(),
+               ref::activationBackward(activationOf(op.getKind()), dy.toRef(),
+                                       x.toRef()));
+  return success();
+}
+
 LogicalResult evalReluBackward(ReluBackwardOp op, EvalContext &ctx) {
   const HostTensor &dy = ctx.get(op.getOutputGrad());
   const HostTensor &y = ctx.get(op.getOutput());
@@ -234,6 +246,9 @@ std::optional<LogicalResult> evaluateGradientOp(Operation *op,
       .Case(
           [&](BatchNormBackwardOp o) { return evalBatchNormBackward(o, ctx); })
       .Case([&](ReluBackwardOp o) { return evalReluBackward(o, ctx); })
+      .Case([&](ActivationBackwardOp o) {
+        return evalActivationBackward(o, ctx);
+      })
       .Case([&](MaxPoolBackwardOp o) { return evalMaxPoolBackward(o, ctx); })
       .Case([&](AvgPoolBackwardOp o) { return evalAvgPoolBackward(o, ctx); })
       .Case([&](GlobalAvgPoolBackwardOp o) {

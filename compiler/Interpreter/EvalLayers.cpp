@@ -168,6 +168,13 @@ LogicalResult evalRelu(ReluOp op, EvalContext &ctx) {
   return success();
 }
 
+LogicalResult evalActivation(ActivationOp op, EvalContext &ctx) {
+  const HostTensor &x = ctx.get(op.getInput());
+  ctx.setFloat(op.getOutput(),
+               ref::activation(activationOf(op.getKind()), x.toRef()));
+  return success();
+}
+
 LogicalResult evalAdd(AddOp op, EvalContext &ctx) {
   const HostTensor &a = ctx.get(op.getLhs());
   const HostTensor &b = ctx.get(op.getRhs());
@@ -287,6 +294,7 @@ std::optional<LogicalResult> evaluateLayerOp(Operation *op, EvalContext &ctx) {
         return evalFusedConvBatchNormTrain(o, ctx);
       })
       .Case([&](ReluOp o) { return evalRelu(o, ctx); })
+      .Case([&](ActivationOp o) { return evalActivation(o, ctx); })
       .Case([&](AddOp o) { return evalAdd(o, ctx); })
       .Case([&](MaxPoolOp o) { return evalPool(o, ctx); })
       .Case([&](AvgPoolOp o) { return evalPool(o, ctx); })

@@ -16,6 +16,8 @@
 
 #include "compiler/Interpreter/Interpreter.h"
 
+#include "dialects/Kiln/IR/KilnOps.h"
+#include "kiln/ref/activation.h"
 #include "kiln/ref/conv.h"
 #include "kiln/ref/pool.h"
 #include "kiln/ref/status.h"
@@ -78,6 +80,7 @@ ref::Shape resolveShape(mlir::Type type, int64_t batch);
 ref::Conv2dAttrs convAttrs(llvm::ArrayRef<int64_t> strides,
                            llvm::ArrayRef<int64_t> padding,
                            llvm::ArrayRef<int64_t> dilations);
+ref::Activation activationOf(ActivationKind kind);
 template <typename PoolOp> ref::Pool2dAttrs poolAttrs(PoolOp op) {
   ref::Pool2dAttrs attrs;
   std::copy(op.getWindow().begin(), op.getWindow().end(), attrs.window.begin());

@@ -195,6 +195,22 @@ ref::Shape resolveShape(Type type, int64_t batch) {
   return shape;
 }
 
+ref::Activation activationOf(ActivationKind kind) {
+  switch (kind) {
+  case ActivationKind::Sigmoid:
+    return ref::Activation::Sigmoid;
+  case ActivationKind::SiLU:
+    return ref::Activation::SiLU;
+  case ActivationKind::ReLU6:
+    return ref::Activation::ReLU6;
+  case ActivationKind::HardSigmoid:
+    return ref::Activation::HardSigmoid;
+  case ActivationKind::HardSwish:
+    return ref::Activation::HardSwish;
+  }
+  llvm_unreachable("unknown activation kind");
+}
+
 ref::Conv2dAttrs convAttrs(ArrayRef<int64_t> strides, ArrayRef<int64_t> padding,
                            ArrayRef<int64_t> dilations) {
   ref::Conv2dAttrs attrs;

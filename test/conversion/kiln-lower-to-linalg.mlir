@@ -449,3 +449,44 @@ module @one_pass_statistics {
     return %y : tensor<2x4x4x64xbf16>
   }
 }
+
+// -----
+
+// kiln.activation and its backward are one linalg.generic each, 16 lanes at
+// a time, with the scalar body of reference/src/activation.cpp (here SiLU:
+// x / (1 + exp(-x)) as x * (1 / (1 + exp(-x))); hard-swish's backward:
+// 0 below -3, dy (x/3 + 1/2) up to 3, dy above).
+// CHECK-LABEL: module @activation
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : memref<1xvector<16xf32>>) outs(%{{.*}} : memref<1xvector<16xf32>>)
+// CHECK-NEXT: ^bb0(%[[X:.*]]: vector<16xf32>, %{{.*}}: vector<16xf32>):
+// CHECK: %[[N:.*]] = arith.negf %[[X]]
+// CHECK-NEXT: %[[E:.*]] = math.exp %[[N]]
+// CHECK-NEXT: %[[D:.*]] = arith.addf %{{.*}}, %[[E]]
+// CHECK-NEXT: %[[S:.*]] = arith.divf %{{.*}}, %[[D]]
+// CHECK-NEXT: %[[Y:.*]] = arith.mulf %[[X]], %[[S]]
+// CHECK-NEXT: linalg.yield %[[Y]]
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : memref<1xvector<16xf32>>, memref<1xvector<16xf32>>)
+// CHECK-NEXT: ^bb0(%[[DY:.*]]: vector<16xf32>, %[[XB:.*]]: vector<16xf32>, %{{.*}}: vector<16xf32>):
+// CHECK: %[[MID:.*]] = arith.mulf %[[DY]]
+// CHECK: %[[LE:.*]] = arith.cmpf ole, %[[XB]]
+// CHECK-NEXT: %[[UP:.*]] = arith.select %[[LE]], %[[MID]], %[[DY]]
+// CHECK: %[[LT:.*]] = arith.cmpf olt, %[[XB]]
+// CHECK-NEXT: %[[DX:.*]] = arith.select %[[LT]], %{{.*}}, %[[UP]]
+// CHECK-NEXT: linalg.yield %[[DX]]
+module @activation {
+  func.func @train_step(%x: tensor<2x8xf32>, %dy: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
+    %y = kiln.activation silu %x : tensor<2x8xf32>
+    %dx = kiln.activation_backward hard_swish %dy, %x : tensor<2x8xf32>
+    return %y, %dx : tensor<2x8xf32>, tensor<2x8xf32>
+  }
+}
+
+// -----
+
+// Negative case: an activation computing in nChw16c must read its operand
+// so stored.
+func.func @train_step(%x: tensor<2x4x4x16xf32>) -> tensor<2x4x4x16xf32> {
+  // expected-error @+1 {{'kiln.activation' op reads operand #0 as nChw16c but it is stored nhwc (a kiln.reorder is missing)}}
+  %y = kiln.activation sigmoid %x {kiln.layout = "nChw16c"} : tensor<2x4x4x16xf32>
+  return %y : tensor<2x4x4x16xf32>
+}

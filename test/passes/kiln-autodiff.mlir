@@ -107,3 +107,25 @@ func.func @forward(%x: tensor<2x4xf32>, %labels: tensor<2xi32>) -> tensor<f32> {
   %l = kiln.softmax_cross_entropy %y, %labels : (tensor<2x4xf32>, tensor<2xi32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// kiln.activation: its gradient is kiln.activation_backward of the same
+// kind, reading the forward *input*.
+kiln.variable parameter @w : tensor<4x4xf32> init he_normal
+// CHECK-LABEL: func.func @train_step
+func.func @forward(%x: tensor<2x4xf32>, %labels: tensor<2xi32>) -> tensor<f32> {
+  %w = kiln.read @w : tensor<4x4xf32>
+  // CHECK: %[[Y:.*]] = kiln.dense
+  %y = kiln.dense %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  // CHECK: %[[A:.*]] = kiln.activation hard_swish %[[Y]]
+  %a = kiln.activation hard_swish %y : tensor<2x4xf32>
+  // CHECK: %[[S:.*]] = kiln.activation silu %[[A]]
+  %s = kiln.activation silu %a : tensor<2x4xf32>
+  %loss = kiln.softmax_cross_entropy %s, %labels : (tensor<2x4xf32>, tensor<2xi32>) -> tensor<f32>
+  // CHECK: %[[DL:.*]] = kiln.softmax_cross_entropy_backward
+  // CHECK: %[[DA:.*]] = kiln.activation_backward silu %[[DL]], %[[A]] : tensor<2x4xf32>
+  // CHECK: %[[DY:.*]] = kiln.activation_backward hard_swish %[[DA]], %[[Y]] : tensor<2x4xf32>
+  // CHECK: kiln.matmul %{{.*}}, %[[DY]] transpose_lhs
+  return %loss : tensor<f32>
+}

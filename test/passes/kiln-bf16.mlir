@@ -44,3 +44,29 @@ func.func @no_compute(%x: tensor<4xf32>) -> tensor<4xf32> {
   %r = kiln.relu %x : tensor<4xf32>
   return %r : tensor<4xf32>
 }
+
+// -----
+
+// Activations follow their input into bf16, as relu does.
+kiln.variable parameter @w : tensor<4x4xf32> init he_normal
+// CHECK-LABEL: func.func @activation
+func.func @activation(%x: tensor<2x4xf32>, %labels: tensor<2xi32>) -> tensor<f32> {
+  %w = kiln.read @w : tensor<4x4xf32>
+  // CHECK: %[[Y:.*]] = kiln.dense {{.*}} -> tensor<2x4xbf16>
+  %y = kiln.dense %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  // CHECK: %[[A:.*]] = kiln.activation sigmoid %[[Y]] : tensor<2x4xbf16>
+  %a = kiln.activation sigmoid %y : tensor<2x4xf32>
+  // CHECK: kiln.cast %[[A]] : tensor<2x4xbf16> to tensor<2x4xf32>
+  %loss = kiln.softmax_cross_entropy %a, %labels : (tensor<2x4xf32>, tensor<2xi32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// Negative case: an activation of f32 that nothing computes in bf16 stays f32.
+// CHECK-LABEL: func.func @activation_f32
+// CHECK-NEXT: kiln.activation relu6 %{{.*}} : tensor<4xf32>
+func.func @activation_f32(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %r = kiln.activation relu6 %x : tensor<4xf32>
+  return %r : tensor<4xf32>
+}

@@ -500,3 +500,23 @@ func.func @dense_gradients_not_fused(%x: tensor<2x8xf32>, %dy: tensor<2x4xf32>, 
   %s = kiln.reduce_sum %dz : (tensor<2x4xf32>) -> tensor<4xf32>
   return %dw, %db, %p, %s : tensor<8x4xf32>, tensor<4xf32>, tensor<4x4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// Activations join elementwise chains: an activation, its input's residual
+// add and a backward mask become one loop.
+// CHECK-LABEL: func.func @activation_chain
+// CHECK: kiln.fused_elementwise
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: %[[S:.*]] = kiln.add
+// CHECK-NEXT: %[[H:.*]] = kiln.activation hard_swish %[[S]]
+// CHECK-NEXT: %[[G:.*]] = kiln.activation_backward sigmoid %[[H]], %{{.*}}
+// CHECK-NEXT: kiln.yield %[[G]]
+// CHECK-NOT: kiln.activation
+// CHECK: return
+func.func @activation_chain(%a: tensor<2x4xf32>, %b: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %s = kiln.add %a, %b : tensor<2x4xf32>
+  %h = kiln.activation hard_swish %s : tensor<2x4xf32>
+  %g = kiln.activation_backward sigmoid %h, %a : tensor<2x4xf32>
+  return %g : tensor<2x4xf32>
+}

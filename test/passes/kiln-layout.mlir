@@ -135,3 +135,20 @@ func.func @reorder_nchw(%x: tensor<8x4x4x16xf32>) -> tensor<8x4x4x16xf32> {
   %r = kiln.reorder %x to nchw : tensor<8x4x4x16xf32>
   return %r : tensor<8x4x4x16xf32>
 }
+
+// -----
+
+// kiln.activation is elementwise: blocked mode runs it in nChw16c between
+// two blocked convolutions, with no reorder around it.
+// BLOCKED-LABEL: func.func @activation
+// BLOCKED: %[[C1:[a-z0-9_]+]] = kiln.conv2d {{.*}} {kiln.layout = "nChw16c"}
+// BLOCKED-NOT: kiln.reorder
+// BLOCKED: %[[A:[a-z0-9_]+]] = kiln.activation hard_swish %[[C1]] {kiln.layout = "nChw16c"}
+// BLOCKED-NOT: kiln.reorder
+// BLOCKED: kiln.conv2d %[[A]], {{.*}} {kiln.layout = "nChw16c"}
+func.func @activation(%x: tensor<8x16x16x16xf32>, %w: tensor<1x1x16x16xf32>) -> tensor<8x16x16x16xf32> {
+  %c1 = kiln.conv2d %x, %w stride [1, 1] pad [0, 0, 0, 0] : (tensor<8x16x16x16xf32>, tensor<1x1x16x16xf32>) -> tensor<8x16x16x16xf32>
+  %a = kiln.activation hard_swish %c1 : tensor<8x16x16x16xf32>
+  %c2 = kiln.conv2d %a, %w stride [1, 1] pad [0, 0, 0, 0] : (tensor<8x16x16x16xf32>, tensor<1x1x16x16xf32>) -> tensor<8x16x16x16xf32>
+  return %c2 : tensor<8x16x16x16xf32>
+}

@@ -149,3 +149,15 @@ module @copies {
     return %x : tensor<2x4xf32>
   }
 }
+
+// -----
+
+// Negative case: the systolic target has no activation unit for
+// kiln.activation yet; the error names the op.
+module @activation {
+  func.func @train_step(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+    // expected-error @+1 {{kiln-convert-to-sa: 'kiln.activation' is not supported on the systolic target}}
+    %r = kiln.activation silu %x : tensor<2x4xf32>
+    return %r : tensor<2x4xf32>
+  }
+}

@@ -76,6 +76,23 @@ def Kiln_Layout : I32EnumAttr<"Layout",
   let cppNamespace = "::kiln";
 }
 
+def Kiln_ActivationKind : I32EnumAttr<"ActivationKind",
+    "the function of kiln.activation, with PyTorch's definitions", [
+      // 1 / (1 + exp(-x)).
+      I32EnumAttrCase<"Sigmoid", 0, "sigmoid">,
+      // x * sigmoid(x) (SiLU, Swish-1).
+      I32EnumAttrCase<"SiLU", 1, "silu">,
+      // min(max(x, 0), 6).
+      I32EnumAttrCase<"ReLU6", 2, "relu6">,
+      // relu6(x + 3) / 6: torch.nn.Hardsigmoid, ONNX HardSigmoid with
+      // alpha 1/6 and beta 0.5.
+      I32EnumAttrCase<"HardSigmoid", 3, "hard_sigmoid">,
+      // x * hard_sigmoid(x): torch.nn.Hardswish, ONNX HardSwish.
+      I32EnumAttrCase<"HardSwish", 4, "hard_swish">
+    ]> {
+  let cppNamespace = "::kiln";
+}
+
 def Kiln_Schedule : I32EnumAttr<"Schedule",
     "learning-rate schedule; the parameter slots of each are in the op docs", [
       I32EnumAttrCase<"Constant", 0, "constant">,

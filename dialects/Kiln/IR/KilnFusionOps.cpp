@@ -10,6 +10,7 @@
 #include "dialects/Kiln/IR/ShapeRules.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/OpImplementation.h"
 
 using namespace mlir;
@@ -45,6 +46,112 @@ Value ReluBackwardOp::buildScalar(OpBuilder &b, Location loc,
                             floatConstant(b, loc, y.getType(), 0.0));
   Value zero = floatConstant(b, loc, operands[0].getType(), 0.0);
   return arith::SelectOp::create(b, loc, positive, operands[0], zero);
+}
+
+/// 1 / (1 + exp(-x)) in f32, in the reference's order of operations.
+static Value sigmoidF32(OpBuilder &b, Location loc, Value x) {
+  Value one = floatConstant(b, loc, x.getType(), 1.0);
+  Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+  return arith::DivFOp::create(b, loc, one,
+                               arith::AddFOp::create(b, loc, one, e));
+}
+
+/// min(max(v, 0), 6), NaN propagating (as the reference's std::isnan test).
+static Value relu6F32(OpBuilder &b, Location loc, Value v) {
+  Value lo = arith::MaximumFOp::create(b, loc, v,
+                                       floatConstant(b, loc, v.getType(), 0.0));
+  return arith::MinimumFOp::create(b, loc, lo,
+                                   floatConstant(b, loc, v.getType(), 6.0));
+}
+
+/// The formulas are those of reference/src/activation.cpp, operation for
+/// operation, so that the compiled step and kiln-run round alike.
+Value ActivationOp::buildScalar(OpBuilder &b, Location loc,
+                                ValueRange operands) {
+  Value x = widenToF32(b, loc, operands[0]);
+  auto c = [&](double v) { return floatConstant(b, loc, x.getType(), v); };
+  Value y;
+  switch (getKind()) {
+  case ActivationKind::Sigmoid:
+    y = sigmoidF32(b, loc, x);
+    break;
+  case ActivationKind::SiLU:
+    y = arith::MulFOp::create(b, loc, x, sigmoidF32(b, loc, x));
+    break;
+  case ActivationKind::ReLU6:
+    y = relu6F32(b, loc, x);
+    break;
+  case ActivationKind::HardSigmoid:
+    y = arith::DivFOp::create(
+        b, loc, relu6F32(b, loc, arith::AddFOp::create(b, loc, x, c(3.0))),
+        c(6.0));
+    break;
+  case ActivationKind::HardSwish:
+    y = arith::DivFOp::create(
+        b, loc,
+        arith::MulFOp::create(
+            b, loc, x,
+            relu6F32(b, loc, arith::AddFOp::create(b, loc, x, c(3.0)))),
+        c(6.0));
+    break;
+  }
+  return narrowTo(b, loc, y, operands[0].getType());
+}
+
+Value ActivationBackwardOp::buildScalar(OpBuilder &b, Location loc,
+                                        ValueRange operands) {
+  Value dy = widenToF32(b, loc, operands[0]);
+  Value x = widenToF32(b, loc, operands[1]);
+  auto c = [&](double v) { return floatConstant(b, loc, x.getType(), v); };
+  auto cmp = [&](arith::CmpFPredicate p, Value l, double r) {
+    return arith::CmpFOp::create(b, loc, p, l, c(r));
+  };
+  auto mul = [&](Value l, Value r) {
+    return arith::MulFOp::create(b, loc, l, r).getResult();
+  };
+  Value zero = c(0.0);
+  Value dx;
+  switch (getKind()) {
+  case ActivationKind::Sigmoid: {
+    Value s = sigmoidF32(b, loc, x);
+    dx = mul(dy, mul(s, arith::SubFOp::create(b, loc, c(1.0), s)));
+    break;
+  }
+  case ActivationKind::SiLU: {
+    Value s = sigmoidF32(b, loc, x);
+    Value t = mul(x, arith::SubFOp::create(b, loc, c(1.0), s));
+    dx = mul(dy, mul(s, arith::AddFOp::create(b, loc, c(1.0), t)));
+    break;
+  }
+  case ActivationKind::ReLU6: {
+    // Open interval, as PyTorch's hardtanh_backward.
+    Value inside =
+        arith::AndIOp::create(b, loc, cmp(arith::CmpFPredicate::OGT, x, 0.0),
+                              cmp(arith::CmpFPredicate::OLT, x, 6.0));
+    dx = arith::SelectOp::create(b, loc, inside, dy, zero);
+    break;
+  }
+  case ActivationKind::HardSigmoid: {
+    Value inside =
+        arith::AndIOp::create(b, loc, cmp(arith::CmpFPredicate::OGT, x, -3.0),
+                              cmp(arith::CmpFPredicate::OLT, x, 3.0));
+    dx = arith::SelectOp::create(b, loc, inside, mul(dy, c(1.0f / 6.0f)), zero);
+    break;
+  }
+  case ActivationKind::HardSwish: {
+    // 0 below -3, dy (x/3 + 1/2) up to 3 inclusive, dy above (PyTorch's
+    // hardswish_backward).
+    Value middle =
+        mul(dy, arith::AddFOp::create(
+                    b, loc, arith::DivFOp::create(b, loc, x, c(3.0)), c(0.5)));
+    Value upper = arith::SelectOp::create(
+        b, loc, cmp(arith::CmpFPredicate::OLE, x, 3.0), middle, dy);
+    dx = arith::SelectOp::create(
+        b, loc, cmp(arith::CmpFPredicate::OLT, x, -3.0), zero, upper);
+    break;
+  }
+  }
+  return narrowTo(b, loc, dx, operands[0].getType());
 }
 
 Value CastOp::buildScalar(OpBuilder &b, Location loc, ValueRange operands) {

@@ -128,6 +128,25 @@ def Kiln_ReluBackwardOp : Kiln_BackwardOp<"relu_backward", [Kiln_LayoutOpInterfa
   let assemblyFormat = "$output_grad `,` $output attr-dict `:` type($input_grad)";
 }
 
+def Kiln_ActivationBackwardOp : Kiln_BackwardOp<"activation_backward", [Kiln_LayoutOpInterface, Elementwise,
+    DeclareOpInterfaceMethods<Kiln_ElementwiseOpInterface>,
+    SameOperandsAndResultType]> {
+  let summary = "gradient of kiln.activation: dy times the derivative at the forward input";
+  let description = [{
+    Takes the forward *input* (the derivatives of the hard functions are
+    not functions of their outputs at the kinks, and SiLU's is not one at
+    all); the table of derivatives is in `kiln.activation`.
+
+    ```mlir
+    %dx = kiln.activation_backward hard_swish %dy, %x : tensor<?x56x56x16xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_ActivationKind:$kind, Kiln_FloatTensor:$output_grad,
+                       Kiln_FloatTensor:$input);
+  let results = (outs Kiln_FloatTensor:$input_grad);
+  let assemblyFormat = "$kind $output_grad `,` $input attr-dict `:` type($input_grad)";
+}
+
 def Kiln_MaxPoolBackwardOp : Kiln_BackwardOp<"max_pool_backward", [Kiln_LayoutOpInterface]> {
   let summary = "gradient of max_pool: dy routed to each window's maximum";
   let description = [{

@@ -67,6 +67,15 @@ LogicalResult ReluOp::buildGradients(OpBuilder &b,
   return success();
 }
 
+LogicalResult
+ActivationOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGradients,
+                             SmallVectorImpl<Value> &operandGradients) {
+  if (Value dy = prepare(*this, resultGradients, operandGradients))
+    operandGradients[0] = ActivationBackwardOp::create(
+        b, getLoc(), dy.getType(), getKindAttr(), dy, getInput());
+  return success();
+}
+
 LogicalResult AddOp::buildGradients(OpBuilder &b,
                                     ArrayRef<Value> resultGradients,
                                     SmallVectorImpl<Value> &operandGradients) {

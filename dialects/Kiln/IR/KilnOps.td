@@ -238,6 +238,42 @@ def Kiln_ReluOp : Kiln_Op<"relu", [Pure, Kiln_LayoutOpInterface, DeclareOpInterf
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
+def Kiln_ActivationOp : Kiln_Op<"activation", [Pure, Kiln_LayoutOpInterface, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>, Elementwise,
+    DeclareOpInterfaceMethods<Kiln_ElementwiseOpInterface>, SameOperandsAndResultType]> {
+  let summary = "a smooth or clipped activation function: sigmoid, SiLU, ReLU6, hard sigmoid, hard swish";
+  let description = [{
+    Applies `kind` to every element (definitions as PyTorch's):
+
+    | kind           | y                           | dy/dx                                  |
+    |----------------|-----------------------------|----------------------------------------|
+    | `sigmoid`      | s(x) = 1 / (1 + exp(-x))    | s(x) (1 - s(x))                        |
+    | `silu`         | x s(x)                      | s(x) (1 + x (1 - s(x)))                |
+    | `relu6`        | min(max(x, 0), 6)           | 1 where 0 < x < 6, else 0              |
+    | `hard_sigmoid` | relu6(x + 3) / 6            | 1/6 where -3 < x < 3, else 0           |
+    | `hard_swish`   | x relu6(x + 3) / 6          | 0 below -3, x/3 + 1/2 up to 3, 1 above |
+
+    The derivatives at the kinks are PyTorch's (`hardtanh_backward`,
+    `hardsigmoid_backward`, `hardswish_backward`), so gradients compared
+    with PyTorch agree there too. One op with a kind rather than one op per
+    function: they share everything but the scalar formula (fusion,
+    layout, bf16 policy, lowering), and the op set stays small. ReLU stays
+    its own op because batch norm and convolutions fuse it.
+
+    Elementwise, so it computes in any layout (`--kiln-layout` leaves its
+    operand where it is). NaN propagates.
+
+    Example (MobileNetV3's activation, EfficientNet's):
+
+    ```mlir
+    %y = kiln.activation hard_swish %x : tensor<?x56x56x16xf32>
+    %z = kiln.activation silu %x : tensor<?x56x56x16xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_ActivationKind:$kind, Kiln_FloatTensor:$input);
+  let results = (outs Kiln_FloatTensor:$output);
+  let assemblyFormat = "$kind $input attr-dict `:` type($input)";
+}
+
 def Kiln_AddOp : Kiln_Op<"add", [Pure, Kiln_LayoutOpInterface, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface, ["getPrecisionOperands"]>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>, Elementwise, Commutative,
     DeclareOpInterfaceMethods<Kiln_ElementwiseOpInterface>,
     SameOperandsAndResultType]> {

@@ -225,9 +225,9 @@ LogicalResult lowerOp(Lowering &l, Operation *op) {
   if (failed(verifyLayouts(op)))
     return failure();
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<ReluOp, AddOp, ReluBackwardOp, CastOp, FusedElementwiseOp,
-            GlobalAvgPoolOp, GlobalAvgPoolBackwardOp, ReduceSumOp,
-            arith::ConstantOp>(
+      .Case<ReluOp, ActivationOp, AddOp, ReluBackwardOp, ActivationBackwardOp,
+            CastOp, FusedElementwiseOp, GlobalAvgPoolOp,
+            GlobalAvgPoolBackwardOp, ReduceSumOp, arith::ConstantOp>(
           [&](Operation *op) { return lowerElementwise(l, op); })
       .Case<BatchNormTrainOp, BatchNormInferenceOp, BatchNormBackwardOp,
             FusedConv2DBatchNormTrainOp>(

@@ -346,3 +346,27 @@ func.func @loss_labels(%l: tensor<4x10xf32>, %y: tensor<4xf32>) {
   %0 = kiln.softmax_cross_entropy %l, %y : (tensor<4x10xf32>, tensor<4xf32>) -> tensor<f32>
   return
 }
+
+// -----
+
+func.func @activation_kind(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [sigmoid, silu, relu6, hard_sigmoid, hard_swish]}}
+  %0 = kiln.activation gelu %x : tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @activation_type(%x: tensor<2x3xi32>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or bfloat16 type values}}
+  %0 = kiln.activation sigmoid %x : tensor<2x3xi32>
+  return
+}
+
+// -----
+
+func.func @activation_backward_shape(%dy: tensor<2x3xf32>, %x: tensor<3x2xf32>) {
+  // expected-error @+1 {{all non-scalar operands/results must have the same shape and base type}}
+  %0 = "kiln.activation_backward"(%dy, %x) {kind = 1 : i32} : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x3xf32>
+  return
+}

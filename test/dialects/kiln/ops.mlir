@@ -86,6 +86,26 @@ func.func @elementwise(%a: tensor<?x4x4x8xf32>, %b: tensor<?x4x4x8xf32>) -> tens
 
 // -----
 
+// CHECK-LABEL: func.func @activations
+// CHECK-SAME: (%[[X:.*]]: tensor<?x4x4x8xf32>, %[[D:.*]]: tensor<?x4x4x8xf32>)
+func.func @activations(%x: tensor<?x4x4x8xf32>, %dy: tensor<?x4x4x8xf32>) -> (tensor<?x4x4x8xf32>, tensor<?x4x4x8xf32>, tensor<?x4x4x8xf32>, tensor<?x4x4x8xf32>, tensor<?x4x4x8xf32>, tensor<?x4x4x8xf32>) {
+  // CHECK: kiln.activation sigmoid %[[X]] : tensor<?x4x4x8xf32>
+  %a = kiln.activation sigmoid %x : tensor<?x4x4x8xf32>
+  // CHECK: kiln.activation silu %[[X]] : tensor<?x4x4x8xf32>
+  %b = kiln.activation silu %x : tensor<?x4x4x8xf32>
+  // CHECK: kiln.activation relu6 %[[X]] : tensor<?x4x4x8xf32>
+  %c = kiln.activation relu6 %x : tensor<?x4x4x8xf32>
+  // CHECK: kiln.activation hard_sigmoid %[[X]] : tensor<?x4x4x8xf32>
+  %d = kiln.activation hard_sigmoid %x : tensor<?x4x4x8xf32>
+  // CHECK: kiln.activation hard_swish %[[X]] : tensor<?x4x4x8xf32>
+  %e = kiln.activation hard_swish %x : tensor<?x4x4x8xf32>
+  // CHECK: kiln.activation_backward silu %[[D]], %[[X]] : tensor<?x4x4x8xf32>
+  %f = kiln.activation_backward silu %dy, %x : tensor<?x4x4x8xf32>
+  return %a, %b, %c, %d, %e, %f : tensor<?x4x4x8xf32>, tensor<?x4x4x8xf32>, tensor<?x4x4x8xf32>, tensor<?x4x4x8xf32>, tensor<?x4x4x8xf32>, tensor<?x4x4x8xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @pooling
 // CHECK-SAME: (%[[X:.*]]: tensor<?x9x9x8xf32>)
 func.func @pooling(%x: tensor<?x9x9x8xf32>) -> (tensor<?x5x5x8xf32>, tensor<?x4x4x8xf32>, tensor<?x8xf32>) {

@@ -8,6 +8,7 @@
 #ifndef KILN_REF_REF_H
 #define KILN_REF_REF_H
 
+#include "kiln/ref/activation.h"
 #include "kiln/ref/batchnorm.h"
 #include "kiln/ref/bf16.h"
 #include "kiln/ref/conv.h"
