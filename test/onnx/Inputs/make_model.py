@@ -42,31 +42,6 @@ def weights(rng):
     return {k: v.astype(np.float32) for k, v in w.items()}
 
 
-def conv_bn_relu(nodes, kind, x, conv, bn, out, relu=True, residual=None):
-    nodes.append(helper.make_node("Conv", [x, conv], [out + "_c"],
-                                  name=f"/{conv}/Conv", kernel_shape=[3, 3],
-                                  pads=[1, 1, 1, 1], strides=[1, 1]))
-    ins = [out + "_c", f"{bn}.weight", f"{bn}.bias", f"{bn}.running_mean",
-           f"{bn}.running_var"]
-    if kind == "train":
-        outs = [out + "_b", out + "_rm", out + "_rv", out + "_sm", out + "_sv"]
-    else:
-        outs = [out + "_b"]
-    nodes.append(helper.make_node("BatchNormalization", ins, outs,
-                                  name=f"/{bn}/BatchNormalization",
-                                  epsilon=1e-5, momentum=0.9))
-    y = out + "_b"
-    if residual:
-        nodes.append(helper.make_node("Add", [y, residual], [out + "_a"],
-                                      name=f"/{bn}/Add"))
-        y = out + "_a"
-    if relu:
-        nodes.append(helper.make_node("Relu", [y], [out], name=f"/{bn}/Relu"))
-    else:
-        nodes.append(helper.make_node("Identity", [y], [out]))
-    return out
-
-
 def model(kind, w, opset=13):
     nodes = []
     init_names = {k: k for k in w}
