@@ -26,6 +26,7 @@
 #include "llvm/Support/Path.h"
 
 #include "onnx/checker.h"
+#include "onnx/defs/parser.h"
 #include "onnx/defs/tensor_proto_util.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/shape_inference/implementation.h"
@@ -75,8 +76,7 @@ struct Constant {
 };
 
 /// Runs a libonnx call, turning its exceptions into an error message.
-template <typename Fn>
-static bool callOnnx(Fn &&fn, std::string &error) {
+template <typename Fn> static bool callOnnx(Fn &&fn, std::string &error) {
   try {
     fn();
     return true;
@@ -88,10 +88,10 @@ static bool callOnnx(Fn &&fn, std::string &error) {
 
 class Importer {
 public:
-  Importer(StringRef path, MLIRContext &context,
+  Importer(const llvm::MemoryBuffer &buffer, MLIRContext &context,
            const OnnxImportOptions &options)
-      : path(path.str()), context(context), options(options),
-        builder(&context),
+      : buffer(buffer), path(buffer.getBufferIdentifier().str()),
+        context(context), options(options), builder(&context),
         fileLoc(FileLineColLoc::get(&context, path, 0, 0)) {}
 
   OwningOpRef<ModuleOp> run();
@@ -131,8 +131,7 @@ private:
   InFlightDiagnostic nodeError(const onnx::NodeProto &node);
   Location nodeLoc(const onnx::NodeProto &node);
   FailureOr<Activation> activation(const onnx::NodeProto &node, int index);
-  FailureOr<const Constant *> constant(const onnx::NodeProto &node,
-                                       int index);
+  FailureOr<const Constant *> constant(const onnx::NodeProto &node, int index);
   bool hasInput(const onnx::NodeProto &node, int index) {
     return index < node.input_size() && !node.input(index).empty();
   }
@@ -145,11 +144,11 @@ private:
                      ArrayRef<float> values, Initializer freshInit,
                      float freshStd = 0.0f);
   LogicalResult pool(const onnx::NodeProto &node, bool max);
-  LogicalResult reshapeTo(const onnx::NodeProto &node,
-                          const Activation &input,
+  LogicalResult reshapeTo(const onnx::NodeProto &node, const Activation &input,
                           SmallVector<int64_t> target);
   RankedTensorType kilnType(ArrayRef<int64_t> onnxShape);
 
+  const llvm::MemoryBuffer &buffer;
   std::string path;
   MLIRContext &context;
   OnnxImportOptions options;
@@ -162,6 +161,8 @@ private:
   Value labels;
   llvm::StringMap<Activation> activations;
   llvm::StringMap<Constant> constants;
+  /// How many node inputs and graph outputs read each ONNX value.
+  llvm::StringMap<int> readers;
   /// Variables declared so far, by name (an initializer read twice is one
   /// variable).
   llvm::StringMap<VariableOp> variables;
@@ -202,8 +203,8 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
 // Diagnostics and values
 //===----------------------------------------------------------------------===//
 
-static std::string joined(const google::protobuf::RepeatedPtrField<std::string>
-                              &names) {
+static std::string
+joined(const google::protobuf::RepeatedPtrField<std::string> &names) {
   std::string out = "[";
   for (int i = 0; i < names.size(); ++i)
     out += (i ? ", " : "") + names.Get(i);
@@ -211,10 +212,15 @@ static std::string joined(const google::protobuf::RepeatedPtrField<std::string>
 }
 
 InFlightDiagnostic Importer::nodeError(const onnx::NodeProto &node) {
-  return emitError(fileLoc)
-         << "node '" << node.name() << "' (" << node.op_type() << ", inputs "
-         << joined(node.input()) << ", outputs " << joined(node.output())
-         << ", opset " << opset << "): ";
+  InFlightDiagnostic diag = emitError(fileLoc);
+  if (node.name().empty())
+    diag << "unnamed node";
+  else
+    diag << "node '" << node.name() << "'";
+  return std::move(diag) << " (" << node.op_type() << ", inputs "
+                         << joined(node.input()) << ", outputs "
+                         << joined(node.output()) << ", opset " << opset
+                         << "): ";
 }
 
 Location Importer::nodeLoc(const onnx::NodeProto &node) {
@@ -313,8 +319,7 @@ Value Importer::readVariable(const onnx::NodeProto &node, const Constant &c,
     auto variable = VariableOp::create(
         builder, fileLoc, VariableKindAttr::get(&context, kind),
         builder.getStringAttr(name), TypeAttr::get(type),
-        InitializerAttr::get(&context, init), std, value,
-        FlatSymbolRefAttr());
+        InitializerAttr::get(&context, init), std, value, FlatSymbolRefAttr());
     it = variables.insert({name, variable}).first;
   }
   return ReadOp::create(builder, nodeLoc(node), type,
@@ -341,15 +346,26 @@ static int64_t defaultOpset(const onnx::ModelProto &model) {
 }
 
 LogicalResult Importer::load() {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
-    return emitError(fileLoc) << "cannot read the ONNX model: "
-                              << buffer.getError().message();
-  StringRef bytes = (*buffer)->getBuffer();
-  if (!model.ParseFromArray(bytes.data(), int(bytes.size())))
+  StringRef bytes = buffer.getBuffer();
+  bool parsed = model.ParseFromArray(bytes.data(), int(bytes.size()));
+  if (!parsed && bytes.starts_with("\x08"))
     return emitError(fileLoc)
-           << "not an ONNX model (the file does not parse as an "
-              "onnx.ModelProto)";
+           << "not an ONNX model (the file starts like a serialized "
+              "onnx.ModelProto but does not parse as one)";
+  if (!parsed) {
+    // ONNX's textual syntax.
+    model.Clear();
+    std::string text = bytes.str();
+    onnx::Status status;
+    std::string error;
+    parsed = callOnnx(
+        [&] { status = onnx::OnnxParser::Parse(model, text.c_str()); }, error);
+    if (!parsed || !status.IsOK())
+      return emitError(fileLoc)
+             << "not an ONNX model (neither a serialized onnx.ModelProto nor "
+                "ONNX's textual syntax"
+             << (parsed ? ": " + status.ErrorMessage() : std::string()) << ")";
+  }
   opset = defaultOpset(model);
   if (opset == 0)
     return emitError(fileLoc) << "the model imports no ai.onnx opset";
@@ -364,9 +380,8 @@ LogicalResult Importer::load() {
             },
             error))
       return emitError(fileLoc)
-             << "cannot convert the model from opset " << opset
-             << " to opset " << target
-             << " (Kiln imports opsets 13-17): " << error;
+             << "cannot convert the model from opset " << opset << " to opset "
+             << target << " (Kiln imports opsets 13-17): " << error;
     model = std::move(converted);
     opset = target;
   }
@@ -374,8 +389,8 @@ LogicalResult Importer::load() {
     return emitError(fileLoc) << "the ONNX checker rejects the model (opset "
                               << opset << "): " << error;
   if (!callOnnx([&] { onnx::shape_inference::InferShapes(model); }, error))
-    return emitError(fileLoc) << "ONNX shape inference fails (opset " << opset
-                              << "): " << error;
+    return emitError(fileLoc)
+           << "ONNX shape inference fails (opset " << opset << "): " << error;
   return success();
 }
 
@@ -441,17 +456,28 @@ static FailureOr<Constant> readTensor(const onnx::TensorProto &t,
   }
   if (!ok)
     return failure();
+  size_t count = c.isFloat ? c.floats.size() : c.ints.size();
+  if (int64_t(count) != c.numElements()) {
+    error = "it holds " + std::to_string(count) + " values for " +
+            std::to_string(c.numElements()) + " elements";
+    return failure();
+  }
   return c;
 }
 
 LogicalResult Importer::declareInputs() {
   const onnx::GraphProto &graph = model.graph();
+  for (const onnx::NodeProto &node : graph.node())
+    for (const std::string &input : node.input())
+      ++readers[input];
+  for (const onnx::ValueInfoProto &output : graph.output())
+    ++readers[output.name()];
   for (const onnx::TensorProto &init : graph.initializer()) {
     std::string error;
     FailureOr<Constant> c = readTensor(init, error);
     if (failed(c))
-      return emitError(fileLoc) << "initializer '" << init.name()
-                                << "': " << error;
+      return emitError(fileLoc)
+             << "initializer '" << init.name() << "': " << error;
     constants[init.name()] = std::move(*c);
   }
   const onnx::ValueInfoProto *images = nullptr;
@@ -494,12 +520,12 @@ LogicalResult Importer::declareInputs() {
   const onnx::GraphProto &g = model.graph();
   if (g.output_size() < 1)
     return emitError(fileLoc) << "the model has no output";
-  auto labelType = RankedTensorType::get({ShapedType::kDynamic},
-                                         builder.getI32Type());
+  auto labelType =
+      RankedTensorType::get({ShapedType::kDynamic}, builder.getI32Type());
   // The result types are set by finish(), once the logits are known.
-  forward = func::FuncOp::create(
-      builder, fileLoc, "forward",
-      builder.getFunctionType({imageType, labelType}, {}));
+  forward =
+      func::FuncOp::create(builder, fileLoc, "forward",
+                           builder.getFunctionType({imageType, labelType}, {}));
   Block *entry = forward.addEntryBlock();
   builder.setInsertionPointToEnd(entry);
   activations[images->name()] = {entry->getArgument(0), onnxShape};
@@ -549,10 +575,22 @@ OwningOpRef<ModuleOp> Importer::run() {
   return std::move(module);
 }
 
+OwningOpRef<ModuleOp> importOnnx(const llvm::MemoryBuffer &buffer,
+                                 MLIRContext &context,
+                                 const OnnxImportOptions &options) {
+  context.loadDialect<KilnDialect, func::FuncDialect>();
+  return Importer(buffer, context, options).run();
+}
+
 OwningOpRef<ModuleOp> importOnnxFile(StringRef path, MLIRContext &context,
                                      const OnnxImportOptions &options) {
-  context.loadDialect<KilnDialect, func::FuncDialect>();
-  return Importer(path, context, options).run();
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer) {
+    emitError(FileLineColLoc::get(&context, path, 0, 0))
+        << "cannot read the ONNX model: " << buffer.getError().message();
+    return {};
+  }
+  return importOnnx(**buffer, context, options);
 }
 
 //===----------------------------------------------------------------------===//
@@ -566,13 +604,11 @@ static SmallVector<int64_t> kilnPadding(ArrayRef<int64_t> pads) {
 
 /// Checks the attributes every windowed op (Conv, pools) shares and returns
 /// the output's spatial size, or fails with a message.
-static LogicalResult checkWindow(const onnx::NodeProto &node,
-                                 ArrayRef<int64_t> inputShape,
-                                 ArrayRef<int64_t> window,
-                                 ArrayRef<int64_t> strides,
-                                 ArrayRef<int64_t> pads,
-                                 ArrayRef<int64_t> dilations,
-                                 std::string &error) {
+static LogicalResult
+checkWindow(const onnx::NodeProto &node, ArrayRef<int64_t> inputShape,
+            ArrayRef<int64_t> window, ArrayRef<int64_t> strides,
+            ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
+            std::string &error) {
   const onnx::AttributeProto *autoPad = attribute(node, "auto_pad");
   if (autoPad && autoPad->s() != "NOTSET") {
     error = "auto_pad " + autoPad->s() +
@@ -638,16 +674,15 @@ LogicalResult Importer::importConv(const onnx::NodeProto &node) {
           hwio[((y * kw + xi) * c + ci) * o + oi] =
               filter.floats[((oi * c + ci) * kh + y) * kw + xi];
   auto filterType = RankedTensorType::get({kh, kw, c, o}, builder.getF32Type());
-  Value weight = readVariable(node, filter, VariableKind::Parameter,
-                              filterType, hwio, Initializer::HeNormal);
+  Value weight = readVariable(node, filter, VariableKind::Parameter, filterType,
+                              hwio, Initializer::HeNormal);
   Value y = Conv2DOp::create(builder, nodeLoc(node), x->value, weight,
                              builder.getDenseI64ArrayAttr(strides),
                              builder.getDenseI64ArrayAttr(kilnPadding(pads)),
                              builder.getDenseI64ArrayAttr(dilations));
   SmallVector<int64_t> shape = {
       x->shape[0], o,
-      windowOutput(x->shape[2], pads[0], pads[2], kh, strides[0],
-                   dilations[0]),
+      windowOutput(x->shape[2], pads[0], pads[2], kh, strides[0], dilations[0]),
       windowOutput(x->shape[3], pads[1], pads[3], kw, strides[1],
                    dilations[1])};
   define(node, 0, y, shape);
@@ -678,11 +713,10 @@ LogicalResult Importer::importBatchNorm(const onnx::NodeProto &node) {
     FailureOr<const Constant *> c = constant(node, i + 1);
     if (failed(c))
       return failure();
-    if ((*c)->dims.size() != 1 || (*c)->dims[0] != channels ||
-        !(*c)->isFloat)
-      return nodeError(node) << "input '" << node.input(i + 1)
-                             << "' must be a float vector of the " << channels
-                             << " channels";
+    if ((*c)->dims.size() != 1 || (*c)->dims[0] != channels || !(*c)->isFloat)
+      return nodeError(node)
+             << "input '" << node.input(i + 1)
+             << "' must be a float vector of the " << channels << " channels";
     operands[i] = readVariable(node, **c, roles[i].kind, vectorType,
                                (*c)->floats, roles[i].fresh);
   }
@@ -691,8 +725,7 @@ LogicalResult Importer::importBatchNorm(const onnx::NodeProto &node) {
       builder, loc, x->value, operands[0], operands[1], operands[2],
       operands[3], /*residual=*/Value(),
       builder.getF32FloatAttr(floatAttr(node, "epsilon", 1e-5f)),
-      builder.getF32FloatAttr(floatAttr(node, "momentum", 0.9f)),
-      UnitAttr());
+      builder.getF32FloatAttr(floatAttr(node, "momentum", 0.9f)), UnitAttr());
   AssignOp::create(builder, loc,
                    cast<ReadOp>(operands[2].getDefiningOp()).getVariable(),
                    bn.getNewRunningMean());
@@ -710,8 +743,7 @@ LogicalResult Importer::importRelu(const onnx::NodeProto &node) {
   FailureOr<Activation> x = activation(node, 0);
   if (failed(x))
     return failure();
-  define(node, 0, ReluOp::create(builder, nodeLoc(node), x->value),
-         x->shape);
+  define(node, 0, ReluOp::create(builder, nodeLoc(node), x->value), x->shape);
   return success();
 }
 
@@ -725,8 +757,11 @@ LogicalResult Importer::importAdd(const onnx::NodeProto &node) {
     auto dense = x->value.getDefiningOp<DenseOp>();
     const Constant &bias = constants[node.input(1)];
     int64_t m = x->shape.back();
-    if (!dense || dense.getBias() || !x->value.hasOneUse() ||
-        bias.dims.size() != 1 || bias.dims[0] != m || !bias.isFloat)
+    // The MatMul's product must have no other reader, in ONNX (later nodes,
+    // graph outputs) or kiln.
+    if (!dense || dense.getBias() || readers.lookup(node.input(0)) != 1 ||
+        !x->value.use_empty() || bias.dims.size() != 1 || bias.dims[0] != m ||
+        !bias.isFloat)
       return nodeError(node)
              << "Kiln imports an Add of a constant only as the bias of the "
                 "MatMul before it (a float vector of its "
@@ -776,8 +811,8 @@ LogicalResult Importer::pool(const onnx::NodeProto &node, bool max) {
     return nodeError(node) << "count_include_pad=1 with padding is not "
                               "supported: Kiln's average excludes padding";
   std::string error;
-  if (failed(checkWindow(node, x->shape, window, strides, pads, dilations,
-                         error)))
+  if (failed(
+          checkWindow(node, x->shape, window, strides, pads, dilations, error)))
     return nodeError(node) << error;
   Location loc = nodeLoc(node);
   auto windowAttr = builder.getDenseI64ArrayAttr(window);
@@ -830,8 +865,7 @@ LogicalResult Importer::reshapeTo(const onnx::NodeProto &node,
   for (int64_t d : ArrayRef<int64_t>(input.shape).drop_front())
     total *= d;
   for (auto [i, d] : llvm::enumerate(target)) {
-    if (d == kBatch || (i == 0 && d == input.shape[0]) ||
-        (i == 0 && d == 0)) {
+    if (d == kBatch || (i == 0 && d == input.shape[0]) || (i == 0 && d == 0)) {
       if (i != 0)
         return nodeError(node) << "only the first dimension of the target "
                                   "shape may be the batch";
@@ -857,9 +891,9 @@ LogicalResult Importer::reshapeTo(const onnx::NodeProto &node,
   } else if (known != total) {
     return nodeError(node) << "the target shape does not fit the input";
   }
-  bool nhwcIsNchw = input.shape.size() == 2 ||
-                    (input.shape.size() == 4 && input.shape[2] == 1 &&
-                     input.shape[3] == 1);
+  bool nhwcIsNchw =
+      input.shape.size() == 2 ||
+      (input.shape.size() == 4 && input.shape[2] == 1 && input.shape[3] == 1);
   if (target.size() != 2 || !nhwcIsNchw)
     return nodeError(node)
            << "Kiln imports reshapes to [N, K] of [N, C, 1, 1] or [N, K] "
@@ -897,9 +931,9 @@ LogicalResult Importer::importReshape(const onnx::NodeProto &node) {
     return nodeError(node) << "the target shape must be integers";
   if (intAttr(node, "allowzero", 0) != 0)
     return nodeError(node) << "allowzero=1 is not supported";
-  return reshapeTo(node, *x,
-                   SmallVector<int64_t>((*shape)->ints.begin(),
-                                        (*shape)->ints.end()));
+  return reshapeTo(
+      node, *x,
+      SmallVector<int64_t>((*shape)->ints.begin(), (*shape)->ints.end()));
 }
 
 LogicalResult Importer::importGemm(const onnx::NodeProto &node) {
@@ -929,17 +963,17 @@ LogicalResult Importer::importGemm(const onnx::NodeProto &node) {
         km[i * m + j] = weight.floats[j * k + i];
   auto weightType = RankedTensorType::get({k, m}, builder.getF32Type());
   // The builder's classifier: normal(0, 0.01).
-  Value wv = readVariable(node, weight, VariableKind::Parameter, weightType,
-                          km, Initializer::Normal, 0.01f);
+  Value wv = readVariable(node, weight, VariableKind::Parameter, weightType, km,
+                          Initializer::Normal, 0.01f);
   Value bias;
   if (hasInput(node, 2)) {
     FailureOr<const Constant *> c = constant(node, 2);
     if (failed(c))
       return failure();
     if ((*c)->dims.size() != 1 || (*c)->dims[0] != m || !(*c)->isFloat)
-      return nodeError(node) << "bias '" << node.input(2)
-                             << "' must be a float vector of the " << m
-                             << " outputs";
+      return nodeError(node)
+             << "bias '" << node.input(2) << "' must be a float vector of the "
+             << m << " outputs";
     bias = readVariable(node, **c, VariableKind::Parameter,
                         RankedTensorType::get({m}, builder.getF32Type()),
                         (*c)->floats, Initializer::Zeros);

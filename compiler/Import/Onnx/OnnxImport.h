@@ -14,6 +14,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 namespace kiln {
 
@@ -31,8 +32,15 @@ struct OnnxImportOptions {
 /// 0x08), which MLIR text never does.
 bool isOnnxFile(llvm::StringRef path);
 
-/// Imports the model in `path`. Errors are emitted on `context` and name the
-/// file, and for a node its name, op type, inputs, outputs and the opset.
+/// Imports the model in `buffer`: a serialized onnx.ModelProto, or ONNX's
+/// textual syntax (onnx/defs/parser.h), which lit tests write. Errors are
+/// emitted on `context` and name the buffer's identifier (the file), and for
+/// a node its name, op type, inputs, outputs and the opset.
+mlir::OwningOpRef<mlir::ModuleOp>
+importOnnx(const llvm::MemoryBuffer &buffer, mlir::MLIRContext &context,
+           const OnnxImportOptions &options = {});
+
+/// Reads `path` and imports it.
 mlir::OwningOpRef<mlir::ModuleOp>
 importOnnxFile(llvm::StringRef path, mlir::MLIRContext &context,
                const OnnxImportOptions &options = {});
