@@ -92,6 +92,20 @@ LogicalResult evalActivationBackward(ActivationBackwardOp op,
   return success();
 }
 
+LogicalResult evalBroadcastMulBackward(BroadcastMulBackwardOp op,
+                                       EvalContext &ctx) {
+  ref::Tensor dy = ctx.get(op.getOutputGrad()).toRef();
+  ref::Tensor a = ctx.get(op.getLhs()).toRef();
+  ref::Shape bShape =
+      resolveShape(op.getRhsGrad().getType(), dy.shape.empty() ? 1 : dy.dim(0));
+  if (failed(
+          ctx.checkSameShape(op, "the output gradient", dy.shape, a.shape)) ||
+      failed(ctx.check(op, ref::checkBroadcast(bShape, a.shape))))
+    return failure();
+  ctx.setFloat(op.getRhsGrad(), ref::broadcastMulBackward(dy, a, bShape));
+  return success();
+}
+
 LogicalResult evalReluBackward(ReluBackwardOp op, EvalContext &ctx) {
   const HostTensor &dy = ctx.get(op.getOutputGrad());
   const HostTensor &y = ctx.get(op.getOutput());
@@ -246,6 +260,9 @@ std::optional<LogicalResult> evaluateGradientOp(Operation *op,
       .Case(
           [&](BatchNormBackwardOp o) { return evalBatchNormBackward(o, ctx); })
       .Case([&](ReluBackwardOp o) { return evalReluBackward(o, ctx); })
+      .Case([&](BroadcastMulBackwardOp o) {
+        return evalBroadcastMulBackward(o, ctx);
+      })
       .Case([&](ActivationBackwardOp o) {
         return evalActivationBackward(o, ctx);
       })

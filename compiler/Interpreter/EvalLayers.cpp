@@ -175,6 +175,15 @@ LogicalResult evalActivation(ActivationOp op, EvalContext &ctx) {
   return success();
 }
 
+LogicalResult evalBroadcastMul(BroadcastMulOp op, EvalContext &ctx) {
+  ref::Tensor a = ctx.get(op.getLhs()).toRef();
+  ref::Tensor b = ctx.get(op.getRhs()).toRef();
+  if (failed(ctx.check(op, ref::checkBroadcast(b.shape, a.shape))))
+    return failure();
+  ctx.setFloat(op.getOutput(), ref::broadcastMul(a, b));
+  return success();
+}
+
 LogicalResult evalAdd(AddOp op, EvalContext &ctx) {
   const HostTensor &a = ctx.get(op.getLhs());
   const HostTensor &b = ctx.get(op.getRhs());
@@ -296,6 +305,7 @@ std::optional<LogicalResult> evaluateLayerOp(Operation *op, EvalContext &ctx) {
       .Case([&](ReluOp o) { return evalRelu(o, ctx); })
       .Case([&](ActivationOp o) { return evalActivation(o, ctx); })
       .Case([&](AddOp o) { return evalAdd(o, ctx); })
+      .Case([&](BroadcastMulOp o) { return evalBroadcastMul(o, ctx); })
       .Case([&](MaxPoolOp o) { return evalPool(o, ctx); })
       .Case([&](AvgPoolOp o) { return evalPool(o, ctx); })
       .Case([&](GlobalAvgPoolOp o) { return evalGlobalAvgPool(o, ctx); })

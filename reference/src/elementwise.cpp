@@ -1,4 +1,4 @@
-//===- elementwise.cpp - ReLU, add, reshape --------------------------------===//
+//===- elementwise.cpp - ReLU, add, broadcast multiply, reshape -----------===//
 //
 // Part of Kiln.
 //
@@ -31,6 +31,61 @@ Tensor add(const Tensor &a, const Tensor &b) {
   for (int64_t i = 0; i < a.size(); ++i)
     y[i] = a[i] + b[i];
   return y;
+}
+
+Status checkBroadcast(const Shape &small, const Shape &full) {
+  bool ok = small.size() == full.size();
+  for (size_t i = 0; ok && i < full.size(); ++i)
+    ok = small[i] == 1 || small[i] == full[i];
+  if (!ok)
+    return Status::error("broadcast: " + shapeToString(small) +
+                         " does not broadcast to " + shapeToString(full));
+  return Status::success();
+}
+
+namespace {
+/// For each element of `full` (row-major), the index of the element of
+/// `small` (which broadcasts to it) that it pairs with.
+std::vector<int64_t> broadcastIndices(const Shape &small, const Shape &full) {
+  KILN_REF_CHECK_OK(checkBroadcast(small, full));
+  std::vector<int64_t> out(static_cast<size_t>(numElements(full)));
+  size_t rank = full.size();
+  std::vector<int64_t> index(rank, 0);
+  for (size_t flat = 0; flat < out.size(); ++flat) {
+    int64_t at = 0;
+    for (size_t d = 0; d < rank; ++d)
+      at = at * small[d] + (small[d] == 1 ? 0 : index[d]);
+    out[flat] = at;
+    for (size_t d = rank; d-- > 0;) {
+      if (++index[d] < full[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+} // namespace
+
+Tensor broadcastMul(const Tensor &a, const Tensor &b) {
+  std::vector<int64_t> at = broadcastIndices(b.shape, a.shape);
+  Tensor y(a.shape);
+  for (int64_t i = 0; i < a.size(); ++i)
+    y[i] = a[i] * b[at[static_cast<size_t>(i)]];
+  return y;
+}
+
+Tensor broadcastMulBackward(const Tensor &dy, const Tensor &a,
+                            const Shape &bShape) {
+  KILN_REF_CHECK_OK(checkShape(dy, a.shape, "broadcastMulBackward dy"));
+  std::vector<int64_t> at = broadcastIndices(bShape, a.shape);
+  std::vector<double> sum(static_cast<size_t>(numElements(bShape)), 0.0);
+  for (int64_t i = 0; i < a.size(); ++i)
+    sum[static_cast<size_t>(at[static_cast<size_t>(i)])] +=
+        static_cast<double>(dy[i]) * a[i];
+  Tensor db(bShape);
+  for (size_t i = 0; i < sum.size(); ++i)
+    db.data[i] = static_cast<float>(sum[i]);
+  return db;
 }
 
 Status checkReshape(const Shape &shape, const Shape &newShape) {

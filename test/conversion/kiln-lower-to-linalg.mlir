@@ -490,3 +490,52 @@ func.func @train_step(%x: tensor<2x4x4x16xf32>) -> tensor<2x4x4x16xf32> {
   %y = kiln.activation sigmoid %x {kiln.layout = "nChw16c"} : tensor<2x4x4x16xf32>
   return %y : tensor<2x4x4x16xf32>
 }
+
+// -----
+
+// kiln.broadcast_mul is one parallel linalg.generic reading the broadcast
+// operand with 0 for its unit dimensions; its backward sums dy * x in f32
+// over them (reduction loops) into a zeroed temporary, then stores it.
+// 32 channels: 16 to a vector<16xf32> element.
+// CHECK-DAG: #[[$ID:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-DAG: #[[$BC:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, 0, 0, d3)>
+// CHECK-LABEL: module @broadcast_mul
+// CHECK: linalg.generic {indexing_maps = [#[[$ID]], #[[$BC]], #[[$ID]]], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%{{.*}}, %{{.*}} : memref<2x3x3x2xvector<16xf32>>, memref<2x1x1x2xvector<16xf32>>)
+// CHECK-NEXT: ^bb0(%[[A:.*]]: vector<16xf32>, %[[B:.*]]: vector<16xf32>, %{{.*}}: vector<16xf32>):
+// CHECK-NEXT: %[[M:.*]] = arith.mulf %[[A]], %[[B]]
+// CHECK-NEXT: linalg.yield %[[M]]
+// CHECK: linalg.fill ins(%{{.*}} : vector<16xf32>) outs(%[[SUM:.*]] : memref<2x1x1x2xvector<16xf32>>)
+// CHECK: linalg.generic {indexing_maps = [#[[$ID]], #[[$ID]], #[[$BC]]], iterator_types = ["parallel", "reduction", "reduction", "parallel"]} {{.*}} outs(%[[SUM]] : memref<2x1x1x2xvector<16xf32>>)
+// CHECK-NEXT: ^bb0(%[[DY:.*]]: vector<16xf32>, %[[X:.*]]: vector<16xf32>, %[[ACC:.*]]: vector<16xf32>):
+// CHECK-NEXT: %[[P:.*]] = arith.mulf %[[DY]], %[[X]]
+// CHECK-NEXT: %[[S:.*]] = arith.addf %[[P]], %[[ACC]]
+// CHECK-NEXT: linalg.yield %[[S]]
+// CHECK: linalg.generic {{.*}} ins(%[[SUM]] : memref<2x1x1x2xvector<16xf32>>)
+module @broadcast_mul {
+  func.func @train_step(%x: tensor<2x3x3x32xf32>, %s: tensor<2x1x1x32xf32>) -> (tensor<2x3x3x32xf32>, tensor<2x1x1x32xf32>) {
+    %y = kiln.broadcast_mul %x, %s : (tensor<2x3x3x32xf32>, tensor<2x1x1x32xf32>) -> tensor<2x3x3x32xf32>
+    %ds = kiln.broadcast_mul_backward %y, %x : (tensor<2x3x3x32xf32>, tensor<2x3x3x32xf32>) -> tensor<2x1x1x32xf32>
+    return %y, %ds : tensor<2x3x3x32xf32>, tensor<2x1x1x32xf32>
+  }
+}
+
+// -----
+
+// 3 channels: scalar loops.
+// CHECK-LABEL: module @broadcast_mul_scalar
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : memref<2x3x3x3xf32>, memref<2x1x1x3xf32>) outs(%{{.*}} : memref<2x3x3x3xf32>)
+module @broadcast_mul_scalar {
+  func.func @train_step(%x: tensor<2x3x3x3xf32>, %s: tensor<2x1x1x3xf32>) -> tensor<2x3x3x3xf32> {
+    %y = kiln.broadcast_mul %x, %s : (tensor<2x3x3x3xf32>, tensor<2x1x1x3xf32>) -> tensor<2x3x3x3xf32>
+    return %y : tensor<2x3x3x3xf32>
+  }
+}
+
+// -----
+
+// Negative case: broadcast_mul computes NHWC only.
+func.func @train_step(%x: tensor<2x4x4x16xf32>, %s: tensor<2x1x1x16xf32>) -> tensor<2x4x4x16xf32> {
+  // expected-error @+1 {{'kiln.layout' on an op that computes in NHWC only}}
+  %y = kiln.broadcast_mul %x, %s {kiln.layout = "nChw16c"} : (tensor<2x4x4x16xf32>, tensor<2x1x1x16xf32>) -> tensor<2x4x4x16xf32>
+  return %y : tensor<2x4x4x16xf32>
+}

@@ -129,3 +129,34 @@ func.func @forward(%x: tensor<2x4xf32>, %labels: tensor<2xi32>) -> tensor<f32> {
   // CHECK: kiln.matmul %{{.*}}, %[[DY]] transpose_lhs
   return %loss : tensor<f32>
 }
+
+// -----
+
+// kiln.broadcast_mul (squeeze-and-excitation): the full operand's gradient
+// is dy times the broadcast one, the broadcast operand's a
+// kiln.broadcast_mul_backward summing dy * x over the spatial dimensions.
+kiln.variable parameter @w : tensor<1x1x4x4xf32> init he_normal
+kiln.variable parameter @fc : tensor<4x4xf32> init he_normal
+// CHECK-LABEL: func.func @train_step
+func.func @forward(%x: tensor<2x3x3x4xf32>, %labels: tensor<2xi32>) -> tensor<f32> {
+  %w = kiln.read @w : tensor<1x1x4x4xf32>
+  // CHECK: %[[C:.*]] = kiln.conv2d
+  %c = kiln.conv2d %x, %w stride [1, 1] pad [0, 0, 0, 0] : (tensor<2x3x3x4xf32>, tensor<1x1x4x4xf32>) -> tensor<2x3x3x4xf32>
+  // CHECK: %[[P:.*]] = kiln.global_avg_pool %[[C]]
+  %p = kiln.global_avg_pool %c : (tensor<2x3x3x4xf32>) -> tensor<2x4xf32>
+  // CHECK: %[[G:.*]] = kiln.activation sigmoid
+  %g = kiln.activation sigmoid %p : tensor<2x4xf32>
+  // CHECK: %[[S:.*]] = kiln.reshape %[[G]]
+  %s = kiln.reshape %g : tensor<2x4xf32> to tensor<2x1x1x4xf32>
+  // CHECK: %[[Y:.*]] = kiln.broadcast_mul %[[C]], %[[S]]
+  %y = kiln.broadcast_mul %c, %s : (tensor<2x3x3x4xf32>, tensor<2x1x1x4xf32>) -> tensor<2x3x3x4xf32>
+  %q = kiln.global_avg_pool %y : (tensor<2x3x3x4xf32>) -> tensor<2x4xf32>
+  %fc = kiln.read @fc : tensor<4x4xf32>
+  %l = kiln.dense %q, %fc : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %loss = kiln.softmax_cross_entropy %l, %labels : (tensor<2x4xf32>, tensor<2xi32>) -> tensor<f32>
+  // CHECK: %[[DY:.*]] = kiln.global_avg_pool_backward
+  // CHECK-DAG: %[[DC1:.*]] = kiln.broadcast_mul %[[DY]], %[[S]] : (tensor<2x3x3x4xf32>, tensor<2x1x1x4xf32>) -> tensor<2x3x3x4xf32>
+  // CHECK-DAG: %[[DS:.*]] = kiln.broadcast_mul_backward %[[DY]], %[[C]] : (tensor<2x3x3x4xf32>, tensor<2x3x3x4xf32>) -> tensor<2x1x1x4xf32>
+  // CHECK: kiln.reshape %[[DS]] : tensor<2x1x1x4xf32> to tensor<2x4xf32>
+  return %loss : tensor<f32>
+}

@@ -161,3 +161,14 @@ module @activation {
     return %r : tensor<2x4xf32>
   }
 }
+
+// -----
+
+// Negative case: nor for kiln.broadcast_mul.
+module @broadcast_mul {
+  func.func @train_step(%x: tensor<2x2x2x4xf32>, %s: tensor<2x1x1x4xf32>) -> tensor<2x2x2x4xf32> {
+    // expected-error @+1 {{kiln-convert-to-sa: 'kiln.broadcast_mul' is not supported on the systolic target}}
+    %r = kiln.broadcast_mul %x, %s : (tensor<2x2x2x4xf32>, tensor<2x1x1x4xf32>) -> tensor<2x2x2x4xf32>
+    return %r : tensor<2x2x2x4xf32>
+  }
+}

@@ -130,6 +130,15 @@ LogicalResult GlobalAvgPoolBackwardOp::verify() {
   return success();
 }
 
+LogicalResult BroadcastMulBackwardOp::verify() {
+  RankedTensorType dy = getOutputGrad().getType();
+  if (getLhs().getType() != dy)
+    return emitOpError("the output gradient and lhs must have one type, got ")
+           << dy << " and " << getLhs().getType();
+  return checkBroadcastsTo(getLoc(), "kiln.broadcast_mul_backward",
+                           "the result", getRhsGrad().getType(), dy);
+}
+
 LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,

@@ -147,6 +147,24 @@ def Kiln_ActivationBackwardOp : Kiln_BackwardOp<"activation_backward", [Kiln_Lay
   let assemblyFormat = "$kind $output_grad `,` $input attr-dict `:` type($input_grad)";
 }
 
+def Kiln_BroadcastMulBackwardOp : Kiln_BackwardOp<"broadcast_mul_backward"> {
+  let summary = "gradient of broadcast_mul with respect to its broadcast operand";
+  let description = [{
+    `dy * lhs` summed over the dimensions where the result (the type of
+    `broadcast_mul`'s `rhs`) is 1 and `dy` is not, accumulated in f32: for
+    squeeze-and-excitation, per image and channel over the spatial
+    dimensions. NHWC only.
+
+    ```mlir
+    %ds = kiln.broadcast_mul_backward %dy, %x : (tensor<?x14x14x96xf32>, tensor<?x14x14x96xf32>) -> tensor<?x1x1x96xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$output_grad, Kiln_FloatTensor:$lhs);
+  let results = (outs Kiln_FloatTensor:$rhs_grad);
+  let assemblyFormat = "$output_grad `,` $lhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Kiln_MaxPoolBackwardOp : Kiln_BackwardOp<"max_pool_backward", [Kiln_LayoutOpInterface]> {
   let summary = "gradient of max_pool: dy routed to each window's maximum";
   let description = [{

@@ -76,6 +76,18 @@ ActivationOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGradients,
   return success();
 }
 
+LogicalResult
+BroadcastMulOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGradients,
+                               SmallVectorImpl<Value> &operandGradients) {
+  Value dy = prepare(*this, resultGradients, operandGradients);
+  if (!dy)
+    return success();
+  operandGradients[0] = BroadcastMulOp::create(b, getLoc(), dy, getRhs());
+  operandGradients[1] = BroadcastMulBackwardOp::create(
+      b, getLoc(), getRhs().getType(), dy, getLhs());
+  return success();
+}
+
 LogicalResult AddOp::buildGradients(OpBuilder &b,
                                     ArrayRef<Value> resultGradients,
                                     SmallVectorImpl<Value> &operandGradients) {

@@ -255,6 +255,22 @@ LogicalResult GlobalAvgPoolOp::inferReturnTypes(
 }
 
 //===----------------------------------------------------------------------===//
+// BroadcastMulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BroadcastMulOp::inferReturnTypes(MLIRContext *context,
+                                               std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &results) {
+  auto lhs = cast<RankedTensorType>(adaptor.getLhs().getType());
+  auto rhs = cast<RankedTensorType>(adaptor.getRhs().getType());
+  if (failed(checkBroadcastsTo(loc, "kiln.broadcast_mul", "rhs", rhs, lhs)))
+    return failure();
+  results.push_back(lhs);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // DenseOp
 //===----------------------------------------------------------------------===//
 

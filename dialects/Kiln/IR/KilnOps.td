@@ -290,6 +290,35 @@ def Kiln_AddOp : Kiln_Op<"add", [Pure, Kiln_LayoutOpInterface, DeclareOpInterfac
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($output)";
 }
 
+def Kiln_BroadcastMulOp : Kiln_Op<"broadcast_mul", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface, ["getPrecisionOperands"]>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
+    InferTypeOpAdaptor]> {
+  let summary = "product of a tensor and a tensor broadcast to its shape";
+  let description = [{
+    `lhs * rhs`, `rhs` broadcast to `lhs`'s shape: it has `lhs`'s rank and
+    each of its dimensions is `lhs`'s or 1 (numpy's rule, without rank
+    extension: the importer reshapes a lower-rank operand first). The
+    result has `lhs`'s type. Squeeze-and-excitation scales every channel
+    of every image, [N, H, W, C] x [N, 1, 1, C]; an operand of `lhs`'s
+    shape makes it an elementwise product.
+
+    The gradients: `dlhs = broadcast_mul(dy, rhs)`, and `drhs` is
+    `kiln.broadcast_mul_backward` (dy * lhs summed over the broadcast
+    dimensions).
+
+    NHWC only (no `LayoutOpInterface`): `--kiln-layout` reorders around it.
+    Not fused: a broadcast operand is not elementwise.
+
+    Example:
+
+    ```mlir
+    %y = kiln.broadcast_mul %x, %s : (tensor<?x14x14x96xf32>, tensor<?x1x1x96xf32>) -> tensor<?x14x14x96xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$lhs, Kiln_FloatTensor:$rhs);
+  let results = (outs Kiln_FloatTensor:$output);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
 class Kiln_PoolOp<string mnemonic, string what> : Kiln_Op<mnemonic, [Pure, Kiln_LayoutOpInterface, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
     InferTypeOpAdaptor]> {
   let summary = what # " pooling over windows of an NHWC tensor";

@@ -28,6 +28,25 @@ std::string formatShape(ArrayRef<int64_t> shape) {
   return out;
 }
 
+LogicalResult checkBroadcastsTo(std::optional<Location> loc, StringRef opName,
+                                StringRef what, RankedTensorType operand,
+                                RankedTensorType full) {
+  if (operand.getElementType() != full.getElementType())
+    return emitOptionalError(loc, opName, ": ", what, " element type ",
+                             operand.getElementType(), " differs from ",
+                             full.getElementType());
+  bool ok = operand.getRank() == full.getRank();
+  for (int64_t i = 0; ok && i < full.getRank(); ++i)
+    ok = operand.getDimSize(i) == 1 ||
+         operand.getDimSize(i) == full.getDimSize(i);
+  if (!ok)
+    return emitOptionalError(
+        loc, opName, ": ", what, " [", formatShape(operand.getShape()),
+        "] does not broadcast to [", formatShape(full.getShape()),
+        "] (each dimension equal or 1)");
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 
 

@@ -35,6 +35,16 @@ llvm::LogicalResult inferWindowSpatialSize(
     llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> padding,
     llvm::ArrayRef<int64_t> dilations, llvm::SmallVectorImpl<int64_t> &out);
 
+/// Checks that `operand` broadcasts to `full` (numpy's rule without rank
+/// extension: one rank, each dimension equal to `full`'s or 1; a dynamic
+/// dimension matches a dynamic one or 1) and that both have one element
+/// type. `what` names `operand` in the message.
+llvm::LogicalResult checkBroadcastsTo(std::optional<mlir::Location> loc,
+                                      llvm::StringRef opName,
+                                      llvm::StringRef what,
+                                      mlir::RankedTensorType operand,
+                                      mlir::RankedTensorType full);
+
 /// Checks a batch-norm input (NHWC or NC, static channels) and that each
 /// named per-channel vector has one element per channel; returns the channel
 /// count.

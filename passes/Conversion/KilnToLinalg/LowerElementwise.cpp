@@ -74,6 +74,100 @@ struct SpatialView {
 };
 } // namespace
 
+namespace {
+/// The loops of a broadcast_mul or its backward: one per dimension of the
+/// full shape, the broadcast operand indexed with 0 where it is 1. When the
+/// channels (the last dimension) are a multiple of 16 and not broadcast,
+/// both views take 16 channels to a vector<16xT> element, as the flat
+/// elementwise loops do.
+struct BroadcastView {
+  Value full0, full1, small;
+  AffineMap fullMap, smallMap;
+  SmallVector<utils::IteratorType> reduceIterators;
+  /// f32, or vector<16xf32> with vector elements.
+  Type f32;
+
+  BroadcastView(Lowering &l, Value fullValue0, Value fullValue1,
+                Value smallValue) {
+    MLIRContext *ctx = l.b.getContext();
+    auto fullType = cast<RankedTensorType>(fullValue0.getType());
+    auto smallType = cast<RankedTensorType>(smallValue.getType());
+    SmallVector<int64_t> full(fullType.getShape()), part(smallType.getShape());
+    f32 = l.b.getF32Type();
+    auto viewOf = [&](Value v, ArrayRef<int64_t> shape, bool lanes) {
+      Type element = cast<RankedTensorType>(v.getType()).getElementType();
+      return lanes ? l.viewAs(v, shape, channelLanes(element))
+                   : l.viewAs(v, shape);
+    };
+    bool lanes =
+        !full.empty() && full.back() % 16 == 0 && part.back() == full.back();
+    if (lanes) {
+      full.back() /= 16;
+      part.back() /= 16;
+      f32 = channelLanes(f32);
+    }
+    full0 = viewOf(fullValue0, full, lanes);
+    if (fullValue1)
+      full1 = viewOf(fullValue1, full, lanes);
+    small = viewOf(smallValue, part, lanes);
+    unsigned rank = full.size();
+    fullMap = AffineMap::getMultiDimIdentityMap(rank, ctx);
+    SmallVector<AffineExpr> exprs;
+    for (unsigned d = 0; d < rank; ++d) {
+      bool broadcast = part[d] == 1 && full[d] != 1;
+      exprs.push_back(broadcast ? getAffineConstantExpr(0, ctx)
+                                : getAffineDimExpr(d, ctx));
+      reduceIterators.push_back(broadcast ? utils::IteratorType::reduction
+                                          : utils::IteratorType::parallel);
+    }
+    smallMap = AffineMap::get(rank, 0, exprs, ctx);
+  }
+};
+} // namespace
+
+/// broadcast_mul: one parallel loop nest over the result; broadcast_mul's
+/// rhs gradient: dy * lhs summed in f32 into a temporary of the rhs shape
+/// (reduction loops over the broadcast dimensions), then rounded.
+static LogicalResult lowerBroadcastMul(Lowering &l, Operation *op) {
+  Location loc = op->getLoc();
+  if (auto mul = dyn_cast<BroadcastMulOp>(op)) {
+    BroadcastView v(l, mul.getLhs(), mul.getOutput(), mul.getRhs());
+    Type element = elementTypeOf(v.full1);
+    l.generic(
+        loc, {v.full0, v.small}, v.full1, {v.fullMap, v.smallMap, v.fullMap},
+        SmallVector<utils::IteratorType>(v.reduceIterators.size(),
+                                         utils::IteratorType::parallel),
+        [&](OpBuilder &nb, Location loc, ValueRange args) {
+          Value y = arith::MulFOp::create(nb, loc, widenToF32(nb, loc, args[0]),
+                                          widenToF32(nb, loc, args[1]));
+          linalg::YieldOp::create(nb, loc,
+                                  ValueRange{narrowTo(nb, loc, y, element)});
+        });
+    return success();
+  }
+  auto backward = cast<BroadcastMulBackwardOp>(op);
+  BroadcastView v(l, backward.getOutputGrad(), backward.getLhs(),
+                  backward.getRhsGrad());
+  Type element = elementTypeOf(v.small);
+  Value sum =
+      l.temporary(loc, cast<MemRefType>(v.small.getType()).getShape(), v.f32);
+  l.fill(loc, sum, 0.0);
+  l.generic(
+      loc, {v.full0, v.full1}, sum, {v.fullMap, v.fullMap, v.smallMap},
+      v.reduceIterators, [&](OpBuilder &nb, Location loc, ValueRange args) {
+        Value p = arith::MulFOp::create(nb, loc, widenToF32(nb, loc, args[0]),
+                                        widenToF32(nb, loc, args[1]));
+        linalg::YieldOp::create(
+            nb, loc, ValueRange{arith::AddFOp::create(nb, loc, p, args[2])});
+      });
+  l.elementwise(loc, sum, v.small,
+                [&](OpBuilder &nb, Location loc, ValueRange args) {
+                  linalg::YieldOp::create(
+                      nb, loc, ValueRange{narrowTo(nb, loc, args[0], element)});
+                });
+  return success();
+}
+
 LogicalResult lowerElementwise(Lowering &l, Operation *op) {
   Location loc = op->getLoc();
   OpBuilder &b = l.b;
@@ -201,6 +295,8 @@ LogicalResult lowerElementwise(Lowering &l, Operation *op) {
                   });
     return success();
   }
+  if (isa<BroadcastMulOp, BroadcastMulBackwardOp>(op))
+    return lowerBroadcastMul(l, op);
   if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
     auto dense = dyn_cast<SplatElementsAttr>(constant.getValue());
     if (!dense || !isa<FloatType>(dense.getElementType()))

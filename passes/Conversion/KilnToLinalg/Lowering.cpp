@@ -227,7 +227,8 @@ LogicalResult lowerOp(Lowering &l, Operation *op) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<ReluOp, ActivationOp, AddOp, ReluBackwardOp, ActivationBackwardOp,
             CastOp, FusedElementwiseOp, GlobalAvgPoolOp,
-            GlobalAvgPoolBackwardOp, ReduceSumOp, arith::ConstantOp>(
+            GlobalAvgPoolBackwardOp, ReduceSumOp, BroadcastMulOp,
+            BroadcastMulBackwardOp, arith::ConstantOp>(
           [&](Operation *op) { return lowerElementwise(l, op); })
       .Case<BatchNormTrainOp, BatchNormInferenceOp, BatchNormBackwardOp,
             FusedConv2DBatchNormTrainOp>(

@@ -370,3 +370,46 @@ func.func @activation_backward_shape(%dy: tensor<2x3xf32>, %x: tensor<3x2xf32>) 
   %0 = "kiln.activation_backward"(%dy, %x) {kind = 1 : i32} : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x3xf32>
   return
 }
+
+// -----
+
+func.func @broadcast_mul_shape(%x: tensor<2x4x4x8xf32>, %s: tensor<2x1x1x4xf32>) {
+  // expected-error @+2 {{kiln.broadcast_mul: rhs [2, 1, 1, 4] does not broadcast to [2, 4, 4, 8] (each dimension equal or 1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.broadcast_mul %x, %s : (tensor<2x4x4x8xf32>, tensor<2x1x1x4xf32>) -> tensor<2x4x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_mul_rank(%x: tensor<2x4x4x8xf32>, %s: tensor<2x8xf32>) {
+  // expected-error @+2 {{kiln.broadcast_mul: rhs [2, 8] does not broadcast to [2, 4, 4, 8] (each dimension equal or 1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.broadcast_mul %x, %s : (tensor<2x4x4x8xf32>, tensor<2x8xf32>) -> tensor<2x4x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_mul_type(%x: tensor<2x4x4x8xf32>, %s: tensor<2x1x1x8xbf16>) {
+  // expected-error @+2 {{kiln.broadcast_mul: rhs element type 'bf16' differs from 'f32'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.broadcast_mul %x, %s : (tensor<2x4x4x8xf32>, tensor<2x1x1x8xbf16>) -> tensor<2x4x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_mul_backward_lhs(%dy: tensor<2x4x4x8xf32>, %x: tensor<2x4x4x4xf32>) {
+  // expected-error @+1 {{the output gradient and lhs must have one type, got 'tensor<2x4x4x8xf32>' and 'tensor<2x4x4x4xf32>'}}
+  %0 = kiln.broadcast_mul_backward %dy, %x : (tensor<2x4x4x8xf32>, tensor<2x4x4x4xf32>) -> tensor<2x1x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_mul_backward_result(%dy: tensor<2x4x4x8xf32>, %x: tensor<2x4x4x8xf32>) {
+  // expected-error @+1 {{kiln.broadcast_mul_backward: the result [2, 1, 2, 8] does not broadcast to [2, 4, 4, 8] (each dimension equal or 1)}}
+  %0 = kiln.broadcast_mul_backward %dy, %x : (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>) -> tensor<2x1x2x8xf32>
+  return
+}

@@ -106,6 +106,18 @@ func.func @activations(%x: tensor<?x4x4x8xf32>, %dy: tensor<?x4x4x8xf32>) -> (te
 
 // -----
 
+// CHECK-LABEL: func.func @broadcast_mul
+// CHECK-SAME: (%[[X:.*]]: tensor<?x4x4x8xf32>, %[[S:.*]]: tensor<?x1x1x8xf32>, %[[D:.*]]: tensor<?x4x4x8xf32>)
+func.func @broadcast_mul(%x: tensor<?x4x4x8xf32>, %s: tensor<?x1x1x8xf32>, %dy: tensor<?x4x4x8xf32>) -> (tensor<?x4x4x8xf32>, tensor<?x1x1x8xf32>) {
+  // CHECK: kiln.broadcast_mul %[[X]], %[[S]] : (tensor<?x4x4x8xf32>, tensor<?x1x1x8xf32>) -> tensor<?x4x4x8xf32>
+  %y = kiln.broadcast_mul %x, %s : (tensor<?x4x4x8xf32>, tensor<?x1x1x8xf32>) -> tensor<?x4x4x8xf32>
+  // CHECK: kiln.broadcast_mul_backward %[[D]], %[[X]] : (tensor<?x4x4x8xf32>, tensor<?x4x4x8xf32>) -> tensor<?x1x1x8xf32>
+  %ds = kiln.broadcast_mul_backward %dy, %x : (tensor<?x4x4x8xf32>, tensor<?x4x4x8xf32>) -> tensor<?x1x1x8xf32>
+  return %y, %ds : tensor<?x4x4x8xf32>, tensor<?x1x1x8xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @pooling
 // CHECK-SAME: (%[[X:.*]]: tensor<?x9x9x8xf32>)
 func.func @pooling(%x: tensor<?x9x9x8xf32>) -> (tensor<?x5x5x8xf32>, tensor<?x4x4x8xf32>, tensor<?x8xf32>) {

@@ -88,5 +88,55 @@ TEST(ReshapeTest, KeepsData) {
   EXPECT_TRUE(checkReshape({2, 3}, {6}).ok());
 }
 
+TEST(BroadcastMulTest, SqueezeExcitationShapes) {
+  // [1, 2, 1, 2] x [1, 1, 1, 2]: each channel scaled by its factor.
+  Tensor x({1, 2, 1, 2}, {1, 2, 3, 4});
+  Tensor s({1, 1, 1, 2}, {10, -1});
+  EXPECT_EQ(broadcastMul(x, s).data, (std::vector<float>{10, -2, 30, -4}));
+  // The rhs gradient sums dy * x over the broadcast (spatial) dimensions.
+  Tensor dy({1, 2, 1, 2}, {1, 1, 2, 0.5f});
+  EXPECT_EQ(broadcastMulBackward(dy, x, s.shape).data,
+            (std::vector<float>{1 + 6, 2 + 2}));
+  // Equal shapes: the elementwise product.
+  EXPECT_EQ(broadcastMul(x, x).data, (std::vector<float>{1, 4, 9, 16}));
+}
+
+TEST(BroadcastMulTest, ShapeErrors) {
+  EXPECT_FALSE(checkBroadcast({1, 1, 2}, {1, 2, 1, 2}).ok());
+  EXPECT_FALSE(checkBroadcast({1, 1, 1, 3}, {1, 2, 1, 2}).ok());
+  EXPECT_TRUE(checkBroadcast({1, 1, 1, 2}, {3, 2, 1, 2}).ok());
+}
+
+TEST(BroadcastMulGradTest, MatchesFiniteDifferences) {
+  std::mt19937 rng(23);
+  Tensor x = randomTensor({2, 3, 3, 4}, rng);
+  Tensor s = randomTensor({2, 1, 1, 4}, rng);
+  Tensor r = randomTensor(x.shape, rng);
+  auto loss = smooth([&] { return dot(r, broadcastMul(x, s)); });
+  expectGradient("dx", x, broadcastMul(r, s), loss);
+  expectGradient("ds", s, broadcastMulBackward(r, x, s.shape), loss);
+  // A factor per channel shared by the batch, and one per image.
+  Tensor c = randomTensor({1, 1, 1, 4}, rng);
+  auto perChannel = smooth([&] { return dot(r, broadcastMul(x, c)); });
+  expectGradient("dc", c, broadcastMulBackward(r, x, c.shape), perChannel);
+  Tensor n = randomTensor({2, 1, 1, 1}, rng);
+  auto perImage = smooth([&] { return dot(r, broadcastMul(x, n)); });
+  expectGradient("dn", n, broadcastMulBackward(r, x, n.shape), perImage);
+}
+
+/// The check fails for the rhs gradient taken as dy * x without the sum
+/// (its first image row only): the reduction is what makes it right.
+TEST(BroadcastMulGradTest, MissingReductionIsCaught) {
+  std::mt19937 rng(24);
+  Tensor x = randomTensor({1, 2, 2, 3}, rng);
+  Tensor s = randomTensor({1, 1, 1, 3}, rng);
+  Tensor r = randomTensor(x.shape, rng);
+  auto loss = smooth([&] { return dot(r, broadcastMul(x, s)); });
+  Tensor wrong(s.shape);
+  for (int64_t c = 0; c < 3; ++c)
+    wrong[c] = r[c] * x[c];
+  EXPECT_NONFATAL_FAILURE(expectGradient("ds", s, wrong, loss), "ds");
+}
+
 } // namespace
 } // namespace kiln::ref

@@ -20,6 +20,18 @@ Tensor reluBackward(const Tensor &dy, const Tensor &x);
 /// for both operands.
 Tensor add(const Tensor &a, const Tensor &b);
 
+/// Validates that `small` broadcasts to `full`: one rank, each dimension
+/// equal to `full`'s or 1.
+Status checkBroadcast(const Shape &small, const Shape &full);
+/// a * b with b broadcast to a's shape (checkBroadcast); the result has
+/// a's shape. Squeeze-and-excitation: [N,H,W,C] x [N,1,1,C].
+Tensor broadcastMul(const Tensor &a, const Tensor &b);
+/// The gradient of broadcastMul with respect to b (of shape `bShape`):
+/// dy * a summed over the dimensions b broadcasts, in double, rounded once.
+/// The gradient with respect to a is broadcastMul(dy, b).
+Tensor broadcastMulBackward(const Tensor &dy, const Tensor &a,
+                            const Shape &bShape);
+
 /// Validates that `newShape` holds as many elements as `shape`.
 Status checkReshape(const Shape &shape, const Shape &newShape);
 /// Same data under a new shape (row-major order is unchanged). The backward
