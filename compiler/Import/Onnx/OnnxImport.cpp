@@ -32,6 +32,7 @@
 #include "onnx/shape_inference/implementation.h"
 #include "onnx/version_converter/convert.h"
 
+#include <cmath>
 #include <exception>
 #include <limits>
 #include <optional>
@@ -110,6 +111,12 @@ private:
   LogicalResult importConv(const onnx::NodeProto &node);
   LogicalResult importBatchNorm(const onnx::NodeProto &node);
   LogicalResult importRelu(const onnx::NodeProto &node);
+  LogicalResult importSigmoid(const onnx::NodeProto &node);
+  LogicalResult importHardSigmoid(const onnx::NodeProto &node);
+  LogicalResult importHardSwish(const onnx::NodeProto &node);
+  LogicalResult importClip(const onnx::NodeProto &node);
+  LogicalResult importMul(const onnx::NodeProto &node);
+  LogicalResult activationOf(const onnx::NodeProto &node, ActivationKind kind);
   LogicalResult importAdd(const onnx::NodeProto &node);
   LogicalResult importMaxPool(const onnx::NodeProto &node);
   LogicalResult importAveragePool(const onnx::NodeProto &node);
@@ -179,6 +186,7 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
       {"AveragePool", &Importer::importAveragePool},
       {"BatchNormalization", &Importer::importBatchNorm},
       {"Cast", &Importer::importCast},
+      {"Clip", &Importer::importClip},
       {"Concat", &Importer::importConcat},
       {"Constant", &Importer::importConstant},
       {"Conv", &Importer::importConv},
@@ -186,12 +194,16 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
       {"Gather", &Importer::importGather},
       {"Gemm", &Importer::importGemm},
       {"GlobalAveragePool", &Importer::importGlobalAveragePool},
+      {"HardSigmoid", &Importer::importHardSigmoid},
+      {"HardSwish", &Importer::importHardSwish},
       {"Identity", &Importer::importIdentity},
       {"MatMul", &Importer::importMatMul},
       {"MaxPool", &Importer::importMaxPool},
+      {"Mul", &Importer::importMul},
       {"Relu", &Importer::importRelu},
       {"Reshape", &Importer::importReshape},
       {"Shape", &Importer::importShape},
+      {"Sigmoid", &Importer::importSigmoid},
       {"Squeeze", &Importer::importSqueeze},
       {"Unsqueeze", &Importer::importUnsqueeze},
       {"Add", &Importer::importAdd},
@@ -745,6 +757,85 @@ LogicalResult Importer::importRelu(const onnx::NodeProto &node) {
     return failure();
   define(node, 0, ReluOp::create(builder, nodeLoc(node), x->value), x->shape);
   return success();
+}
+
+LogicalResult Importer::activationOf(const onnx::NodeProto &node,
+                                     ActivationKind kind) {
+  FailureOr<Activation> x = activation(node, 0);
+  if (failed(x))
+    return failure();
+  Value y =
+      ActivationOp::create(builder, nodeLoc(node),
+                           ActivationKindAttr::get(&context, kind), x->value);
+  define(node, 0, y, x->shape);
+  return success();
+}
+
+LogicalResult Importer::importSigmoid(const onnx::NodeProto &node) {
+  return activationOf(node, ActivationKind::Sigmoid);
+}
+
+LogicalResult Importer::importHardSigmoid(const onnx::NodeProto &node) {
+  // ONNX's default alpha is 0.2; torch.nn.Hardsigmoid exports 1/6.
+  float alpha = floatAttr(node, "alpha", 0.2f);
+  float beta = floatAttr(node, "beta", 0.5f);
+  if (std::abs(alpha - 1.0f / 6.0f) > 1e-6f || beta != 0.5f)
+    return nodeError(node) << "Kiln's hard sigmoid is relu6(x + 3) / 6 "
+                              "(alpha 1/6, beta 0.5), not alpha "
+                           << alpha << ", beta " << beta;
+  return activationOf(node, ActivationKind::HardSigmoid);
+}
+
+LogicalResult Importer::importHardSwish(const onnx::NodeProto &node) {
+  return activationOf(node, ActivationKind::HardSwish);
+}
+
+/// Clip to [0, 6] (torch.nn.ReLU6) or [0, +inf) (a ReLU); bounds are inputs
+/// since opset 11 and must be constants.
+LogicalResult Importer::importClip(const onnx::NodeProto &node) {
+  float bounds[2] = {-std::numeric_limits<float>::infinity(),
+                     std::numeric_limits<float>::infinity()};
+  for (int i = 0; i < 2; ++i) {
+    if (!hasInput(node, i + 1))
+      continue;
+    FailureOr<const Constant *> c = constant(node, i + 1);
+    if (failed(c))
+      return failure();
+    if (!(*c)->isFloat || (*c)->floats.size() != 1)
+      return nodeError(node) << "the bounds must be float scalars";
+    bounds[i] = (*c)->floats[0];
+  }
+  if (bounds[0] == 0.0f && bounds[1] == 6.0f)
+    return activationOf(node, ActivationKind::ReLU6);
+  if (bounds[0] == 0.0f && std::isinf(bounds[1]))
+    return importRelu(node);
+  return nodeError(node) << "Kiln imports Clip to [0, 6] (ReLU6) or [0, inf) "
+                            "(ReLU) only, not ["
+                         << bounds[0] << ", " << bounds[1] << "]";
+}
+
+/// x * sigmoid(x), as torch exports nn.SiLU, is one SiLU. Other products
+/// need the broadcasting multiply the dialect does not have yet.
+LogicalResult Importer::importMul(const onnx::NodeProto &node) {
+  FailureOr<Activation> a = activation(node, 0);
+  FailureOr<Activation> b = activation(node, 1);
+  if (failed(a) || failed(b))
+    return failure();
+  for (int i = 0; i < 2; ++i) {
+    const Activation &x = i == 0 ? *a : *b;
+    const Activation &s = i == 0 ? *b : *a;
+    auto sigmoid = s.value.getDefiningOp<ActivationOp>();
+    if (!sigmoid || sigmoid.getKind() != ActivationKind::Sigmoid ||
+        sigmoid.getInput() != x.value ||
+        readers.lookup(node.input(1 - i)) != 1 || !s.value.use_empty())
+      continue;
+    sigmoid.setKind(ActivationKind::SiLU);
+    sigmoid->setLoc(nodeLoc(node));
+    define(node, 0, sigmoid, x.shape);
+    return success();
+  }
+  return nodeError(node) << "Kiln imports Mul only as x * Sigmoid(x) (SiLU); "
+                            "other products are not supported yet";
 }
 
 LogicalResult Importer::importAdd(const onnx::NodeProto &node) {

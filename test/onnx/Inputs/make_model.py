@@ -127,8 +127,8 @@ def broken(kind, w):
     inits = [numpy_helper.from_array(w["conv1.weight"], "conv1.weight")]
     opset = 13
     if kind == "unsupported":
-        nodes = [helper.make_node("Sigmoid", ["input"], ["logits"],
-                                  name="/act/Sigmoid")]
+        nodes = [helper.make_node("LRN", ["input"], ["logits"],
+                                  name="/norm/LRN", size=3)]
     elif kind == "folded":
         inits.append(numpy_helper.from_array(np.zeros(C, np.float32),
                                              "conv1.bias"))
