@@ -614,8 +614,9 @@ static SmallVector<int64_t> kilnPadding(ArrayRef<int64_t> pads) {
   return {pads[0], pads[2], pads[1], pads[3]};
 }
 
-/// Checks the attributes every windowed op (Conv, pools) shares and returns
-/// the output's spatial size, or fails with a message.
+/// Checks what every windowed op (Conv, pools) needs: explicit 2-D pads,
+/// strides and dilations, and a window that fits the padded input (so that
+/// kiln's result-type inference cannot fail); `error` says what does not.
 static LogicalResult
 checkWindow(const onnx::NodeProto &node, ArrayRef<int64_t> inputShape,
             ArrayRef<int64_t> window, ArrayRef<int64_t> strides,

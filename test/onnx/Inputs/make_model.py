@@ -139,6 +139,10 @@ def broken(kind, w):
         x = helper.make_tensor_value_info("input", TensorProto.FLOAT,
                                           ["batch", 3, "height", W])
         nodes = [helper.make_node("Relu", ["input"], ["logits"], name="r")]
+    elif kind == "unchecked":
+        # An output without a shape: the ONNX checker's error.
+        y = helper.make_tensor_value_info("logits", TensorProto.FLOAT, None)
+        nodes = [helper.make_node("Relu", ["input"], ["logits"], name="r")]
     elif kind == "future-opset":
         nodes = [helper.make_node("Relu", ["input"], ["logits"], name="r")]
         opset = 99
@@ -198,7 +202,7 @@ def write_safetensors(path, tensors):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("kind", choices=["train", "preserve", "opset11",
-                                         "unsupported", "folded", "dynamic",
+                                         "unsupported", "folded", "dynamic", "unchecked",
                                          "future-opset", "garbage"])
     parser.add_argument("out")
     parser.add_argument("--inputs")
