@@ -168,6 +168,9 @@ private:
   Value labels;
   llvm::StringMap<Activation> activations;
   llvm::StringMap<Constant> constants;
+  /// The batch of an export without a dynamic batch, which kilnc's batch
+  /// replaces: a reshape target of that many leading rows is the batch.
+  std::optional<int64_t> exportBatch;
   /// How many node inputs and graph outputs read each ONNX value.
   llvm::StringMap<int> readers;
   /// Variables declared so far, by name (an initializer read twice is one
@@ -516,6 +519,8 @@ LogicalResult Importer::declareInputs() {
            << "input '" << images->name() << "': Kiln imports images of "
            << "shape [N, C, H, W], this input has rank " << shape.dim_size();
   SmallVector<int64_t> onnxShape = {kBatch};
+  if (shape.dim(0).has_dim_value())
+    exportBatch = shape.dim(0).dim_value();
   for (int i = 1; i < 4; ++i) {
     if (!shape.dim(i).has_dim_value())
       return emitError(fileLoc)
@@ -947,8 +952,8 @@ LogicalResult Importer::importGlobalAveragePool(const onnx::NodeProto &node) {
 }
 
 /// Reshapes to `target` (ONNX semantics: 0 copies, -1 is inferred, kBatch
-/// is the batch), where kiln's NHWC order gives the same elements: a 4-D
-/// input with H = W = 1 or a 2-D one, to [N, K].
+/// or the export's static batch is the batch), where kiln's NHWC order gives
+/// the same elements: a 4-D input with H = W = 1 or a 2-D one, to [N, K].
 LogicalResult Importer::reshapeTo(const onnx::NodeProto &node,
                                   const Activation &input,
                                   SmallVector<int64_t> target) {
@@ -957,7 +962,7 @@ LogicalResult Importer::reshapeTo(const onnx::NodeProto &node,
   for (int64_t d : ArrayRef<int64_t>(input.shape).drop_front())
     total *= d;
   for (auto [i, d] : llvm::enumerate(target)) {
-    if (d == kBatch || (i == 0 && d == input.shape[0]) || (i == 0 && d == 0)) {
+    if (d == kBatch || (i == 0 && (d == 0 || d == exportBatch))) {
       if (i != 0)
         return nodeError(node) << "only the first dimension of the target "
                                   "shape may be the batch";
