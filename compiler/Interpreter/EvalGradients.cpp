@@ -106,6 +106,12 @@ LogicalResult evalBroadcastMulBackward(BroadcastMulBackwardOp op,
   return success();
 }
 
+LogicalResult evalBiasAddBackward(BiasAddBackwardOp op, EvalContext &ctx) {
+  ctx.setFloat(op.getBiasGrad(),
+               ref::biasAddBackward(ctx.get(op.getOutputGrad()).toRef()));
+  return success();
+}
+
 LogicalResult evalReluBackward(ReluBackwardOp op, EvalContext &ctx) {
   const HostTensor &dy = ctx.get(op.getOutputGrad());
   const HostTensor &y = ctx.get(op.getOutput());
@@ -260,6 +266,7 @@ std::optional<LogicalResult> evaluateGradientOp(Operation *op,
       .Case(
           [&](BatchNormBackwardOp o) { return evalBatchNormBackward(o, ctx); })
       .Case([&](ReluBackwardOp o) { return evalReluBackward(o, ctx); })
+      .Case([&](BiasAddBackwardOp o) { return evalBiasAddBackward(o, ctx); })
       .Case([&](BroadcastMulBackwardOp o) {
         return evalBroadcastMulBackward(o, ctx);
       })

@@ -184,6 +184,16 @@ LogicalResult evalBroadcastMul(BroadcastMulOp op, EvalContext &ctx) {
   return success();
 }
 
+LogicalResult evalBiasAdd(BiasAddOp op, EvalContext &ctx) {
+  ref::Tensor x = ctx.get(op.getInput()).toRef();
+  ref::Tensor b = ctx.get(op.getBias()).toRef();
+  if (failed(ctx.checkSameShape(op, "the bias", b.shape,
+                                {x.shape.empty() ? 0 : x.shape.back()})))
+    return failure();
+  ctx.setFloat(op.getOutput(), ref::biasAdd(x, b));
+  return success();
+}
+
 LogicalResult evalAdd(AddOp op, EvalContext &ctx) {
   const HostTensor &a = ctx.get(op.getLhs());
   const HostTensor &b = ctx.get(op.getRhs());
@@ -305,6 +315,7 @@ std::optional<LogicalResult> evaluateLayerOp(Operation *op, EvalContext &ctx) {
       .Case([&](ReluOp o) { return evalRelu(o, ctx); })
       .Case([&](ActivationOp o) { return evalActivation(o, ctx); })
       .Case([&](AddOp o) { return evalAdd(o, ctx); })
+      .Case([&](BiasAddOp o) { return evalBiasAdd(o, ctx); })
       .Case([&](BroadcastMulOp o) { return evalBroadcastMul(o, ctx); })
       .Case([&](MaxPoolOp o) { return evalPool(o, ctx); })
       .Case([&](AvgPoolOp o) { return evalPool(o, ctx); })

@@ -88,6 +88,27 @@ Tensor broadcastMulBackward(const Tensor &dy, const Tensor &a,
   return db;
 }
 
+Tensor biasAdd(const Tensor &x, const Tensor &b) {
+  KILN_REF_CHECK_OK(
+      checkShape(b, {x.shape.empty() ? 0 : x.shape.back()}, "biasAdd bias"));
+  int64_t channels = b.size();
+  Tensor y(x.shape);
+  for (int64_t i = 0; i < x.size(); ++i)
+    y[i] = x[i] + b[i % channels];
+  return y;
+}
+
+Tensor biasAddBackward(const Tensor &dy) {
+  int64_t channels = dy.shape.empty() ? 0 : dy.shape.back();
+  std::vector<double> sum(static_cast<size_t>(channels), 0.0);
+  for (int64_t i = 0; i < dy.size(); ++i)
+    sum[static_cast<size_t>(i % channels)] += dy[i];
+  Tensor db({channels});
+  for (size_t c = 0; c < sum.size(); ++c)
+    db.data[c] = static_cast<float>(sum[c]);
+  return db;
+}
+
 Status checkReshape(const Shape &shape, const Shape &newShape) {
   for (int64_t d : newShape)
     if (d < 0)

@@ -539,3 +539,33 @@ func.func @train_step(%x: tensor<2x4x4x16xf32>, %s: tensor<2x1x1x16xf32>) -> ten
   %y = kiln.broadcast_mul %x, %s {kiln.layout = "nChw16c"} : (tensor<2x4x4x16xf32>, tensor<2x1x1x16xf32>) -> tensor<2x4x4x16xf32>
   return %y : tensor<2x4x4x16xf32>
 }
+
+// -----
+
+// kiln.bias_add reads the bias as [1, 1, 1, C]; its backward sums dy per
+// channel in f32 (reduction loops over N, H, W).
+// CHECK-DAG: #[[$ID:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-DAG: #[[$CH:.*]] = affine_map<(d0, d1, d2, d3) -> (0, 0, 0, d3)>
+// CHECK-LABEL: module @bias_add
+// CHECK: linalg.generic {indexing_maps = [#[[$ID]], #[[$CH]], #[[$ID]]], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%{{.*}}, %{{.*}} : memref<2x3x3x1xvector<16xf32>>, memref<1x1x1x1xvector<16xf32>>)
+// CHECK-NEXT: ^bb0(%[[A:.*]]: vector<16xf32>, %[[B:.*]]: vector<16xf32>, %{{.*}}: vector<16xf32>):
+// CHECK-NEXT: %[[S:.*]] = arith.addf %[[A]], %[[B]]
+// CHECK-NEXT: linalg.yield %[[S]]
+// CHECK: linalg.fill ins(%{{.*}} : vector<16xf32>) outs(%[[SUM:.*]] : memref<1x1x1x1xvector<16xf32>>)
+// CHECK: linalg.generic {indexing_maps = [#[[$ID]], #[[$CH]]], iterator_types = ["reduction", "reduction", "reduction", "parallel"]} ins(%{{.*}} : memref<2x3x3x1xvector<16xf32>>) outs(%[[SUM]] : memref<1x1x1x1xvector<16xf32>>)
+module @bias_add {
+  func.func @train_step(%x: tensor<2x3x3x16xf32>, %b: tensor<16xf32>) -> (tensor<2x3x3x16xf32>, tensor<16xf32>) {
+    %y = kiln.bias_add %x, %b : (tensor<2x3x3x16xf32>, tensor<16xf32>) -> tensor<2x3x3x16xf32>
+    %db = kiln.bias_add_backward %y : (tensor<2x3x3x16xf32>) -> tensor<16xf32>
+    return %y, %db : tensor<2x3x3x16xf32>, tensor<16xf32>
+  }
+}
+
+// -----
+
+// Negative case: bias_add computes NHWC only.
+func.func @train_step(%x: tensor<2x4x4x16xf32>, %b: tensor<16xf32>) -> tensor<2x4x4x16xf32> {
+  // expected-error @+1 {{'kiln.layout' on an op that computes in NHWC only}}
+  %y = kiln.bias_add %x, %b {kiln.layout = "nChw16c"} : (tensor<2x4x4x16xf32>, tensor<16xf32>) -> tensor<2x4x4x16xf32>
+  return %y : tensor<2x4x4x16xf32>
+}

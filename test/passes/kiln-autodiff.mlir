@@ -160,3 +160,25 @@ func.func @forward(%x: tensor<2x3x3x4xf32>, %labels: tensor<2xi32>) -> tensor<f3
   // CHECK: kiln.reshape %[[DS]] : tensor<2x1x1x4xf32> to tensor<2x4xf32>
   return %loss : tensor<f32>
 }
+
+// -----
+
+// kiln.bias_add: the input's gradient is dy itself, the bias's
+// kiln.bias_add_backward (dy summed per channel).
+kiln.variable parameter @w : tensor<1x1x4x4xf32> init he_normal
+kiln.variable parameter @b : tensor<4xf32> init zeros
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: tensor<1x1x4x4xf32> {kiln.gradient_of = @w}, tensor<4xf32> {kiln.gradient_of = @b}
+func.func @forward(%x: tensor<2x3x3x4xf32>, %labels: tensor<2xi32>) -> tensor<f32> {
+  %w = kiln.read @w : tensor<1x1x4x4xf32>
+  %c = kiln.conv2d %x, %w stride [1, 1] pad [0, 0, 0, 0] : (tensor<2x3x3x4xf32>, tensor<1x1x4x4xf32>) -> tensor<2x3x3x4xf32>
+  %b = kiln.read @b : tensor<4xf32>
+  %y = kiln.bias_add %c, %b : (tensor<2x3x3x4xf32>, tensor<4xf32>) -> tensor<2x3x3x4xf32>
+  %p = kiln.global_avg_pool %y : (tensor<2x3x3x4xf32>) -> tensor<2x4xf32>
+  %loss = kiln.softmax_cross_entropy %p, %labels : (tensor<2x4xf32>, tensor<2xi32>) -> tensor<f32>
+  // CHECK: %[[DY:.*]] = kiln.global_avg_pool_backward
+  // CHECK-DAG: %[[DW:.*]] = kiln.conv2d_backward_filter %{{.*}}, %[[DY]]
+  // CHECK-DAG: %[[DB:.*]] = kiln.bias_add_backward %[[DY]] : (tensor<2x3x3x4xf32>) -> tensor<4xf32>
+  // CHECK: return %{{.*}}, %[[DW]], %[[DB]]
+  return %loss : tensor<f32>
+}

@@ -84,3 +84,21 @@ func.func @broadcast_mul(%x: tensor<2x3x3x4xf32>, %s: tensor<2x1x1x4xf32>) -> te
   %y = kiln.broadcast_mul %c, %s : (tensor<2x3x3x4xf32>, tensor<2x1x1x4xf32>) -> tensor<2x3x3x4xf32>
   return %y : tensor<2x3x3x4xf32>
 }
+
+// -----
+
+// bias_add follows its input into bf16; the bias is rounded with it.
+kiln.variable parameter @w : tensor<1x1x4x4xf32> init he_normal
+kiln.variable parameter @b : tensor<4xf32> init zeros
+// CHECK-LABEL: func.func @bias_add
+func.func @bias_add(%x: tensor<2x3x3x4xf32>) -> tensor<2x3x3x4xf32> {
+  %w = kiln.read @w : tensor<1x1x4x4xf32>
+  // CHECK: %[[C:.*]] = kiln.conv2d {{.*}} -> tensor<2x3x3x4xbf16>
+  %c = kiln.conv2d %x, %w stride [1, 1] pad [0, 0, 0, 0] : (tensor<2x3x3x4xf32>, tensor<1x1x4x4xf32>) -> tensor<2x3x3x4xf32>
+  // CHECK: %[[B:.*]] = kiln.read @b : tensor<4xf32>
+  // CHECK: %[[BB:.*]] = kiln.cast %[[B]] : tensor<4xf32> to tensor<4xbf16>
+  // CHECK: kiln.bias_add %[[C]], %[[BB]] : (tensor<2x3x3x4xbf16>, tensor<4xbf16>) -> tensor<2x3x3x4xbf16>
+  %b = kiln.read @b : tensor<4xf32>
+  %y = kiln.bias_add %c, %b : (tensor<2x3x3x4xf32>, tensor<4xf32>) -> tensor<2x3x3x4xf32>
+  return %y : tensor<2x3x3x4xf32>
+}

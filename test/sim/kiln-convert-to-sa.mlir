@@ -172,3 +172,14 @@ module @broadcast_mul {
     return %r : tensor<2x2x2x4xf32>
   }
 }
+
+// -----
+
+// Negative case: nor for kiln.bias_add.
+module @bias_add {
+  func.func @train_step(%x: tensor<2x2x2x4xf32>, %b: tensor<4xf32>) -> tensor<2x2x2x4xf32> {
+    // expected-error @+1 {{kiln-convert-to-sa: 'kiln.bias_add' is not supported on the systolic target}}
+    %r = kiln.bias_add %x, %b : (tensor<2x2x2x4xf32>, tensor<4xf32>) -> tensor<2x2x2x4xf32>
+    return %r : tensor<2x2x2x4xf32>
+  }
+}

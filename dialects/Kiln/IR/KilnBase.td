@@ -113,6 +113,7 @@ def Kiln_FloatTensor : RankedTensorOf<[F32, BF16]>;
 def Kiln_ActivationTensor : 4DTensorOf<[F32, BF16]>;
 def Kiln_MatrixTensor : 2DTensorOf<[F32, BF16]>;
 def Kiln_VectorF32 : 1DTensorOf<[F32]>;
+def Kiln_VectorTensor : 1DTensorOf<[F32, BF16]>;
 def Kiln_LabelTensor : 1DTensorOf<[I32]>;
 def Kiln_ScalarF32 : 0DTensorOf<[F32]>,
     BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;

@@ -139,6 +139,19 @@ LogicalResult BroadcastMulBackwardOp::verify() {
                            "the result", getRhsGrad().getType(), dy);
 }
 
+LogicalResult BiasAddBackwardOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  auto dy = cast<RankedTensorType>(adaptor.getOutputGrad().getType());
+  if (dy.getRank() < 1)
+    return emitOptionalError(
+        loc, "kiln.bias_add_backward: the output gradient needs a channel "
+             "dimension");
+  results.push_back(RankedTensorType::get({dy.getDimSize(dy.getRank() - 1)},
+                                          dy.getElementType()));
+  return success();
+}
+
 LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,

@@ -165,6 +165,20 @@ def Kiln_BroadcastMulBackwardOp : Kiln_BackwardOp<"broadcast_mul_backward"> {
   let hasVerifier = 1;
 }
 
+def Kiln_BiasAddBackwardOp : Kiln_BackwardOp<"bias_add_backward", [InferTypeOpAdaptor]> {
+  let summary = "gradient of bias_add with respect to the bias: dy summed per channel";
+  let description = [{
+    Sums `dy` over every dimension but the last, accumulating in f32.
+
+    ```mlir
+    %db = kiln.bias_add_backward %dy : (tensor<?x112x112x32xf32>) -> tensor<32xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$output_grad);
+  let results = (outs Kiln_VectorTensor:$bias_grad);
+  let assemblyFormat = "$output_grad attr-dict `:` functional-type(operands, results)";
+}
+
 def Kiln_MaxPoolBackwardOp : Kiln_BackwardOp<"max_pool_backward", [Kiln_LayoutOpInterface]> {
   let summary = "gradient of max_pool: dy routed to each window's maximum";
   let description = [{

@@ -88,6 +88,17 @@ BroadcastMulOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGradients,
   return success();
 }
 
+LogicalResult
+BiasAddOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGradients,
+                          SmallVectorImpl<Value> &operandGradients) {
+  Value dy = prepare(*this, resultGradients, operandGradients);
+  if (!dy)
+    return success();
+  operandGradients[0] = dy;
+  operandGradients[1] = BiasAddBackwardOp::create(b, getLoc(), dy);
+  return success();
+}
+
 LogicalResult AddOp::buildGradients(OpBuilder &b,
                                     ArrayRef<Value> resultGradients,
                                     SmallVectorImpl<Value> &operandGradients) {

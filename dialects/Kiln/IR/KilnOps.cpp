@@ -271,6 +271,32 @@ LogicalResult BroadcastMulOp::inferReturnTypes(MLIRContext *context,
 }
 
 //===----------------------------------------------------------------------===//
+// BiasAddOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BiasAddOp::inferReturnTypes(MLIRContext *context,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  auto bias = cast<RankedTensorType>(adaptor.getBias().getType());
+  StringRef name = "kiln.bias_add";
+  if (input.getRank() < 1)
+    return emitOptionalError(loc, name,
+                             ": the input needs a channel dimension");
+  if (input.getElementType() != bias.getElementType())
+    return emitOptionalError(loc, name, ": bias element type ",
+                             bias.getElementType(), " differs from ",
+                             input.getElementType());
+  int64_t channels = input.getDimSize(input.getRank() - 1);
+  if (bias.getDimSize(0) != channels)
+    return emitOptionalError(loc, name, ": ", bias.getDimSize(0),
+                             " biases for ", channels, " channels");
+  results.push_back(input);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // DenseOp
 //===----------------------------------------------------------------------===//
 

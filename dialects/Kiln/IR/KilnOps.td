@@ -319,6 +319,33 @@ def Kiln_BroadcastMulOp : Kiln_Op<"broadcast_mul", [Pure, DeclareOpInterfaceMeth
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
+def Kiln_BiasAddOp : Kiln_Op<"bias_add", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface, ["getPrecisionOperands"]>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
+    InferTypeOpAdaptor]> {
+  let summary = "adds a per-channel bias: input[..., c] + bias[c]";
+  let description = [{
+    The bias of a convolution (ONNX Conv's third input, PyTorch's
+    `Conv2d(bias=True)`) or of any layer whose channels are the last
+    dimension. A separate op rather than an operand of `kiln.conv2d`: the
+    convolution, its gradients, its fusions with batch norm and the
+    systolic target stay as they are, and a convolution followed by batch
+    norm (where a bias is redundant) never carries one. Its gradients are
+    `dy` for the input and `kiln.bias_add_backward` (the channel sum of
+    `dy`) for the bias.
+
+    NHWC only (no `LayoutOpInterface`): `--kiln-layout` reorders around it.
+    bf16 follows the input; the bias is rounded with it.
+
+    Example:
+
+    ```mlir
+    %y = kiln.bias_add %c, %b : (tensor<?x112x112x32xf32>, tensor<32xf32>) -> tensor<?x112x112x32xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_VectorTensor:$bias);
+  let results = (outs Kiln_FloatTensor:$output);
+  let assemblyFormat = "$input `,` $bias attr-dict `:` functional-type(operands, results)";
+}
+
 class Kiln_PoolOp<string mnemonic, string what> : Kiln_Op<mnemonic, [Pure, Kiln_LayoutOpInterface, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
     InferTypeOpAdaptor]> {
   let summary = what # " pooling over windows of an NHWC tensor";

@@ -22,6 +22,9 @@ SmallVector<unsigned> AddOp::getPrecisionOperands() { return {0, 1}; }
 Bf16Policy BroadcastMulOp::getBf16Policy() { return Bf16Policy::Follow; }
 SmallVector<unsigned> BroadcastMulOp::getPrecisionOperands() { return {0, 1}; }
 
+Bf16Policy BiasAddOp::getBf16Policy() { return Bf16Policy::Follow; }
+SmallVector<unsigned> BiasAddOp::getPrecisionOperands() { return {0, 1}; }
+
 Bf16Policy BatchNormTrainOp::getBf16Policy() { return Bf16Policy::Follow; }
 Bf16Policy BatchNormInferenceOp::getBf16Policy() { return Bf16Policy::Follow; }
 Bf16Policy ReluOp::getBf16Policy() { return Bf16Policy::Follow; }

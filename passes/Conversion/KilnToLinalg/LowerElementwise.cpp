@@ -75,8 +75,9 @@ struct SpatialView {
 } // namespace
 
 namespace {
-/// The loops of a broadcast_mul or its backward: one per dimension of the
-/// full shape, the broadcast operand indexed with 0 where it is 1. When the
+/// The loops of a broadcast_mul, a bias_add or their backward ops: one per
+/// dimension of the full shape, the broadcast operand (a bias viewed as
+/// [1, ..., 1, C]) indexed with 0 where it is 1. When the
 /// channels (the last dimension) are a multiple of 16 and not broadcast,
 /// both views take 16 channels to a vector<16xT> element, as the flat
 /// elementwise loops do.
@@ -87,12 +88,14 @@ struct BroadcastView {
   /// f32, or vector<16xf32> with vector elements.
   Type f32;
 
+  /// `smallShape` overrides `smallValue`'s shape (same size, full rank).
   BroadcastView(Lowering &l, Value fullValue0, Value fullValue1,
-                Value smallValue) {
+                Value smallValue, ArrayRef<int64_t> smallShape = {}) {
     MLIRContext *ctx = l.b.getContext();
     auto fullType = cast<RankedTensorType>(fullValue0.getType());
     auto smallType = cast<RankedTensorType>(smallValue.getType());
-    SmallVector<int64_t> full(fullType.getShape()), part(smallType.getShape());
+    SmallVector<int64_t> full(fullType.getShape()),
+        part(smallShape.empty() ? smallType.getShape() : smallShape);
     f32 = l.b.getF32Type();
     auto viewOf = [&](Value v, ArrayRef<int64_t> shape, bool lanes) {
       Type element = cast<RankedTensorType>(v.getType()).getElementType();
@@ -125,11 +128,55 @@ struct BroadcastView {
 };
 } // namespace
 
-/// broadcast_mul: one parallel loop nest over the result; broadcast_mul's
-/// rhs gradient: dy * lhs summed in f32 into a temporary of the rhs shape
-/// (reduction loops over the broadcast dimensions), then rounded.
+/// broadcast_mul and bias_add: one parallel loop nest over the result;
+/// their broadcast operand's gradients (dy * lhs, or dy) summed in f32 into
+/// a temporary of that operand's shape (reduction loops over the broadcast
+/// dimensions), then rounded.
 static LogicalResult lowerBroadcastMul(Lowering &l, Operation *op) {
   Location loc = op->getLoc();
+  if (auto add = dyn_cast<BiasAddOp>(op)) {
+    auto type = cast<RankedTensorType>(add.getInput().getType());
+    SmallVector<int64_t> biasShape(type.getRank(), 1);
+    biasShape.back() = type.getShape().back();
+    BroadcastView v(l, add.getInput(), add.getOutput(), add.getBias(),
+                    biasShape);
+    Type element = elementTypeOf(v.full1);
+    l.generic(
+        loc, {v.full0, v.small}, v.full1, {v.fullMap, v.smallMap, v.fullMap},
+        SmallVector<utils::IteratorType>(v.reduceIterators.size(),
+                                         utils::IteratorType::parallel),
+        [&](OpBuilder &nb, Location loc, ValueRange args) {
+          Value y = arith::AddFOp::create(nb, loc, widenToF32(nb, loc, args[0]),
+                                          widenToF32(nb, loc, args[1]));
+          linalg::YieldOp::create(nb, loc,
+                                  ValueRange{narrowTo(nb, loc, y, element)});
+        });
+    return success();
+  }
+  if (auto backward = dyn_cast<BiasAddBackwardOp>(op)) {
+    auto type = cast<RankedTensorType>(backward.getOutputGrad().getType());
+    SmallVector<int64_t> biasShape(type.getRank(), 1);
+    biasShape.back() = type.getShape().back();
+    BroadcastView v(l, backward.getOutputGrad(), Value(),
+                    backward.getBiasGrad(), biasShape);
+    Type element = elementTypeOf(v.small);
+    Value sum =
+        l.temporary(loc, cast<MemRefType>(v.small.getType()).getShape(), v.f32);
+    l.fill(loc, sum, 0.0);
+    l.generic(loc, v.full0, sum, {v.fullMap, v.smallMap}, v.reduceIterators,
+              [&](OpBuilder &nb, Location loc, ValueRange args) {
+                linalg::YieldOp::create(
+                    nb, loc,
+                    ValueRange{arith::AddFOp::create(
+                        nb, loc, widenToF32(nb, loc, args[0]), args[1])});
+              });
+    l.elementwise(
+        loc, sum, v.small, [&](OpBuilder &nb, Location loc, ValueRange args) {
+          linalg::YieldOp::create(
+              nb, loc, ValueRange{narrowTo(nb, loc, args[0], element)});
+        });
+    return success();
+  }
   if (auto mul = dyn_cast<BroadcastMulOp>(op)) {
     BroadcastView v(l, mul.getLhs(), mul.getOutput(), mul.getRhs());
     Type element = elementTypeOf(v.full1);
@@ -295,7 +342,8 @@ LogicalResult lowerElementwise(Lowering &l, Operation *op) {
                   });
     return success();
   }
-  if (isa<BroadcastMulOp, BroadcastMulBackwardOp>(op))
+  if (isa<BroadcastMulOp, BroadcastMulBackwardOp, BiasAddOp, BiasAddBackwardOp>(
+          op))
     return lowerBroadcastMul(l, op);
   if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
     auto dense = dyn_cast<SplatElementsAttr>(constant.getValue());

@@ -228,7 +228,8 @@ LogicalResult lowerOp(Lowering &l, Operation *op) {
       .Case<ReluOp, ActivationOp, AddOp, ReluBackwardOp, ActivationBackwardOp,
             CastOp, FusedElementwiseOp, GlobalAvgPoolOp,
             GlobalAvgPoolBackwardOp, ReduceSumOp, BroadcastMulOp,
-            BroadcastMulBackwardOp, arith::ConstantOp>(
+            BroadcastMulBackwardOp, BiasAddOp, BiasAddBackwardOp,
+            arith::ConstantOp>(
           [&](Operation *op) { return lowerElementwise(l, op); })
       .Case<BatchNormTrainOp, BatchNormInferenceOp, BatchNormBackwardOp,
             FusedConv2DBatchNormTrainOp>(

@@ -413,3 +413,39 @@ func.func @broadcast_mul_backward_result(%dy: tensor<2x4x4x8xf32>, %x: tensor<2x
   %0 = kiln.broadcast_mul_backward %dy, %x : (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>) -> tensor<2x1x2x8xf32>
   return
 }
+
+// -----
+
+func.func @bias_add_channels(%x: tensor<2x4x4x8xf32>, %b: tensor<4xf32>) {
+  // expected-error @+2 {{kiln.bias_add: 4 biases for 8 channels}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.bias_add %x, %b : (tensor<2x4x4x8xf32>, tensor<4xf32>) -> tensor<2x4x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @bias_add_type(%x: tensor<2x4x4x8xbf16>, %b: tensor<8xf32>) {
+  // expected-error @+2 {{kiln.bias_add: bias element type 'f32' differs from 'bf16'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.bias_add %x, %b : (tensor<2x4x4x8xbf16>, tensor<8xf32>) -> tensor<2x4x4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @bias_add_rank(%x: tensor<f32>, %b: tensor<1xf32>) {
+  // expected-error @+2 {{kiln.bias_add: the input needs a channel dimension}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.bias_add %x, %b : (tensor<f32>, tensor<1xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @bias_add_backward_rank(%dy: tensor<f32>) {
+  // expected-error @+2 {{kiln.bias_add_backward: the output gradient needs a channel dimension}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.bias_add_backward %dy : (tensor<f32>) -> tensor<1xf32>
+  return
+}

@@ -118,6 +118,18 @@ func.func @broadcast_mul(%x: tensor<?x4x4x8xf32>, %s: tensor<?x1x1x8xf32>, %dy: 
 
 // -----
 
+// CHECK-LABEL: func.func @bias_add
+// CHECK-SAME: (%[[X:.*]]: tensor<?x4x4x8xf32>, %[[B:.*]]: tensor<8xf32>)
+func.func @bias_add(%x: tensor<?x4x4x8xf32>, %b: tensor<8xf32>) -> (tensor<?x4x4x8xf32>, tensor<8xf32>) {
+  // CHECK: %[[Y:.*]] = kiln.bias_add %[[X]], %[[B]] : (tensor<?x4x4x8xf32>, tensor<8xf32>) -> tensor<?x4x4x8xf32>
+  %y = kiln.bias_add %x, %b : (tensor<?x4x4x8xf32>, tensor<8xf32>) -> tensor<?x4x4x8xf32>
+  // CHECK: kiln.bias_add_backward %[[Y]] : (tensor<?x4x4x8xf32>) -> tensor<8xf32>
+  %db = kiln.bias_add_backward %y : (tensor<?x4x4x8xf32>) -> tensor<8xf32>
+  return %y, %db : tensor<?x4x4x8xf32>, tensor<8xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @pooling
 // CHECK-SAME: (%[[X:.*]]: tensor<?x9x9x8xf32>)
 func.func @pooling(%x: tensor<?x9x9x8xf32>) -> (tensor<?x5x5x8xf32>, tensor<?x4x4x8xf32>, tensor<?x8xf32>) {

@@ -138,5 +138,24 @@ TEST(BroadcastMulGradTest, MissingReductionIsCaught) {
   EXPECT_NONFATAL_FAILURE(expectGradient("ds", s, wrong, loss), "ds");
 }
 
+TEST(BiasAddTest, ForwardAndGradients) {
+  Tensor x({2, 1, 1, 2}, {1, 2, 3, 4});
+  Tensor b({2}, {10, -1});
+  EXPECT_EQ(biasAdd(x, b).data, (std::vector<float>{11, 1, 13, 3}));
+  EXPECT_EQ(biasAddBackward(Tensor({2, 1, 1, 2}, {1, 2, 3, 4})).data,
+            (std::vector<float>{4, 6}));
+  std::mt19937 rng(25);
+  Tensor y = randomTensor({2, 3, 3, 4}, rng);
+  Tensor c = randomTensor({4}, rng);
+  Tensor r = randomTensor(y.shape, rng);
+  auto loss = smooth([&] { return dot(r, biasAdd(y, c)); });
+  expectGradient("dx", y, r, loss);
+  expectGradient("db", c, biasAddBackward(r), loss);
+  // Negative: one image's sum is not the gradient of a bias the batch shares.
+  Tensor half = biasAddBackward(Tensor(
+      {1, 3, 3, 4}, std::vector<float>(r.data.begin(), r.data.begin() + 36)));
+  EXPECT_NONFATAL_FAILURE(expectGradient("db", c, half, loss), "db");
+}
+
 } // namespace
 } // namespace kiln::ref

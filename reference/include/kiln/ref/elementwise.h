@@ -32,6 +32,12 @@ Tensor broadcastMul(const Tensor &a, const Tensor &b);
 Tensor broadcastMulBackward(const Tensor &dy, const Tensor &a,
                             const Shape &bShape);
 
+/// x[..., c] + b[c]: a per-channel bias over the last dimension. The
+/// input's gradient is dy; the bias's is biasAddBackward(dy).
+Tensor biasAdd(const Tensor &x, const Tensor &b);
+/// dy summed over every dimension but the last, in double, rounded once.
+Tensor biasAddBackward(const Tensor &dy);
+
 /// Validates that `newShape` holds as many elements as `shape`.
 Status checkReshape(const Shape &shape, const Shape &newShape);
 /// Same data under a new shape (row-major order is unchanged). The backward
