@@ -662,9 +662,6 @@ LogicalResult Importer::importConv(const onnx::NodeProto &node) {
     return nodeError(node) << "grouped convolutions (group "
                            << intAttr(node, "group", 1)
                            << ") are not supported yet";
-  if (hasInput(node, 2))
-    return nodeError(node) << "a convolution bias (input '" << node.input(2)
-                           << "') is not supported yet";
   const Constant &filter = **w;
   if (x->shape.size() != 4 || filter.dims.size() != 4 || !filter.isFloat)
     return nodeError(node) << "Kiln imports 2-D convolutions of float "
@@ -698,6 +695,20 @@ LogicalResult Importer::importConv(const onnx::NodeProto &node) {
                              builder.getDenseI64ArrayAttr(strides),
                              builder.getDenseI64ArrayAttr(kilnPadding(pads)),
                              builder.getDenseI64ArrayAttr(dilations));
+  if (hasInput(node, 2)) {
+    FailureOr<const Constant *> b = constant(node, 2);
+    if (failed(b))
+      return failure();
+    const Constant &bias = **b;
+    if (bias.dims.size() != 1 || bias.dims[0] != o || !bias.isFloat)
+      return nodeError(node) << "bias '" << node.input(2)
+                             << "' must be a float vector of the " << o
+                             << " output channels";
+    auto biasType = RankedTensorType::get({o}, builder.getF32Type());
+    Value biasValue = readVariable(node, bias, VariableKind::Parameter,
+                                   biasType, bias.floats, Initializer::Zeros);
+    y = BiasAddOp::create(builder, nodeLoc(node), y, biasValue);
+  }
   SmallVector<int64_t> shape = {
       x->shape[0], o,
       windowOutput(x->shape[2], pads[0], pads[2], kh, strides[0], dilations[0]),

@@ -86,7 +86,15 @@ def model(kind, w, opset=13):
                                   pads=[1, 1, 1, 1]))
     cbr("pool", "layer1.0.conv1.weight", "layer1.0.bn1", "block",
         residual="pool")
-    nodes.append(helper.make_node("GlobalAveragePool", ["block"], ["gap"],
+    features = "block"
+    if "head.bias" in w:
+        # A convolution with a bias and no batch norm after it (which would
+        # cancel the bias), so the logits show whether the bias is applied.
+        nodes.append(helper.make_node(
+            "Conv", ["block", n("head.weight"), n("head.bias")], ["head"],
+            name="/head/Conv", kernel_shape=[1, 1]))
+        features = "head"
+    nodes.append(helper.make_node("GlobalAveragePool", [features], ["gap"],
                                   name="/avgpool/GlobalAveragePool"))
     # torch's x.view(x.size(0), -1): a shape subgraph folded at import.
     nodes += [
@@ -182,6 +190,9 @@ def forward(w, x):
     pooled = maxpool(s)
     b = np.maximum(bn(conv(pooled, w["layer1.0.conv1.weight"]),
                       "layer1.0.bn1") + pooled, 0)
+    if "head.bias" in w:
+        b = (np.einsum("nchw,oc->nohw", b, w["head.weight"][:, :, 0, 0]) +
+             w["head.bias"].reshape(1, -1, 1, 1))
     gap = b.mean(axis=(2, 3))
     return gap @ w["fc.weight"].T + w["fc.bias"]
 
@@ -201,7 +212,7 @@ def write_safetensors(path, tensors):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("kind", choices=["train", "preserve", "opset11",
+    parser.add_argument("kind", choices=["train", "preserve", "opset11", "bias",
                                          "unsupported", "folded", "dynamic", "unchecked",
                                          "future-opset", "garbage"])
     parser.add_argument("out")
@@ -215,7 +226,11 @@ def main():
         with open(args.out, "wb") as f:
             f.write(b"\x08\xff\xff this is not a protobuf message")
         return
-    if args.kind in ("train", "preserve"):
+    if args.kind == "bias":
+        w["head.weight"] = rng.normal(0, 0.3, (C, C, 1, 1)).astype(np.float32)
+        w["head.bias"] = rng.normal(0, 0.5, C).astype(np.float32)
+        m = model("train", w)
+    elif args.kind in ("train", "preserve"):
         m = model(args.kind, w)
     elif args.kind == "opset11":
         # Through the version converter: opset 11's Unsqueeze takes its axes
