@@ -128,90 +128,99 @@ struct BroadcastView {
 };
 } // namespace
 
-/// broadcast_mul and bias_add: one parallel loop nest over the result;
-/// their broadcast operand's gradients (dy * lhs, or dy) summed in f32 into
-/// a temporary of that operand's shape (reduction loops over the broadcast
-/// dimensions), then rounded.
-static LogicalResult lowerBroadcastMul(Lowering &l, Operation *op) {
-  Location loc = op->getLoc();
-  if (auto add = dyn_cast<BiasAddOp>(op)) {
-    auto type = cast<RankedTensorType>(add.getInput().getType());
-    SmallVector<int64_t> biasShape(type.getRank(), 1);
-    biasShape.back() = type.getShape().back();
-    BroadcastView v(l, add.getInput(), add.getOutput(), add.getBias(),
-                    biasShape);
-    Type element = elementTypeOf(v.full1);
-    l.generic(
-        loc, {v.full0, v.small}, v.full1, {v.fullMap, v.smallMap, v.fullMap},
-        SmallVector<utils::IteratorType>(v.reduceIterators.size(),
-                                         utils::IteratorType::parallel),
-        [&](OpBuilder &nb, Location loc, ValueRange args) {
-          Value y = arith::AddFOp::create(nb, loc, widenToF32(nb, loc, args[0]),
-                                          widenToF32(nb, loc, args[1]));
-          linalg::YieldOp::create(nb, loc,
-                                  ValueRange{narrowTo(nb, loc, y, element)});
-        });
-    return success();
-  }
-  if (auto backward = dyn_cast<BiasAddBackwardOp>(op)) {
-    auto type = cast<RankedTensorType>(backward.getOutputGrad().getType());
-    SmallVector<int64_t> biasShape(type.getRank(), 1);
-    biasShape.back() = type.getShape().back();
-    BroadcastView v(l, backward.getOutputGrad(), Value(),
-                    backward.getBiasGrad(), biasShape);
-    Type element = elementTypeOf(v.small);
-    Value sum =
-        l.temporary(loc, cast<MemRefType>(v.small.getType()).getShape(), v.f32);
-    l.fill(loc, sum, 0.0);
-    l.generic(loc, v.full0, sum, {v.fullMap, v.smallMap}, v.reduceIterators,
-              [&](OpBuilder &nb, Location loc, ValueRange args) {
-                linalg::YieldOp::create(
-                    nb, loc,
-                    ValueRange{arith::AddFOp::create(
-                        nb, loc, widenToF32(nb, loc, args[0]), args[1])});
-              });
-    l.elementwise(
-        loc, sum, v.small, [&](OpBuilder &nb, Location loc, ValueRange args) {
-          linalg::YieldOp::create(
-              nb, loc, ValueRange{narrowTo(nb, loc, args[0], element)});
-        });
-    return success();
-  }
-  if (auto mul = dyn_cast<BroadcastMulOp>(op)) {
-    BroadcastView v(l, mul.getLhs(), mul.getOutput(), mul.getRhs());
-    Type element = elementTypeOf(v.full1);
-    l.generic(
-        loc, {v.full0, v.small}, v.full1, {v.fullMap, v.smallMap, v.fullMap},
-        SmallVector<utils::IteratorType>(v.reduceIterators.size(),
-                                         utils::IteratorType::parallel),
-        [&](OpBuilder &nb, Location loc, ValueRange args) {
-          Value y = arith::MulFOp::create(nb, loc, widenToF32(nb, loc, args[0]),
-                                          widenToF32(nb, loc, args[1]));
-          linalg::YieldOp::create(nb, loc,
-                                  ValueRange{narrowTo(nb, loc, y, element)});
-        });
-    return success();
-  }
-  auto backward = cast<BroadcastMulBackwardOp>(op);
-  BroadcastView v(l, backward.getOutputGrad(), backward.getLhs(),
-                  backward.getRhsGrad());
+/// `v.full1` = combine(`v.full0`, `v.small`) at every element, in f32.
+static void
+emitBroadcastCombine(Lowering &l, Location loc, const BroadcastView &v,
+                     function_ref<Value(OpBuilder &, Location, Value, Value)>
+                         combine) {
+  Type element = elementTypeOf(v.full1);
+  l.generic(loc, {v.full0, v.small}, v.full1,
+            {v.fullMap, v.smallMap, v.fullMap},
+            SmallVector<utils::IteratorType>(v.reduceIterators.size(),
+                                             utils::IteratorType::parallel),
+            [&](OpBuilder &nb, Location loc, ValueRange args) {
+              Value y = combine(nb, loc, widenToF32(nb, loc, args[0]),
+                                widenToF32(nb, loc, args[1]));
+              linalg::YieldOp::create(
+                  nb, loc, ValueRange{narrowTo(nb, loc, y, element)});
+            });
+}
+
+/// `v.small` = the sum over the broadcast dimensions of `term` of the
+/// full-shaped `inputs` (widened to f32), accumulated in an f32 temporary of
+/// `v.small`'s shape, then rounded.
+static void
+emitBroadcastSum(Lowering &l, Location loc, const BroadcastView &v,
+                 ValueRange inputs,
+                 function_ref<Value(OpBuilder &, Location, ValueRange)> term) {
   Type element = elementTypeOf(v.small);
   Value sum =
       l.temporary(loc, cast<MemRefType>(v.small.getType()).getShape(), v.f32);
   l.fill(loc, sum, 0.0);
-  l.generic(
-      loc, {v.full0, v.full1}, sum, {v.fullMap, v.fullMap, v.smallMap},
-      v.reduceIterators, [&](OpBuilder &nb, Location loc, ValueRange args) {
-        Value p = arith::MulFOp::create(nb, loc, widenToF32(nb, loc, args[0]),
-                                        widenToF32(nb, loc, args[1]));
-        linalg::YieldOp::create(
-            nb, loc, ValueRange{arith::AddFOp::create(nb, loc, p, args[2])});
-      });
+  SmallVector<AffineMap> maps(inputs.size(), v.fullMap);
+  maps.push_back(v.smallMap);
+  l.generic(loc, inputs, sum, maps, v.reduceIterators,
+            [&](OpBuilder &nb, Location loc, ValueRange args) {
+              SmallVector<Value> wide;
+              for (Value a : args.drop_back())
+                wide.push_back(widenToF32(nb, loc, a));
+              Value t = term(nb, loc, wide);
+              linalg::YieldOp::create(
+                  nb, loc,
+                  ValueRange{arith::AddFOp::create(nb, loc, t, args.back())});
+            });
   l.elementwise(loc, sum, v.small,
                 [&](OpBuilder &nb, Location loc, ValueRange args) {
                   linalg::YieldOp::create(
                       nb, loc, ValueRange{narrowTo(nb, loc, args[0], element)});
                 });
+}
+
+/// The bias of a [..., C] value viewed at full rank: [1, ..., 1, C].
+static SmallVector<int64_t> biasShapeOf(Value full) {
+  auto type = cast<RankedTensorType>(full.getType());
+  SmallVector<int64_t> shape(type.getRank(), 1);
+  shape.back() = type.getShape().back();
+  return shape;
+}
+
+/// broadcast_mul and bias_add: one parallel loop nest over the result;
+/// their broadcast operand's gradients (dy * lhs, or dy) summed in f32 over
+/// the broadcast dimensions, then rounded.
+static LogicalResult lowerBroadcastMul(Lowering &l, Operation *op) {
+  Location loc = op->getLoc();
+  if (auto add = dyn_cast<BiasAddOp>(op)) {
+    BroadcastView v(l, add.getInput(), add.getOutput(), add.getBias(),
+                    biasShapeOf(add.getInput()));
+    emitBroadcastCombine(l, loc, v, [](OpBuilder &nb, Location loc, Value x,
+                                       Value b) -> Value {
+      return arith::AddFOp::create(nb, loc, x, b);
+    });
+    return success();
+  }
+  if (auto backward = dyn_cast<BiasAddBackwardOp>(op)) {
+    BroadcastView v(l, backward.getOutputGrad(), Value(),
+                    backward.getBiasGrad(),
+                    biasShapeOf(backward.getOutputGrad()));
+    emitBroadcastSum(l, loc, v, v.full0,
+                     [](OpBuilder &, Location, ValueRange dy) { return dy[0]; });
+    return success();
+  }
+  if (auto mul = dyn_cast<BroadcastMulOp>(op)) {
+    BroadcastView v(l, mul.getLhs(), mul.getOutput(), mul.getRhs());
+    emitBroadcastCombine(l, loc, v, [](OpBuilder &nb, Location loc, Value x,
+                                       Value y) -> Value {
+      return arith::MulFOp::create(nb, loc, x, y);
+    });
+    return success();
+  }
+  auto backward = cast<BroadcastMulBackwardOp>(op);
+  BroadcastView v(l, backward.getOutputGrad(), backward.getLhs(),
+                  backward.getRhsGrad());
+  emitBroadcastSum(l, loc, v, {v.full0, v.full1},
+                   [](OpBuilder &nb, Location loc, ValueRange a) -> Value {
+                     return arith::MulFOp::create(nb, loc, a[0], a[1]);
+                   });
   return success();
 }
 
