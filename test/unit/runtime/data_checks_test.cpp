@@ -19,51 +19,11 @@ namespace kiln::rt {
 namespace {
 
 using test::CStatus;
+using test::Drained;
 using test::TempDir;
-
-void expectContains(const std::string &text, const std::string &want) {
-  EXPECT_NE(text.find(want), std::string::npos)
-      << text << "\nwanted: " << want;
-}
-
-std::string where(const std::string &path, uint64_t index, uint64_t offset) {
-  return path + ": record " + std::to_string(index) + " at byte offset " +
-         std::to_string(offset);
-}
-
-struct Drained {
-  std::vector<int32_t> labels;
-  std::vector<uint32_t> epochs;
-  std::vector<uint64_t> indices;
-  std::vector<kiln_rt_dataset_epoch_stats_t> epochStats; // after each batch
-  std::vector<std::string> firstSkipped;
-  CStatus error;
-  kiln_rt_dataset_stats_t stats{};
-};
-
-void drain(const kiln_rt_dataset_config_t &config, Drained &out,
-           size_t maxBatches = 1000) {
-  kiln_rt_dataset_t *ds = nullptr;
-  out.error.s = kiln_rt_dataset_open(&config, &ds);
-  if (!out.error.ok())
-    return;
-  for (size_t i = 0; i < maxBatches; ++i) {
-    kiln_rt_batch_t batch;
-    out.error.s = kiln_rt_dataset_next_batch(ds, &batch);
-    if (!out.error.ok() || batch.size == 0)
-      break;
-    out.labels.insert(out.labels.end(), batch.labels,
-                      batch.labels + batch.size);
-    out.epochs.push_back(batch.epoch);
-    out.indices.push_back(batch.index);
-    kiln_rt_dataset_epoch_stats_t es;
-    kiln_rt_dataset_get_epoch_stats(ds, &es);
-    out.epochStats.push_back(es);
-    out.firstSkipped.push_back(es.first_skipped);
-  }
-  kiln_rt_dataset_get_stats(ds, &out.stats);
-  kiln_rt_dataset_close(ds);
-}
+using test::drain;
+using test::expectContains;
+using test::where;
 
 /// Raw 4x4 records with the given stored labels; returns each header offset.
 std::vector<uint64_t> writeLabels(const std::string &path,

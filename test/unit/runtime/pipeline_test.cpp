@@ -12,39 +12,9 @@ namespace kiln::rt {
 namespace {
 
 using test::CStatus;
+using test::Drained;
 using test::TempDir;
-
-struct Drained {
-  std::vector<int32_t> labels;     // valid examples only, in order
-  std::vector<std::string> images; // one string per batch (whole buffer)
-  std::vector<uint32_t> sizes;
-  std::vector<uint32_t> epochs;
-  CStatus error; // the status that ended the run (null at a clean end)
-  kiln_rt_dataset_stats_t stats{};
-};
-
-void drain(const kiln_rt_dataset_config_t &config, Drained &out,
-           size_t maxBatches = SIZE_MAX) {
-  kiln_rt_dataset_t *ds = nullptr;
-  out.error.s = kiln_rt_dataset_open(&config, &ds);
-  if (!out.error.ok())
-    return;
-  for (size_t i = 0; i < maxBatches; ++i) {
-    kiln_rt_batch_t batch;
-    out.error.s = kiln_rt_dataset_next_batch(ds, &batch);
-    if (!out.error.ok() || batch.size == 0)
-      break;
-    EXPECT_EQ(batch.image_bytes, kiln_rt_dataset_batch_bytes(ds));
-    out.labels.insert(out.labels.end(), batch.labels,
-                      batch.labels + batch.size);
-    out.images.emplace_back(static_cast<const char *>(batch.images),
-                            batch.image_bytes);
-    out.sizes.push_back(batch.size);
-    out.epochs.push_back(batch.epoch);
-  }
-  kiln_rt_dataset_get_stats(ds, &out.stats);
-  kiln_rt_dataset_close(ds);
-}
+using test::drain;
 
 /// `files` shards of `perFile` raw 4x4 records; record g (global index) has
 /// label g+1 (stored 1-based) and all pixels equal to g % 251.

@@ -21,10 +21,7 @@ namespace {
 
 using test::CStatus;
 using test::TempDir;
-
-void expectContains(const std::string &text, const std::string &want) {
-  EXPECT_NE(text.find(want), std::string::npos) << text << "\nwanted: " << want;
-}
+using test::expectContains;
 
 /// Uneven shards: one empty, one of a single record, up to 40.
 const std::vector<uint64_t> kShardRecords = {12, 0,  31, 5, 18, 27, 1, 22,

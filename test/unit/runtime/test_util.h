@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -171,6 +172,61 @@ struct CStatus {
   std::string message() const { return kiln_rt_status_message(s); }
   kiln_rt_status_code_t code() const { return kiln_rt_status_code(s); }
 };
+
+/// Asserts that `text` contains `want`, printing both otherwise.
+inline void expectContains(const std::string &text, const std::string &want) {
+  EXPECT_NE(text.find(want), std::string::npos)
+      << text << "\nwanted: " << want;
+}
+
+/// How the pipeline's messages name a record.
+inline std::string where(const std::string &path, uint64_t index,
+                         uint64_t offset) {
+  return path + ": record " + std::to_string(index) + " at byte offset " +
+         std::to_string(offset);
+}
+
+/// Everything a dataset delivered until its end or its first error.
+struct Drained {
+  std::vector<int32_t> labels;     // valid examples only, in order
+  std::vector<std::string> images; // one string per batch (whole buffer)
+  std::vector<uint32_t> sizes;
+  std::vector<uint32_t> epochs;
+  std::vector<uint64_t> indices;
+  std::vector<kiln_rt_dataset_epoch_stats_t> epochStats; // after each batch
+  std::vector<std::string> firstSkipped;
+  CStatus error; // the status that ended the run (null at a clean end)
+  kiln_rt_dataset_stats_t stats{};
+};
+
+/// Opens a dataset with `config` and reads up to `maxBatches` batches.
+inline void drain(const kiln_rt_dataset_config_t &config, Drained &out,
+                  size_t maxBatches = SIZE_MAX) {
+  kiln_rt_dataset_t *ds = nullptr;
+  out.error.s = kiln_rt_dataset_open(&config, &ds);
+  if (!out.error.ok())
+    return;
+  for (size_t i = 0; i < maxBatches; ++i) {
+    kiln_rt_batch_t batch;
+    out.error.s = kiln_rt_dataset_next_batch(ds, &batch);
+    if (!out.error.ok() || batch.size == 0)
+      break;
+    EXPECT_EQ(batch.image_bytes, kiln_rt_dataset_batch_bytes(ds));
+    out.labels.insert(out.labels.end(), batch.labels,
+                      batch.labels + batch.size);
+    out.images.emplace_back(static_cast<const char *>(batch.images),
+                            batch.image_bytes);
+    out.sizes.push_back(batch.size);
+    out.epochs.push_back(batch.epoch);
+    out.indices.push_back(batch.index);
+    kiln_rt_dataset_epoch_stats_t es;
+    kiln_rt_dataset_get_epoch_stats(ds, &es);
+    out.epochStats.push_back(es);
+    out.firstSkipped.push_back(es.first_skipped);
+  }
+  kiln_rt_dataset_get_stats(ds, &out.stats);
+  kiln_rt_dataset_close(ds);
+}
 
 } // namespace kiln::rt::test
 
