@@ -62,11 +62,6 @@ Status parseInt(const std::string &flag, const std::string &text,
   return Status::ok();
 }
 
-/// An integer of at least `minValue`, bounded only by int64_t.
-Status parseInt(const std::string &flag, const std::string &text,
-                int64_t minValue, int64_t &out) {
-  return parseInt(flag, text, minValue, INT64_MAX, out);
-}
 
 Status parseDouble(const std::string &flag, const std::string &text,
                    double &out) {
@@ -202,15 +197,8 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
       {"--prefetch", intFlag(o.prefetch, 1, kMaxPrefetch)},
       {"--shuffle-buffer", intFlag(o.shuffleBuffer, 1, kMaxShuffleBuffer)},
       {"--skip-bad-records", boolFlag(o.skipBadRecords, true)},
-      {"--label-offset",
-       {true, [&](const std::string &f, const std::string &v) {
-          // Any int32: the pipeline subtracts it from int64 stored labels.
-          KILN_RETURN_IF_ERROR(parseInt(f, v, INT32_MIN, o.labelOffset));
-          if (o.labelOffset > INT32_MAX)
-            return bad(fmt::format("{} must be in {}..{}, got {}", f,
-                                   INT32_MIN, INT32_MAX, o.labelOffset));
-          return Status::ok();
-        }}},
+      // Any int32: the pipeline subtracts it from int64 stored labels.
+      {"--label-offset", intFlag(o.labelOffset, INT32_MIN, INT32_MAX)},
       {"--steps", {true, [&](const std::string &f, const std::string &v) {
                      int64_t n;
                      KILN_RETURN_IF_ERROR(parseInt(f, v, 0, kMaxSteps, n));
