@@ -392,7 +392,7 @@ def KilnExportSaProgram : Pass<"kiln-export-sa-program", "mlir::ModuleOp"> {
   let description = [{
     Serializes the single `sa.program` of the module, one instruction per
     `sa` instruction op, into the versioned format of
-    runtime/sim/schema/program.fbs, verifies it as kiln-sim will load it,
+    systolic/schema/program.fbs, verifies it as kiln-sim will load it,
     and writes it to `output`. The IR is unchanged.
   }];
   let options = [

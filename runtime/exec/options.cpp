@@ -24,7 +24,7 @@ Status bad(const std::string &message) {
 }
 
 // The input pipeline's own limits (kiln_rt_dataset_config_t, checked again
-// in runtime/src/data/pipeline.cpp), tested here so that the message names
+// in runtime/data/pipeline.cpp), tested here so that the message names
 // the flag and no value wraps around in the pipeline's 32-bit fields.
 constexpr int64_t kMaxPad = 4096;
 constexpr int64_t kMaxDataWorkers = 256;

@@ -3,7 +3,7 @@
 // A thin main: parses flags, runs a converter, prints the summary.
 //
 //===----------------------------------------------------------------------===//
-#include "convert.h"
+#include "kiln/rt/convert.h"
 
 #include "kiln/rt/inspect.h"
 

@@ -1,7 +1,7 @@
 //===- SaBase.td - The sa dialect, its types, enums and attributes -*- tablegen -*-===//
 //
 // The `sa` dialect is the instruction level of Kiln's systolic-array target:
-// one op per instruction of runtime/sim/schema/program.fbs, over named
+// one op per instruction of systolic/schema/program.fbs, over named
 // buffers in HBM and on-chip memory, with SSA tokens for synchronization.
 //
 //===----------------------------------------------------------------------===//

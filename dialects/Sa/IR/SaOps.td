@@ -160,7 +160,7 @@ def Sa_VectorOp : Sa_InstrOp<"vector"> {
   let description = [{
     Applies `kind` to `rows` x `channels` elements; each operand is a buffer
     and an element offset, all on chip. The operands and attributes of each
-    kind are listed in runtime/sim/include/kiln/sim/Isa.h (for example
+    kind are listed in systolic/include/kiln/sim/Isa.h (for example
     `channel_affine` takes x, scale and shift and one integer attribute, 1
     to apply a ReLU).
 

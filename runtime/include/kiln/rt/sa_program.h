@@ -7,7 +7,7 @@
  * major version fails to link instead of misreading the object. The struct
  * itself also carries the version, checked at start-up.
  *
- *   data, size  the serialized FlatBuffers program (runtime/sim/schema/
+ *   data, size  the serialized FlatBuffers program (systolic/schema/
  *               program.fbs: "KSAP" identifier, its own schema version),
  *               16-byte aligned; verified by the host before use.
  *   info        NUL-terminated JSON written by kilnc, what the program does

@@ -7,7 +7,7 @@
 // "<idx file>:<index>" so every record can be traced to its source.
 //
 //===----------------------------------------------------------------------===//
-#include "convert.h"
+#include "kiln/rt/convert.h"
 
 #include "kiln/rt/example.h"
 #include "kiln/rt/idx.h"

@@ -12,7 +12,7 @@
 // skipped and counted with --skip-bad.
 //
 //===----------------------------------------------------------------------===//
-#include "convert.h"
+#include "kiln/rt/convert.h"
 
 #include "kiln/rt/example.h"
 #include "kiln/rt/image.h"

@@ -1,6 +1,6 @@
 //===- shard_writer.cpp - Parallel writing of TFRecord shards -------------===//
-#include "convert.h"
-#include "progress.h"
+#include "kiln/rt/convert.h"
+#include "kiln/rt/progress.h"
 
 #include "kiln/rt/files.h"
 #include "kiln/rt/random.h"

@@ -1,6 +1,6 @@
 //===- progress.cpp - Progress bar
 //-----------------------------------------===//
-#include "progress.h"
+#include "kiln/rt/progress.h"
 
 #include <cstdio>
 #include <unistd.h>

@@ -3,7 +3,7 @@
 // Part of Kiln. What a host feeds a simulated step: IDX datasets (MNIST,
 // Fashion-MNIST; gzip or raw) and deterministic synthetic batches. Enough
 // for kiln-sim to train small models; the full input pipeline is the
-// runtime's (runtime/src), which kilnc --target=systolic executables use.
+// runtime's (runtime/data), which kilnc --target=systolic executables use.
 //
 //===----------------------------------------------------------------------===//
 
