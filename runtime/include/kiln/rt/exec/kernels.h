@@ -28,9 +28,11 @@
 // runtime's does not apply, `Direct` never uses Winograd, and `Library` is
 // oneDNN's heuristic alone, none of the runtime's kernels (to measure them
 // against). `Auto` also replaces two of oneDNN's bf16 backward kernels where
-// they are slow (kernels.cpp): on small NHWC images, a filter gradient is
-// im2col and a matrix product per thread over its share of the batch, and a
-// stride-1 input gradient is a forward convolution with the flipped filter.
+// they are slow: on small NHWC images, a filter gradient is im2col and a
+// matrix product per thread over its share of the batch
+// (kernel_filter_grad_matmuls.cpp), and a stride-1 input gradient is a
+// forward convolution with the flipped filter (kernel_data_grad_forward.cpp).
+// kernel_selection.cpp holds the policy, kernel_dnnl.cpp oneDNN's kernels.
 // Both replace only oneDNN 2.6's older bf16 jit kernels (isOlderBf16JitKernel),
 // which their rules were measured against; newer kernels (brgemm-based, AMX)
 // are kept.
@@ -40,7 +42,7 @@
 #define KILN_RT_EXEC_KERNELS_H
 
 #include "kiln/rt/exec/manifest.h"
-#include "kiln/rt/status.h"
+#include "kiln/base/status.h"
 
 #include <cstdint>
 #include <memory>
