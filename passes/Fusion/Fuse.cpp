@@ -3,6 +3,7 @@
 #include "passes/Fusion/Fuse.h"
 
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "kiln/rt/kernel_rules.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -125,28 +126,35 @@ struct FuseConvBatchNormInference : OpRewritePattern<BatchNormInferenceOp> {
 
 /// Whether the x86 runtime runs `conv` on its fused-tile Winograd kernel,
 /// the one kernel that takes an output's statistics as it writes it (the
-/// rule of isFusedTileWinograd in runtime/exec/kernels.cpp): 3x3, stride
-/// 1, one pixel of padding, 16-128 channels in multiples of 16; in bf16
-/// only from 64 channels on images of 28x28 or more. After any other
-/// kernel the runtime reads the output once more for the statistics, which
-/// the batch norm's own pass does faster (Fashion-MNIST ResNet-20: the
-/// stem, strided and 1x1 convolutions 0.1-0.3 ms slower per call each).
+/// runtime's rule, kiln/rt/kernel_rules.h). After any other kernel the
+/// runtime reads the output once more for the statistics, which the batch
+/// norm's own pass does faster (Fashion-MNIST ResNet-20: the stem, strided
+/// and 1x1 convolutions 0.1-0.3 ms slower per call each).
 static bool kernelTakesStatistics(Conv2DOp conv) {
   RankedTensorType x = conv.getInput().getType(),
                    y = conv.getOutput().getType();
   ArrayRef<int64_t> w = conv.getFilter().getType().getShape();
-  int64_t inputs = w[2], outputs = w[3];
-  if (x.getElementType().isBF16() &&
-      (inputs < 64 || outputs < 64 || ShapedType::isDynamic(y.getDimSize(1)) ||
-       y.getDimSize(1) * y.getDimSize(2) < 28 * 28))
-    return false;
-  auto ones = [](ArrayRef<int64_t> values) {
-    return llvm::all_of(values, [](int64_t v) { return v == 1; });
-  };
-  return w[0] == 3 && w[1] == 3 && ones(conv.getStrides()) &&
-         ones(conv.getDilations()) && ones(conv.getPadding()) &&
-         inputs % 16 == 0 && outputs % 16 == 0 && inputs <= 128 &&
-         outputs <= 128;
+  ArrayRef<int64_t> strides = conv.getStrides(),
+                    dilations = conv.getDilations(),
+                    padding = conv.getPadding();
+  rt::ConvGeometry geometry;
+  geometry.kernelH = w[0];
+  geometry.kernelW = w[1];
+  geometry.strideH = strides[0];
+  geometry.strideW = strides[1];
+  geometry.dilationH = dilations[0];
+  geometry.dilationW = dilations[1];
+  geometry.padTop = padding[0];
+  geometry.padBottom = padding[1];
+  geometry.padLeft = padding[2];
+  geometry.padRight = padding[3];
+  geometry.inputChannels = w[2];
+  geometry.outputChannels = w[3];
+  if (!ShapedType::isDynamic(y.getDimSize(1)) &&
+      !ShapedType::isDynamic(y.getDimSize(2)))
+    geometry.outputPixels = y.getDimSize(1) * y.getDimSize(2);
+  return rt::fusedTileWinogradApplies(rt::ConvPass::Forward, geometry,
+                                      x.getElementType().isBF16());
 }
 
 /// batch_norm_train(conv2d(x, w)) -> fused_conv2d_batch_norm_train at the

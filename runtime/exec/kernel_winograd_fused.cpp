@@ -8,6 +8,8 @@
 
 #include "kiln/rt/exec/kernel_plan.h"
 
+#include "kiln/rt/kernel_rules.h"
+
 #include <fmt/format.h>
 
 namespace kiln::rt::exec {
@@ -19,23 +21,9 @@ bool hasBf16Operand(const Call &call) {
   return false;
 }
 
-/// Whether a call is one the runtime's fused-tile Winograd (winograd.h)
-/// runs faster than oneDNN: a 3x3 convolution pass, stride 1, one
-/// pixel of padding on every side, NHWC or nChw16c activations, channels
-/// multiples of 16 and at most 128. Per call, two threads, nChw16c, against
-/// oneDNN's choice (`kiln-bench-exec-conv --conv-algorithm auto|library`;
-/// forward / input gradient / filter gradient, ms):
-///   128x28x28x16  0.73 / 0.74 / 0.96 against 1.09 / 1.11 / 1.16
-///                 (caches evicted first: 0.98 / 0.99 / 1.19 against
-///                 1.70 / 1.77 / 1.25)
-///   128x14x14x32  0.64 / 0.64 / 0.71 against 1.10 / 1.07 / 1.16
-///   128x7x7x64    0.60 / 0.59 / 0.68 against 0.81 / 0.81 / 1.23
-///   32x56x56x64   7.2 / 7.2 / 8.6 against 10.0 / 9.4 / 14.8
-///   32x28x28x128  7.1 / 6.7 / 7.8 against 9.0 / 9.6 / 18.8
-/// At 256 channels the transformed filter (36 x 256 x 256 floats per
-/// thread) no longer stays in cache and oneDNN's Winograd is faster (8.1
-/// against 8.9 ms forward on 32x14x14x256); CPUs without AVX-512 do not run
-/// the kernel.
+/// fusedTileWinogradApplies (kiln/rt/kernel_rules.h) on the call's
+/// geometry, the operands being ones the kernel reads and the CPU one it
+/// runs on.
 bool isFusedTileWinograd(const Call &call) {
   bool fwd = call.kind == CallKind::Conv2dForward;
   bool bwdData = call.kind == CallKind::Conv2dBackwardData;
@@ -59,28 +47,25 @@ bool isFusedTileWinograd(const Call &call) {
   }
   if (call.hasOperand("residual"))
     types &= call.operand("residual").dtype == y.dtype;
-  int64_t inputs = x.shape[3], outputs = y.shape[3];
-  bool bf16 = hasBf16Operand(call);
-  // Against oneDNN's bf16 kernels, which multiply twice as fast per
-  // instruction, it wins only on larger layers (with the caches evicted,
-  // forward / input gradient / filter gradient, ms): 32x56x56x64 6.8 /
-  // 6.9 / 8.7 against 9.3 / 9.3 / 14.4, 32x28x28x128 7.3 / 8.0 / 8.3
-  // against 9.0 / 9.1 / 11.7; but 128x28x28x16 1.04 / 1.08 / 1.29 against
-  // 1.08 / 0.68 / 1.16, and on 14x14 and 7x7 images it loses the forward
-  // and input gradient (32x14x14x128 2.7 / 3.2 against 2.4 / 2.6) while
-  // winning the filter gradient from 32 channels (2.7 against 3.1 ms;
-  // 128x7x7x64 0.68 against 1.22).
-  if (bf16 && bwdFilter && (inputs < 32 || outputs < 32))
-    return false;
-  if (bf16 && !bwdFilter &&
-      (inputs < 64 || outputs < 64 || y.shape[1] * y.shape[2] < 28 * 28))
-    return false;
-  return types && layouts && w.shape[0] == 3 && w.shape[1] == 3 &&
-         call.strides == std::array<int64_t, 2>{1, 1} &&
-         call.dilations == std::array<int64_t, 2>{1, 1} &&
-         call.padding == std::array<int64_t, 4>{1, 1, 1, 1} &&
-         inputs % 16 == 0 && outputs % 16 == 0 && inputs <= 128 &&
-         outputs <= 128 && Winograd3x3::available();
+  ConvGeometry geometry;
+  geometry.kernelH = w.shape[0];
+  geometry.kernelW = w.shape[1];
+  geometry.strideH = call.strides[0];
+  geometry.strideW = call.strides[1];
+  geometry.dilationH = call.dilations[0];
+  geometry.dilationW = call.dilations[1];
+  geometry.padTop = call.padding[0];
+  geometry.padBottom = call.padding[1];
+  geometry.padLeft = call.padding[2];
+  geometry.padRight = call.padding[3];
+  geometry.inputChannels = x.shape[3];
+  geometry.outputChannels = y.shape[3];
+  geometry.outputPixels = y.shape[1] * y.shape[2];
+  ConvPass pass = fwd       ? ConvPass::Forward
+                  : bwdData ? ConvPass::InputGradient
+                            : ConvPass::FilterGradient;
+  return fusedTileWinogradApplies(pass, geometry, hasBf16Operand(call)) &&
+         types && layouts && Winograd3x3::available();
 }
 
 Status Kernels::Impl::planFusedTileWinograd(const Call &call, CallPlan &plan) {

@@ -40,8 +40,8 @@ const Shape3x3 kShapes[] = {{{3, 7, 9, 16}, 32},
                             {{2, 28, 28, 16}, 16},
                             {{1, 99, 101, 16}, 64}};
 // bf16 takes images of at least 28x28 pixels and 64 channels (the forward
-// and input gradient; kernels.cpp): 29x30 ends in partial tiles, 80
-// channels are five blocks.
+// and input gradient; kiln/rt/kernel_rules.h): 29x30 ends in partial tiles,
+// 80 channels are five blocks.
 const Shape3x3 kBf16Shapes[] = {{{1, 29, 30, 64}, 80}, {{2, 28, 28, 80}, 64}};
 
 struct Param {
@@ -353,7 +353,7 @@ TEST(FusedTileWinogradRuleTest, TakesOnlyNarrowSamePaddedF32Layers) {
     attrs.strides = c.strides;
     attrs.padding = c.padding;
     ref::Shape yShape;
-    ASSERT_TRUE(ref::inferConv2dShape(c.input, c.filter, attrs, yShape).ok());
+    ASSERT_TRUE(ref::inferConv2dShape(c.input, c.filter, attrs, yShape).isOk());
     ArenaLayout layout;
     TensorRef x = layout.place(c.input, c.dtype);
     TensorRef w = layout.place(c.filter, c.dtype);
