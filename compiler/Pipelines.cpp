@@ -9,6 +9,65 @@
 
 namespace kiln {
 
+/// Splits `options` into its `key[=value]` words: spaces separate them
+/// except inside quotes and braces, as PassOptions::parseFromString reads.
+static llvm::SmallVector<llvm::StringRef> splitOptions(llvm::StringRef options) {
+  llvm::SmallVector<llvm::StringRef> words;
+  size_t start = 0, depth = 0;
+  char quote = 0;
+  for (size_t i = 0, e = options.size(); i <= e; ++i) {
+    char c = i < e ? options[i] : ' ';
+    if (quote) {
+      quote = c == quote ? 0 : quote;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '{') {
+      ++depth;
+    } else if (c == '}' && depth > 0) {
+      --depth;
+    } else if (c == ' ' && depth == 0) {
+      if (i > start)
+        words.push_back(options.slice(start, i));
+      start = i + 1;
+    }
+  }
+  return words;
+}
+
+std::unique_ptr<TrainStepPipelineOptions>
+TrainStepPipelineOptions::parse(llvm::StringRef options,
+                                llvm::raw_ostream &errors) {
+  std::string own, optimizer;
+  for (llvm::StringRef word : splitOptions(options)) {
+    llvm::StringRef key = word.split('=').first;
+    // Both the pipeline and kiln-optimizer have a `step`.
+    if (key == "forward" || key == "bucket-bytes" || key == "step")
+      own += (word + " ").str();
+    if (key != "forward" && key != "bucket-bytes")
+      optimizer += (word + " ").str();
+  }
+  auto result = std::make_unique<TrainStepPipelineOptions>();
+  if (failed(result->parseFromString(own, errors)))
+    return nullptr;
+  // Checked now, so that a bad value fails before anything is compiled.
+  std::unique_ptr<mlir::Pass> pass = createKilnOptimizer();
+  if (failed(pass->initializeOptions(optimizer, [&](const llvm::Twine &message) {
+        errors << message;
+        return mlir::failure();
+      })))
+    return nullptr;
+  result->optimizerOptions = std::move(optimizer);
+  return result;
+}
+
+llvm::SmallVector<std::string> getTrainStepFlagNames() {
+  llvm::SmallVector<std::string> names = {"bucket-bytes"};
+  for (std::string &name : getOptimizerOptionNames())
+    if (name != "step")
+      names.push_back(std::move(name));
+  return names;
+}
+
 void buildTrainStepPipeline(mlir::OpPassManager &pm,
                             const TrainStepPipelineOptions &options) {
   KilnAutodiffOptions autodiff;
@@ -23,34 +82,12 @@ void buildTrainStepPipeline(mlir::OpPassManager &pm,
     pm.addPass(createKilnInsertAllReduce(allreduce));
   }
 
-  KilnOptimizerOptions optimizer;
-  optimizer.stepFunction = options.step;
-  optimizer.optimizer = options.optimizer;
-  optimizer.momentum = options.momentum;
-  optimizer.nesterov = options.nesterov;
-  optimizer.weightDecay = options.weightDecay;
-  optimizer.noDecay = options.noDecay;
-  optimizer.larsSkip = options.larsSkip;
-  optimizer.larsForm = options.larsForm;
-  optimizer.larsEta = options.larsEta;
-  optimizer.larsEpsilon = options.larsEpsilon;
-  optimizer.labelSmoothing = options.labelSmoothing;
-  optimizer.schedule = options.schedule;
-  optimizer.lr = options.lr;
-  optimizer.peakLr = options.peakLr;
-  optimizer.warmupInitLr = options.warmupInitLr;
-  optimizer.warmupSteps = options.warmupSteps;
-  optimizer.totalSteps = options.totalSteps;
-  optimizer.endLr = options.endLr;
-  optimizer.power = options.power;
-  optimizer.factor = options.factor;
-  optimizer.boundaries.assign(options.boundaries.begin(),
-                              options.boundaries.end());
-  optimizer.warmupEpochs = options.warmupEpochs;
-  optimizer.decayEpochs = options.decayEpochs;
-  optimizer.boundaryEpochs.assign(options.boundaryEpochs.begin(),
-                                  options.boundaryEpochs.end());
-  pm.addPass(createKilnOptimizer(optimizer));
+  std::unique_ptr<mlir::Pass> optimizer = createKilnOptimizer();
+  // `parse` checked these options.
+  (void)optimizer->initializeOptions(
+      options.optimizerOptions,
+      [](const llvm::Twine &) { return mlir::failure(); });
+  pm.addPass(std::move(optimizer));
   pm.addPass(mlir::createCSEPass());
 }
 
@@ -90,11 +127,23 @@ const Recipe *findRecipe(llvm::StringRef name) {
 }
 
 void registerKilnPipelines() {
-  mlir::PassPipelineRegistration<TrainStepPipelineOptions>(
+  mlir::registerPassPipeline(
       "kiln-build-train-step",
       "Builds the full training step from a model: autodiff, gradient "
-      "allreduce buckets, optimizer and learning-rate schedule",
-      buildTrainStepPipeline);
+      "allreduce buckets, optimizer and learning-rate schedule (the options "
+      "below and every option of kiln-optimizer)",
+      [](mlir::OpPassManager &pm, llvm::StringRef text,
+         llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)>) {
+        std::unique_ptr<TrainStepPipelineOptions> options =
+            TrainStepPipelineOptions::parse(text);
+        if (!options)
+          return mlir::failure();
+        buildTrainStepPipeline(pm, *options);
+        return mlir::success();
+      },
+      [](llvm::function_ref<void(const mlir::detail::PassOptions &)> print) {
+        print(TrainStepPipelineOptions());
+      });
 }
 
 } // namespace kiln

@@ -13,8 +13,10 @@
 
 namespace kiln {
 
-/// Options of the training-step pipeline: those of kiln-autodiff,
-/// kiln-insert-allreduce and kiln-optimizer, under the same names.
+/// Options of the training-step pipeline (kiln-build-train-step). The
+/// pipeline declares only its own; it takes every option of kiln-optimizer
+/// as well, under the same names and in the same string, and forwards them
+/// to that pass, so Passes.td is their one declaration.
 struct TrainStepPipelineOptions
     : public mlir::PassPipelineOptions<TrainStepPipelineOptions> {
   Option<std::string> forward{*this, "forward",
@@ -27,32 +29,22 @@ struct TrainStepPipelineOptions
       *this, "bucket-bytes",
       llvm::cl::desc("Smallest gradient bucket in bytes; 0: no allreduce"),
       llvm::cl::init(25 << 20)};
-  Option<std::string> optimizer{*this, "optimizer",
-                                llvm::cl::desc("sgd or lars"),
-                                llvm::cl::init("sgd")};
-  Option<double> momentum{*this, "momentum", llvm::cl::init(0.9)};
-  Option<bool> nesterov{*this, "nesterov", llvm::cl::init(false)};
-  Option<double> weightDecay{*this, "weight-decay", llvm::cl::init(0.0)};
-  Option<std::string> noDecay{*this, "no-decay", llvm::cl::init("bn,bias")};
-  Option<std::string> larsSkip{*this, "lars-skip", llvm::cl::init("bn,bias")};
-  Option<std::string> larsForm{*this, "lars-form", llvm::cl::init("tf2")};
-  Option<double> larsEta{*this, "lars-eta", llvm::cl::init(0.001)};
-  Option<double> larsEpsilon{*this, "lars-epsilon", llvm::cl::init(0.0)};
-  Option<double> labelSmoothing{*this, "label-smoothing", llvm::cl::init(0.0)};
-  Option<std::string> schedule{*this, "schedule", llvm::cl::init("constant")};
-  Option<double> lr{*this, "lr", llvm::cl::init(0.1)};
-  Option<double> peakLr{*this, "peak-lr", llvm::cl::init(0.0)};
-  Option<double> warmupInitLr{*this, "warmup-init-lr", llvm::cl::init(0.0)};
-  Option<double> warmupSteps{*this, "warmup-steps", llvm::cl::init(0.0)};
-  Option<double> warmupEpochs{*this, "warmup-epochs", llvm::cl::init(0.0)};
-  Option<int64_t> totalSteps{*this, "total-steps", llvm::cl::init(0)};
-  Option<double> decayEpochs{*this, "decay-epochs", llvm::cl::init(0.0)};
-  Option<double> endLr{*this, "end-lr", llvm::cl::init(0.0)};
-  Option<double> power{*this, "power", llvm::cl::init(2.0)};
-  Option<double> factor{*this, "factor", llvm::cl::init(0.1)};
-  ListOption<int64_t> boundaries{*this, "boundaries"};
-  ListOption<double> boundaryEpochs{*this, "boundary-epochs"};
+
+  /// The kiln-optimizer options given with these (`key=value` words),
+  /// checked by `parse`.
+  std::string optimizerOptions;
+
+  /// Parses the pipeline's options and kiln-optimizer's from one
+  /// `key=value ...` string (the pipeline's syntax), or prints why not to
+  /// `errors` and returns nullptr.
+  static std::unique_ptr<TrainStepPipelineOptions>
+  parse(llvm::StringRef options, llvm::raw_ostream &errors = llvm::errs());
 };
+
+/// The options of the training-step pipeline a compiler driver offers as
+/// flags: `bucket-bytes` and every kiln-optimizer option but `step`, by
+/// name, as Passes.td declares them.
+llvm::SmallVector<std::string> getTrainStepFlagNames();
 
 /// The training recipe of a reference run, reproduced exactly
 /// (docs/runtime.md "Reference recipes"): kilnc --recipe=NAME takes its

@@ -3,6 +3,11 @@
 #ifndef KILN_PASSES_PASSES_H
 #define KILN_PASSES_PASSES_H
 
+// The enum types of pass options (Passes.td declares the options with their
+// spellings).
+#include "passes/Layout/AssignLayouts.h"
+#include "passes/Optimizer/Optimizer.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 

@@ -96,8 +96,13 @@ def KilnOptimizer : Pass<"kiln-optimizer", "mlir::ModuleOp"> {
   let options = [
     Option<"stepFunction", "step", "std::string", /*default=*/"\"train_step\"",
            "The training-step function">,
-    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
-           "sgd or lars">,
+    Option<"optimizer", "optimizer", "::kiln::OptimizerKind",
+           /*default=*/"::kiln::OptimizerKind::Sgd", "sgd or lars",
+           [{::llvm::cl::values(
+             clEnumValN(::kiln::OptimizerKind::Sgd, "sgd",
+                        "SGD with momentum"),
+             clEnumValN(::kiln::OptimizerKind::Lars, "lars",
+                        "LARS (layer-wise adaptive rate scaling)"))}]>,
     Option<"momentum", "momentum", "double", /*default=*/"0.9", "Momentum">,
     Option<"nesterov", "nesterov", "bool", /*default=*/"false",
            "Nesterov momentum (sgd)">,
@@ -110,19 +115,39 @@ def KilnOptimizer : Pass<"kiln-optimizer", "mlir::ModuleOp"> {
     Option<"larsSkip", "lars-skip", "std::string", /*default=*/"\"bn,bias\"",
            "Parameter kinds whose LARS trust ratio is 1 (MLPerf's skip "
            "list): bn, bias, both, or none">,
-    Option<"larsForm", "lars-form", "std::string", /*default=*/"\"tf2\"",
+    Option<"larsForm", "lars-form", "::kiln::LarsForm",
+           /*default=*/"::kiln::LarsForm::Tf2",
            "The LARS update: tf2 (MLPerf TF2: v = m v + lr trust g') or "
            "v0.6 (MLPerf v0.6: v = m v + g', w -= lr trust v, the trust "
-           "ratio of g')">,
+           "ratio of g')",
+           [{::llvm::cl::values(
+             clEnumValN(::kiln::LarsForm::Tf2, "tf2",
+                        "lr * trust inside the momentum"),
+             clEnumValN(::kiln::LarsForm::V0_6, "v0.6",
+                        "lr * trust applied to the momentum's step"))}]>,
     Option<"larsEta", "lars-eta", "double", /*default=*/"0.001",
            "LARS trust coefficient">,
     Option<"larsEpsilon", "lars-epsilon", "double", /*default=*/"0.0",
            "LARS denominator epsilon">,
     Option<"labelSmoothing", "label-smoothing", "double", /*default=*/"0.0",
            "Label smoothing of the training loss">,
-    Option<"schedule", "schedule", "std::string", /*default=*/"\"constant\"",
+    Option<"schedule", "schedule", "::kiln::Schedule",
+           /*default=*/"::kiln::Schedule::Constant",
            "constant, linear_warmup_linear_decay, warmup_polynomial_decay, "
-           "step_decay or cosine_decay">,
+           "step_decay or cosine_decay",
+           [{::llvm::cl::values(
+             clEnumValN(::kiln::Schedule::Constant, "constant",
+                        "lr throughout"),
+             clEnumValN(::kiln::Schedule::LinearWarmupLinearDecay,
+                        "linear_warmup_linear_decay",
+                        "lr to peak-lr, then to 0 at total-steps"),
+             clEnumValN(::kiln::Schedule::WarmupPolynomialDecay,
+                        "warmup_polynomial_decay",
+                        "warmup to lr, then polynomial decay to end-lr"),
+             clEnumValN(::kiln::Schedule::StepDecay, "step_decay",
+                        "warmup to lr, then times factor at each boundary"),
+             clEnumValN(::kiln::Schedule::CosineDecay, "cosine_decay",
+                        "warmup to lr, then cosine decay to end-lr"))}]>,
     Option<"lr", "lr", "double", /*default=*/"0.1",
            "Base learning rate (the initial one for linear_warmup_linear_decay)">,
     Option<"peakLr", "peak-lr", "double", /*default=*/"0.0",
@@ -241,8 +266,14 @@ def KilnLayout : Pass<"kiln-layout", "mlir::func::FuncOp"> {
     nothing. Ops without the interface read and write NHWC.
   }];
   let options = [
-    Option<"mode", "mode", "std::string", /*default=*/"\"auto\"",
-           "auto, nhwc or blocked">
+    Option<"mode", "mode", "::kiln::LayoutMode",
+           /*default=*/"::kiln::LayoutMode::Auto", "auto, nhwc or blocked",
+           [{::llvm::cl::values(
+             clEnumValN(::kiln::LayoutMode::Auto, "auto",
+                        "the layouts of least estimated time"),
+             clEnumValN(::kiln::LayoutMode::Nhwc, "nhwc", "NHWC everywhere"),
+             clEnumValN(::kiln::LayoutMode::Blocked, "blocked",
+                        "nChw16c wherever an op can compute in it"))}]>
   ];
 }
 

@@ -19,6 +19,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/LLVMContext.h"
@@ -358,8 +359,13 @@ int compile(const CompileOptions &options) {
                  << "' (expected fp32 or bf16)\n";
     return 1;
   }
-  if (options.layout != "auto" && options.layout != "nhwc" &&
-      options.layout != "blocked") {
+  std::optional<LayoutMode> layoutMode =
+      llvm::StringSwitch<std::optional<LayoutMode>>(options.layout)
+          .Case("auto", LayoutMode::Auto)
+          .Case("nhwc", LayoutMode::Nhwc)
+          .Case("blocked", LayoutMode::Blocked)
+          .Default(std::nullopt);
+  if (!layoutMode) {
     llvm::errs() << "kilnc: unknown layout '" << options.layout
                  << "' (expected auto, nhwc or blocked)\n";
     return 1;
@@ -371,7 +377,6 @@ int compile(const CompileOptions &options) {
                  << options.batch << "\n";
     return 1;
   }
-  std::string layoutMode = options.layout;
   if (!systolic) {
     std::string error;
     std::optional<bool> avx512 = cpuHasFeature(options.cpu, "avx512f", error);
@@ -382,7 +387,7 @@ int compile(const CompileOptions &options) {
     // oneDNN 2.6 runs 16-channel blocks (nChw16c) with its JIT kernels on
     // AVX-512 CPUs only; elsewhere every such convolution falls back to its
     // reference kernel, hundreds of times slower than NHWC's AVX2 kernels.
-    if (!*avx512 && layoutMode == "blocked") {
+    if (!*avx512 && *layoutMode == LayoutMode::Blocked) {
       llvm::errs() << "kilnc: --layout=blocked (nChw16c) needs an AVX-512 "
                       "CPU and --cpu="
                    << options.cpu
@@ -390,7 +395,7 @@ int compile(const CompileOptions &options) {
       return 1;
     }
     if (!*avx512)
-      layoutMode = "nhwc";
+      layoutMode = LayoutMode::Nhwc;
     // oneDNN 2.6 creates bf16 convolutions for avx512_core (F, BW, VL, DQ)
     // and newer only: elsewhere the executable could not even start.
     std::optional<bool> avx512bw =
@@ -465,7 +470,7 @@ int compile(const CompileOptions &options) {
         // chooses its own tiling.
         if (!systolic) {
           KilnLayoutOptions layout;
-          layout.mode = layoutMode;
+          layout.mode = *layoutMode;
           pm.addNestedPass<func::FuncOp>(createKilnLayout(layout));
         }
       })))

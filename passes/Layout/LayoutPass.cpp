@@ -14,21 +14,10 @@ struct KilnLayoutPass : impl::KilnLayoutBase<KilnLayoutPass> {
   using KilnLayoutBase::KilnLayoutBase;
 
   void runOnOperation() override {
-    std::optional<LayoutMode> parsed =
-        llvm::StringSwitch<std::optional<LayoutMode>>(mode)
-            .Case("auto", LayoutMode::Auto)
-            .Case("nhwc", LayoutMode::Nhwc)
-            .Case("blocked", LayoutMode::Blocked)
-            .Default(std::nullopt);
-    if (!parsed) {
-      getOperation().emitError("kiln-layout: unknown mode '")
-          << mode << "' (expected auto, nhwc or blocked)";
-      return signalPassFailure();
-    }
     mlir::func::FuncOp func = getOperation();
     if (failed(verifyLayouts(func)))
       return signalPassFailure();
-    applyLayouts(func, chooseLayouts(func, *parsed));
+    applyLayouts(func, chooseLayouts(func, mode));
     // The lowering indexes every operand as its layout says: check the
     // result, so that a wrong interface answer fails here, named.
     if (failed(verifyLayouts(func)))

@@ -67,6 +67,10 @@ llvm::json::Object scheduleManifestEntry(LearningRateOp op);
 
 enum class OptimizerKind { Sgd, Lars };
 
+/// The names of kiln-optimizer's options (Passes.td), sorted: what a driver
+/// that forwards them to the pass offers as flags.
+llvm::SmallVector<std::string> getOptimizerOptionNames();
+
 /// What a parameter is, decided by the ops that read it (not by its rank):
 /// a batch norm's scale or offset, a dense layer's bias, or anything else.
 enum class ParameterKind { Weight, BatchNorm, Bias };

@@ -3,8 +3,6 @@
 #include "passes/Optimizer/Optimizer.h"
 #include "passes/Passes.h"
 
-#include "llvm/ADT/StringSwitch.h"
-
 namespace kiln {
 #define GEN_PASS_DEF_KILNOPTIMIZER
 #include "passes/Passes.h.inc"
@@ -13,23 +11,21 @@ namespace {
 struct OptimizerPass : impl::KilnOptimizerBase<OptimizerPass> {
   using Base::Base;
 
+  /// Every option's name: each is registered with the pass's options, which
+  /// `llvm::cl` keeps as a subcommand of its own.
+  llvm::SmallVector<std::string> getOptionNames() const {
+    llvm::SmallVector<std::string> names;
+    for (llvm::cl::SubCommand *options : stepFunction.Subs)
+      for (const auto &entry : llvm::cl::getRegisteredOptions(*options))
+        names.push_back(entry.first.str());
+    llvm::sort(names);
+    return names;
+  }
+
   void runOnOperation() override {
     mlir::ModuleOp module = getOperation();
     OptimizerConfig config;
-    if (optimizer == "sgd") {
-      config.kind = OptimizerKind::Sgd;
-    } else if (optimizer == "lars") {
-      config.kind = OptimizerKind::Lars;
-    } else {
-      module.emitError("kiln-optimizer: unknown optimizer '")
-          << optimizer << "' (expected sgd or lars)";
-      return signalPassFailure();
-    }
-    std::optional<Schedule> kind = symbolizeSchedule(schedule);
-    if (!kind) {
-      module.emitError("kiln-optimizer: unknown schedule '") << schedule << "'";
-      return signalPassFailure();
-    }
+    config.kind = optimizer;
     config.momentum = momentum;
     config.nesterov = nesterov;
     config.weightDecay = weightDecay;
@@ -46,20 +42,12 @@ struct OptimizerPass : impl::KilnOptimizerBase<OptimizerPass> {
     }
     config.noDecay = *exempt;
     config.larsSkip = *skip;
-    if (larsForm == "tf2") {
-      config.larsForm = LarsForm::Tf2;
-    } else if (larsForm == "v0.6") {
-      config.larsForm = LarsForm::V0_6;
-    } else {
-      module.emitError("kiln-optimizer: unknown lars-form '")
-          << larsForm << "' (expected tf2 or v0.6)";
-      return signalPassFailure();
-    }
+    config.larsForm = larsForm;
     config.larsEta = larsEta;
     config.larsEpsilon = larsEpsilon;
     config.labelSmoothing = labelSmoothing;
     ScheduleConfig &s = config.schedule;
-    s.kind = *kind;
+    s.kind = schedule;
     s.lr = lr;
     s.peakLr = peakLr;
     s.warmupInitLr = warmupInitLr;
@@ -83,4 +71,8 @@ struct OptimizerPass : impl::KilnOptimizerBase<OptimizerPass> {
   }
 };
 } // namespace
+
+llvm::SmallVector<std::string> getOptimizerOptionNames() {
+  return OptimizerPass().getOptionNames();
+}
 } // namespace kiln

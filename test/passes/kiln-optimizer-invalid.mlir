@@ -27,8 +27,8 @@
 // BOUNDS: invalid learning-rate schedule: step_decay needs boundaries
 // ORDER: invalid learning-rate schedule: step_decay boundaries must increase
 // PEAK: invalid learning-rate schedule: linear_warmup_linear_decay needs peak-lr
-// OPT: unknown optimizer 'adam' (expected sgd or lars)
-// KIND: unknown schedule 'exponential'
+// OPT: for the --optimizer option: Cannot find option named 'adam'!
+// KIND: for the --schedule option: Cannot find option named 'exponential'!
 kiln.variable parameter @w : tensor<4xf32> init zeros
 func.func @train_step(%x: tensor<4xf32>) -> (tensor<f32>, tensor<4xf32> {kiln.gradient_of = @w}) {
   %l = arith.constant dense<1.0> : tensor<f32>

@@ -96,19 +96,16 @@ static cl::opt<std::string> recipeFlag(
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  // Step options spelled like kiln-opt's pipeline options.
-  static const char *const stepOptions[] = {
-      "optimizer", "momentum", "nesterov", "weight-decay", "no-decay",
-      "lars-skip", "lars-form", "lars-eta", "lars-epsilon",
-      "label-smoothing", "schedule", "lr",
-      "peak-lr", "warmup-init-lr", "warmup-steps", "warmup-epochs",
-      "total-steps", "decay-epochs", "end-lr", "power", "factor",
-      "boundaries", "boundary-epochs", "bucket-bytes"};
+  // The training-step options (Passes.td declares them), one flag each
+  // under the pipeline's name; --optimizer is declared above with its help.
+  static const llvm::SmallVector<std::string> names =
+      kiln::getTrainStepFlagNames();
   std::vector<std::unique_ptr<cl::opt<std::string>>> flags;
-  for (const char *name : stepOptions)
-    if (std::string(name) != "optimizer")
+  for (const std::string &name : names)
+    if (name != "optimizer")
       flags.push_back(std::make_unique<cl::opt<std::string>>(
-          llvm::StringRef(name), cl::desc("Training step: see kiln-build-train-step"),
+          llvm::StringRef(name),
+          cl::desc("Training step: see kiln-build-train-step"),
           cl::cat(category)));
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "Kiln training compiler\n");
@@ -146,7 +143,7 @@ int main(int argc, char **argv) {
       if (!given.contains(word.split('=').first))
         pipelineOptions += (word + " ").str();
   }
-  auto trainStep = kiln::TrainStepPipelineOptions::createFromString(pipelineOptions);
+  auto trainStep = kiln::TrainStepPipelineOptions::parse(pipelineOptions);
   if (!trainStep) {
     llvm::errs() << "kilnc: invalid training-step options: " << pipelineOptions
                  << "\n";
