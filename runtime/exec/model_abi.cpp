@@ -9,6 +9,13 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
+
+// The compiler calls these by the names model.h spells for it; a definition
+// that drifted from them would only fail when a model is linked.
+#define KILN_RT_CHECK_SYMBOL(name)                                             \
+  static_assert(std::string_view(__func__) == name,                            \
+                "model.h's symbol name differs from the definition")
 
 static void checkContext(kiln_rt_context_t *ctx, const char *fn) {
   if (!ctx || !ctx->kernels || !ctx->comm) {
@@ -20,7 +27,8 @@ static void checkContext(kiln_rt_context_t *ctx, const char *fn) {
 }
 
 extern "C" void kiln_rt_kernel_call(kiln_rt_context_t *ctx, int32_t call_id) {
-  checkContext(ctx, "kiln_rt_kernel_call");
+  KILN_RT_CHECK_SYMBOL(KILN_RT_KERNEL_CALL_SYMBOL);
+  checkContext(ctx, KILN_RT_KERNEL_CALL_SYMBOL);
   ctx->kernels->execute(call_id);
   // Between kernels is where outstanding gradient reductions can advance.
   ctx->comm->progress();
@@ -28,12 +36,14 @@ extern "C" void kiln_rt_kernel_call(kiln_rt_context_t *ctx, int32_t call_id) {
 
 extern "C" void kiln_rt_allreduce_start(kiln_rt_context_t *ctx,
                                         int32_t bucket_id) {
-  checkContext(ctx, "kiln_rt_allreduce_start");
+  KILN_RT_CHECK_SYMBOL(KILN_RT_ALLREDUCE_START_SYMBOL);
+  checkContext(ctx, KILN_RT_ALLREDUCE_START_SYMBOL);
   ctx->comm->allreduceStart(bucket_id);
 }
 
 extern "C" void kiln_rt_allreduce_wait(kiln_rt_context_t *ctx,
                                        int32_t bucket_id) {
-  checkContext(ctx, "kiln_rt_allreduce_wait");
+  KILN_RT_CHECK_SYMBOL(KILN_RT_ALLREDUCE_WAIT_SYMBOL);
+  checkContext(ctx, KILN_RT_ALLREDUCE_WAIT_SYMBOL);
   ctx->comm->allreduceWait(bucket_id);
 }

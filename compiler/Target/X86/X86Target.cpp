@@ -6,6 +6,7 @@
 #include "passes/Passes.h"
 
 #include "kiln/rt/cpu_features.h"
+#include "kiln/rt/model.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -107,7 +108,7 @@ std::unique_ptr<llvm::Module> translateToLLVMIR(ModuleOp module,
   auto *fnType = llvm::FunctionType::get(llvm::PointerType::get(context, 0),
                                          /*isVarArg=*/false);
   auto *fn = llvm::Function::Create(fnType, llvm::GlobalValue::ExternalLinkage,
-                                    "kiln_model_manifest", *llvmModule);
+                                    KILN_RT_MODEL_MANIFEST_SYMBOL, *llvmModule);
   llvm::IRBuilder<> builder(llvm::BasicBlock::Create(context, "entry", fn));
   builder.CreateRet(global);
   return llvmModule;
@@ -139,7 +140,7 @@ static void addTargetDescription(llvm::Module &module,
   auto *fnType = llvm::FunctionType::get(llvm::PointerType::get(context, 0),
                                          /*isVarArg=*/false);
   auto *fn = llvm::Function::Create(fnType, llvm::GlobalValue::ExternalLinkage,
-                                    "kiln_model_target", module);
+                                    KILN_RT_MODEL_TARGET_SYMBOL, module);
   llvm::IRBuilder<> builder(llvm::BasicBlock::Create(context, "entry", fn));
   builder.CreateRet(global);
 }

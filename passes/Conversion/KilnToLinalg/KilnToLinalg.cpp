@@ -9,6 +9,7 @@
 
 #include "dialects/Kiln/IR/KilnLayout.h"
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "kiln/rt/model.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -214,7 +215,8 @@ FailureOr<llvm::json::Object> FunctionLowering::run() {
   builder.setInsertionPoint(func);
   auto ptrType = LLVM::LLVMPointerType::get(ctx);
   auto arenaType = MemRefType::get({ShapedType::kDynamic}, builder.getI8Type());
-  std::string symbol = ("kiln_model_" + role + "_step").str();
+  std::string symbol =
+      (KILN_RT_MODEL_STEP_PREFIX + role + KILN_RT_MODEL_STEP_SUFFIX).str();
   auto lowered = func::FuncOp::create(
       builder, func.getLoc(), symbol,
       builder.getFunctionType({ptrType, arenaType}, {}));
@@ -345,7 +347,7 @@ LogicalResult lowerKilnToLinalg(ModuleOp module) {
                             "@train_step nor @eval_step");
 
   llvm::json::Object manifest{
-      {"abi", 5}, // KILN_RT_MODEL_ABI_VERSION (runtime/include/kiln/rt/model.h)
+      {"abi", KILN_RT_MODEL_ABI_VERSION},
       {"model", module.getSymName() ? *module.getSymName() : "model"},
       {"batch", batch},
       {"arena_bytes", arenaBytes},
@@ -364,7 +366,8 @@ LogicalResult lowerKilnToLinalg(ModuleOp module) {
   for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
     if (isa<VariableOp>(op) ||
         (isa<func::FuncOp>(op) &&
-         !cast<func::FuncOp>(op).getSymName().starts_with("kiln_model_")))
+         !cast<func::FuncOp>(op).getSymName().starts_with(
+             KILN_RT_MODEL_STEP_PREFIX)))
       op.erase();
   declareRuntime(module);
   std::string text;

@@ -13,6 +13,8 @@
 
 #include "passes/Conversion/KilnToLinalg/MemoryPlan.h"
 
+#include "kiln/rt/model.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -30,10 +32,12 @@ class FusedConv2DBatchNormTrainOp;
 llvm::StringRef manifestDtype(mlir::Type type);
 
 /// Names of the runtime entry points the generated code calls
-/// (docs/model-abi.md).
-inline constexpr llvm::StringLiteral kKernelCall = "kiln_rt_kernel_call";
-inline constexpr llvm::StringLiteral kAllReduceStart = "kiln_rt_allreduce_start";
-inline constexpr llvm::StringLiteral kAllReduceWait = "kiln_rt_allreduce_wait";
+/// (docs/model-abi.md), spelled by the runtime's model.h.
+inline constexpr llvm::StringLiteral kKernelCall = KILN_RT_KERNEL_CALL_SYMBOL;
+inline constexpr llvm::StringLiteral kAllReduceStart =
+    KILN_RT_ALLREDUCE_START_SYMBOL;
+inline constexpr llvm::StringLiteral kAllReduceWait =
+    KILN_RT_ALLREDUCE_WAIT_SYMBOL;
 
 class Lowering {
 public:

@@ -34,6 +34,8 @@
 #include "passes/Conversion/KilnToLinalg/KilnToLinalg.h"
 #include "passes/Passes.h"
 
+#include "kiln/rt/model.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -55,9 +57,10 @@ namespace kiln {
 #define GEN_PASS_DEF_KILNOUTLINEPARALLELLOOPS
 #include "passes/Passes.h.inc"
 
-inline constexpr llvm::StringLiteral kParallelFor = "kiln_rt_parallel_for";
-inline constexpr llvm::StringLiteral kSerialCall = "kiln_rt_serial_call";
-inline constexpr llvm::StringLiteral kKernelCall = "kiln_rt_kernel_call";
+// The runtime's entry points, spelled by model.h.
+inline constexpr llvm::StringLiteral kParallelFor = KILN_RT_PARALLEL_FOR_SYMBOL;
+inline constexpr llvm::StringLiteral kSerialCall = KILN_RT_SERIAL_CALL_SYMBOL;
+inline constexpr llvm::StringLiteral kKernelCall = KILN_RT_KERNEL_CALL_SYMBOL;
 
 /// The kiln op and the model line that `loc` names: kiln-lower-to-linalg
 /// gives what it emits for an op NameLoc("kiln.relu", "model.mlir":12:3),
@@ -128,8 +131,8 @@ static void recordSites(ModuleOp module, llvm::json::Array sites,
 /// "train" for @kiln_model_train_step.
 static std::string stepRole(func::FuncOp step) {
   StringRef name = step.getSymName();
-  name.consume_front("kiln_model_");
-  name.consume_back("_step");
+  name.consume_front(KILN_RT_MODEL_STEP_PREFIX);
+  name.consume_back(KILN_RT_MODEL_STEP_SUFFIX);
   return name.str();
 }
 
@@ -249,7 +252,8 @@ struct OutlineParallelLoopsPass
     SymbolTable symbols(module);
     SmallVector<func::FuncOp> steps;
     for (auto func : module.getOps<func::FuncOp>())
-      if (func.getSymName().starts_with("kiln_model_") && !func.isExternal())
+      if (func.getSymName().starts_with(KILN_RT_MODEL_STEP_PREFIX) &&
+          !func.isExternal())
         steps.push_back(func);
 
     OpBuilder builder(ctx);

@@ -13,6 +13,10 @@
  * a runtime does without when an object lacks it. Everything here is plain C
  * and POD.
  *
+ * This header is the one home of the version and of the symbol names: the
+ * compiler includes it too (KilnToLinalg, Target/X86), and spells every
+ * symbol it defines or calls through the *_SYMBOL macros below.
+ *
  *===----------------------------------------------------------------------===*/
 #ifndef KILN_RT_MODEL_H
 #define KILN_RT_MODEL_H
@@ -24,6 +28,19 @@ extern "C" {
 #endif
 
 #define KILN_RT_MODEL_ABI_VERSION 5
+
+/* The names of the symbols declared below, as strings for the compiler. A
+ * step is `kiln_model_<role>_step` (role "train" or "eval"), which MLIR's C
+ * interface (llvm.emit_c_interface) defines as `_mlir_ciface_<name>`. */
+#define KILN_RT_MODEL_MANIFEST_SYMBOL "kiln_model_manifest"
+#define KILN_RT_MODEL_TARGET_SYMBOL "kiln_model_target"
+#define KILN_RT_MODEL_STEP_PREFIX "kiln_model_"
+#define KILN_RT_MODEL_STEP_SUFFIX "_step"
+#define KILN_RT_KERNEL_CALL_SYMBOL "kiln_rt_kernel_call"
+#define KILN_RT_ALLREDUCE_START_SYMBOL "kiln_rt_allreduce_start"
+#define KILN_RT_ALLREDUCE_WAIT_SYMBOL "kiln_rt_allreduce_wait"
+#define KILN_RT_PARALLEL_FOR_SYMBOL "kiln_rt_parallel_for"
+#define KILN_RT_SERIAL_CALL_SYMBOL "kiln_rt_serial_call"
 
 /* The runtime's per-process state (kernels, communicator). Opaque to the
  * generated code, which only passes it back. */
