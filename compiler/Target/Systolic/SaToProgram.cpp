@@ -2,6 +2,8 @@
 
 #include "compiler/Target/Systolic/SaToProgram.h"
 
+#include "passes/Conversion/KilnToSa/ProgramEnums.h"
+
 #include "kiln/sim/Builder.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -61,20 +63,20 @@ LogicalResult translateToProgram(ProgramOp program,
     if (auto buf = dyn_cast<BufferOp>(op)) {
       sim::BufferSpec s;
       s.name = buf.getSymName().str();
-      s.dtype = sim::fb::DType(buf.getDtype());
-      s.space = sim::fb::Space(buf.getSpace());
-      s.role = sim::fb::Role(buf.getRole());
+      s.dtype = toProgram(buf.getDtype());
+      s.space = toProgram(buf.getSpace());
+      s.role = toProgram(buf.getRole());
       s.shape.assign(buf.getShape().begin(), buf.getShape().end());
       s.offset = buf.getOffset() ? int64_t(*buf.getOffset()) : 0;
       if (buf.getBinding())
         s.binding = buf.getBinding()->str();
-      s.init = sim::fb::Init(buf.getInit());
+      s.init = toProgram(buf.getInit());
       s.initStd =
           buf.getInitStd() ? float(buf.getInitStdAttr().getValueAsDouble()) : 0;
       if (auto v = buf.getValueAttr())
         for (APFloat x : v.getValues<APFloat>())
           s.data.push_back(float(x.convertToDouble()));
-      s.hostLayout = sim::fb::HostLayout(buf.getHostLayout());
+      s.hostLayout = toProgram(buf.getHostLayout());
       index[s.name] = uint32_t(prog->buffers.size());
       prog->buffers.push_back(sim::makeBuffer(s));
       live.push_back({0, 0});
@@ -111,7 +113,7 @@ LogicalResult translateToProgram(ProgramOp program,
       in->kind.Set(std::move(t));
     } else if (auto v = dyn_cast<VectorOp>(op)) {
       sim::fb::VectorT t;
-      t.op = sim::fb::VectorOp(v.getKind());
+      t.op = toProgram(v.getKind());
       for (auto [name, off] : llvm::zip(v.getSrcs(), v.getSrcOffsets()))
         t.srcs.emplace_back(ref(name), off);
       for (auto [name, off] : llvm::zip(v.getDsts(), v.getDstOffsets()))

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KilnToSa.h"
+#include "ProgramEnums.h"
 
 #include "dialects/Sa/IR/SaOps.h"
 #include "passes/Passes.h"
@@ -58,18 +59,18 @@ public:
     if (!s.data.empty())
       value = DenseElementsAttr::get(type, ArrayRef<float>(s.data));
     auto op = BufferOp::create(
-        bufferBuilder, loc, s.name, Space(s.space), DType(s.dtype), s.shape,
+        bufferBuilder, loc, s.name, fromProgram(s.space), fromProgram(s.dtype), s.shape,
         s.space == sim::fb::Space::OnChip
             ? bufferBuilder.getI64IntegerAttr(s.offset)
             : IntegerAttr(),
-        Role(s.role),
+        fromProgram(s.role),
         s.binding.empty() ? StringAttr()
                           : bufferBuilder.getStringAttr(s.binding),
-        Init(s.init),
+        fromProgram(s.init),
         s.init == sim::fb::Init::Normal
             ? bufferBuilder.getF32FloatAttr(s.initStd)
             : FloatAttr(),
-        value, HostLayout(s.hostLayout));
+        value, fromProgram(s.hostLayout));
     (void)op;
     symbols.push_back(FlatSymbolRefAttr::get(ctx, s.name));
   }
@@ -118,7 +119,7 @@ public:
         dstOff.push_back(r.offset());
       }
       token =
-          VectorOp::create(instrBuilder, loc, tokenType, VectorOpKind(v->op),
+          VectorOp::create(instrBuilder, loc, tokenType, fromProgram(v->op),
                            instrBuilder.getArrayAttr(srcs), srcOff,
                            instrBuilder.getArrayAttr(dsts), dstOff, v->rows,
                            v->channels, v->fattrs, v->iattrs, deps);
