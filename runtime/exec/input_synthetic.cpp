@@ -2,10 +2,8 @@
 
 #include "kiln/rt/exec/input.h"
 
-#include "kiln/ref/init.h"
+#include "kiln/ref/synthetic.h"
 #include "kiln/rt/exec/variables.h"
-
-#include <fmt/format.h>
 
 #include <cstring>
 
@@ -55,19 +53,19 @@ public:
     for (int64_t b = 0; b < count; ++b) {
       // A synthetic global batch is one stream split over the ranks: rank r
       // holds its r-th slice, so R ranks x batch B see exactly the data of
-      // one rank x batch R*B. Batch 0 uses kiln-run's streams (see input.h),
-      // so rank 0's first batch is kiln-run's --synthetic-inputs batch.
-      std::string prefix =
-          b == 0 ? std::string("kiln-run.input.arg")
-                 : fmt::format("kiln.synthetic.batch{}.arg", b);
-      ref::RandomStream imageStream(seed, prefix + "0");
-      ref::RandomStream labelStream(seed, prefix + "1");
+      // one rank x batch R*B. Rank 0's first batch is kiln-run's
+      // --synthetic-inputs batch (the images are the step function's first
+      // argument, the labels its second).
+      ref::SyntheticArgument imageStream(
+          seed, ref::SyntheticArgument::argumentName(0), b);
+      ref::SyntheticArgument labelStream(
+          seed, ref::SyntheticArgument::argumentName(1), b);
       auto imageBase = static_cast<uint64_t>(rank * numImages);
       auto labelBase = static_cast<uint64_t>(rank * numLabels);
       std::vector<float> pixels(static_cast<size_t>(numImages));
       for (int64_t i = 0; i < numImages; ++i)
-        pixels[static_cast<size_t>(i)] = static_cast<float>(
-            imageStream.normal(imageBase + static_cast<uint64_t>(i)));
+        pixels[static_cast<size_t>(i)] =
+            imageStream.value(imageBase + static_cast<uint64_t>(i));
       std::vector<uint8_t> stored(static_cast<size_t>(images.byteSize()));
       // storeImages writes at slot.offset; stage through a slot at 0.
       TensorRef at0 = images;
@@ -77,7 +75,7 @@ public:
       std::vector<int32_t> l(static_cast<size_t>(numLabels));
       for (int64_t i = 0; i < numLabels; ++i)
         l[static_cast<size_t>(i)] = static_cast<int32_t>(
-            labelStream.uniformInt(labelBase + static_cast<uint64_t>(i), classes));
+            labelStream.label(labelBase + static_cast<uint64_t>(i), classes));
       labelBatches.push_back(std::move(l));
     }
   }

@@ -2,7 +2,7 @@
 
 #include "kiln/sim/HostData.h"
 
-#include "kiln/ref/init.h"
+#include "kiln/ref/synthetic.h"
 #include "kiln/sim/Isa.h"
 
 #include <zlib.h>
@@ -104,15 +104,13 @@ Status feedStep(Simulator &sim, const StepInputs &in, const IdxDataset *data,
       labels[size_t(i)] = float(data->labels[size_t(src)]);
     }
   } else {
-    // kiln-run's synthetic inputs (compiler/Interpreter/Inputs.cpp): one
-    // stream per argument, the same batch every step.
-    ref::RandomStream pixels(seed, "kiln-run.input." + in.images),
-        classes(seed, "kiln-run.input." + in.labels);
+    // Synthetic batch 0 (kiln/ref/synthetic.h), kiln-run's, every step.
+    ref::SyntheticArgument pixels(seed, in.images), classes(seed, in.labels);
     for (size_t i = 0; i < images.size(); ++i)
-      images[i] = float(pixels.normal(i));
+      images[i] = pixels.value(i);
     uint64_t k = uint64_t(std::max<int64_t>(in.numClasses, 1));
     for (int64_t i = 0; i < n; ++i)
-      labels[size_t(i)] = float(classes.uniformInt(uint64_t(i), k));
+      labels[size_t(i)] = float(classes.label(uint64_t(i), k));
   }
   KILN_SIM_RETURN_IF_ERROR(sim.setInput(in.images, images));
   KILN_SIM_RETURN_IF_ERROR(sim.setInput(in.labels, labels));

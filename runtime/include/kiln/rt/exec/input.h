@@ -19,12 +19,11 @@
 //
 // Synthetic input: K fixed batches (K = --synthetic-batches) cycled: step s
 // uses batch s % K. Images are standard normal, labels uniform classes, all
-// from kiln::ref::RandomStream. Each global batch is one stream split over
-// the ranks (rank r takes elements [r*B, (r+1)*B)), so R ranks x batch B
-// train on exactly the data of 1 rank x batch R*B. Batch 0 of rank 0 is
-// exactly the batch `kiln-run --synthetic-inputs` feeds (streams
-// "kiln-run.input.arg0" and "...arg1"), so the compiled model and the
-// interpreter can be compared step for step.
+// as kiln/ref/synthetic.h draws them. Each global batch is one stream split
+// over the ranks (rank r takes elements [r*B, (r+1)*B)), so R ranks x batch
+// B train on exactly the data of 1 rank x batch R*B. Batch 0 of rank 0 is
+// exactly the batch `kiln-run --synthetic-inputs` feeds, so the compiled
+// model and the interpreter can be compared step for step.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RT_EXEC_INPUT_H
