@@ -418,20 +418,6 @@ def KilnConvertToSa : Pass<"kiln-convert-to-sa", "mlir::ModuleOp"> {
   let dependentDialects = ["::kiln::sa::SaDialect"];
 }
 
-def KilnExportSaProgram : Pass<"kiln-export-sa-program", "mlir::ModuleOp"> {
-  let summary = "Writes the module's sa.program as a FlatBuffers program for kiln-sim";
-  let description = [{
-    Serializes the single `sa.program` of the module, one instruction per
-    `sa` instruction op, into the versioned format of
-    systolic/schema/program.fbs, verifies it as kiln-sim will load it,
-    and writes it to `output`. The IR is unchanged.
-  }];
-  let options = [
-    Option<"output", "output", "std::string", /*default=*/"\"\"",
-           "The file to write (.ksap)">
-  ];
-}
-
 def KilnOutlineParallelLoops : Pass<"kiln-outline-parallel-loops", "mlir::ModuleOp"> {
   let summary = "Runs the loops of compiled steps as kernels, the parallel ones on the thread pool";
   let description = [{

@@ -16,7 +16,9 @@ for config in "" "space-to-depth-stem=1" "pack-taps=0" \
               "pack-taps=0 space-to-depth-stem=1"; do
   start=$(date +%s.%N)
   "$BUILD/bin/kiln-opt" "$OUT/step.mlir" "--kiln-convert-to-sa=$config" \
-    --kiln-export-sa-program=output="$OUT/step.ksap" -o /dev/null
+    -o "$OUT/sa.mlir"
+  "$BUILD/bin/kiln-translate" --export-sa-program "$OUT/sa.mlir" \
+    -o "$OUT/step.ksap"
   compiled=$(date +%s.%N)
   "$BUILD/bin/kiln-sim" "$OUT/step.ksap" --report=none --json="$OUT/report.json"
   done=$(date +%s.%N)

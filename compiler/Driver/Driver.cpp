@@ -5,7 +5,7 @@
 #include "compiler/Import/Onnx/OnnxImport.h"
 
 #include "compiler/InitAll.h"
-#include "compiler/Target/Systolic/SaToProgram.h"
+#include "compiler/Target/Systolic/ExportSaProgram.h"
 #include "compiler/Target/X86/X86Target.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "passes/Analysis/ModelStats.h"
@@ -269,30 +269,18 @@ static int compileSystolic(ModuleOp module, const CompileOptions &options,
   if (options.emit == EmitStage::Sa)
     return writeOutput(options.output, [&](auto &os) { module->print(os); });
 
-  auto programs = module.getOps<sa::ProgramOp>();
-  if (std::distance(programs.begin(), programs.end()) != 1) {
-    module.emitError("kilnc: expected one sa.program");
+  FailureOr<std::unique_ptr<sim::Program>> program =
+      sa::exportSaProgram(module, "kilnc");
+  if (failed(program))
     return 1;
-  }
-  sa::ProgramOp programOp = *programs.begin();
-  std::unique_ptr<sim::Program> program;
-  if (failed(sa::translateToProgram(programOp, program)))
-    return 1;
-  // Verified as the executable will load it, so a bad program fails here.
-  sim::Status verified = sim::verifyProgram(*program, sa::targetOf(programOp));
-  if (!verified.ok()) {
-    programOp.emitError("kilnc: the systolic program does not verify: ")
-        << verified.message();
-    return 1;
-  }
-  std::vector<uint8_t> bytes = sim::serializeProgram(*program);
+  std::vector<uint8_t> bytes = sim::serializeProgram(**program);
   timer.done("serialize the program");
   if (options.emit == EmitStage::Program) {
     if (options.output.empty() || options.output == "-") {
       llvm::errs() << "kilnc: --emit=ksap needs -o FILE\n";
       return 1;
     }
-    sim::Status saved = sim::saveProgram(*program, options.output);
+    sim::Status saved = sim::saveProgram(**program, options.output);
     if (!saved.ok()) {
       llvm::errs() << "kilnc: " << saved.message() << "\n";
       return 1;

@@ -1,7 +1,7 @@
 //===- kiln-sim.cpp - Run and report a systolic-target program ------------===//
 //
-// Part of Kiln. Loads a program (.ksap, from kiln-opt
-// --kiln-export-sa-program) and a target configuration, then
+// Part of Kiln. Loads a program (.ksap, from kilnc --emit=ksap or
+// kiln-translate --export-sa-program) and a target configuration, then
 //   - timed mode: reports cycles, MXU utilization, HBM traffic, on-chip peak
 //     and images/s per op, per layer and per step (table or JSON);
 //   - functional mode: trains for --steps steps on real values (IDX data or

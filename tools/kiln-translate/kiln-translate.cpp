@@ -2,20 +2,29 @@
 //
 // kiln-translate --import-onnx MODEL.onnx [-o FILE] [--label-smoothing=F]
 //                [--init=onnx|fresh] [--split-input-file]
+// kiln-translate --export-sa-program SA.mlir [-o FILE.ksap]
+//                [--split-input-file]
 //
-// Prints the imported model as kiln IR (what kilnc compiles from an .onnx
-// file). The model is a serialized ModelProto or ONNX's textual syntax;
-// --split-input-file imports each chunk between '# -----' lines on its own
-// (lit tests, as kiln-opt's). docs/onnx.md describes the import.
+// --import-onnx prints the imported model as kiln IR (what kilnc compiles
+// from an .onnx file). The model is a serialized ModelProto or ONNX's textual
+// syntax; --split-input-file imports each chunk between '# -----' lines on
+// its own (lit tests, as kiln-opt's). docs/onnx.md describes the import.
+//
+// The translations out of MLIR are registered by the compiler
+// (mlir::TranslateFromMLIRRegistration): --export-sa-program writes a
+// module's sa.program as the program file kiln-sim runs (docs/systolic.md);
+// --split-input-file splits MLIR input at '// -----' lines.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Import/Onnx/OnnxImport.h"
+#include "compiler/Target/Systolic/ExportSaProgram.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/ToolUtilities.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -30,7 +39,7 @@ static cl::opt<std::string> output("o", cl::desc("Output file"),
                                    cl::value_desc("file"), cl::init("-"),
                                    cl::cat(category));
 static cl::opt<bool> importOnnx("import-onnx", cl::desc("Import an ONNX model"),
-                                cl::Required, cl::cat(category));
+                                cl::cat(category));
 static cl::opt<float>
     labelSmoothing("label-smoothing",
                    cl::desc("Label smoothing of the appended loss"),
@@ -47,8 +56,18 @@ static cl::opt<bool> splitInputFile(
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  kiln::sa::registerExportSaProgramTranslation();
+  // Built after the registrations, which its parser lists as flags.
+  static cl::opt<const mlir::Translation *, false, mlir::TranslationParser>
+      exportTranslation(cl::desc("Translations out of MLIR:"),
+                        cl::cat(category));
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "Kiln model translator\n");
+  if (importOnnx == (exportTranslation != nullptr)) {
+    llvm::errs() << "kiln-translate: give one of --import-onnx and "
+                    "--export-sa-program\n";
+    return 1;
+  }
   if (init != "onnx" && init != "fresh") {
     llvm::errs() << "kiln-translate: --init must be onnx or fresh, not '"
                  << init << "'\n";
@@ -87,11 +106,27 @@ int main(int argc, char **argv) {
     os << "\n";
     return mlir::success();
   };
-  llvm::LogicalResult result =
-      splitInputFile
-          ? mlir::splitAndProcessBuffer(std::move(file), importOne, out->os(),
-                                        "# -----", "// -----")
-          : importOne(std::move(file), out->os());
+  // A translation out of MLIR parses the chunk itself (with the dialects it
+  // registers) in a fresh context, as for imports.
+  auto exportOne = [&](std::unique_ptr<llvm::MemoryBuffer> buffer,
+                       llvm::raw_ostream &os) -> llvm::LogicalResult {
+    mlir::MLIRContext context;
+    auto sourceMgr = std::make_shared<llvm::SourceMgr>();
+    sourceMgr->AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+    mlir::SourceMgrDiagnosticHandler handler(*sourceMgr, &context);
+    return (*exportTranslation)(sourceMgr, os, &context);
+  };
+  llvm::LogicalResult result = mlir::failure();
+  if (importOnnx)
+    result = splitInputFile ? mlir::splitAndProcessBuffer(
+                                  std::move(file), importOne, out->os(),
+                                  "# -----", "// -----")
+                            : importOne(std::move(file), out->os());
+  else
+    result = splitInputFile
+                 ? mlir::splitAndProcessBuffer(std::move(file), exportOne,
+                                               out->os())
+                 : exportOne(std::move(file), out->os());
   if (mlir::failed(result))
     return 1;
   out->keep();

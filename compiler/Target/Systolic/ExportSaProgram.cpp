@@ -1,42 +1,46 @@
-//===- ExportSaProgram.cpp - kiln-export-sa-program -----------------------===//
+//===- ExportSaProgram.cpp - An sa.program as a program file --------------===//
+
+#include "compiler/Target/Systolic/ExportSaProgram.h"
 
 #include "compiler/Target/Systolic/SaToProgram.h"
-#include "passes/Passes.h"
+
+#include "mlir/Tools/mlir-translate/Translation.h"
 
 using namespace mlir;
 
-namespace kiln {
-#define GEN_PASS_DEF_KILNEXPORTSAPROGRAM
-#include "passes/Passes.h.inc"
+namespace kiln::sa {
 
-namespace {
-struct ExportSaProgramPass
-    : impl::KilnExportSaProgramBase<ExportSaProgramPass> {
-  using Base::Base;
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
-    auto programs = module.getOps<sa::ProgramOp>();
-    if (std::distance(programs.begin(), programs.end()) != 1) {
-      module.emitError("kiln-export-sa-program: expected one sa.program");
-      return signalPassFailure();
-    }
-    if (output.empty()) {
-      module.emitError("kiln-export-sa-program: no output file given");
-      return signalPassFailure();
-    }
-    sa::ProgramOp program = *programs.begin();
-    std::unique_ptr<sim::Program> prog;
-    if (failed(sa::translateToProgram(program, prog)))
-      return signalPassFailure();
-    // Check it as kiln-sim will, so a bad program fails here, at its source.
-    sim::Status s = sim::verifyProgram(*prog, sa::targetOf(program));
-    if (s.ok())
-      s = sim::saveProgram(*prog, output);
-    if (!s.ok()) {
-      program.emitError("kiln-export-sa-program: ") << s.message();
-      return signalPassFailure();
-    }
-  }
-};
-} // namespace
-} // namespace kiln
+FailureOr<std::unique_ptr<sim::Program>> exportSaProgram(ModuleOp module,
+                                                         StringRef tool) {
+  auto programs = module.getOps<ProgramOp>();
+  if (std::distance(programs.begin(), programs.end()) != 1)
+    return module.emitError() << tool << ": expected one sa.program";
+  ProgramOp programOp = *programs.begin();
+  std::unique_ptr<sim::Program> program;
+  if (failed(translateToProgram(programOp, program)))
+    return failure();
+  sim::Status verified = sim::verifyProgram(*program, targetOf(programOp));
+  if (!verified.ok())
+    return programOp.emitError()
+           << tool << ": the systolic program does not verify: "
+           << verified.message();
+  return program;
+}
+
+void registerExportSaProgramTranslation() {
+  TranslateFromMLIRRegistration registration(
+      "export-sa-program",
+      "Write the module's sa.program as a FlatBuffers program (.ksap)",
+      [](ModuleOp module, llvm::raw_ostream &os) -> LogicalResult {
+        FailureOr<std::unique_ptr<sim::Program>> program =
+            exportSaProgram(module, "kiln-export-sa-program");
+        if (failed(program))
+          return failure();
+        std::vector<uint8_t> bytes = sim::serializeProgram(**program);
+        os.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+        return success();
+      },
+      [](DialectRegistry &registry) { registry.insert<SaDialect>(); });
+}
+
+} // namespace kiln::sa

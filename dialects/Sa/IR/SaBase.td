@@ -33,7 +33,7 @@ def Sa_Dialect : Dialect {
     of a buffer's elements through an affine map onto tensor coordinates with
     bounds; out-of-bounds reads are zero (padding) and out-of-bounds writes
     are dropped. The program is serialized 1:1 into the FlatBuffers format
-    `kiln-sim` runs (`--kiln-export-sa-program`).
+    `kiln-sim` runs (`kiln-translate --export-sa-program`).
   }];
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;

@@ -4,7 +4,7 @@
 Compiles a model's bf16 training step (kiln-opt: --kiln-bf16,
 --kiln-build-train-step, --kiln-specialize-batch), runs it for a few steps on
 kiln-run (the golden model) and, lowered with --kiln-convert-to-sa and
-exported, on kiln-sim's functional mode, from the same initial variables and
+exported (kiln-translate --export-sa-program), on kiln-sim's functional mode, from the same initial variables and
 synthetic batch. Checks that every step's loss and logits agree within bf16
 tolerance and that the loss falls on the simulated device as it does on the
 reference. Run by ctest (test/unit/sim/CMakeLists.txt).
@@ -30,6 +30,7 @@ def floats(text):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--kiln-opt", required=True)
+    p.add_argument("--kiln-translate", required=True)
     p.add_argument("--kiln-run", required=True)
     p.add_argument("--kiln-sim", required=True)
     p.add_argument("--model", required=True)
@@ -46,8 +47,9 @@ def main():
                    "--batch=%d" % a.batch, "--steps=%d" % a.steps,
                    "--seed=%d" % a.seed, "--print-results",
                    "--print-limit=100000"])
-        run([a.kiln_opt, step, "--kiln-convert-to-sa",
-             "--kiln-export-sa-program=output=" + prog, "-o", tmp + "/sa.mlir"])
+        run([a.kiln_opt, step, "--kiln-convert-to-sa", "-o", tmp + "/sa.mlir"])
+        run([a.kiln_translate, "--export-sa-program", tmp + "/sa.mlir",
+             "-o", prog])
         sim = run([a.kiln_sim, prog, "--mode=functional",
                    "--steps=%d" % a.steps, "--seed=%d" % a.seed,
                    "--print-outputs"])
