@@ -6,7 +6,7 @@
 
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "kiln/ref/bf16.h"
-#include "kiln/ref/init.h"
+#include "kiln/ref/synthetic.h"
 #include "kiln/rt/safetensors.h"
 
 #include <set>
@@ -70,11 +70,11 @@ FailureOr<HostTensor> synthesize(func::FuncOp function, unsigned index,
   FailureOr<ElementType> element = getElementType(type);
   // Each argument draws from its own stream, so adding an argument does not
   // change the others.
-  ref::RandomStream stream(options.seed, "kiln-run.input." + argName(index));
+  ref::SyntheticArgument stream(options.seed, argName(index));
   if (succeeded(element) && isFloat(*element)) {
     HostTensor t = HostTensor::zeros(*element, shape);
     for (size_t i = 0; i < t.floats.size(); ++i) {
-      t.floats[i] = static_cast<float>(stream.normal(i));
+      t.floats[i] = stream.value(i);
       if (*element == ElementType::BF16)
         t.floats[i] = ref::roundToBf16(t.floats[i]);
     }
@@ -90,7 +90,7 @@ FailureOr<HostTensor> synthesize(func::FuncOp function, unsigned index,
     HostTensor t = HostTensor::zeros(ElementType::I32, shape);
     for (size_t i = 0; i < t.ints.size(); ++i)
       t.ints[i] = static_cast<int64_t>(
-          stream.uniformInt(i, static_cast<uint64_t>(*classes)));
+          stream.label(i, static_cast<uint64_t>(*classes)));
     return t;
   }
   return function.emitError() << "cannot synthesize argument " << index
