@@ -273,7 +273,7 @@ module @mixed {
 module @blocked {
   func.func @train_step(%x: tensor<2x4x4x32xf32>, %g: tensor<32xf32>) -> tensor<2x4x4x32xf32> {
     %b = kiln.reorder %x to nChw16c : tensor<2x4x4x32xf32>
-    %y, %m, %v, %nm, %nv = kiln.batch_norm_train %b, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 relu {kiln.layout = "nChw16c"} : (tensor<2x4x4x32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> (tensor<2x4x4x32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>)
+    %y, %m, %v, %nm, %nv = kiln.batch_norm_train %b, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 relu {kiln.layout = #kiln.layout<nChw16c>} : (tensor<2x4x4x32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> (tensor<2x4x4x32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>)
     %r = kiln.reorder %y to nhwc : tensor<2x4x4x32xf32>
     return %r : tensor<2x4x4x32xf32>
   }
@@ -292,7 +292,7 @@ module @blocked {
 module @reorder_in_place {
   func.func @train_step(%x: tensor<2x4x4x16xf32>, %g: tensor<16xf32>) -> tensor<2x4x4x16xf32> {
     %b = kiln.reorder %x to nChw16c : tensor<2x4x4x16xf32>
-    %y, %m, %v, %nm, %nv = kiln.batch_norm_train %b, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 relu {kiln.layout = "nChw16c"} : (tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+    %y, %m, %v, %nm, %nv = kiln.batch_norm_train %b, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 relu {kiln.layout = #kiln.layout<nChw16c>} : (tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x4x4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
     %r = kiln.reorder %y to nhwc : tensor<2x4x4x16xf32>
     return %r : tensor<2x4x4x16xf32>
   }
@@ -487,7 +487,7 @@ module @activation {
 // so stored.
 func.func @train_step(%x: tensor<2x4x4x16xf32>) -> tensor<2x4x4x16xf32> {
   // expected-error @+1 {{'kiln.activation' op reads operand #0 as nChw16c but it is stored nhwc (a kiln.reorder is missing)}}
-  %y = kiln.activation sigmoid %x {kiln.layout = "nChw16c"} : tensor<2x4x4x16xf32>
+  %y = kiln.activation sigmoid %x {kiln.layout = #kiln.layout<nChw16c>} : tensor<2x4x4x16xf32>
   return %y : tensor<2x4x4x16xf32>
 }
 
@@ -536,7 +536,7 @@ module @broadcast_mul_scalar {
 // Negative case: broadcast_mul computes NHWC only.
 func.func @train_step(%x: tensor<2x4x4x16xf32>, %s: tensor<2x1x1x16xf32>) -> tensor<2x4x4x16xf32> {
   // expected-error @+1 {{'kiln.layout' on an op that computes in NHWC only}}
-  %y = kiln.broadcast_mul %x, %s {kiln.layout = "nChw16c"} : (tensor<2x4x4x16xf32>, tensor<2x1x1x16xf32>) -> tensor<2x4x4x16xf32>
+  %y = kiln.broadcast_mul %x, %s {kiln.layout = #kiln.layout<nChw16c>} : (tensor<2x4x4x16xf32>, tensor<2x1x1x16xf32>) -> tensor<2x4x4x16xf32>
   return %y : tensor<2x4x4x16xf32>
 }
 
@@ -566,6 +566,6 @@ module @bias_add {
 // Negative case: bias_add computes NHWC only.
 func.func @train_step(%x: tensor<2x4x4x16xf32>, %b: tensor<16xf32>) -> tensor<2x4x4x16xf32> {
   // expected-error @+1 {{'kiln.layout' on an op that computes in NHWC only}}
-  %y = kiln.bias_add %x, %b {kiln.layout = "nChw16c"} : (tensor<2x4x4x16xf32>, tensor<16xf32>) -> tensor<2x4x4x16xf32>
+  %y = kiln.bias_add %x, %b {kiln.layout = #kiln.layout<nChw16c>} : (tensor<2x4x4x16xf32>, tensor<16xf32>) -> tensor<2x4x4x16xf32>
   return %y : tensor<2x4x4x16xf32>
 }

@@ -18,11 +18,11 @@ func.func @forward(%x: tensor<8x32x32x3xf32>, %w1: tensor<3x3x3x16xf32>, %g: ten
   // BLOCKED-NOT: kiln.layout
   %c1 = kiln.conv2d %x, %w1 stride [1, 1] pad [1, 1, 1, 1] : (tensor<8x32x32x3xf32>, tensor<3x3x3x16xf32>) -> tensor<8x32x32x16xf32>
   // BLOCKED: %[[R1:[a-z0-9_]+]] = kiln.reorder %[[C1]] to nChw16c : tensor<8x32x32x16xf32>
-  // BLOCKED: %[[Y:[a-z0-9_]+]], {{.*}} = kiln.batch_norm_train %[[R1]], {{.*}} relu {kiln.layout = "nChw16c"}
+  // BLOCKED: %[[Y:[a-z0-9_]+]], {{.*}} = kiln.batch_norm_train %[[R1]], {{.*}} relu {kiln.layout = #kiln.layout<nChw16c>}
   %y, %m, %v, %nm, %nv = kiln.batch_norm_train %c1, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 relu : (tensor<8x32x32x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<8x32x32x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
-  // BLOCKED: %[[P:[a-z0-9_]+]] = kiln.max_pool %[[Y]] {{.*}} {kiln.layout = "nChw16c"}
+  // BLOCKED: %[[P:[a-z0-9_]+]] = kiln.max_pool %[[Y]] {{.*}} {kiln.layout = #kiln.layout<nChw16c>}
   %p = kiln.max_pool %y window [2, 2] stride [2, 2] pad [0, 0, 0, 0] : (tensor<8x32x32x16xf32>) -> tensor<8x16x16x16xf32>
-  // BLOCKED: %[[C2:[a-z0-9_]+]] = kiln.conv2d %[[P]], {{.*}} {kiln.layout = "nChw16c"}
+  // BLOCKED: %[[C2:[a-z0-9_]+]] = kiln.conv2d %[[P]], {{.*}} {kiln.layout = #kiln.layout<nChw16c>}
   %c2 = kiln.conv2d %p, %w2 stride [1, 1] pad [0, 0, 0, 0] : (tensor<8x16x16x16xf32>, tensor<1x1x16x32xf32>) -> tensor<8x16x16x32xf32>
   // BLOCKED: %[[R2:[a-z0-9_]+]] = kiln.reorder %[[C2]] to nhwc
   // BLOCKED: kiln.reshape %[[R2]]
@@ -44,9 +44,9 @@ func.func @forward(%x: tensor<8x32x32x3xf32>, %w1: tensor<3x3x3x16xf32>, %g: ten
 // (the two backward convolutions and the batch-norm backward between them).
 // AUTO-LABEL: func.func @backward
 // AUTO-COUNT-2: kiln.reorder {{.*}} to nChw16c
-// AUTO: kiln.conv2d_backward_filter {{.*}} {kiln.layout = "nChw16c"}
-// AUTO: kiln.batch_norm_backward {{.*}} {kiln.layout = "nChw16c"}
-// AUTO: kiln.conv2d_backward_filter {{.*}} {kiln.layout = "nChw16c"}
+// AUTO: kiln.conv2d_backward_filter {{.*}} {kiln.layout = #kiln.layout<nChw16c>}
+// AUTO: kiln.batch_norm_backward {{.*}} {kiln.layout = #kiln.layout<nChw16c>}
+// AUTO: kiln.conv2d_backward_filter {{.*}} {kiln.layout = #kiln.layout<nChw16c>}
 // AUTO-NOT: kiln.reorder
 // AUTO: return
 func.func @backward(%x: tensor<8x32x32x256xf32>, %dy: tensor<8x32x32x256xf32>, %g: tensor<256xf32>, %m: tensor<256xf32>) -> (tensor<3x3x256x256xf32>, tensor<3x3x256x256xf32>, tensor<256xf32>) {
@@ -75,8 +75,8 @@ func.func @backward_bf16(%x: tensor<8x32x32x256xbf16>, %dy: tensor<8x32x32x256xb
 // BLOCKED-LABEL: func.func @filters
 // BLOCKED: %[[WB:[a-z0-9_]+]] = kiln.cast %{{.*}} : tensor<3x3x16x16xf32> to tensor<3x3x16x16xbf16>
 // BLOCKED-NEXT: %[[X:[a-z0-9_]+]] = kiln.reorder %{{.*}} to nChw16c
-// BLOCKED-NEXT: kiln.conv2d %[[X]], %[[WB]] {{.*}} {kiln.layout = "nChw16c"}
-// BLOCKED: %[[DW:[a-z0-9_]+]] = kiln.conv2d_backward_filter {{.*}} {kiln.layout = "nChw16c"}
+// BLOCKED-NEXT: kiln.conv2d %[[X]], %[[WB]] {{.*}} {kiln.layout = #kiln.layout<nChw16c>}
+// BLOCKED: %[[DW:[a-z0-9_]+]] = kiln.conv2d_backward_filter {{.*}} {kiln.layout = #kiln.layout<nChw16c>}
 // BLOCKED-NEXT: kiln.cast %[[DW]] : tensor<3x3x16x16xbf16> to tensor<3x3x16x16xf32>
 // BLOCKED-NOT: kiln.reorder {{.*}} : tensor<3x3
 func.func @filters(%x: tensor<8x16x16x16xbf16>, %w: tensor<3x3x16x16xf32>) -> (tensor<8x16x16x16xbf16>, tensor<3x3x16x16xf32>) {
@@ -114,8 +114,26 @@ func.func @inconsistent(%x: tensor<8x16x16x16xf32>) -> tensor<8x16x16x16xf32> {
 // Negative: nChw16c needs multiples of 16 channels.
 func.func @unblockable(%x: tensor<8x16x16x8xf32>) -> tensor<8x16x16x8xf32> {
   // expected-error @+1 {{cannot compute in nChw16c: nChw16c needs a multiple of 16 channels in every activation}}
-  %r = kiln.relu %x {kiln.layout = "nChw16c"} : tensor<8x16x16x8xf32>
+  %r = kiln.relu %x {kiln.layout = #kiln.layout<nChw16c>} : tensor<8x16x16x8xf32>
   return %r : tensor<8x16x16x8xf32>
+}
+
+// -----
+
+// Negative: the layout is a typed attribute, and nchw is not one an op
+// computes in.
+func.func @string_layout(%x: tensor<8x4x4x16xf32>) -> tensor<8x4x4x16xf32> {
+  // expected-error @+1 {{'kiln.layout' must be #kiln.layout<nhwc> or #kiln.layout<nChw16c>}}
+  %r = kiln.relu %x {kiln.layout = "nChw16c"} : tensor<8x4x4x16xf32>
+  return %r : tensor<8x4x4x16xf32>
+}
+
+// -----
+
+func.func @nchw_layout(%x: tensor<8x4x4x16xf32>) -> tensor<8x4x4x16xf32> {
+  // expected-error @+1 {{'kiln.layout' must be #kiln.layout<nhwc> or #kiln.layout<nChw16c>}}
+  %r = kiln.relu %x {kiln.layout = #kiln.layout<nchw>} : tensor<8x4x4x16xf32>
+  return %r : tensor<8x4x4x16xf32>
 }
 
 // -----
@@ -123,7 +141,7 @@ func.func @unblockable(%x: tensor<8x16x16x8xf32>) -> tensor<8x16x16x8xf32> {
 // Negative: ops without LayoutOpInterface compute NHWC only.
 func.func @not_a_layout_op(%x: tensor<8x4x4x16xf32>) -> tensor<8x256xf32> {
   // expected-error @+1 {{'kiln.layout' on an op that computes in NHWC only}}
-  %r = kiln.reshape %x {kiln.layout = "nChw16c"} : tensor<8x4x4x16xf32> to tensor<8x256xf32>
+  %r = kiln.reshape %x {kiln.layout = #kiln.layout<nChw16c>} : tensor<8x4x4x16xf32> to tensor<8x256xf32>
   return %r : tensor<8x256xf32>
 }
 
@@ -141,11 +159,11 @@ func.func @reorder_nchw(%x: tensor<8x4x4x16xf32>) -> tensor<8x4x4x16xf32> {
 // kiln.activation is elementwise: blocked mode runs it in nChw16c between
 // two blocked convolutions, with no reorder around it.
 // BLOCKED-LABEL: func.func @activation
-// BLOCKED: %[[C1:[a-z0-9_]+]] = kiln.conv2d {{.*}} {kiln.layout = "nChw16c"}
+// BLOCKED: %[[C1:[a-z0-9_]+]] = kiln.conv2d {{.*}} {kiln.layout = #kiln.layout<nChw16c>}
 // BLOCKED-NOT: kiln.reorder
-// BLOCKED: %[[A:[a-z0-9_]+]] = kiln.activation hard_swish %[[C1]] {kiln.layout = "nChw16c"}
+// BLOCKED: %[[A:[a-z0-9_]+]] = kiln.activation hard_swish %[[C1]] {kiln.layout = #kiln.layout<nChw16c>}
 // BLOCKED-NOT: kiln.reorder
-// BLOCKED: kiln.conv2d %[[A]], {{.*}} {kiln.layout = "nChw16c"}
+// BLOCKED: kiln.conv2d %[[A]], {{.*}} {kiln.layout = #kiln.layout<nChw16c>}
 func.func @activation(%x: tensor<8x16x16x16xf32>, %w: tensor<1x1x16x16xf32>) -> tensor<8x16x16x16xf32> {
   %c1 = kiln.conv2d %x, %w stride [1, 1] pad [0, 0, 0, 0] : (tensor<8x16x16x16xf32>, tensor<1x1x16x16xf32>) -> tensor<8x16x16x16xf32>
   %a = kiln.activation hard_swish %c1 : tensor<8x16x16x16xf32>
@@ -158,7 +176,7 @@ func.func @activation(%x: tensor<8x16x16x16xf32>, %w: tensor<1x1x16x16xf32>) -> 
 // kiln.broadcast_mul computes NHWC only: blocked mode reorders its
 // activation operand back and the result forward again.
 // BLOCKED-LABEL: func.func @broadcast_mul
-// BLOCKED: %[[C1:[a-z0-9_]+]] = kiln.conv2d {{.*}} {kiln.layout = "nChw16c"}
+// BLOCKED: %[[C1:[a-z0-9_]+]] = kiln.conv2d {{.*}} {kiln.layout = #kiln.layout<nChw16c>}
 // BLOCKED: %[[R:[a-z0-9_]+]] = kiln.reorder %[[C1]] to nhwc
 // BLOCKED: %[[M:[a-z0-9_]+]] = kiln.broadcast_mul %[[R]], %{{.*}} :
 // BLOCKED-NOT: kiln.layout

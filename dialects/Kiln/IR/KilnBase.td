@@ -32,6 +32,7 @@ def Kiln_Dialect : Dialect {
     LayoutOpInterface), and `kiln.reorder` converts between layouts.
   }];
   let hasOperationAttrVerify = 1;
+  let useDefaultAttributePrinterParser = 1;
 }
 
 class Kiln_Op<string mnemonic, list<Trait> traits = []>
@@ -74,6 +75,18 @@ def Kiln_Layout : I32EnumAttr<"Layout",
       I32EnumAttrCase<"NChw16c", 2, "nChw16c">
     ]> {
   let cppNamespace = "::kiln";
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes.
+//===----------------------------------------------------------------------===//
+
+// The discardable `kiln.layout` attribute of a LayoutOpInterface op:
+// `{kiln.layout = #kiln.layout<nChw16c>}` (NHWC when absent).
+// (kiln.reorder's `layout` is the enum's integer attribute, LayoutAttr.)
+def Kiln_ComputeLayoutAttr : EnumAttr<Kiln_Dialect, Kiln_Layout, "layout"> {
+  let cppClassName = "ComputeLayoutAttr";
+  let assemblyFormat = "`<` $value `>`";
 }
 
 def Kiln_ActivationKind : I32EnumAttr<"ActivationKind",

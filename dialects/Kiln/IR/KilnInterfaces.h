@@ -10,6 +10,10 @@
 
 #include "dialects/Kiln/IR/KilnEnums.h.inc"
 
+#include "mlir/IR/Attributes.h"
+#define GET_ATTRDEF_CLASSES
+#include "dialects/Kiln/IR/KilnAttrs.h.inc"
+
 namespace kiln {
 /// How an op takes part in mixed precision (PrecisionOpInterface).
 enum class Bf16Policy { Compute, Follow, F32 };

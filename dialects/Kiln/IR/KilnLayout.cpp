@@ -157,9 +157,8 @@ bool canComputeIn(Operation *op, Layout layout) {
 }
 
 Layout getComputeLayout(Operation *op) {
-  if (auto attr = op->getAttrOfType<StringAttr>(kLayoutAttrName))
-    if (std::optional<Layout> layout = symbolizeLayout(attr.getValue()))
-      return *layout;
+  if (auto attr = op->getAttrOfType<ComputeLayoutAttr>(kLayoutAttrName))
+    return attr.getValue();
   return Layout::NHWC;
 }
 
@@ -168,7 +167,7 @@ void setComputeLayout(Operation *op, Layout layout) {
     op->removeAttr(kLayoutAttrName);
   else
     op->setAttr(kLayoutAttrName,
-                StringAttr::get(op->getContext(), stringifyLayout(layout)));
+                ComputeLayoutAttr::get(op->getContext(), layout));
 }
 
 bool isStorageNoOp(ReorderOp reorder) {
@@ -238,11 +237,12 @@ LogicalResult KilnDialect::verifyOperationAttribute(Operation *op,
   // Other kiln.* attributes (the lowering's manifest) are not about ops.
   if (attribute.getName() != kLayoutAttrName)
     return success();
-  auto name = dyn_cast<StringAttr>(attribute.getValue());
+  auto attr = dyn_cast<ComputeLayoutAttr>(attribute.getValue());
   std::optional<Layout> layout =
-      name ? symbolizeLayout(name.getValue()) : std::nullopt;
+      attr ? std::optional<Layout>(attr.getValue()) : std::nullopt;
   if (!layout || *layout == Layout::NCHW)
-    return op->emitError("'kiln.layout' must be \"nhwc\" or \"nChw16c\"");
+    return op->emitError("'kiln.layout' must be #kiln.layout<nhwc> or "
+                         "#kiln.layout<nChw16c>");
   if (!isa<LayoutOpInterface>(op))
     return op->emitError("'kiln.layout' on an op that computes in NHWC only");
   if (!canComputeIn(op, *layout))

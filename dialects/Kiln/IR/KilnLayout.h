@@ -16,8 +16,9 @@ namespace kiln {
 
 class ReorderOp;
 
-/// The discardable attribute naming the layout an op computes in
-/// ("nhwc" or "nChw16c"; NHWC when absent).
+/// The discardable attribute holding the layout an op computes in (a
+/// ComputeLayoutAttr, #kiln.layout<nhwc> or #kiln.layout<nChw16c>; NHWC when
+/// absent).
 inline constexpr llvm::StringLiteral kLayoutAttrName = "kiln.layout";
 
 /// Whether `op` can compute in `layout`: NHWC always; nChw16c if it is a
