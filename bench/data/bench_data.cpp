@@ -125,8 +125,8 @@ double transformRate(const std::vector<std::string> &records,
   size_t n = 0;
   int32_t label;
   while (since(t0) < seconds || n < records.size()) {
-    Status s = transform.apply(records[n % records.size()], hashCombine(7, n),
-                               hwc.data(), label);
+    kiln::Status s = transform.apply(records[n % records.size()],
+                                     hashCombine(7, n), hwc.data(), label);
     if (!s.isOk()) {
       std::fprintf(stderr, "transform failed: %s\n", s.toString().c_str());
       std::exit(1);

@@ -230,7 +230,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  kiln::rt::Status st = setComputeThreads(threads);
+  kiln::Status st = setComputeThreads(threads);
   if (!st.isOk()) {
     fmt::print(stderr, "{}\n", st.toString());
     return 1;

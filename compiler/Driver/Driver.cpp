@@ -280,8 +280,8 @@ static int compileSystolic(ModuleOp module, const CompileOptions &options,
       llvm::errs() << "kilnc: --emit=ksap needs -o FILE\n";
       return 1;
     }
-    sim::Status saved = sim::saveProgram(**program, options.output);
-    if (!saved.ok()) {
+    kiln::Status saved = sim::saveProgram(**program, options.output);
+    if (!saved.isOk()) {
       llvm::errs() << "kilnc: " << saved.message() << "\n";
       return 1;
     }

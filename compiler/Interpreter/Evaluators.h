@@ -17,10 +17,10 @@
 #include "compiler/Interpreter/Interpreter.h"
 
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "kiln/base/status.h"
 #include "kiln/ref/activation.h"
 #include "kiln/ref/conv.h"
 #include "kiln/ref/pool.h"
-#include "kiln/ref/status.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/DenseMap.h"
@@ -47,7 +47,7 @@ public:
   /// An error diagnostic at `op`, prefixed with the call's context.
   mlir::InFlightDiagnostic error(mlir::Operation *op);
   /// Emits `status`'s message at `op` if it failed.
-  mlir::LogicalResult check(mlir::Operation *op, const ref::Status &status);
+  mlir::LogicalResult check(mlir::Operation *op, const kiln::Status &status);
   /// Fails with a message naming the two shapes unless they are equal.
   mlir::LogicalResult checkSameShape(mlir::Operation *op, const char *what,
                                      const ref::Shape &actual,

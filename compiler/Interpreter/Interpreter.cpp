@@ -15,6 +15,7 @@
 
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "kiln/ref/bf16.h"
+#include "kiln/ref/check.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -134,8 +135,8 @@ InFlightDiagnostic EvalContext::error(Operation *op) {
   return diag;
 }
 
-LogicalResult EvalContext::check(Operation *op, const ref::Status &status) {
-  if (status.ok())
+LogicalResult EvalContext::check(Operation *op, const kiln::Status &status) {
+  if (status.isOk())
     return success();
   return error(op) << status.message();
 }

@@ -7,6 +7,8 @@
 
 #include "kiln/ref/activation.h"
 
+#include "kiln/ref/check.h"
+
 #include <algorithm>
 #include <cmath>
 

@@ -7,6 +7,8 @@
 
 #include "kiln/ref/batchnorm.h"
 
+#include "kiln/ref/check.h"
+
 #include <cmath>
 
 namespace kiln::ref {
@@ -14,17 +16,19 @@ namespace kiln::ref {
 Status checkBatchNormShapes(const Shape &xShape,
                             const std::vector<const Tensor *> &perChannel) {
   if (xShape.size() != 4 && xShape.size() != 2)
-    return Status::error("batch norm: input must be [N,H,W,C] or [N,C], got " +
-                         shapeToString(xShape));
+    return invalidArgumentError(
+        "batch norm: input must be [N,H,W,C] or [N,C], got " +
+        shapeToString(xShape));
   int64_t c = xShape.back();
   if (c < 1 || numElements(xShape) < 1)
-    return Status::error("batch norm: empty input " + shapeToString(xShape));
+    return invalidArgumentError("batch norm: empty input " +
+                                shapeToString(xShape));
   for (const Tensor *t : perChannel) {
     Status s = checkShape(*t, Shape{c}, "batch norm per-channel operand");
-    if (!s.ok())
+    if (!s.isOk())
       return s;
   }
-  return Status::success();
+  return Status::ok();
 }
 
 namespace {

@@ -9,6 +9,8 @@
 
 #include "kiln/ref/conv.h"
 
+#include "kiln/ref/check.h"
+
 #include <algorithm>
 #include <vector>
 
@@ -17,43 +19,44 @@ namespace kiln::ref {
 Status inferConv2dShape(const Shape &xShape, const Shape &wShape,
                         const Conv2dAttrs &attrs, Shape &yShape) {
   if (xShape.size() != 4)
-    return Status::error("conv2d: input must be NHWC (rank 4), got " +
-                         shapeToString(xShape));
+    return invalidArgumentError("conv2d: input must be NHWC (rank 4), got " +
+                                shapeToString(xShape));
   if (wShape.size() != 4)
-    return Status::error("conv2d: filter must be HWIO (rank 4), got " +
-                         shapeToString(wShape));
+    return invalidArgumentError("conv2d: filter must be HWIO (rank 4), got " +
+                                shapeToString(wShape));
   if (xShape[3] != wShape[2])
-    return Status::error("conv2d: input channels " + std::to_string(xShape[3]) +
-                         " do not match filter input channels " +
-                         std::to_string(wShape[2]));
+    return invalidArgumentError(
+        "conv2d: input channels " + std::to_string(xShape[3]) +
+        " do not match filter input channels " + std::to_string(wShape[2]));
   for (int64_t d : xShape)
     if (d < 0)
-      return Status::error("conv2d: negative input dimension");
+      return invalidArgumentError("conv2d: negative input dimension");
   for (int64_t d : wShape)
     if (d <= 0)
-      return Status::error("conv2d: filter dimensions must be positive, got " +
-                           shapeToString(wShape));
+      return invalidArgumentError(
+          "conv2d: filter dimensions must be positive, got " +
+          shapeToString(wShape));
   for (int64_t s : attrs.strides)
     if (s <= 0)
-      return Status::error("conv2d: strides must be positive");
+      return invalidArgumentError("conv2d: strides must be positive");
   for (int64_t d : attrs.dilations)
     if (d <= 0)
-      return Status::error("conv2d: dilations must be positive");
+      return invalidArgumentError("conv2d: dilations must be positive");
   for (int64_t p : attrs.padding)
     if (p < 0)
-      return Status::error("conv2d: padding must be non-negative");
+      return invalidArgumentError("conv2d: padding must be non-negative");
   int64_t effH = attrs.dilations[0] * (wShape[0] - 1) + 1;
   int64_t effW = attrs.dilations[1] * (wShape[1] - 1) + 1;
   int64_t padH = xShape[1] + attrs.padding[0] + attrs.padding[1];
   int64_t padW = xShape[2] + attrs.padding[2] + attrs.padding[3];
   if (padH < effH || padW < effW)
-    return Status::error("conv2d: dilated filter " + std::to_string(effH) +
-                         "x" + std::to_string(effW) +
-                         " larger than padded input " + std::to_string(padH) +
-                         "x" + std::to_string(padW));
+    return invalidArgumentError(
+        "conv2d: dilated filter " + std::to_string(effH) + "x" +
+        std::to_string(effW) + " larger than padded input " +
+        std::to_string(padH) + "x" + std::to_string(padW));
   yShape = {xShape[0], (padH - effH) / attrs.strides[0] + 1,
             (padW - effW) / attrs.strides[1] + 1, wShape[3]};
-  return Status::success();
+  return Status::ok();
 }
 
 namespace {

@@ -6,23 +6,25 @@
 
 #include "kiln/ref/dense.h"
 
+#include "kiln/ref/check.h"
 namespace kiln::ref {
 
 Status inferDenseShape(const Shape &xShape, const Shape &wShape,
                        const Shape *biasShape, Shape &yShape) {
   if (xShape.size() != 2 || wShape.size() != 2)
-    return Status::error("dense: x and w must be rank 2, got " +
-                         shapeToString(xShape) + " and " +
-                         shapeToString(wShape));
+    return invalidArgumentError("dense: x and w must be rank 2, got " +
+                                shapeToString(xShape) + " and " +
+                                shapeToString(wShape));
   if (xShape[1] != wShape[0])
-    return Status::error("dense: x " + shapeToString(xShape) +
-                         " and w " + shapeToString(wShape) +
-                         " disagree on the inner dimension");
+    return invalidArgumentError("dense: x " + shapeToString(xShape) +
+                                " and w " + shapeToString(wShape) +
+                                " disagree on the inner dimension");
   if (biasShape && *biasShape != Shape{wShape[1]})
-    return Status::error("dense: bias has shape " + shapeToString(*biasShape) +
-                         ", expected [" + std::to_string(wShape[1]) + "]");
+    return invalidArgumentError("dense: bias has shape " +
+                                shapeToString(*biasShape) + ", expected [" +
+                                std::to_string(wShape[1]) + "]");
   yShape = {xShape[0], wShape[1]};
-  return Status::success();
+  return Status::ok();
 }
 
 namespace {

@@ -6,6 +6,8 @@
 
 #include "kiln/ref/elementwise.h"
 
+#include "kiln/ref/check.h"
+
 #include <cmath>
 
 namespace kiln::ref {
@@ -38,9 +40,10 @@ Status checkBroadcast(const Shape &small, const Shape &full) {
   for (size_t i = 0; ok && i < full.size(); ++i)
     ok = small[i] == 1 || small[i] == full[i];
   if (!ok)
-    return Status::error("broadcast: " + shapeToString(small) +
-                         " does not broadcast to " + shapeToString(full));
-  return Status::success();
+    return invalidArgumentError("broadcast: " + shapeToString(small) +
+                                " does not broadcast to " +
+                                shapeToString(full));
+  return Status::ok();
 }
 
 namespace {
@@ -112,13 +115,13 @@ Tensor biasAddBackward(const Tensor &dy) {
 Status checkReshape(const Shape &shape, const Shape &newShape) {
   for (int64_t d : newShape)
     if (d < 0)
-      return Status::error("reshape: negative dimension in " +
-                           shapeToString(newShape));
+      return invalidArgumentError("reshape: negative dimension in " +
+                                  shapeToString(newShape));
   if (numElements(shape) != numElements(newShape))
-    return Status::error("reshape: " + shapeToString(shape) + " and " +
-                         shapeToString(newShape) +
-                         " hold different numbers of elements");
-  return Status::success();
+    return invalidArgumentError("reshape: " + shapeToString(shape) + " and " +
+                                shapeToString(newShape) +
+                                " hold different numbers of elements");
+  return Status::ok();
 }
 
 Tensor reshape(const Tensor &x, const Shape &newShape) {

@@ -2,6 +2,8 @@
 
 #include "kiln/ref/init.h"
 
+#include "kiln/ref/check.h"
+
 #include <cmath>
 
 namespace kiln::ref {

@@ -17,27 +17,28 @@ Status checkSoftmaxCrossEntropy(const Tensor &logits,
                                 const std::vector<int32_t> &labels,
                                 float labelSmoothing) {
   if (logits.rank() != 2 || logits.dim(1) < 1)
-    return Status::error(
+    return invalidArgumentError(
         "softmax cross-entropy: logits must be [N,K] with K >= 1, got " +
         shapeToString(logits.shape));
   if (static_cast<int64_t>(logits.data.size()) != numElements(logits.shape))
-    return Status::error("softmax cross-entropy: logits data size mismatch");
+    return invalidArgumentError(
+        "softmax cross-entropy: logits data size mismatch");
   if (static_cast<int64_t>(labels.size()) != logits.dim(0))
-    return Status::error("softmax cross-entropy: " +
-                         std::to_string(labels.size()) + " labels for " +
-                         std::to_string(logits.dim(0)) + " rows of logits");
+    return invalidArgumentError(
+        "softmax cross-entropy: " + std::to_string(labels.size()) +
+        " labels for " + std::to_string(logits.dim(0)) + " rows of logits");
   if (!(labelSmoothing >= 0.0f && labelSmoothing <= 1.0f))
-    return Status::error("softmax cross-entropy: label smoothing " +
-                         std::to_string(labelSmoothing) +
-                         " outside [0, 1]");
+    return invalidArgumentError("softmax cross-entropy: label smoothing " +
+                                std::to_string(labelSmoothing) +
+                                " outside [0, 1]");
   int64_t k = logits.dim(1);
   for (size_t n = 0; n < labels.size(); ++n)
     if (labels[n] < 0 || labels[n] >= k)
-      return Status::error("softmax cross-entropy: label " +
-                           std::to_string(labels[n]) + " of example " +
-                           std::to_string(n) + " outside [0, " +
-                           std::to_string(k) + ")");
-  return Status::success();
+      return invalidArgumentError("softmax cross-entropy: label " +
+                                  std::to_string(labels[n]) + " of example " +
+                                  std::to_string(n) + " outside [0, " +
+                                  std::to_string(k) + ")");
+  return Status::ok();
 }
 
 namespace {
@@ -69,7 +70,7 @@ Status softmaxCrossEntropy(const Tensor &logits,
                            const std::vector<int32_t> &labels,
                            float labelSmoothing, double &loss) {
   Status s = checkSoftmaxCrossEntropy(logits, labels, labelSmoothing);
-  if (!s.ok())
+  if (!s.isOk())
     return s;
   int64_t n = logits.dim(0), k = logits.dim(1);
   double total = 0.0;
@@ -82,7 +83,7 @@ Status softmaxCrossEntropy(const Tensor &logits,
     }
   }
   loss = n > 0 ? total / static_cast<double>(n) : 0.0;
-  return Status::success();
+  return Status::ok();
 }
 
 Status softmaxCrossEntropy(const Tensor &logits,
@@ -90,10 +91,10 @@ Status softmaxCrossEntropy(const Tensor &logits,
                            float labelSmoothing, Tensor &loss) {
   double value = 0.0;
   Status s = softmaxCrossEntropy(logits, labels, labelSmoothing, value);
-  if (!s.ok())
+  if (!s.isOk())
     return s;
   loss = Tensor::filled(Shape{}, static_cast<float>(value));
-  return Status::success();
+  return Status::ok();
 }
 
 Status softmaxCrossEntropyBackward(const Tensor &logits,
@@ -101,7 +102,7 @@ Status softmaxCrossEntropyBackward(const Tensor &logits,
                                    float labelSmoothing, float dloss,
                                    Tensor &dlogits) {
   Status s = checkSoftmaxCrossEntropy(logits, labels, labelSmoothing);
-  if (!s.ok())
+  if (!s.isOk())
     return s;
   int64_t n = logits.dim(0), k = logits.dim(1);
   Tensor out(logits.shape);
@@ -116,7 +117,7 @@ Status softmaxCrossEntropyBackward(const Tensor &logits,
     }
   }
   dlogits = std::move(out);
-  return Status::success();
+  return Status::ok();
 }
 
 } // namespace kiln::ref

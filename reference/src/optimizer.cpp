@@ -6,13 +6,15 @@
 
 #include "kiln/ref/optimizer.h"
 
+#include "kiln/ref/check.h"
+
 #include <cmath>
 
 namespace kiln::ref {
 
 Status checkOptimizerShapes(const Tensor &w, const Tensor &g, const Tensor &v) {
   Status s = checkShape(g, w.shape, "optimizer gradient");
-  if (!s.ok())
+  if (!s.isOk())
     return s;
   return checkShape(v, w.shape, "optimizer momentum state");
 }

@@ -6,6 +6,8 @@
 
 #include "kiln/ref/pool.h"
 
+#include "kiln/ref/check.h"
+
 #include <algorithm>
 #include <vector>
 
@@ -14,30 +16,30 @@ namespace kiln::ref {
 Status inferPool2dShape(const Shape &xShape, const Pool2dAttrs &attrs,
                         Shape &yShape) {
   if (xShape.size() != 4)
-    return Status::error("pool: input must be NHWC (rank 4), got " +
-                         shapeToString(xShape));
+    return invalidArgumentError("pool: input must be NHWC (rank 4), got " +
+                                shapeToString(xShape));
   for (int64_t d : xShape)
     if (d < 0)
-      return Status::error("pool: negative input dimension");
+      return invalidArgumentError("pool: negative input dimension");
   for (int64_t k : attrs.window)
     if (k <= 0)
-      return Status::error("pool: window must be positive");
+      return invalidArgumentError("pool: window must be positive");
   for (int64_t s : attrs.strides)
     if (s <= 0)
-      return Status::error("pool: strides must be positive");
+      return invalidArgumentError("pool: strides must be positive");
   for (int i = 0; i < 4; ++i) {
     int64_t p = attrs.padding[static_cast<size_t>(i)];
     if (p < 0 || p >= attrs.window[static_cast<size_t>(i / 2)])
-      return Status::error(
+      return invalidArgumentError(
           "pool: each padding must be in [0, window) along its axis");
   }
   int64_t padH = xShape[1] + attrs.padding[0] + attrs.padding[1];
   int64_t padW = xShape[2] + attrs.padding[2] + attrs.padding[3];
   if (padH < attrs.window[0] || padW < attrs.window[1])
-    return Status::error("pool: window larger than padded input");
+    return invalidArgumentError("pool: window larger than padded input");
   yShape = {xShape[0], (padH - attrs.window[0]) / attrs.strides[0] + 1,
             (padW - attrs.window[1]) / attrs.strides[1] + 1, xShape[3]};
-  return Status::success();
+  return Status::ok();
 }
 
 namespace {

@@ -7,6 +7,8 @@
 
 #include "kiln/ref/schedule.h"
 
+#include "kiln/ref/check.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -66,50 +68,52 @@ bool validWarmup(double w) { return std::isfinite(w) && w >= 0.0; }
 Status checkSchedule(const Schedule &schedule) {
   switch (schedule.kind) {
   case ScheduleKind::Constant:
-    return Status::success();
+    return Status::ok();
   case ScheduleKind::LinearWarmupLinearDecay: {
     const auto &p = schedule.linear;
     if (!validWarmup(p.warmupSteps) || p.totalSteps <= p.warmupSteps)
-      return Status::error("linear warmup/decay schedule: need 0 <= "
-                           "warmupSteps < totalSteps, got " +
-                           number(p.warmupSteps) + " and " +
-                           std::to_string(p.totalSteps));
-    return Status::success();
+      return invalidArgumentError("linear warmup/decay schedule: need 0 <= "
+                                  "warmupSteps < totalSteps, got " +
+                                  number(p.warmupSteps) + " and " +
+                                  std::to_string(p.totalSteps));
+    return Status::ok();
   }
   case ScheduleKind::WarmupPolynomialDecay: {
     const auto &p = schedule.polynomial;
     if (!validWarmup(p.warmupSteps) || p.trainSteps < p.warmupSteps)
-      return Status::error("polynomial schedule: need 0 <= warmupSteps <= "
-                           "trainSteps, got " +
-                           number(p.warmupSteps) + " and " +
-                           std::to_string(p.trainSteps));
+      return invalidArgumentError(
+          "polynomial schedule: need 0 <= warmupSteps <= "
+          "trainSteps, got " +
+          number(p.warmupSteps) + " and " + std::to_string(p.trainSteps));
     if (p.power <= 0.0)
-      return Status::error("polynomial schedule: power must be positive");
-    return Status::success();
+      return invalidArgumentError(
+          "polynomial schedule: power must be positive");
+    return Status::ok();
   }
   case ScheduleKind::StepDecay: {
     const auto &p = schedule.step;
     if (!validWarmup(p.warmupSteps))
-      return Status::error("step schedule: warmupSteps must be >= 0, got " +
-                           number(p.warmupSteps));
+      return invalidArgumentError(
+          "step schedule: warmupSteps must be >= 0, got " +
+          number(p.warmupSteps));
     for (size_t i = 0; i < p.boundaries.size(); ++i)
       if (p.boundaries[i] < 0 ||
           (i > 0 && p.boundaries[i] <= p.boundaries[i - 1]))
-        return Status::error(
+        return invalidArgumentError(
             "step schedule: boundaries must be non-negative and increasing");
-    return Status::success();
+    return Status::ok();
   }
   case ScheduleKind::CosineDecay: {
     const auto &p = schedule.cosine;
     if (!validWarmup(p.warmupSteps) || p.totalSteps <= p.warmupSteps)
-      return Status::error("cosine schedule: need 0 <= warmupSteps < "
-                           "totalSteps, got " +
-                           number(p.warmupSteps) + " and " +
-                           std::to_string(p.totalSteps));
-    return Status::success();
+      return invalidArgumentError("cosine schedule: need 0 <= warmupSteps < "
+                                  "totalSteps, got " +
+                                  number(p.warmupSteps) + " and " +
+                                  std::to_string(p.totalSteps));
+    return Status::ok();
   }
   }
-  return Status::error("unknown schedule kind");
+  return invalidArgumentError("unknown schedule kind");
 }
 
 namespace {

@@ -6,6 +6,8 @@
 
 #include "kiln/ref/tensor.h"
 
+#include "kiln/ref/check.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -58,14 +60,14 @@ Tensor Tensor::filled(Shape shape, float value) {
 
 Status checkShape(const Tensor &t, const Shape &expected, const char *what) {
   if (t.shape != expected)
-    return Status::error(std::string(what) + " has shape " +
-                         shapeToString(t.shape) + ", expected " +
-                         shapeToString(expected));
+    return invalidArgumentError(std::string(what) + " has shape " +
+                                shapeToString(t.shape) + ", expected " +
+                                shapeToString(expected));
   if (static_cast<int64_t>(t.data.size()) != numElements(t.shape))
-    return Status::error(std::string(what) + " holds " +
-                         std::to_string(t.data.size()) +
-                         " elements for shape " + shapeToString(t.shape));
-  return Status::success();
+    return invalidArgumentError(
+        std::string(what) + " holds " + std::to_string(t.data.size()) +
+        " elements for shape " + shapeToString(t.shape));
+  return Status::ok();
 }
 
 } // namespace kiln::ref

@@ -29,10 +29,9 @@ std::string mpiErrorText(int code) {
   do {                                                                         \
     int kilnMpiRc_ = (call);                                                   \
     if (kilnMpiRc_ != MPI_SUCCESS)                                             \
-      return ::kiln::rt::makeStatus(::kiln::rt::StatusCode::kInternal,         \
-                                    __FILE__, __LINE__,                        \
-                                    std::string(#call) + " failed: " +         \
-                                        mpiErrorText(kilnMpiRc_));             \
+      return ::kiln::makeStatus(                                               \
+          ::kiln::StatusCode::kInternal, __FILE__, __LINE__,                   \
+          std::string(#call) + " failed: " + mpiErrorText(kilnMpiRc_));        \
   } while (0)
 
 class MpiComm final : public Comm {

@@ -46,8 +46,8 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-Status fromSim(const sim::Status &s, const std::string &context) {
-  if (s.ok())
+Status fromSim(const kiln::Status &s, const std::string &context) {
+  if (s.isOk())
     return Status::ok();
   return KILN_STATUS(kInternal, context + ": " + s.message());
 }
@@ -411,12 +411,12 @@ Status SimTrainer::setUpAllReduce() {
   // The device reaches the host's collective through the program's
   // AllReduce instructions, in program order: one bucket each.
   simulator->setAllReduce(
-      [this](std::vector<std::vector<float> *> buffers) -> sim::Status {
+      [this](std::vector<std::vector<float> *> buffers) -> kiln::Status {
         size_t id = nextBucket++;
         if (id >= bucketBuffers.size() ||
             buffers.size() != bucketBuffers[id].size())
-          return sim::Status::error("allreduce " + std::to_string(id) +
-                                    " does not match the program's");
+          return kiln::invalidArgumentError("allreduce " + std::to_string(id) +
+                                            " does not match the program's");
         float *staged = gradients.data() + bucketOffsets[id];
         for (std::vector<float> *b : buffers) {
           std::memcpy(staged, b->data(), b->size() * sizeof(float));
@@ -436,7 +436,7 @@ Status SimTrainer::setUpAllReduce() {
             for (float &v : b)
               v = ref::roundToBf16(v);
         }
-        return sim::Status::success();
+        return kiln::Status::ok();
       });
   return Status::ok();
 }

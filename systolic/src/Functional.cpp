@@ -41,7 +41,7 @@ Status runDma(const Program &program, const fb::DmaT &dma,
       to[size_t(dst.address(i, j))] = round ? ref::roundToBf16(v) : v;
     }
   }
-  return Status::success();
+  return Status::ok();
 }
 
 Status runMatMul(const fb::MatMulT &mm,
@@ -81,7 +81,7 @@ Status runMatMul(const fb::MatMulT &mm,
       dst = mm.accumulate ? dst + acc[size_t(j)] : acc[size_t(j)];
     }
   }
-  return Status::success();
+  return Status::ok();
 }
 
 } // namespace
@@ -97,26 +97,26 @@ Status FunctionalMachine::execute(size_t index) {
     return executeVector(program, *instr.kind.AsVector(), memory);
   case fb::Kind::AllReduce: {
     if (!allReduce)
-      return Status::success();
+      return Status::ok();
     std::vector<std::vector<float> *> buffers;
     for (uint32_t b : instr.kind.AsAllReduce()->buffers)
       buffers.push_back(&memory[b]);
     return allReduce(std::move(buffers));
   }
   default:
-    return Status::error("instruction " + std::to_string(index) +
-                         " has no kind");
+    return invalidArgumentError("instruction " + std::to_string(index) +
+                                " has no kind");
   }
 }
 
 Status FunctionalMachine::run() {
   for (size_t i = 0; i < program.instructions.size(); ++i) {
     Status s = execute(i);
-    if (!s.ok())
-      return Status::error("instruction " + std::to_string(i) + ": " +
-                           s.message());
+    if (!s.isOk())
+      return invalidArgumentError("instruction " + std::to_string(i) + ": " +
+                                  s.message());
   }
-  return Status::success();
+  return Status::ok();
 }
 
 } // namespace kiln::sim

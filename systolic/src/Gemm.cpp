@@ -13,14 +13,14 @@ Status buildGemmProgram(const TargetConfig &target, int64_t m, int64_t k,
                         int64_t n, const GemmOptions &options,
                         std::unique_ptr<Program> &program) {
   if (m <= 0 || k <= 0 || n <= 0)
-    return Status::error("GEMM sizes must be positive");
+    return invalidArgumentError("GEMM sizes must be positive");
   if (options.mxus == 0 || options.mxus > target.mxuCount)
-    return Status::error("GEMM over " + std::to_string(options.mxus) +
-                         " MXUs on a target with " +
-                         std::to_string(target.mxuCount));
+    return invalidArgumentError("GEMM over " + std::to_string(options.mxus) +
+                                " MXUs on a target with " +
+                                std::to_string(target.mxuCount));
   int64_t bytes = 2 * m * k + 2 * k * n + 4 * m * n;
   if (bytes > target.onChipBytes)
-    return Status::error(
+    return invalidArgumentError(
         "GEMM " + std::to_string(m) + "x" + std::to_string(k) + "x" +
         std::to_string(n) + " needs " + std::to_string(bytes) +
         " bytes on chip, the target has " + std::to_string(target.onChipBytes));
@@ -95,7 +95,7 @@ Status buildGemmProgram(const TargetConfig &target, int64_t m, int64_t k,
   }
   b.finish();
   program = sink.take();
-  return Status::success();
+  return Status::ok();
 }
 
 } // namespace kiln::sim

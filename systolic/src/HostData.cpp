@@ -14,7 +14,7 @@ namespace {
 Status readAll(const std::string &path, std::vector<uint8_t> &bytes) {
   gzFile f = gzopen(path.c_str(), "rb");
   if (!f)
-    return Status::error("cannot open '" + path + "'");
+    return invalidArgumentError("cannot open '" + path + "'");
   bytes.clear();
   uint8_t chunk[1 << 16];
   int n;
@@ -23,8 +23,8 @@ Status readAll(const std::string &path, std::vector<uint8_t> &bytes) {
   bool failed = n < 0;
   gzclose(f);
   if (failed)
-    return Status::error("cannot read '" + path + "' (corrupt gzip?)");
-  return Status::success();
+    return invalidArgumentError("cannot read '" + path + "' (corrupt gzip?)");
+  return Status::ok();
 }
 
 uint32_t bigEndian32(const uint8_t *p) {
@@ -37,26 +37,29 @@ uint32_t bigEndian32(const uint8_t *p) {
 Status loadIdx(const std::string &imagesPath, const std::string &labelsPath,
                IdxDataset &data) {
   std::vector<uint8_t> img, lab;
-  KILN_SIM_RETURN_IF_ERROR(readAll(imagesPath, img));
-  KILN_SIM_RETURN_IF_ERROR(readAll(labelsPath, lab));
+  KILN_RETURN_IF_ERROR(readAll(imagesPath, img));
+  KILN_RETURN_IF_ERROR(readAll(labelsPath, lab));
   if (img.size() < 16 || bigEndian32(img.data()) != 0x803)
-    return Status::error("'" + imagesPath + "' is not an IDX image file");
+    return invalidArgumentError("'" + imagesPath +
+                                "' is not an IDX image file");
   if (lab.size() < 8 || bigEndian32(lab.data()) != 0x801)
-    return Status::error("'" + labelsPath + "' is not an IDX label file");
+    return invalidArgumentError("'" + labelsPath +
+                                "' is not an IDX label file");
   data.count = bigEndian32(img.data() + 4);
   data.rows = bigEndian32(img.data() + 8);
   data.cols = bigEndian32(img.data() + 12);
   int64_t pixels = data.count * data.rows * data.cols;
   if (int64_t(img.size()) != 16 + pixels)
-    return Status::error("'" + imagesPath + "' is truncated");
+    return invalidArgumentError("'" + imagesPath + "' is truncated");
   if (int64_t(bigEndian32(lab.data() + 4)) != data.count ||
       int64_t(lab.size()) != 8 + data.count)
-    return Status::error("'" + labelsPath + "' does not match its images");
+    return invalidArgumentError("'" + labelsPath +
+                                "' does not match its images");
   data.images.resize(size_t(pixels));
   for (int64_t i = 0; i < pixels; ++i)
     data.images[size_t(i)] = float(img[size_t(16 + i)]) / 255.0f;
   data.labels.assign(lab.begin() + 8, lab.end());
-  return Status::success();
+  return Status::ok();
 }
 
 Status findStepInputs(const Simulator &sim, StepInputs &in) {
@@ -82,8 +85,8 @@ Status findStepInputs(const Simulator &sim, StepInputs &in) {
     if (b->role == fb::Role::Output && b->shape.size() == 2)
       in.numClasses = b->shape[1];
   if (in.images.empty() || in.labels.empty())
-    return Status::error("the program has no image and label inputs");
-  return Status::success();
+    return invalidArgumentError("the program has no image and label inputs");
+  return Status::ok();
 }
 
 Status feedStep(Simulator &sim, const StepInputs &in, const IdxDataset *data,
@@ -94,7 +97,7 @@ Status feedStep(Simulator &sim, const StepInputs &in, const IdxDataset *data,
   std::vector<float> labels(static_cast<size_t>(n));
   if (data) {
     if (data->rows * data->cols != perImage)
-      return Status::error(
+      return invalidArgumentError(
           "dataset images have " + std::to_string(data->rows * data->cols) +
           " pixels, the program expects " + std::to_string(perImage));
     for (int64_t i = 0; i < n; ++i) {
@@ -112,11 +115,11 @@ Status feedStep(Simulator &sim, const StepInputs &in, const IdxDataset *data,
     for (int64_t i = 0; i < n; ++i)
       labels[size_t(i)] = float(classes.label(uint64_t(i), k));
   }
-  KILN_SIM_RETURN_IF_ERROR(sim.setInput(in.images, images));
-  KILN_SIM_RETURN_IF_ERROR(sim.setInput(in.labels, labels));
+  KILN_RETURN_IF_ERROR(sim.setInput(in.images, images));
+  KILN_RETURN_IF_ERROR(sim.setInput(in.labels, labels));
   if (!in.step.empty())
-    KILN_SIM_RETURN_IF_ERROR(sim.setInput(in.step, {float(step)}));
-  return Status::success();
+    KILN_RETURN_IF_ERROR(sim.setInput(in.step, {float(step)}));
+  return Status::ok();
 }
 
 } // namespace kiln::sim

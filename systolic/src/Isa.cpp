@@ -68,24 +68,25 @@ namespace kiln::sim {
 
 Status decodePoolShape(const std::vector<int64_t> &a, PoolShape &s) {
   if (a.size() != 12)
-    return Status::error("pooling needs 12 integer attributes");
+    return invalidArgumentError("pooling needs 12 integer attributes");
   s = {a[0], a[1], a[2], a[3],  a[4],  a[5], a[6],
        a[7], a[8], a[9], a[10], a[11], 0,    0};
   for (size_t i = 0; i < 8; ++i)
     if (a[i] <= 0)
-      return Status::error("pooling sizes, windows and strides must be "
-                           "positive");
+      return invalidArgumentError("pooling sizes, windows and strides must be "
+                                  "positive");
   for (size_t i = 8; i < 12; ++i)
     if (a[i] < 0)
-      return Status::error("pooling paddings must be non-negative");
+      return invalidArgumentError("pooling paddings must be non-negative");
   if (s.pt >= s.kh || s.pb >= s.kh || s.pl >= s.kw || s.pr >= s.kw)
-    return Status::error("pooling paddings must be smaller than the window");
+    return invalidArgumentError(
+        "pooling paddings must be smaller than the window");
   int64_t hp = s.h + s.pt + s.pb, wp = s.w + s.pl + s.pr;
   if (hp < s.kh || wp < s.kw)
-    return Status::error("pooling window larger than the padded input");
+    return invalidArgumentError("pooling window larger than the padded input");
   s.oh = (hp - s.kh) / s.sh + 1;
   s.ow = (wp - s.kw) / s.sw + 1;
-  return Status::success();
+  return Status::ok();
 }
 
 Status vectorExtents(const fb::VectorT &v, std::vector<int64_t> &srcs,
@@ -93,14 +94,14 @@ Status vectorExtents(const fb::VectorT &v, std::vector<int64_t> &srcs,
   const VectorSignature &sig = vectorSignature(v.op);
   std::string name = sig.name;
   if (int(v.srcs.size()) != sig.numSrcs || int(v.dsts.size()) != sig.numDsts)
-    return Status::error(name + " takes " + std::to_string(sig.numSrcs) +
-                         " sources and " + std::to_string(sig.numDsts) +
-                         " destinations");
+    return invalidArgumentError(name + " takes " + std::to_string(sig.numSrcs) +
+                                " sources and " + std::to_string(sig.numDsts) +
+                                " destinations");
   if (int(v.fattrs.size()) != sig.numFattrs ||
       (sig.numIattrs >= 0 && int(v.iattrs.size()) != sig.numIattrs))
-    return Status::error(name + " has the wrong number of attributes");
+    return invalidArgumentError(name + " has the wrong number of attributes");
   if (v.rows < 0 || v.channels < 0)
-    return Status::error(name + ": negative rows or channels");
+    return invalidArgumentError(name + ": negative rows or channels");
   int64_t e = v.rows * v.channels, c = v.channels, r = v.rows;
   using Op = fb::VectorOp;
   switch (v.op) {
@@ -155,7 +156,7 @@ Status vectorExtents(const fb::VectorT &v, std::vector<int64_t> &srcs,
   case Op::MaxPoolGrad:
   case Op::AvgPoolGrad: {
     PoolShape s;
-    KILN_SIM_RETURN_IF_ERROR(decodePoolShape(v.iattrs, s));
+    KILN_RETURN_IF_ERROR(decodePoolShape(v.iattrs, s));
     int64_t in = s.n * s.h * s.w * s.c, out = s.n * s.oh * s.ow * s.c;
     if (v.op == Op::MaxPool || v.op == Op::AvgPool) {
       srcs = {in};
@@ -171,7 +172,7 @@ Status vectorExtents(const fb::VectorT &v, std::vector<int64_t> &srcs,
   case Op::GlobalAvgPoolGrad: {
     const auto &a = v.iattrs;
     if (a[0] <= 0 || a[1] <= 0 || a[2] <= 0)
-      return Status::error(name + ": sizes must be positive");
+      return invalidArgumentError(name + ": sizes must be positive");
     int64_t in = a[0] * a[1] * a[2], out = a[0] * a[2];
     srcs = {v.op == Op::GlobalAvgPool ? in : out};
     dsts = {v.op == Op::GlobalAvgPool ? out : in};
@@ -199,12 +200,12 @@ Status vectorExtents(const fb::VectorT &v, std::vector<int64_t> &srcs,
     break;
   case Op::LearningRate:
     if (v.iattrs.size() != 1 || v.iattrs[0] < 0 || v.iattrs[0] > 4)
-      return Status::error(name + ": schedule must be one of 0..4");
+      return invalidArgumentError(name + ": schedule must be one of 0..4");
     srcs = {1, c};
     dsts = {1};
     break;
   }
-  return Status::success();
+  return Status::ok();
 }
 
 } // namespace kiln::sim

@@ -31,126 +31,128 @@ struct Checker {
   Status checkOperand(const fb::OperandT *op, const char *what,
                       const fb::BufferT *&out) const {
     if (!op)
-      return Status::error(std::string(what) + " is missing");
+      return invalidArgumentError(std::string(what) + " is missing");
     out = buffer(op->buffer);
     if (!out)
-      return Status::error(std::string(what) + " names buffer " +
-                           std::to_string(op->buffer) +
-                           ", which does not exist");
+      return invalidArgumentError(std::string(what) + " names buffer " +
+                                  std::to_string(op->buffer) +
+                                  ", which does not exist");
     for (int64_t c : op->row_counts)
       if (c <= 0)
-        return Status::error(std::string(what) +
-                             " has a non-positive row count");
+        return invalidArgumentError(std::string(what) +
+                                    " has a non-positive row count");
     for (int64_t c : op->col_counts)
       if (c <= 0)
-        return Status::error(std::string(what) +
-                             " has a non-positive column count");
+        return invalidArgumentError(std::string(what) +
+                                    " has a non-positive column count");
     for (const auto &q : op->coords) {
       if (q->row_coef.size() > op->row_counts.size() ||
           q->col_coef.size() > op->col_counts.size())
-        return Status::error(std::string(what) +
-                             " has more coefficients than dimensions");
+        return invalidArgumentError(std::string(what) +
+                                    " has more coefficients than dimensions");
     }
     int64_t lo, hi;
     operandAddressRange(*op, lo, hi);
     int64_t size = shapeElements(out->shape);
     if (lo <= hi && (lo < 0 || hi >= size))
-      return Status::error(std::string(what) + " reaches elements [" +
-                           std::to_string(lo) + ", " + std::to_string(hi) +
-                           "] of '" + out->name + "', which has " +
-                           std::to_string(size));
-    return Status::success();
+      return invalidArgumentError(std::string(what) + " reaches elements [" +
+                                  std::to_string(lo) + ", " +
+                                  std::to_string(hi) + "] of '" + out->name +
+                                  "', which has " + std::to_string(size));
+    return Status::ok();
   }
 
   Status checkLive(const fb::BufferT *b, size_t index) const {
     if (b->space == fb::Space::OnChip &&
         (index < b->live_begin || index > b->live_end))
-      return Status::error("uses on-chip buffer '" + b->name +
-                           "' outside its live range [" +
-                           std::to_string(b->live_begin) + ", " +
-                           std::to_string(b->live_end) + "]");
-    return Status::success();
+      return invalidArgumentError("uses on-chip buffer '" + b->name +
+                                  "' outside its live range [" +
+                                  std::to_string(b->live_begin) + ", " +
+                                  std::to_string(b->live_end) + "]");
+    return Status::ok();
   }
 
   Status checkDma(const fb::DmaT &d, size_t index) const {
     const fb::BufferT *src, *dst;
-    KILN_SIM_RETURN_IF_ERROR(checkOperand(d.src.get(), "DMA source", src));
-    KILN_SIM_RETURN_IF_ERROR(checkOperand(d.dst.get(), "DMA destination", dst));
+    KILN_RETURN_IF_ERROR(checkOperand(d.src.get(), "DMA source", src));
+    KILN_RETURN_IF_ERROR(checkOperand(d.dst.get(), "DMA destination", dst));
     if (operandRows(*d.src) != operandRows(*d.dst) ||
         operandCols(*d.src) != operandCols(*d.dst))
-      return Status::error("DMA source and destination differ in shape");
+      return invalidArgumentError("DMA source and destination differ in shape");
     if (src->dtype != dst->dtype)
-      return Status::error("DMA from '" + src->name + "' (" +
-                           dtypeName(src->dtype) + ") to '" + dst->name +
-                           "' (" + dtypeName(dst->dtype) +
-                           ") would convert; only the vector unit converts");
+      return invalidArgumentError(
+          "DMA from '" + src->name + "' (" + dtypeName(src->dtype) + ") to '" +
+          dst->name + "' (" + dtypeName(dst->dtype) +
+          ") would convert; only the vector unit converts");
     if (src->space == dst->space)
-      return Status::error("DMA from '" + src->name + "' to '" + dst->name +
-                           "' does not cross between HBM and on-chip memory");
-    KILN_SIM_RETURN_IF_ERROR(checkLive(src, index));
+      return invalidArgumentError(
+          "DMA from '" + src->name + "' to '" + dst->name +
+          "' does not cross between HBM and on-chip memory");
+    KILN_RETURN_IF_ERROR(checkLive(src, index));
     return checkLive(dst, index);
   }
 
   Status checkMatMul(const fb::MatMulT &m, size_t index) const {
     if (m.mxu >= target.mxuCount)
-      return Status::error("uses MXU " + std::to_string(m.mxu) + " of " +
-                           std::to_string(target.mxuCount));
+      return invalidArgumentError("uses MXU " + std::to_string(m.mxu) + " of " +
+                                  std::to_string(target.mxuCount));
     const fb::BufferT *lhs, *rhs, *out;
-    KILN_SIM_RETURN_IF_ERROR(checkOperand(m.lhs.get(), "matmul lhs", lhs));
-    KILN_SIM_RETURN_IF_ERROR(checkOperand(m.rhs.get(), "matmul rhs", rhs));
-    KILN_SIM_RETURN_IF_ERROR(checkOperand(m.out.get(), "matmul out", out));
+    KILN_RETURN_IF_ERROR(checkOperand(m.lhs.get(), "matmul lhs", lhs));
+    KILN_RETURN_IF_ERROR(checkOperand(m.rhs.get(), "matmul rhs", rhs));
+    KILN_RETURN_IF_ERROR(checkOperand(m.out.get(), "matmul out", out));
     int64_t mm = operandRows(*m.lhs), k = operandCols(*m.lhs),
             n = operandCols(*m.rhs);
     if (operandRows(*m.rhs) != k || operandRows(*m.out) != mm ||
         operandCols(*m.out) != n)
-      return Status::error("matmul shapes disagree: lhs " + std::to_string(mm) +
-                           "x" + std::to_string(k) + ", rhs " +
-                           std::to_string(operandRows(*m.rhs)) + "x" +
-                           std::to_string(n) + ", out " +
-                           std::to_string(operandRows(*m.out)) + "x" +
-                           std::to_string(operandCols(*m.out)));
+      return invalidArgumentError(
+          "matmul shapes disagree: lhs " + std::to_string(mm) + "x" +
+          std::to_string(k) + ", rhs " + std::to_string(operandRows(*m.rhs)) +
+          "x" + std::to_string(n) + ", out " +
+          std::to_string(operandRows(*m.out)) + "x" +
+          std::to_string(operandCols(*m.out)));
     if (k > int64_t(target.arrayRows) || n > int64_t(target.arrayCols))
-      return Status::error("matmul weight tile " + std::to_string(k) + "x" +
-                           std::to_string(n) + " exceeds the " +
-                           std::to_string(target.arrayRows) + "x" +
-                           std::to_string(target.arrayCols) + " array");
+      return invalidArgumentError("matmul weight tile " + std::to_string(k) +
+                                  "x" + std::to_string(n) + " exceeds the " +
+                                  std::to_string(target.arrayRows) + "x" +
+                                  std::to_string(target.arrayCols) + " array");
     for (const fb::BufferT *b : {lhs, rhs, out})
       if (b->space != fb::Space::OnChip)
-        return Status::error("matmul operand '" + b->name + "' is not on chip");
+        return invalidArgumentError("matmul operand '" + b->name +
+                                    "' is not on chip");
     if (out->dtype != fb::DType::F32)
-      return Status::error("matmul accumulates into '" + out->name +
-                           "', which is not f32");
+      return invalidArgumentError("matmul accumulates into '" + out->name +
+                                  "', which is not f32");
     for (const fb::BufferT *b : {lhs, rhs, out})
-      KILN_SIM_RETURN_IF_ERROR(checkLive(b, index));
-    return Status::success();
+      KILN_RETURN_IF_ERROR(checkLive(b, index));
+    return Status::ok();
   }
 
   Status checkVector(const fb::VectorT &v, size_t index) const {
     std::vector<int64_t> srcExt, dstExt;
     Status s = vectorExtents(v, srcExt, dstExt);
-    if (!s.ok())
+    if (!s.isOk())
       return s;
     auto checkRegions = [&](const std::vector<fb::Region> &regions,
                             const std::vector<int64_t> &extents) -> Status {
       for (size_t i = 0; i < regions.size(); ++i) {
         const fb::BufferT *b = buffer(regions[i].buffer());
         if (!b)
-          return Status::error("vector operand names a missing buffer");
+          return invalidArgumentError("vector operand names a missing buffer");
         if (b->space != fb::Space::OnChip)
-          return Status::error("vector operand '" + b->name +
-                               "' is not on chip");
+          return invalidArgumentError("vector operand '" + b->name +
+                                      "' is not on chip");
         int64_t off = regions[i].offset();
         if (off < 0 || off + extents[i] > shapeElements(b->shape))
-          return Status::error(
+          return invalidArgumentError(
               std::string(vectorSignature(v.op).name) + " operand " +
               std::to_string(i) + " spans [" + std::to_string(off) + ", " +
               std::to_string(off + extents[i]) + ") of '" + b->name +
               "', which has " + std::to_string(shapeElements(b->shape)));
-        KILN_SIM_RETURN_IF_ERROR(checkLive(b, index));
+        KILN_RETURN_IF_ERROR(checkLive(b, index));
       }
-      return Status::success();
+      return Status::ok();
     };
-    KILN_SIM_RETURN_IF_ERROR(checkRegions(v.srcs, srcExt));
+    KILN_RETURN_IF_ERROR(checkRegions(v.srcs, srcExt));
     return checkRegions(v.dsts, dstExt);
   }
 
@@ -159,48 +161,50 @@ struct Checker {
     size_t numInstrs = prog.instructions.size();
     for (const auto &bp : prog.buffers) {
       if (!bp)
-        return Status::error("a buffer entry is empty");
+        return invalidArgumentError("a buffer entry is empty");
       const fb::BufferT &b = *bp;
       if (b.name.empty())
-        return Status::error("a buffer has no name");
+        return invalidArgumentError("a buffer has no name");
       if (!names.insert(b.name).second)
-        return Status::error("buffer name '" + b.name + "' is used twice");
+        return invalidArgumentError("buffer name '" + b.name +
+                                    "' is used twice");
       for (int64_t d : b.shape)
         if (d <= 0)
-          return Status::error("buffer '" + b.name +
-                               "' has a non-positive dimension");
+          return invalidArgumentError("buffer '" + b.name +
+                                      "' has a non-positive dimension");
       int64_t elems = shapeElements(b.shape);
       if (b.space == fb::Space::OnChip) {
         int64_t bytes = elems * dtypeBytes(b.dtype);
         if (b.offset < 0 || b.offset + bytes > target.onChipBytes)
-          return Status::error("on-chip buffer '" + b.name + "' spans bytes [" +
-                               std::to_string(b.offset) + ", " +
-                               std::to_string(b.offset + bytes) + ") of " +
-                               std::to_string(target.onChipBytes) +
-                               " bytes of on-chip memory");
+          return invalidArgumentError(
+              "on-chip buffer '" + b.name + "' spans bytes [" +
+              std::to_string(b.offset) + ", " +
+              std::to_string(b.offset + bytes) + ") of " +
+              std::to_string(target.onChipBytes) + " bytes of on-chip memory");
         if (b.live_begin > b.live_end || (numInstrs && b.live_end >= numInstrs))
-          return Status::error("on-chip buffer '" + b.name +
-                               "' has an invalid live range");
+          return invalidArgumentError("on-chip buffer '" + b.name +
+                                      "' has an invalid live range");
       }
       bool needsData =
           b.role == fb::Role::Constant || b.init == fb::Init::Value;
       if (needsData && int64_t(b.data.size()) != elems)
-        return Status::error("buffer '" + b.name + "' needs " +
-                             std::to_string(elems) + " values, has " +
-                             std::to_string(b.data.size()));
+        return invalidArgumentError("buffer '" + b.name + "' needs " +
+                                    std::to_string(elems) + " values, has " +
+                                    std::to_string(b.data.size()));
       if ((b.role == fb::Role::Input || b.role == fb::Role::Output ||
            b.role == fb::Role::Parameter || b.role == fb::Role::State) &&
           b.binding.empty())
-        return Status::error("host-visible buffer '" + b.name +
-                             "' has no binding");
+        return invalidArgumentError("host-visible buffer '" + b.name +
+                                    "' has no binding");
       if (b.host_layout == fb::HostLayout::SpaceToDepth2 &&
           (b.role != fb::Role::Input || b.shape.size() != 4 ||
            b.shape[3] % 4 != 0))
-        return Status::error("buffer '" + b.name +
-                             "': space-to-depth applies to NHWC inputs whose "
-                             "channels are a multiple of 4");
+        return invalidArgumentError(
+            "buffer '" + b.name +
+            "': space-to-depth applies to NHWC inputs whose "
+            "channels are a multiple of 4");
     }
-    return Status::success();
+    return Status::ok();
   }
 
   /// No two on-chip buffers may share bytes while both are live: a sweep
@@ -250,29 +254,31 @@ struct Checker {
       }
       live[lo] = e.id;
     }
-    return Status::success();
+    return Status::ok();
   }
 
   Status overlapError(uint32_t a, uint32_t b) const {
-    return Status::error("on-chip buffers '" + prog.buffers[a]->name +
-                         "' and '" + prog.buffers[b]->name +
-                         "' share memory while both are live");
+    return invalidArgumentError("on-chip buffers '" + prog.buffers[a]->name +
+                                "' and '" + prog.buffers[b]->name +
+                                "' share memory while both are live");
   }
 
   Status run() const {
-    KILN_SIM_RETURN_IF_ERROR(validateTarget(target));
-    KILN_SIM_RETURN_IF_ERROR(checkBuffers());
+    KILN_RETURN_IF_ERROR(validateTarget(target));
+    KILN_RETURN_IF_ERROR(checkBuffers());
     for (size_t i = 0; i < prog.instructions.size(); ++i) {
       const auto &ip = prog.instructions[i];
       if (!ip)
-        return Status::error(instrName(i) + " is empty");
+        return invalidArgumentError(instrName(i) + " is empty");
       for (uint32_t d : ip->deps)
         if (d >= i)
-          return Status::error(instrName(i) + " waits for instruction " +
-                               std::to_string(d) + ", which is not earlier");
+          return invalidArgumentError(instrName(i) + " waits for instruction " +
+                                      std::to_string(d) +
+                                      ", which is not earlier");
       if (!prog.ops.empty() && ip->op >= prog.ops.size())
-        return Status::error(instrName(i) + " names source op " +
-                             std::to_string(ip->op) + ", which does not exist");
+        return invalidArgumentError(instrName(i) + " names source op " +
+                                    std::to_string(ip->op) +
+                                    ", which does not exist");
       Status s;
       switch (ip->kind.type) {
       case fb::Kind::Dma:
@@ -287,13 +293,13 @@ struct Checker {
       case fb::Kind::AllReduce:
         for (uint32_t b : ip->kind.AsAllReduce()->buffers)
           if (!buffer(b))
-            s = Status::error("allreduce names a missing buffer");
+            s = invalidArgumentError("allreduce names a missing buffer");
         break;
       default:
-        s = Status::error("has no kind");
+        s = invalidArgumentError("has no kind");
       }
-      if (!s.ok())
-        return Status::error(instrName(i) + ": " + s.message());
+      if (!s.isOk())
+        return invalidArgumentError(instrName(i) + ": " + s.message());
     }
     return checkOverlaps();
   }
@@ -377,7 +383,7 @@ std::unique_ptr<fb::TargetConfigT> targetToProgram(const TargetConfig &t) {
 
 Status verifyProgram(const Program &program, const TargetConfig &target) {
   if (!program.target)
-    return Status::error("program has no target config");
+    return invalidArgumentError("program has no target config");
   return Checker{program, target}.run();
 }
 
@@ -393,7 +399,7 @@ std::vector<uint8_t> serializeProgram(const Program &program) {
 Status readFile(const std::string &path, std::vector<uint8_t> &bytes) {
   FILE *f = std::fopen(path.c_str(), "rb");
   if (!f)
-    return Status::error("cannot open '" + path + "'");
+    return invalidArgumentError("cannot open '" + path + "'");
   bytes.clear();
   uint8_t chunk[1 << 16];
   size_t n;
@@ -402,8 +408,8 @@ Status readFile(const std::string &path, std::vector<uint8_t> &bytes) {
   bool failed = std::ferror(f);
   std::fclose(f);
   if (failed)
-    return Status::error("cannot read '" + path + "'");
-  return Status::success();
+    return invalidArgumentError("cannot read '" + path + "'");
+  return Status::ok();
 }
 
 Status saveProgram(const Program &program, const std::string &path) {
@@ -411,55 +417,56 @@ Status saveProgram(const Program &program, const std::string &path) {
   std::string tmp = path + ".tmp";
   FILE *f = std::fopen(tmp.c_str(), "wb");
   if (!f)
-    return Status::error("cannot create '" + tmp + "'");
+    return invalidArgumentError("cannot create '" + tmp + "'");
   bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
   ok = (std::fclose(f) == 0) && ok;
   if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
-    return Status::error("cannot write '" + path + "'");
+    return invalidArgumentError("cannot write '" + path + "'");
   }
-  return Status::success();
+  return Status::ok();
 }
 
 Status parseProgram(const uint8_t *data, size_t size,
                     std::unique_ptr<Program> &program) {
   if (size < 8 || !fb::ProgramBufferHasIdentifier(data))
-    return Status::error("not a Kiln systolic program (file identifier "
-                         "'KSAP' missing)");
+    return invalidArgumentError("not a Kiln systolic program (file identifier "
+                                "'KSAP' missing)");
   // Large programs (ResNet-50: ~10^6 tables) exceed the default table limit.
   flatbuffers::Verifier verifier(data, size, /*max_depth=*/64,
                                  /*max_tables=*/1u << 30);
   if (!fb::VerifyProgramBuffer(verifier))
-    return Status::error("corrupt program: FlatBuffers verification failed");
+    return invalidArgumentError(
+        "corrupt program: FlatBuffers verification failed");
   const fb::Program *root = fb::GetProgram(data);
   if (root->version_major() != kProgramVersionMajor)
-    return Status::error("program schema version " +
-                         std::to_string(root->version_major()) + "." +
-                         std::to_string(root->version_minor()) +
-                         " is not readable by this simulator (version " +
-                         std::to_string(kProgramVersionMajor) + "." +
-                         std::to_string(kProgramVersionMinor) + ")");
+    return invalidArgumentError("program schema version " +
+                                std::to_string(root->version_major()) + "." +
+                                std::to_string(root->version_minor()) +
+                                " is not readable by this simulator (version " +
+                                std::to_string(kProgramVersionMajor) + "." +
+                                std::to_string(kProgramVersionMinor) + ")");
   program.reset(root->UnPack());
-  return Status::success();
+  return Status::ok();
 }
 
 Status loadProgram(const uint8_t *data, size_t size, const TargetConfig &target,
                    std::unique_ptr<Program> &program) {
   std::unique_ptr<Program> parsed;
-  KILN_SIM_RETURN_IF_ERROR(parseProgram(data, size, parsed));
-  KILN_SIM_RETURN_IF_ERROR(verifyProgram(*parsed, target));
+  KILN_RETURN_IF_ERROR(parseProgram(data, size, parsed));
+  KILN_RETURN_IF_ERROR(verifyProgram(*parsed, target));
   program = std::move(parsed);
-  return Status::success();
+  return Status::ok();
 }
 
 Status loadProgramFile(const std::string &path, const TargetConfig &target,
                        std::unique_ptr<Program> &program) {
   std::vector<uint8_t> bytes;
-  KILN_SIM_RETURN_IF_ERROR(readFile(path, bytes));
+  KILN_RETURN_IF_ERROR(readFile(path, bytes));
   Status s = loadProgram(bytes.data(), bytes.size(), target, program);
-  if (!s.ok())
-    return Status::error(path + ": " + s.message());
-  return Status::success();
+  if (!s.isOk())
+    return invalidArgumentError(path + ": " + s.message());
+  return Status::ok();
 }
 
 } // namespace kiln::sim

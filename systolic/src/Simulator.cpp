@@ -27,10 +27,10 @@ Status Simulator::create(std::unique_ptr<Program> program,
                          const TargetConfig &target,
                          std::unique_ptr<Simulator> &simulator) {
   if (!program)
-    return Status::error("no program");
-  KILN_SIM_RETURN_IF_ERROR(verifyProgram(*program, target));
+    return invalidArgumentError("no program");
+  KILN_RETURN_IF_ERROR(verifyProgram(*program, target));
   simulator.reset(new Simulator(std::move(program), target));
-  return Status::success();
+  return Status::ok();
 }
 
 Status Simulator::initializeVariables(uint64_t seed) {
@@ -55,8 +55,8 @@ Status Simulator::initializeVariables(uint64_t seed) {
       break;
     case fb::Init::HeNormal:
       if (b.shape.size() < 2)
-        return Status::error("variable '" + b.binding +
-                             "': he_normal needs rank >= 2");
+        return invalidArgumentError("variable '" + b.binding +
+                                    "': he_normal needs rank >= 2");
       ref::fillHeNormal(t, seed, b.binding);
       break;
     }
@@ -65,7 +65,7 @@ Status Simulator::initializeVariables(uint64_t seed) {
       for (float &v : mem)
         v = ref::roundToBf16(v);
   }
-  return Status::success();
+  return Status::ok();
 }
 
 int Simulator::findBinding(const std::string &binding) const {
@@ -97,12 +97,13 @@ Status Simulator::setInput(const std::string &binding,
                            const std::vector<float> &values) {
   int id = findBinding(binding);
   if (id < 0 || prog->buffers[size_t(id)]->role != fb::Role::Input)
-    return Status::error("the program has no input '" + binding + "'");
+    return invalidArgumentError("the program has no input '" + binding + "'");
   const fb::BufferT &b = *prog->buffers[size_t(id)];
   int64_t n = shapeElements(b.shape);
   if (int64_t(values.size()) != n)
-    return Status::error("input '" + binding + "' needs " + std::to_string(n) +
-                         " values, got " + std::to_string(values.size()));
+    return invalidArgumentError("input '" + binding + "' needs " +
+                                std::to_string(n) + " values, got " +
+                                std::to_string(values.size()));
   std::vector<float> &mem = functional().buffer(uint32_t(id));
   if (b.host_layout == fb::HostLayout::SpaceToDepth2)
     mem = spaceToDepth2(values, b.shape[0], 2 * b.shape[1], 2 * b.shape[2],
@@ -112,16 +113,16 @@ Status Simulator::setInput(const std::string &binding,
   if (b.dtype == fb::DType::BF16)
     for (float &v : mem)
       v = ref::roundToBf16(v);
-  return Status::success();
+  return Status::ok();
 }
 
 Status Simulator::read(const std::string &binding, std::vector<float> &values) {
   int id = findBinding(binding);
   if (id < 0)
-    return Status::error("the program has no buffer bound to '" + binding +
-                         "'");
+    return invalidArgumentError("the program has no buffer bound to '" +
+                                binding + "'");
   values = functional().buffer(uint32_t(id));
-  return Status::success();
+  return Status::ok();
 }
 
 Status Simulator::writeVariable(const std::string &binding,
@@ -129,14 +130,15 @@ Status Simulator::writeVariable(const std::string &binding,
   int id = findBinding(binding);
   if (id < 0 || (prog->buffers[size_t(id)]->role != fb::Role::Parameter &&
                  prog->buffers[size_t(id)]->role != fb::Role::State))
-    return Status::error("the program has no variable '" + binding + "'");
+    return invalidArgumentError("the program has no variable '" + binding +
+                                "'");
   std::vector<float> &mem = functional().buffer(uint32_t(id));
   if (values.size() != mem.size())
-    return Status::error("variable '" + binding + "' holds " +
-                         std::to_string(mem.size()) + " values, got " +
-                         std::to_string(values.size()));
+    return invalidArgumentError("variable '" + binding + "' holds " +
+                                std::to_string(mem.size()) + " values, got " +
+                                std::to_string(values.size()));
   mem = values;
-  return Status::success();
+  return Status::ok();
 }
 
 Status Simulator::runStep() { return functional().run(); }

@@ -95,39 +95,39 @@ Status getTargetProfile(const std::string &name, TargetConfig &config) {
     c.hbmBytesPerSecond = 34e9;
     c.vectorLanes = 256;
   } else {
-    return Status::error("unknown target profile '" + name +
-                         "' (expected tpuv3, tpuv2 or tpuv1)");
+    return invalidArgumentError("unknown target profile '" + name +
+                                "' (expected tpuv3, tpuv2 or tpuv1)");
   }
   config = c;
-  return Status::success();
+  return Status::ok();
 }
 
 Status setTargetField(TargetConfig &config, const std::string &name,
                       const std::string &value) {
   auto bad = [&](const char *what) {
-    return Status::error("target field '" + name + "': '" + value +
-                         "' is not " + what);
+    return invalidArgumentError("target field '" + name + "': '" + value +
+                                "' is not " + what);
   };
   auto setUnsigned = [&](uint32_t &field) {
     int64_t v;
     if (!parseInt(value, v) || v <= 0 || v > (1ll << 20))
       return bad("an integer in [1, 2^20]");
     field = static_cast<uint32_t>(v);
-    return Status::success();
+    return Status::ok();
   };
   auto setCycles = [&](uint32_t &field) {
     int64_t v;
     if (!parseInt(value, v) || v < 0 || v > (1ll << 30))
       return bad("an integer in [0, 2^30]");
     field = static_cast<uint32_t>(v);
-    return Status::success();
+    return Status::ok();
   };
   auto setRate = [&](double &field) {
     double v;
     if (!parseDouble(value, v) || v <= 0)
       return bad("a positive number");
     field = v;
-    return Status::success();
+    return Status::ok();
   };
   if (name == "mxu_count")
     return setUnsigned(config.mxuCount);
@@ -142,7 +142,7 @@ Status setTargetField(TargetConfig &config, const std::string &name,
     if (!parseInt(value, v) || v <= 0)
       return bad("a positive integer");
     config.onChipBytes = v;
-    return Status::success();
+    return Status::ok();
   }
   if (name == "hbm_bytes_per_s")
     return setRate(config.hbmBytesPerSecond);
@@ -158,21 +158,22 @@ Status setTargetField(TargetConfig &config, const std::string &name,
     return setRate(config.iciBytesPerSecond);
   if (name == "name") {
     config.name = value;
-    return Status::success();
+    return Status::ok();
   }
-  return Status::error("unknown target field '" + name + "'");
+  return invalidArgumentError("unknown target field '" + name + "'");
 }
 
 Status validateTarget(const TargetConfig &c) {
   if (c.mxuCount == 0 || c.arrayRows == 0 || c.arrayCols == 0 ||
       c.vectorLanes == 0)
-    return Status::error("target '" + c.name +
-                         "': unit counts and sizes must be positive");
+    return invalidArgumentError("target '" + c.name +
+                                "': unit counts and sizes must be positive");
   if (!(c.clockHz > 0) || !(c.hbmBytesPerSecond > 0) ||
       !(c.iciBytesPerSecond > 0) || c.onChipBytes <= 0)
-    return Status::error("target '" + c.name +
-                         "': clock, bandwidths and memory must be positive");
-  return Status::success();
+    return invalidArgumentError(
+        "target '" + c.name +
+        "': clock, bandwidths and memory must be positive");
+  return Status::ok();
 }
 
 std::string describeTarget(const TargetConfig &c) {

@@ -182,7 +182,7 @@ uint64_t vectorWork(const fb::VectorT &v) {
   case Op::MaxPoolGrad:
   case Op::AvgPoolGrad: {
     PoolShape s;
-    if (!decodePoolShape(v.iattrs, s).ok())
+    if (!decodePoolShape(v.iattrs, s).isOk())
       return 0;
     uint64_t windows =
         uint64_t(s.n * s.oh * s.ow * s.c) * uint64_t(s.kh * s.kw);

@@ -115,8 +115,8 @@ Status learningRate(const Operands &o, int64_t numParams, int64_t kind) {
   auto param = [&](int64_t i) { return i < numParams ? double(p[i]) : 0.0; };
   int64_t need[] = {1, 4, 5, 4, 5};
   if (numParams < need[kind])
-    return Status::error("learning_rate: schedule needs " +
-                         std::to_string(need[kind]) + " parameters");
+    return invalidArgumentError("learning_rate: schedule needs " +
+                                std::to_string(need[kind]) + " parameters");
   ref::Schedule s;
   switch (kind) {
   case 0:
@@ -145,14 +145,14 @@ Status learningRate(const Operands &o, int64_t numParams, int64_t kind) {
     s = ref::Schedule::cosineDecay(
         {param(0), param(1), param(2), int64_t(param(3)), param(4)});
   }
-  ref::Status check = ref::checkSchedule(s);
-  if (!check.ok())
-    return Status::error("learning_rate: " + check.message());
+  kiln::Status check = ref::checkSchedule(s);
+  if (!check.isOk())
+    return invalidArgumentError("learning_rate: " + check.message());
   double step = o.src[0][0];
   if (step < 0)
-    return Status::error("learning_rate: negative step");
+    return invalidArgumentError("learning_rate: negative step");
   o.set(0, 0, float(ref::learningRate(s, int64_t(step))));
-  return Status::success();
+  return Status::ok();
 }
 
 } // namespace
@@ -276,7 +276,7 @@ Status executeVector(const Program &program, const fb::VectorT &v,
   case Op::AvgPool:
   case Op::AvgPoolGrad: {
     PoolShape s;
-    KILN_SIM_RETURN_IF_ERROR(decodePoolShape(v.iattrs, s));
+    KILN_RETURN_IF_ERROR(decodePoolShape(v.iattrs, s));
     pool(s, v.op, o);
     break;
   }
@@ -306,9 +306,9 @@ Status executeVector(const Program &program, const fb::VectorT &v,
     for (int64_t r = 0; r < rows; ++r) {
       double label = o.src[1][r];
       if (!(label >= 0 && label < double(ch)) || label != std::floor(label))
-        return Status::error("label " + std::to_string(label) + " of row " +
-                             std::to_string(r) + " is not a class in [0, " +
-                             std::to_string(ch) + ")");
+        return invalidArgumentError(
+            "label " + std::to_string(label) + " of row " + std::to_string(r) +
+            " is not a class in [0, " + std::to_string(ch) + ")");
       bool wantGrad = v.op == Op::XentGrad;
       total += xentRow(o.src[0] + r * ch, ch, int64_t(label), smoothing,
                        wantGrad ? grad.data() : nullptr);
@@ -362,7 +362,7 @@ Status executeVector(const Program &program, const fb::VectorT &v,
   case Op::LearningRate:
     return learningRate(o, ch, v.iattrs[0]);
   }
-  return Status::success();
+  return Status::ok();
 }
 
 } // namespace kiln::sim

@@ -137,7 +137,7 @@ int inspectMain(int argc, char **argv) {
   if (options.path.empty())
     usageError("inspect needs a directory or a TFRecord file");
   kiln::rt::InspectReport report;
-  kiln::rt::Status status = kiln::rt::inspectData(options, report);
+  kiln::Status status = kiln::rt::inspectData(options, report);
   if (!status.isOk()) {
     std::fprintf(stderr, "kiln-data: error: %s\n", status.toString().c_str());
     return 1;
@@ -192,8 +192,8 @@ int main(int argc, char **argv) {
 
   auto start = std::chrono::steady_clock::now();
   ConvertSummary summary;
-  Status status = mode == "idx" ? convertIdx(options, summary)
-                                : convertImagenet(options, summary);
+  kiln::Status status = mode == "idx" ? convertIdx(options, summary)
+                                      : convertImagenet(options, summary);
   double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

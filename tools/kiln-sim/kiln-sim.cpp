@@ -150,25 +150,25 @@ int main(int argc, char **argv) {
   TargetConfig target;
   if (!programPath.empty()) {
     std::vector<uint8_t> bytes;
-    Status s = readFile(programPath, bytes);
-    if (s.ok())
+    kiln::Status s = readFile(programPath, bytes);
+    if (s.isOk())
       s = parseProgram(bytes.data(), bytes.size(), program);
-    if (!s.ok())
+    if (!s.isOk())
       return fail(programPath + ": " + s.message());
     target = targetFromProgram(*program->target);
   }
   if (!profile.empty()) {
-    Status s = getTargetProfile(profile, target);
-    if (!s.ok())
+    kiln::Status s = getTargetProfile(profile, target);
+    if (!s.isOk())
       return fail(s.message());
   }
   for (auto &[field, value] : sets) {
-    Status s = setTargetField(target, field, value);
-    if (!s.ok())
+    kiln::Status s = setTargetField(target, field, value);
+    if (!s.isOk())
       return fail(s.message());
   }
-  Status valid = validateTarget(target);
-  if (!valid.ok())
+  kiln::Status valid = validateTarget(target);
+  if (!valid.isOk())
     return fail(valid.message());
   if (printConfig)
     std::fputs(describeTarget(target).c_str(), stdout);
@@ -181,8 +181,8 @@ int main(int argc, char **argv) {
     GemmOptions options;
     options.fromHbm = gemmHbm;
     options.mxus = uint32_t(gemmMxus);
-    Status s = buildGemmProgram(target, m, k, n, options, program);
-    if (!s.ok())
+    kiln::Status s = buildGemmProgram(target, m, k, n, options, program);
+    if (!s.isOk())
       return fail(s.message());
     std::printf(
         "gemm %lldx%lldx%lld: analytical model %llu cycles per MXU "
@@ -192,25 +192,25 @@ int main(int argc, char **argv) {
   }
 
   std::unique_ptr<Simulator> sim;
-  Status created = Simulator::create(std::move(program), target, sim);
-  if (!created.ok())
+  kiln::Status created = Simulator::create(std::move(program), target, sim);
+  if (!created.isOk())
     return fail((programPath.empty() ? "gemm" : programPath) + ": " +
                 created.message());
 
   if (mode == "functional" || mode == "both") {
     IdxDataset data;
     if (!idxImages.empty()) {
-      Status s = loadIdx(idxImages, idxLabels, data);
-      if (!s.ok())
+      kiln::Status s = loadIdx(idxImages, idxLabels, data);
+      if (!s.isOk())
         return fail(s.message());
     }
-    Status s = sim->initializeVariables(uint64_t(seed));
-    if (!s.ok())
+    kiln::Status s = sim->initializeVariables(uint64_t(seed));
+    if (!s.isOk())
       return fail(s.message());
     // Training steps get images and labels; other programs (a GEMM, a
     // hand-written program) run on whatever their inputs hold (zeros).
     StepInputs inputs;
-    bool training = gemm.empty() && findStepInputs(*sim, inputs).ok();
+    bool training = gemm.empty() && findStepInputs(*sim, inputs).isOk();
     if (!training && !idxImages.empty())
       return fail("the program has no image and label inputs to train on");
     for (int64_t step = 0; step < steps; ++step) {
@@ -218,12 +218,12 @@ int main(int argc, char **argv) {
         s = feedStep(*sim, inputs, idxImages.empty() ? nullptr : &data, step,
                      uint64_t(seed));
       auto t0 = std::chrono::steady_clock::now();
-      if (s.ok())
+      if (s.isOk())
         s = sim->runStep();
       double secs =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
               .count();
-      if (!s.ok())
+      if (!s.isOk())
         return fail("step " + std::to_string(step) + ": " + s.message());
       std::printf("step %lld", static_cast<long long>(step));
       for (const auto &b : sim->program().buffers) {

@@ -19,8 +19,8 @@ FailureOr<std::unique_ptr<sim::Program>> exportSaProgram(ModuleOp module,
   std::unique_ptr<sim::Program> program;
   if (failed(translateToProgram(programOp, program)))
     return failure();
-  sim::Status verified = sim::verifyProgram(*program, targetOf(programOp));
-  if (!verified.ok())
+  kiln::Status verified = sim::verifyProgram(*program, targetOf(programOp));
+  if (!verified.isOk())
     return programOp.emitError()
            << tool << ": the systolic program does not verify: "
            << verified.message();

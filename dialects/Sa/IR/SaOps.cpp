@@ -237,15 +237,15 @@ LogicalResult VectorOp::verify() {
       getDsts().size() != getDstOffsets().size())
     return emitOpError("needs one offset per operand");
   std::vector<int64_t> srcExt, dstExt;
-  sim::Status s = sim::vectorExtents(toVector(*this), srcExt, dstExt);
-  if (!s.ok())
+  kiln::Status s = sim::vectorExtents(toVector(*this), srcExt, dstExt);
+  if (!s.isOk())
     return emitOpError(s.message());
   return success();
 }
 
 LogicalResult VectorOp::verifySymbolUses(SymbolTableCollection &tables) {
   std::vector<int64_t> srcExt, dstExt;
-  if (!sim::vectorExtents(toVector(*this), srcExt, dstExt).ok())
+  if (!sim::vectorExtents(toVector(*this), srcExt, dstExt).isOk())
     return failure(); // reported by verify()
   auto check = [&](ArrayAttr names, ArrayRef<int64_t> offsets,
                    const std::vector<int64_t> &extents) -> LogicalResult {

@@ -188,8 +188,8 @@ LogicalResult convertToSa(ModuleOp module, const Graph &graph,
                                    targetToAttr(ctx, target));
   program.getBody().emplaceBlock();
   SaSink sink(program, loc);
-  sim::Status s = planProgram(graph, target, options, sink);
-  if (!s.ok())
+  kiln::Status s = planProgram(graph, target, options, sink);
+  if (!s.isOk())
     return emitError(loc, "kiln-convert-to-sa: ") << s.message();
   return success();
 }
@@ -208,8 +208,8 @@ struct ConvertToSaPass : impl::KilnConvertToSaBase<ConvertToSaPass> {
       return signalPassFailure();
     }
     sim::TargetConfig target;
-    sim::Status s = sim::getTargetProfile(profile, target);
-    if (!s.ok()) {
+    kiln::Status s = sim::getTargetProfile(profile, target);
+    if (!s.isOk()) {
       module.emitError("kiln-convert-to-sa: ") << s.message();
       return signalPassFailure();
     }

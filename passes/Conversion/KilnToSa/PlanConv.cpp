@@ -222,8 +222,9 @@ Status lowerInstances(Planner &p, const std::vector<ConvInstance> &all) {
   if (ocg < c0.OC)
     ocg = std::max<int64_t>(std::min(C, c0.OC), ocg / C * C);
   if (ocg * perOc > p.budget() / 2)
-    return Status::error("the filter slice of one output block does not fit "
-                         "in staging memory");
+    return invalidArgumentError(
+        "the filter slice of one output block does not fit "
+        "in staging memory");
   int64_t obw = std::min(C, c0.OC);
   bool yOnChip = p.onChip(c0.y);
   bool needCvt = !yOnChip && p.dtype(c0.y) != fb::DType::F32;
@@ -248,7 +249,7 @@ Status lowerInstances(Planner &p, const std::vector<ConvInstance> &all) {
     wslot = p.home(c0.w);
     ocg = c0.OC;
   } else {
-    KILN_SIM_RETURN_IF_ERROR(
+    KILN_RETURN_IF_ERROR(
         p.slot("w", p.dtype(c0.w), ocg * c0.KH * c0.KW * wIC, wslot));
   }
   // Tile shapes per instance, and the largest slot sizes among them.
@@ -277,7 +278,8 @@ Status lowerInstances(Planner &p, const std::vector<ConvInstance> &all) {
       while (cnt > 1 && tileBytes(c, 1, cnt) > left)
         cnt = cnt / 2;
       if (tileBytes(c, 1, cnt) > left)
-        return Status::error("one output row does not fit in staging memory");
+        return invalidArgumentError(
+            "one output row does not fit in staging memory");
     }
     plans.push_back({nb, cnt});
     maxSlab = std::max(maxSlab, nb * maxSlabRows(c, cnt) * c.IW * c.IC);
@@ -285,12 +287,10 @@ Status lowerInstances(Planner &p, const std::vector<ConvInstance> &all) {
   }
   uint32_t slab[2], acc[2], cvt[2] = {0, 0};
   for (int k = 0; k < 2; ++k) {
-    KILN_SIM_RETURN_IF_ERROR(p.slot("x", p.dtype(c0.x), maxSlab, slab[k]));
-    KILN_SIM_RETURN_IF_ERROR(
-        p.slot("acc", fb::DType::F32, maxRows * obw, acc[k]));
+    KILN_RETURN_IF_ERROR(p.slot("x", p.dtype(c0.x), maxSlab, slab[k]));
+    KILN_RETURN_IF_ERROR(p.slot("acc", fb::DType::F32, maxRows * obw, acc[k]));
     if (needCvt)
-      KILN_SIM_RETURN_IF_ERROR(
-          p.slot("cvt", p.dtype(c0.y), maxRows * obw, cvt[k]));
+      KILN_RETURN_IF_ERROR(p.slot("cvt", p.dtype(c0.y), maxRows * obw, cvt[k]));
   }
   int64_t blockCounter = 0, tileCounter = 0;
   for (int64_t oc0 = 0; oc0 < c0.OC; oc0 += ocg) {
@@ -361,7 +361,7 @@ Status lowerInstances(Planner &p, const std::vector<ConvInstance> &all) {
         }
     }
   }
-  return Status::success();
+  return Status::ok();
 }
 
 } // namespace
@@ -387,7 +387,8 @@ Status Planner::lowerConv(const Node &n) {
     // comment. Tap a reads input rows oh + a - 2 and filter rows 2a + p - 1.
     if (n.strides[0] != 2 || n.strides[1] != 2 || c.IC % 4 != 0 ||
         n.dilations[0] != 1 || n.dilations[1] != 1)
-      return Status::error("space-to-depth needs a stride-2 undilated stem");
+      return invalidArgumentError(
+          "space-to-depth needs a stride-2 undilated stem");
     c.s2dC = c.IC / 4;
     int64_t taps = (c.KH + 2) / 2;
     int64_t pad = (n.padding[0] + 1) / 2;
@@ -465,7 +466,8 @@ Status Planner::lowerConvBackwardFilter(const Node &n) {
   int64_t OH = dy.shape[1], OW = dy.shape[2], Co = dy.shape[3];
   int64_t KH = dwT.shape[0], KW = dwT.shape[1], Ci = dwT.shape[2];
   if (OW > R)
-    return Status::error("output rows wider than the array are not supported");
+    return invalidArgumentError(
+        "output rows wider than the array are not supported");
   bool s2d = n.spaceToDepth;
   // Rows of dW^T streamed per pass: (tap, channel).
   int64_t th = KH, tw = KW, sh = n.strides[0], sw = n.strides[1],
@@ -485,8 +487,9 @@ Status Planner::lowerConvBackwardFilter(const Node &n) {
   while (group > 1 && group * m * obw * 4 > budget() / 2)
     --group;
   if (m * obw * 4 > budget() / 2)
-    return Status::error("the filter gradient of one output block does not "
-                         "fit in staging memory");
+    return invalidArgumentError(
+        "the filter gradient of one output block does not "
+        "fit in staging memory");
   // One output block alone would leave the other MXUs idle: then the
   // pixel chunks alternate between MXUs, each with its own partial sum.
   bool split = group == 1 && t.mxuCount > 1 && 2 * m * obw * 4 <= budget() / 2;
@@ -519,21 +522,21 @@ Status Planner::lowerConvBackwardFilter(const Node &n) {
     while (cnt > 1 && tileBytes(1, cnt) > left)
       cnt /= 2;
     if (tileBytes(1, cnt) > left)
-      return Status::error("one output row does not fit in staging memory");
+      return invalidArgumentError(
+          "one output row does not fit in staging memory");
   }
   int64_t maxSlab = nb * maxSlabRows(cnt) * W * Cx;
   uint32_t xs[2], ys[2];
   for (int k = 0; k < 2; ++k) {
-    KILN_SIM_RETURN_IF_ERROR(slot("x", dtype(xid), maxSlab, xs[k]));
-    KILN_SIM_RETURN_IF_ERROR(
-        slot("dy", dtype(dyid), nb * cnt * OW * Co, ys[k]));
+    KILN_RETURN_IF_ERROR(slot("x", dtype(xid), maxSlab, xs[k]));
+    KILN_RETURN_IF_ERROR(slot("dy", dtype(dyid), nb * cnt * OW * Co, ys[k]));
   }
   std::vector<uint32_t> acc(static_cast<size_t>(split ? 2 : group));
   for (auto &a : acc)
-    KILN_SIM_RETURN_IF_ERROR(slot("acc", fb::DType::F32, m * obw, a));
+    KILN_RETURN_IF_ERROR(slot("acc", fb::DType::F32, m * obw, a));
   uint32_t cvt = 0;
   if (needCvt)
-    KILN_SIM_RETURN_IF_ERROR(slot("cvt", dtype(dwid), m * obw, cvt));
+    KILN_RETURN_IF_ERROR(slot("cvt", dtype(dwid), m * obw, cvt));
   int64_t tileCounter = 0;
   for (int64_t b0 = 0; b0 < blocks; b0 += group) {
     int64_t gb = std::min(group, blocks - b0);
@@ -662,7 +665,7 @@ Status Planner::lowerConvBackwardFilter(const Node &n) {
       b.dma(OperandSpec::matrix(src, 0, m, w, w), dst);
     }
   }
-  return Status::success();
+  return Status::ok();
 }
 
 Status Planner::lowerMatmul(const Node &n) {
@@ -679,21 +682,21 @@ Status Planner::lowerMatmul(const Node &n) {
   int64_t fixed = K * nbw * bb + (bias >= 0 ? N * 4 : 0) + 4096;
   int64_t perRow = 2 * (K * ab + nbw * (4 + (needCvt ? 2 : 0)));
   if (fixed + perRow > budget())
-    return Status::error("a matmul row does not fit in staging memory");
+    return invalidArgumentError("a matmul row does not fit in staging memory");
   int64_t mt = std::min(M, (budget() - fixed) / perRow);
   uint32_t bs, as[2], acc[2], cvt[2] = {0, 0};
-  KILN_SIM_RETURN_IF_ERROR(slot("b", dtype(bt), K * nbw, bs));
+  KILN_RETURN_IF_ERROR(slot("b", dtype(bt), K * nbw, bs));
   for (int k = 0; k < 2; ++k) {
-    KILN_SIM_RETURN_IF_ERROR(slot("a", dtype(a), mt * K, as[k]));
-    KILN_SIM_RETURN_IF_ERROR(slot("acc", fb::DType::F32, mt * nbw, acc[k]));
+    KILN_RETURN_IF_ERROR(slot("a", dtype(a), mt * K, as[k]));
+    KILN_RETURN_IF_ERROR(slot("acc", fb::DType::F32, mt * nbw, acc[k]));
     if (needCvt)
-      KILN_SIM_RETURN_IF_ERROR(slot("cvt", dtype(c), mt * nbw, cvt[k]));
+      KILN_RETURN_IF_ERROR(slot("cvt", dtype(c), mt * nbw, cvt[k]));
   }
   Loc biasLoc;
   if (bias >= 0) {
     uint32_t s = 0;
     if (!onChip(bias))
-      KILN_SIM_RETURN_IF_ERROR(slot("bias", dtype(bias), N, s));
+      KILN_RETURN_IF_ERROR(slot("bias", dtype(bias), N, s));
     biasLoc = load(bias, 0, N, s);
   }
   int64_t counter = 0;
@@ -755,7 +758,7 @@ Status Planner::lowerMatmul(const Node &n) {
       storeBlock(c, accb, m0, rows, n0, w, cvt[counter % 2]);
     }
   }
-  return Status::success();
+  return Status::ok();
 }
 
 } // namespace kiln::sa

@@ -37,12 +37,12 @@ public:
     for (auto &e : made)
       if (e.first == key) {
         id = e.second;
-        return Status::success();
+        return Status::ok();
       }
     int t = tensors[i];
     Status s = p.slot(p.tensor(t).name.empty() ? "x" : "t" + std::to_string(t),
                       p.dtype(t), elems, id);
-    if (s.ok())
+    if (s.isOk())
       made.push_back({key, id});
     return s;
   }
@@ -75,17 +75,17 @@ Status Planner::lowerElementwise(const Node &n) {
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       uint32_t s = 0;
       if (!onChip(n.inputs[i]))
-        KILN_SIM_RETURN_IF_ERROR(slots.get(i, k, s));
+        KILN_RETURN_IF_ERROR(slots.get(i, k, s));
       srcs.push_back(load(n.inputs[i], r0 * c, cnt * c, s).region());
     }
     uint32_t d = 0;
     if (!onChip(out))
-      KILN_SIM_RETURN_IF_ERROR(slots.get(n.inputs.size(), k, d));
+      KILN_RETURN_IF_ERROR(slots.get(n.inputs.size(), k, d));
     Loc dst = outLoc(out, r0 * c, d);
     b.vector(op, srcs, {dst.region()}, cnt, c);
     store(out, r0 * c, cnt * c, dst);
   }
-  return Status::success();
+  return Status::ok();
 }
 
 /// Per-channel operands ([C]) on chip for the whole op.
@@ -94,11 +94,11 @@ static Status loadVectors(Planner &p, const std::vector<int> &ids,
   for (int id : ids) {
     uint32_t s = 0;
     if (!p.onChip(id))
-      KILN_SIM_RETURN_IF_ERROR(
+      KILN_RETURN_IF_ERROR(
           p.slot("c", p.dtype(id), p.tensor(id).numElements(), s));
     locs.push_back(p.load(id, 0, p.tensor(id).numElements(), s));
   }
-  return Status::success();
+  return Status::ok();
 }
 
 static Status outVectors(Planner &p, const std::vector<int> &ids,
@@ -106,26 +106,26 @@ static Status outVectors(Planner &p, const std::vector<int> &ids,
   for (int id : ids) {
     uint32_t s = 0;
     if (!p.onChip(id))
-      KILN_SIM_RETURN_IF_ERROR(
+      KILN_RETURN_IF_ERROR(
           p.slot("c", p.dtype(id), p.tensor(id).numElements(), s));
     locs.push_back(p.outLoc(id, 0, s));
   }
-  return Status::success();
+  return Status::ok();
 }
 
 Status Planner::lowerBatchNorm(const Node &n) {
   int x = n.inputs[0], y = n.outputs[0];
   int64_t c = tensor(x).channels(), rows = tensor(x).numElements() / c;
   std::vector<Loc> in, out;
-  KILN_SIM_RETURN_IF_ERROR(loadVectors(
+  KILN_RETURN_IF_ERROR(loadVectors(
       *this, {n.inputs[1], n.inputs[2], n.inputs[3], n.inputs[4]}, in));
-  KILN_SIM_RETURN_IF_ERROR(outVectors(
+  KILN_RETURN_IF_ERROR(outVectors(
       *this, {n.outputs[1], n.outputs[2], n.outputs[3], n.outputs[4]}, out));
   uint32_t sum, sq, scale, shift;
-  KILN_SIM_RETURN_IF_ERROR(slot("sum", fb::DType::F32, c, sum));
-  KILN_SIM_RETURN_IF_ERROR(slot("sumsq", fb::DType::F32, c, sq));
-  KILN_SIM_RETURN_IF_ERROR(slot("scale", fb::DType::F32, c, scale));
-  KILN_SIM_RETURN_IF_ERROR(slot("shift", fb::DType::F32, c, shift));
+  KILN_RETURN_IF_ERROR(slot("sum", fb::DType::F32, c, sum));
+  KILN_RETURN_IF_ERROR(slot("sumsq", fb::DType::F32, c, sq));
+  KILN_RETURN_IF_ERROR(slot("scale", fb::DType::F32, c, scale));
+  KILN_RETURN_IF_ERROR(slot("shift", fb::DType::F32, c, shift));
   int64_t bpr = c * (bytes(dtype(x)) + bytes(dtype(y)));
   int64_t tr = tileRows(rows, bpr, 2, budget() - 12 * c * 4);
   Slots slots(*this, {x, y}, tr * c);
@@ -135,7 +135,7 @@ Status Planner::lowerBatchNorm(const Node &n) {
     int64_t cnt = std::min(tr, rows - r0);
     uint32_t s = 0;
     if (!onChip(x))
-      KILN_SIM_RETURN_IF_ERROR(slots.get(0, int(tile % 2), s));
+      KILN_RETURN_IF_ERROR(slots.get(0, int(tile % 2), s));
     Loc l = load(x, r0 * c, cnt * c, s);
     b.vector(Op::ChannelMoments, {l.region()},
              {fb::Region(sum, 0), fb::Region(sq, 0)}, cnt, c);
@@ -156,9 +156,9 @@ Status Planner::lowerBatchNorm(const Node &n) {
     int k = int((numTiles - 1 - tile) % 2);
     uint32_t s = 0, d = 0;
     if (!onChip(x))
-      KILN_SIM_RETURN_IF_ERROR(slots.get(0, k, s));
+      KILN_RETURN_IF_ERROR(slots.get(0, k, s));
     if (!onChip(y))
-      KILN_SIM_RETURN_IF_ERROR(slots.get(1, k, d));
+      KILN_RETURN_IF_ERROR(slots.get(1, k, d));
     Loc l = load(x, r0 * c, cnt * c, s);
     Loc o = outLoc(y, r0 * c, d);
     b.vector(Op::ChannelAffine,
@@ -166,21 +166,20 @@ Status Planner::lowerBatchNorm(const Node &n) {
              {o.region()}, cnt, c, {}, {n.fuseRelu ? 1 : 0});
     store(y, r0 * c, cnt * c, o);
   }
-  return Status::success();
+  return Status::ok();
 }
 
 Status Planner::lowerBatchNormBackward(const Node &n) {
   int dy = n.inputs[0], x = n.inputs[1], dx = n.outputs[0];
   int64_t c = tensor(x).channels(), rows = tensor(x).numElements() / c;
   std::vector<Loc> in, out;
-  KILN_SIM_RETURN_IF_ERROR(
+  KILN_RETURN_IF_ERROR(
       loadVectors(*this, {n.inputs[2], n.inputs[3], n.inputs[4]}, in));
-  KILN_SIM_RETURN_IF_ERROR(
-      outVectors(*this, {n.outputs[1], n.outputs[2]}, out));
+  KILN_RETURN_IF_ERROR(outVectors(*this, {n.outputs[1], n.outputs[2]}, out));
   uint32_t s0, s1, A, B, K;
   for (auto [name, id] :
        {std::pair{"sdy", &s0}, {"sdyx", &s1}, {"a", &A}, {"b", &B}, {"k", &K}})
-    KILN_SIM_RETURN_IF_ERROR(slot(name, fb::DType::F32, c, *id));
+    KILN_RETURN_IF_ERROR(slot(name, fb::DType::F32, c, *id));
   int64_t bpr = c * (bytes(dtype(dy)) + bytes(dtype(x)) + bytes(dtype(dx)));
   int64_t tr = tileRows(rows, bpr, 2, budget() - 16 * c * 4);
   Slots slots(*this, {dy, x, dx}, tr * c);
@@ -191,9 +190,9 @@ Status Planner::lowerBatchNormBackward(const Node &n) {
     int64_t r0 = tile * tr, cnt = std::min(tr, rows - r0);
     uint32_t a = 0, bb = 0;
     if (!onChip(dy))
-      KILN_SIM_RETURN_IF_ERROR(slots.get(0, int(tile % 2), a));
+      KILN_RETURN_IF_ERROR(slots.get(0, int(tile % 2), a));
     if (!onChip(x))
-      KILN_SIM_RETURN_IF_ERROR(slots.get(1, int(tile % 2), bb));
+      KILN_RETURN_IF_ERROR(slots.get(1, int(tile % 2), bb));
     Loc ldy = load(dy, r0 * c, cnt * c, a), lx = load(x, r0 * c, cnt * c, bb);
     b.vector(Op::ChannelCenteredDot,
              {ldy.region(), lx.region(), in[1].region()},
@@ -212,11 +211,11 @@ Status Planner::lowerBatchNormBackward(const Node &n) {
     int k = int((numTiles - 1 - tile) % 2);
     uint32_t a = 0, bb = 0, d = 0;
     if (!onChip(dy))
-      KILN_SIM_RETURN_IF_ERROR(slots.get(0, k, a));
+      KILN_RETURN_IF_ERROR(slots.get(0, k, a));
     if (!onChip(x))
-      KILN_SIM_RETURN_IF_ERROR(slots.get(1, k, bb));
+      KILN_RETURN_IF_ERROR(slots.get(1, k, bb));
     if (!onChip(dx))
-      KILN_SIM_RETURN_IF_ERROR(slots.get(2, k, d));
+      KILN_RETURN_IF_ERROR(slots.get(2, k, d));
     Loc ldy = load(dy, r0 * c, cnt * c, a), lx = load(x, r0 * c, cnt * c, bb);
     Loc o = outLoc(dx, r0 * c, d);
     b.vector(Op::ChannelAffine2,
@@ -225,7 +224,7 @@ Status Planner::lowerBatchNormBackward(const Node &n) {
              {o.region()}, cnt, c);
     store(dx, r0 * c, cnt * c, o);
   }
-  return Status::success();
+  return Status::ok();
 }
 
 Status Planner::lowerPool(const Node &n) {
@@ -250,7 +249,7 @@ Status Planner::lowerPool(const Node &n) {
   int64_t nb =
       std::max<int64_t>(1, std::min(N, budget() / (copies * perImage)));
   if (nb * perImage > budget())
-    return Status::error("one image does not fit in staging memory");
+    return invalidArgumentError("one image does not fit in staging memory");
   auto perOf = [&](int id) {
     return id == big ||
                    (n.kind == NodeKind::MaxPoolBackward && id == n.inputs[1])
@@ -262,7 +261,7 @@ Status Planner::lowerPool(const Node &n) {
     for (int id : all) {
       uint32_t s = 0;
       if (!onChip(id))
-        KILN_SIM_RETURN_IF_ERROR(slot("img", dtype(id), nb * perOf(id), s));
+        KILN_RETURN_IF_ERROR(slot("img", dtype(id), nb * perOf(id), s));
       slotIds.push_back(s);
     }
   Op op = n.kind == NodeKind::MaxPool           ? Op::MaxPool
@@ -287,7 +286,7 @@ Status Planner::lowerPool(const Node &n) {
               n.padding[1], n.padding[2], n.padding[3]});
     store(out, n0 * perOf(out), cnt * perOf(out), o);
   }
-  return Status::success();
+  return Status::ok();
 }
 
 Status Planner::lowerGlobalPool(const Node &n) {
@@ -302,10 +301,10 @@ Status Planner::lowerGlobalPool(const Node &n) {
   std::vector<uint32_t> sl(4, 0);
   for (int k = 0; k < 2; ++k) {
     if (!onChip(big))
-      KILN_SIM_RETURN_IF_ERROR(
+      KILN_RETURN_IF_ERROR(
           slot("img", dtype(big), nb * hw * c, sl[size_t(2 * k)]));
     if (!onChip(small))
-      KILN_SIM_RETURN_IF_ERROR(
+      KILN_RETURN_IF_ERROR(
           slot("vec", dtype(small), nb * c, sl[size_t(2 * k + 1)]));
     if (nb >= N)
       break;
@@ -321,14 +320,14 @@ Status Planner::lowerGlobalPool(const Node &n) {
              {o.region()}, 0, 0, {}, {cnt, hw, c});
     store(out, n0 * outPer, cnt * outPer, o);
   }
-  return Status::success();
+  return Status::ok();
 }
 
 Status Planner::lowerReduceSum(const Node &n) {
   int x = n.inputs[0], y = n.outputs[0];
   int64_t c = tensor(y).numElements(), rows = tensor(x).numElements() / c;
   uint32_t acc, ys = 0;
-  KILN_SIM_RETURN_IF_ERROR(slot("sum", fb::DType::F32, c, acc));
+  KILN_RETURN_IF_ERROR(slot("sum", fb::DType::F32, c, acc));
   int64_t tr = tileRows(rows, c * bytes(dtype(x)), 2, budget() - 8 * c);
   Slots slots(*this, {x}, tr * c);
   b.vector(Op::Fill, {}, {fb::Region(acc, 0)}, 1, c, {0.0});
@@ -336,16 +335,16 @@ Status Planner::lowerReduceSum(const Node &n) {
     int64_t cnt = std::min(tr, rows - r0);
     uint32_t s = 0;
     if (!onChip(x))
-      KILN_SIM_RETURN_IF_ERROR(slots.get(0, int(tile % 2), s));
+      KILN_RETURN_IF_ERROR(slots.get(0, int(tile % 2), s));
     Loc l = load(x, r0 * c, cnt * c, s);
     b.vector(Op::ChannelSum, {l.region()}, {fb::Region(acc, 0)}, cnt, c);
   }
   if (!onChip(y))
-    KILN_SIM_RETURN_IF_ERROR(slot("out", dtype(y), c, ys));
+    KILN_RETURN_IF_ERROR(slot("out", dtype(y), c, ys));
   Loc o = outLoc(y, 0, ys);
   b.vector(Op::Copy, {fb::Region(acc, 0)}, {o.region()}, 1, c);
   store(y, 0, c, o);
-  return Status::success();
+  return Status::ok();
 }
 
 Status Planner::lowerLoss(const Node &n) {
@@ -358,9 +357,9 @@ Status Planner::lowerLoss(const Node &n) {
   std::vector<Loc> scalars;
   uint32_t lossSlot = 0;
   if (grad)
-    KILN_SIM_RETURN_IF_ERROR(loadVectors(*this, {n.inputs[0]}, scalars));
+    KILN_RETURN_IF_ERROR(loadVectors(*this, {n.inputs[0]}, scalars));
   else if (!onChip(out))
-    KILN_SIM_RETURN_IF_ERROR(slot("loss", dtype(out), 1, lossSlot));
+    KILN_RETURN_IF_ERROR(slot("loss", dtype(out), 1, lossSlot));
   Loc loss = grad ? Loc() : outLoc(out, 0, lossSlot);
   if (!grad)
     b.vector(Op::Fill, {}, {loss.region()}, 1, 1, {0.0});
@@ -371,13 +370,13 @@ Status Planner::lowerLoss(const Node &n) {
     int kk = int(tile % 2);
     uint32_t a = 0, c = 0, d = 0;
     if (!onChip(logits))
-      KILN_SIM_RETURN_IF_ERROR(slots.get(0, kk, a));
+      KILN_RETURN_IF_ERROR(slots.get(0, kk, a));
     if (!onChip(labels))
-      KILN_SIM_RETURN_IF_ERROR(slots.get(1, kk, c));
+      KILN_RETURN_IF_ERROR(slots.get(1, kk, c));
     Loc l = load(logits, r0 * k, cnt * k, a), lab = load(labels, r0, cnt, c);
     if (grad) {
       if (!onChip(out))
-        KILN_SIM_RETURN_IF_ERROR(slots.get(2, kk, d));
+        KILN_RETURN_IF_ERROR(slots.get(2, kk, d));
       Loc o = outLoc(out, r0 * k, d);
       b.vector(Op::XentGrad, {l.region(), lab.region(), scalars[0].region()},
                {o.region()}, cnt, k, attrs);
@@ -389,7 +388,7 @@ Status Planner::lowerLoss(const Node &n) {
   }
   if (!grad)
     store(out, 0, 1, loss);
-  return Status::success();
+  return Status::ok();
 }
 
 Status Planner::lowerOptimizer(const Node &n) {
@@ -399,7 +398,7 @@ Status Planner::lowerOptimizer(const Node &n) {
   int64_t e = tensor(w).numElements(), c = std::min<int64_t>(e, 1024);
   int64_t rows = (e + c - 1) / c;
   std::vector<Loc> lr;
-  KILN_SIM_RETURN_IF_ERROR(loadVectors(*this, {n.inputs[3]}, lr));
+  KILN_RETURN_IF_ERROR(loadVectors(*this, {n.inputs[3]}, lr));
   int64_t bpr = 5 * c * 4;
   int64_t tr = tileRows(rows, bpr, 2, budget() - 4096);
   Slots slots(*this, {w, gr, v, w2, v2}, tr * c);
@@ -407,26 +406,26 @@ Status Planner::lowerOptimizer(const Node &n) {
   auto tiles = [&](auto &&body) -> Status {
     for (int64_t r0 = 0, tile = 0; r0 < rows; r0 += tr, ++tile) {
       int64_t begin = r0 * c, count = std::min(tr * c, e - begin);
-      KILN_SIM_RETURN_IF_ERROR(body(begin, count, int(tile % 2)));
+      KILN_RETURN_IF_ERROR(body(begin, count, int(tile % 2)));
     }
-    return Status::success();
+    return Status::ok();
   };
   uint32_t wsq = 0, gsq = 0;
   if (lars) {
-    KILN_SIM_RETURN_IF_ERROR(slot("wsq", fb::DType::F32, 1, wsq));
-    KILN_SIM_RETURN_IF_ERROR(slot("gsq", fb::DType::F32, 1, gsq));
+    KILN_RETURN_IF_ERROR(slot("wsq", fb::DType::F32, 1, wsq));
+    KILN_RETURN_IF_ERROR(slot("gsq", fb::DType::F32, 1, gsq));
     b.vector(Op::Fill, {}, {fb::Region(wsq, 0)}, 1, 1, {0.0});
     b.vector(Op::Fill, {}, {fb::Region(gsq, 0)}, 1, 1, {0.0});
-    KILN_SIM_RETURN_IF_ERROR(tiles([&](int64_t begin, int64_t count, int k) {
+    KILN_RETURN_IF_ERROR(tiles([&](int64_t begin, int64_t count, int k) {
       uint32_t a = 0, bb = 0;
       if (!onChip(w))
-        KILN_SIM_RETURN_IF_ERROR(slots.get(0, k, a));
+        KILN_RETURN_IF_ERROR(slots.get(0, k, a));
       if (!onChip(gr))
-        KILN_SIM_RETURN_IF_ERROR(slots.get(1, k, bb));
+        KILN_RETURN_IF_ERROR(slots.get(1, k, bb));
       Loc lw = load(w, begin, count, a), lg = load(gr, begin, count, bb);
       b.vector(Op::SumSquares, {lw.region()}, {fb::Region(wsq, 0)}, 1, count);
       b.vector(Op::SumSquares, {lg.region()}, {fb::Region(gsq, 0)}, 1, count);
-      return Status::success();
+      return Status::ok();
     }));
   }
   return tiles([&](int64_t begin, int64_t count, int k) {
@@ -434,7 +433,7 @@ Status Planner::lowerOptimizer(const Node &n) {
     int ids[5] = {w, gr, v, w2, v2};
     for (int i = 0; i < 5; ++i)
       if (!onChip(ids[i]))
-        KILN_SIM_RETURN_IF_ERROR(slots.get(size_t(i), k, s[i]));
+        KILN_RETURN_IF_ERROR(slots.get(size_t(i), k, s[i]));
     Loc lw = load(w, begin, count, s[0]), lg = load(gr, begin, count, s[1]),
         lv = load(v, begin, count, s[2]);
     Loc ow = outLoc(w2, begin, s[3]), ov = outLoc(v2, begin, s[4]);
@@ -452,19 +451,19 @@ Status Planner::lowerOptimizer(const Node &n) {
                {n.momentum, n.weightDecay, n.nesterov ? 1.0 : 0.0});
     store(w2, begin, count, ow);
     store(v2, begin, count, ov);
-    return Status::success();
+    return Status::ok();
   });
 }
 
 Status Planner::lowerLearningRate(const Node &n) {
   std::vector<Loc> in, out;
-  KILN_SIM_RETURN_IF_ERROR(loadVectors(*this, n.inputs, in));
-  KILN_SIM_RETURN_IF_ERROR(outVectors(*this, n.outputs, out));
+  KILN_RETURN_IF_ERROR(loadVectors(*this, n.inputs, in));
+  KILN_RETURN_IF_ERROR(outVectors(*this, n.outputs, out));
   b.vector(Op::LearningRate, {in[0].region(), in[1].region()},
            {out[0].region()}, 1, tensor(n.inputs[1]).numElements(), {},
            {n.schedule});
   store(n.outputs[0], 0, 1, out[0]);
-  return Status::success();
+  return Status::ok();
 }
 
 Status Planner::lowerAllReduce(const Node &n) {
@@ -472,7 +471,7 @@ Status Planner::lowerAllReduce(const Node &n) {
   for (int id : n.inputs)
     buffers.push_back(home(id));
   b.allReduce(buffers);
-  return Status::success();
+  return Status::ok();
 }
 
 } // namespace kiln::sa

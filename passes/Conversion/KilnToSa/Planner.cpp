@@ -154,7 +154,7 @@ Status Planner::assignHomes() {
     }
     homes[id].buffer = b.addBuffer(s);
   }
-  return Status::success();
+  return Status::ok();
 }
 
 void Planner::beginNode(const Node &n, size_t index) {
@@ -169,10 +169,10 @@ Status Planner::slot(const std::string &what, fb::DType dtype, int64_t elems,
                      uint32_t &id) {
   int64_t size = alignUp(std::max<int64_t>(elems, 1) * bytes(dtype));
   if (bump + size > halfBytes)
-    return Status::error("op " + std::to_string(nodeIndex) + " (" +
-                         g.nodes[nodeIndex].layer + ") needs more than the " +
-                         std::to_string(halfBytes) +
-                         " bytes of staging memory");
+    return invalidArgumentError(
+        "op " + std::to_string(nodeIndex) + " (" + g.nodes[nodeIndex].layer +
+        ") needs more than the " + std::to_string(halfBytes) +
+        " bytes of staging memory");
   sim::BufferSpec s;
   s.name = "s" + std::to_string(nodeIndex) + "." + what + "." +
            std::to_string(slotCount++);
@@ -182,7 +182,7 @@ Status Planner::slot(const std::string &what, fb::DType dtype, int64_t elems,
   s.offset = halfBase + bump;
   bump += size;
   id = b.addBuffer(s);
-  return Status::success();
+  return Status::ok();
 }
 
 Loc Planner::load(int id, int64_t begin, int64_t count, uint32_t staging) {
@@ -230,9 +230,9 @@ Status Planner::run() {
           : 0;
   halfBytes = (t.onChipBytes - residentBytes) / 2 / kAlign * kAlign;
   if (halfBytes <= 0)
-    return Status::error("no on-chip memory left for staging");
+    return invalidArgumentError("no on-chip memory left for staging");
   Status s = assignHomes();
-  if (!s.ok())
+  if (!s.isOk())
     return s;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node &n = g.nodes[i];
@@ -290,12 +290,12 @@ Status Planner::run() {
       s = lowerAllReduce(n);
       break;
     }
-    if (!s.ok())
-      return Status::error(std::string(nodeName(n.kind)) + " (" + n.layer +
-                           "): " + s.message());
+    if (!s.isOk())
+      return invalidArgumentError(std::string(nodeName(n.kind)) + " (" +
+                                  n.layer + "): " + s.message());
   }
   b.finish();
-  return Status::success();
+  return Status::ok();
 }
 
 Status planProgram(const Graph &graph, const sim::TargetConfig &target,

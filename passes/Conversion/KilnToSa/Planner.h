@@ -30,8 +30,8 @@
 
 #include "Graph.h"
 
+#include "kiln/base/status.h"
 #include "kiln/sim/Builder.h"
-#include "kiln/sim/Status.h"
 #include "kiln/sim/Target.h"
 
 namespace kiln::sa {
@@ -48,8 +48,8 @@ struct PlanOptions {
 };
 
 /// Lowers `graph` for `target` into `sink`.
-sim::Status planProgram(const Graph &graph, const sim::TargetConfig &target,
-                        const PlanOptions &options, sim::ProgramSink &sink);
+kiln::Status planProgram(const Graph &graph, const sim::TargetConfig &target,
+                         const PlanOptions &options, sim::ProgramSink &sink);
 
 } // namespace kiln::sa
 

@@ -10,8 +10,8 @@
 
 namespace kiln::sa {
 
+using kiln::Status;
 using sim::OperandSpec;
-using sim::Status;
 
 /// A place on chip: a buffer and an element offset.
 struct Loc {

@@ -12,9 +12,6 @@ struct kiln_rt_dataset_s {
   std::unique_ptr<kiln::rt::Dataset> dataset;
 };
 
-using kiln::rt::Status;
-using kiln::rt::StatusCode;
-
 extern "C" {
 
 void kiln_rt_dataset_config_init(kiln_rt_dataset_config_t *c) {
@@ -66,7 +63,7 @@ void kiln_rt_dataset_config_init(kiln_rt_dataset_config_t *c) {
 
 kiln_rt_status_t kiln_rt_dataset_open(const kiln_rt_dataset_config_t *config,
                                       kiln_rt_dataset_t **out) {
-  return kiln::rt::guardAbi([&]() -> Status {
+  return kiln::rt::guardAbi([&]() -> kiln::Status {
     if (!config || !out)
       return KILN_STATUS(kInvalidArgument,
                          "kiln_rt_dataset_open: null argument");
@@ -84,13 +81,13 @@ kiln_rt_status_t kiln_rt_dataset_open(const kiln_rt_dataset_config_t *config,
     }
     KILN_ASSIGN_OR_RETURN(auto dataset, kiln::rt::Dataset::open(*use));
     *out = new kiln_rt_dataset_s{std::move(dataset)};
-    return Status::ok();
+    return kiln::Status::ok();
   });
 }
 
 kiln_rt_status_t kiln_rt_dataset_next_batch(kiln_rt_dataset_t *dataset,
                                             kiln_rt_batch_t *batch) {
-  return kiln::rt::guardAbi([&]() -> Status {
+  return kiln::rt::guardAbi([&]() -> kiln::Status {
     if (!dataset || !batch)
       return KILN_STATUS(kInvalidArgument,
                          "kiln_rt_dataset_next_batch: null argument");

@@ -4,7 +4,7 @@
 #include "kiln/rt/abi_status.h"
 
 struct kiln_rt_status_s {
-  kiln::rt::Status status;
+  kiln::Status status;
 };
 
 namespace kiln::rt {

@@ -26,8 +26,8 @@ bool exists(const std::string &path) {
 }
 
 /// Finds `<dir>/<stem>` or `<dir>/<stem>.gz`.
-rt::StatusOr<std::string> findIdxFile(const std::string &dir,
-                                      const std::string &stem) {
+StatusOr<std::string> findIdxFile(const std::string &dir,
+                                  const std::string &stem) {
   for (const char *suffix : {"", ".gz"}) {
     std::string path = dir + "/" + stem + suffix;
     if (exists(path))

@@ -32,8 +32,7 @@ namespace keys = rt::keys;
 
 /// Sorted entries of `dir` passing `keep` (name, is-directory).
 template <typename Keep>
-rt::StatusOr<std::vector<std::string>> listDir(const std::string &dir,
-                                               Keep keep) {
+StatusOr<std::vector<std::string>> listDir(const std::string &dir, Keep keep) {
   DIR *d = ::opendir(dir.c_str());
   KILN_CHECK_LIBC_PTR(d, "cannot open directory " + dir);
   std::vector<std::string> names;
@@ -69,7 +68,7 @@ Status readFile(const std::string &path, std::string &out) {
   int err = errno;
   std::fclose(f);
   if (bad)
-    return rt::errnoStatus(__FILE__, __LINE__, "cannot read " + path, err);
+    return errnoStatus(__FILE__, __LINE__, "cannot read " + path, err);
   return Status::ok();
 }
 

@@ -58,7 +58,7 @@ Status writeShards(const ConvertOptions &options, const std::string &split,
       example.clear();
       Status s = make(order[i], example);
       if (!s.isOk()) {
-        if (s.code() != rt::StatusCode::kDataLoss || !options.skipBad)
+        if (s.code() != StatusCode::kDataLoss || !options.skipBad)
           return s;
         if (skipped.fetch_add(1) < 10) {
           std::lock_guard<std::mutex> lock(logMu);

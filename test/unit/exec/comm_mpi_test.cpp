@@ -67,7 +67,7 @@ int main() {
   for (const TensorRef &t : all)
     for (int64_t i = 0; i < t.numElements(); ++i)
       storeElement(arena.data() + t.offset, t.dtype, i, value(rank, i));
-  kiln::rt::Status s = comm.setBuckets(buckets, arena.data());
+  kiln::Status s = comm.setBuckets(buckets, arena.data());
   expect(s.isOk(), rank, s.toString());
   std::vector<BucketPlan> plans = planBuckets(buckets);
   expect(plans[0].contiguous && !plans[1].contiguous && !plans[2].contiguous,

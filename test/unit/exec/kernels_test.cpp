@@ -139,7 +139,7 @@ TEST_P(ConvKernelTest, MatchesReference) {
   ref::Shape yShape;
   ASSERT_TRUE(ref::inferConv2dShape(p.conv.input, p.conv.filter,
                                     attrsOf(p.conv), yShape)
-                  .ok());
+                  .isOk());
   ArenaLayout layout;
   ConvTensors t = placeConv(layout, p.conv, yShape, p.layout);
   Manifest m;
@@ -224,7 +224,7 @@ TEST_P(ConvPostOpsTest, MatchesReference) {
   ref::Conv2dAttrs attrs = attrsOf(p.conv);
   ref::Shape yShape;
   ASSERT_TRUE(
-      ref::inferConv2dShape(p.conv.input, p.conv.filter, attrs, yShape).ok());
+      ref::inferConv2dShape(p.conv.input, p.conv.filter, attrs, yShape).isOk());
   const int64_t channels = yShape[3];
 
   ArenaLayout layout;
@@ -354,7 +354,7 @@ void runBf16Backward(CallKind kind, const ConvCase &conv, DType gradType,
   bool filterGrad = kind == CallKind::Conv2dBackwardFilter;
   ref::Conv2dAttrs attrs = attrsOf(conv);
   ref::Shape ys;
-  ASSERT_TRUE(ref::inferConv2dShape(conv.input, conv.filter, attrs, ys).ok());
+  ASSERT_TRUE(ref::inferConv2dShape(conv.input, conv.filter, attrs, ys).isOk());
   // The operand besides the output gradient, and the result.
   const ref::Shape &operandShape = filterGrad ? conv.input : conv.filter;
   const ref::Shape &resultShape = filterGrad ? conv.filter : conv.input;

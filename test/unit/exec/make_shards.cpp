@@ -52,7 +52,7 @@ int main(int argc, char **argv) {
   }
   int base = argc >= 3 ? argv[2][0] - '0' : 1;
   using kiln::rt::exec::test::writeRawShards;
-  kiln::rt::Status s = writeRawShards(argv[1], "train", train, 1, 10, base);
+  kiln::Status s = writeRawShards(argv[1], "train", train, 1, 10, base);
   if (s.isOk())
     s = writeRawShards(argv[1], "validation", {11, 9}, 2, 10, base);
   if (!s.isOk()) {

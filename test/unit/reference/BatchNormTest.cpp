@@ -66,9 +66,9 @@ TEST(BatchNormTest, InferenceUsesRunningStats) {
 
 TEST(BatchNormTest, ShapeErrors) {
   Tensor c3({3}), c4({4});
-  EXPECT_TRUE(checkBatchNormShapes({2, 4, 4, 3}, {&c3}).ok());
-  EXPECT_FALSE(checkBatchNormShapes({2, 4, 4, 3}, {&c4}).ok());
-  EXPECT_FALSE(checkBatchNormShapes({2, 4, 3}, {&c3}).ok());
+  EXPECT_TRUE(checkBatchNormShapes({2, 4, 4, 3}, {&c3}).isOk());
+  EXPECT_FALSE(checkBatchNormShapes({2, 4, 4, 3}, {&c4}).isOk());
+  EXPECT_FALSE(checkBatchNormShapes({2, 4, 3}, {&c3}).isOk());
 }
 
 void checkBatchNormGradients(const Shape &xShape, uint32_t seed) {

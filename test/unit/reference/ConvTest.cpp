@@ -75,25 +75,26 @@ TEST(Conv2dTest, OutputShapeFormula) {
   attrs.strides = {2, 2};
   attrs.padding = {2, 3, 2, 3};
   Shape y;
-  ASSERT_TRUE(inferConv2dShape({8, 224, 224, 3}, {7, 7, 3, 64}, attrs, y).ok());
+  ASSERT_TRUE(
+      inferConv2dShape({8, 224, 224, 3}, {7, 7, 3, 64}, attrs, y).isOk());
   EXPECT_EQ(y, (Shape{8, 112, 112, 64}));
   // Floor division: (10 + 0 + 0 - 2*(3-1) - 1)/3 + 1 = 5/3 + 1 = 2.
   attrs = {};
   attrs.strides = {3, 3};
   attrs.dilations = {2, 2};
-  ASSERT_TRUE(inferConv2dShape({1, 10, 10, 1}, {3, 3, 1, 1}, attrs, y).ok());
+  ASSERT_TRUE(inferConv2dShape({1, 10, 10, 1}, {3, 3, 1, 1}, attrs, y).isOk());
   EXPECT_EQ(y, (Shape{1, 2, 2, 1}));
 }
 
 TEST(Conv2dTest, ShapeErrors) {
   Shape y;
   Conv2dAttrs attrs;
-  EXPECT_FALSE(inferConv2dShape({1, 4, 4, 3}, {3, 3, 2, 1}, attrs, y).ok());
-  EXPECT_FALSE(inferConv2dShape({1, 4, 4}, {3, 3, 4, 1}, attrs, y).ok());
-  EXPECT_FALSE(inferConv2dShape({1, 2, 2, 1}, {3, 3, 1, 1}, attrs, y).ok());
+  EXPECT_FALSE(inferConv2dShape({1, 4, 4, 3}, {3, 3, 2, 1}, attrs, y).isOk());
+  EXPECT_FALSE(inferConv2dShape({1, 4, 4}, {3, 3, 4, 1}, attrs, y).isOk());
+  EXPECT_FALSE(inferConv2dShape({1, 2, 2, 1}, {3, 3, 1, 1}, attrs, y).isOk());
   attrs.strides = {0, 1};
   Status s = inferConv2dShape({1, 4, 4, 1}, {3, 3, 1, 1}, attrs, y);
-  EXPECT_FALSE(s.ok());
+  EXPECT_FALSE(s.isOk());
   EXPECT_NE(s.message().find("strides"), std::string::npos);
 }
 

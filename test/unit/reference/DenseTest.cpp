@@ -30,9 +30,9 @@ TEST(DenseTest, Forward) {
 TEST(DenseTest, ShapeErrors) {
   Shape y;
   Shape b{4};
-  EXPECT_FALSE(inferDenseShape({2, 3}, {4, 5}, nullptr, y).ok());
-  EXPECT_FALSE(inferDenseShape({2, 3}, {3, 5}, &b, y).ok());
-  ASSERT_TRUE(inferDenseShape({2, 3}, {3, 4}, &b, y).ok());
+  EXPECT_FALSE(inferDenseShape({2, 3}, {4, 5}, nullptr, y).isOk());
+  EXPECT_FALSE(inferDenseShape({2, 3}, {3, 5}, &b, y).isOk());
+  ASSERT_TRUE(inferDenseShape({2, 3}, {3, 4}, &b, y).isOk());
   EXPECT_EQ(y, (Shape{2, 4}));
 }
 

@@ -84,8 +84,8 @@ TEST(ReshapeTest, KeepsData) {
   Tensor y = reshape(x, {2, 3});
   EXPECT_EQ(y.shape, (Shape{2, 3}));
   EXPECT_EQ(y.data, x.data);
-  EXPECT_FALSE(checkReshape({2, 3}, {4, 2}).ok());
-  EXPECT_TRUE(checkReshape({2, 3}, {6}).ok());
+  EXPECT_FALSE(checkReshape({2, 3}, {4, 2}).isOk());
+  EXPECT_TRUE(checkReshape({2, 3}, {6}).isOk());
 }
 
 TEST(BroadcastMulTest, SqueezeExcitationShapes) {
@@ -102,9 +102,9 @@ TEST(BroadcastMulTest, SqueezeExcitationShapes) {
 }
 
 TEST(BroadcastMulTest, ShapeErrors) {
-  EXPECT_FALSE(checkBroadcast({1, 1, 2}, {1, 2, 1, 2}).ok());
-  EXPECT_FALSE(checkBroadcast({1, 1, 1, 3}, {1, 2, 1, 2}).ok());
-  EXPECT_TRUE(checkBroadcast({1, 1, 1, 2}, {3, 2, 1, 2}).ok());
+  EXPECT_FALSE(checkBroadcast({1, 1, 2}, {1, 2, 1, 2}).isOk());
+  EXPECT_FALSE(checkBroadcast({1, 1, 1, 3}, {1, 2, 1, 2}).isOk());
+  EXPECT_TRUE(checkBroadcast({1, 1, 1, 2}, {3, 2, 1, 2}).isOk());
 }
 
 TEST(BroadcastMulGradTest, MatchesFiniteDifferences) {

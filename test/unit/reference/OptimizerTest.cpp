@@ -191,8 +191,8 @@ TEST(LarsTest, Tf2DecayedWithoutTrust) {
 
 TEST(OptimizerTest, ShapeMismatchIsReported) {
   Tensor w({2}), g({3}), v({2});
-  EXPECT_FALSE(checkOptimizerShapes(w, g, v).ok());
-  EXPECT_TRUE(checkOptimizerShapes(w, v, v).ok());
+  EXPECT_FALSE(checkOptimizerShapes(w, g, v).isOk());
+  EXPECT_TRUE(checkOptimizerShapes(w, v, v).isOk());
 }
 
 } // namespace

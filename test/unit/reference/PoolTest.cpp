@@ -79,10 +79,18 @@ TEST(GlobalAvgPoolTest, MeanOverSpace) {
 
 TEST(PoolTest, ShapeErrors) {
   Shape y;
-  EXPECT_FALSE(inferPool2dShape({1, 4, 4, 1}, makeAttrs({2, 2}, {1, 1}, {2, 0, 0, 0}), y).ok());
-  EXPECT_FALSE(inferPool2dShape({1, 4, 4, 1}, makeAttrs({2, 2}, {0, 1}, {0, 0, 0, 0}), y).ok());
-  EXPECT_FALSE(inferPool2dShape({1, 1, 4, 1}, makeAttrs({2, 2}, {1, 1}, {0, 0, 0, 0}), y).ok());
-  ASSERT_TRUE(inferPool2dShape({1, 112, 112, 64}, makeAttrs({3, 3}, {2, 2}, {0, 1, 0, 1}), y).ok());
+  EXPECT_FALSE(
+      inferPool2dShape({1, 4, 4, 1}, makeAttrs({2, 2}, {1, 1}, {2, 0, 0, 0}), y)
+          .isOk());
+  EXPECT_FALSE(
+      inferPool2dShape({1, 4, 4, 1}, makeAttrs({2, 2}, {0, 1}, {0, 0, 0, 0}), y)
+          .isOk());
+  EXPECT_FALSE(
+      inferPool2dShape({1, 1, 4, 1}, makeAttrs({2, 2}, {1, 1}, {0, 0, 0, 0}), y)
+          .isOk());
+  ASSERT_TRUE(inferPool2dShape({1, 112, 112, 64},
+                               makeAttrs({3, 3}, {2, 2}, {0, 1, 0, 1}), y)
+                  .isOk());
   EXPECT_EQ(y, (Shape{1, 56, 56, 64}));
 }
 

@@ -66,7 +66,7 @@ struct Net {
     f.p = globalAvgPool(f.h2);
     f.logits = dense(f.p, q.wFc, q.bFc);
     EXPECT_TRUE(
-        softmaxCrossEntropy(f.logits, labels, kLabelSmoothing, f.loss).ok());
+        softmaxCrossEntropy(f.logits, labels, kLabelSmoothing, f.loss).isOk());
     return f;
   }
 
@@ -79,7 +79,7 @@ struct Net {
     Tensor dLogits;
     EXPECT_TRUE(softmaxCrossEntropyBackward(f.logits, labels, kLabelSmoothing,
                                             1.0f, dLogits)
-                    .ok());
+                    .isOk());
     DenseGrads fc = denseBackward(dLogits, f.p, q.wFc, /*withBias=*/true);
     g.wFc = fc.dw;
     g.bFc = fc.db;

@@ -17,7 +17,7 @@ namespace {
 TEST(ScheduleTest, GradualWarmupThenDecSurfsaraIntel) {
   // gradual_warmup_then_dec(0.1, 260, 4.8, step, 4680)
   Schedule s = Schedule::linearWarmupLinearDecay({0.1, 260, 4.8, 4680});
-  ASSERT_TRUE(checkSchedule(s).ok());
+  ASSERT_TRUE(checkSchedule(s).isOk());
   // step 0: init LR.
   EXPECT_NEAR(learningRate(s, 0), 0.1, 1e-12);
   // step 130: 0.1 + (4.8-0.1)*130/260 = 0.1 + 2.35 = 2.45
@@ -39,7 +39,7 @@ TEST(ScheduleTest, MlperfLarsPolynomial) {
   // base 31.2, 10 warmup steps, 100 train steps, end 1e-4, power 2;
   // decay steps D = 100 - 10 + 1 = 91.
   Schedule s = Schedule::warmupPolynomialDecay({31.2, 10, 100, 1e-4, 2.0});
-  ASSERT_TRUE(checkSchedule(s).ok());
+  ASSERT_TRUE(checkSchedule(s).isOk());
   EXPECT_NEAR(learningRate(s, 0), 0.0, 1e-12);   // 31.2*0/10
   EXPECT_NEAR(learningRate(s, 5), 15.6, 1e-12);  // 31.2*5/10
   EXPECT_NEAR(learningRate(s, 10), 31.2, 1e-12); // step <= warmup: 31.2*10/10
@@ -70,7 +70,7 @@ TEST(ScheduleTest, GoyalStepDecay) {
   p.boundaries = {3000, 6000, 8000};
   p.factor = 0.1;
   Schedule s = Schedule::stepDecay(p);
-  ASSERT_TRUE(checkSchedule(s).ok());
+  ASSERT_TRUE(checkSchedule(s).isOk());
   EXPECT_NEAR(learningRate(s, 0), 0.1, 1e-12);
   EXPECT_NEAR(learningRate(s, 250), 0.25, 1e-12); // 0.1 + 0.3*250/500
   EXPECT_NEAR(learningRate(s, 500), 0.4, 1e-12);
@@ -79,13 +79,13 @@ TEST(ScheduleTest, GoyalStepDecay) {
   EXPECT_NEAR(learningRate(s, 6000), 0.004, 1e-12);
   EXPECT_NEAR(learningRate(s, 8000), 0.0004, 1e-12);
   p.boundaries = {10, 5};
-  EXPECT_FALSE(checkSchedule(Schedule::stepDecay(p)).ok());
+  EXPECT_FALSE(checkSchedule(Schedule::stepDecay(p)).isOk());
 }
 
 TEST(ScheduleTest, CosineWithWarmup) {
   // base 1, warmup from 0 over 10 steps, total 110, end 0: D = 100.
   Schedule s = Schedule::cosineDecay({1.0, 0.0, 10, 110, 0.0});
-  ASSERT_TRUE(checkSchedule(s).ok());
+  ASSERT_TRUE(checkSchedule(s).isOk());
   EXPECT_NEAR(learningRate(s, 0), 0.0, 1e-12);
   EXPECT_NEAR(learningRate(s, 5), 0.5, 1e-12);
   EXPECT_NEAR(learningRate(s, 10), 1.0, 1e-12);
@@ -103,7 +103,7 @@ TEST(ScheduleTest, FractionalWarmupMlperfV06) {
   // w_steps = 25*1281167 // 32768 = 977 over train_steps - 977 + 1.
   Schedule s = Schedule::warmupPolynomialDecay(
       {31.2, 977.452850341796875, 2815, 1e-4, 2.0});
-  ASSERT_TRUE(checkSchedule(s).ok());
+  ASSERT_TRUE(checkSchedule(s).isOk());
   // step 977 <= W: 31.2*977/977.452850341796875 (a whole warmup of 977
   // steps would give 31.2: 4.6e-4 too high)
   EXPECT_NEAR(learningRate(s, 977), 31.185545153754347, 1e-12);
@@ -120,7 +120,7 @@ TEST(ScheduleTest, FractionalWarmupLinear) {
   // 5 epochs of 1281167 / 24576 steps: W = 260.6540934244792.
   Schedule s = Schedule::linearWarmupLinearDecay(
       {0.1, 260.6540934244792, 4.8, 4680});
-  ASSERT_TRUE(checkSchedule(s).ok());
+  ASSERT_TRUE(checkSchedule(s).isOk());
   // step 259: 0.1 + 4.7*259/W
   EXPECT_NEAR(learningRate(s, 259), 4.770174114693868, 1e-12);
   // step 260 < W is still warmup: 0.1 + 4.7*260/W
@@ -132,17 +132,19 @@ TEST(ScheduleTest, FractionalWarmupLinear) {
 TEST(ScheduleTest, ConstantAndInvalid) {
   EXPECT_EQ(learningRate(Schedule::constant(0.25), 12345), 0.25);
   EXPECT_FALSE(
-      checkSchedule(Schedule::linearWarmupLinearDecay({0.1, 100, 1.0, 50})).ok());
-  EXPECT_FALSE(checkSchedule(Schedule::cosineDecay({1.0, 0.0, 5, 5, 0.0})).ok());
+      checkSchedule(Schedule::linearWarmupLinearDecay({0.1, 100, 1.0, 50}))
+          .isOk());
+  EXPECT_FALSE(
+      checkSchedule(Schedule::cosineDecay({1.0, 0.0, 5, 5, 0.0})).isOk());
   // A warmup must be a finite non-negative number of steps.
   Status nan = checkSchedule(
       Schedule::warmupPolynomialDecay({1.0, std::nan(""), 10, 0.0, 2.0}));
-  EXPECT_FALSE(nan.ok());
+  EXPECT_FALSE(nan.isOk());
   EXPECT_NE(nan.message().find("need 0 <= warmupSteps <= trainSteps, got nan"),
             std::string::npos)
       << nan.message();
   EXPECT_FALSE(
-      checkSchedule(Schedule::cosineDecay({1.0, 0.0, -0.5, 5, 0.0})).ok());
+      checkSchedule(Schedule::cosineDecay({1.0, 0.0, -0.5, 5, 0.0})).isOk());
 }
 
 } // namespace

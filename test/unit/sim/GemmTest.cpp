@@ -17,11 +17,11 @@ std::unique_ptr<Simulator> gemm(int64_t m, int64_t k, int64_t n,
                                 GemmOptions options = {},
                                 TargetConfig target = {}) {
   std::unique_ptr<Program> program;
-  Status s = buildGemmProgram(target, m, k, n, options, program);
-  EXPECT_TRUE(s.ok()) << s.message();
+  kiln::Status s = buildGemmProgram(target, m, k, n, options, program);
+  EXPECT_TRUE(s.isOk()) << s.message();
   std::unique_ptr<Simulator> sim;
   s = Simulator::create(std::move(program), target, sim);
-  EXPECT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(s.isOk()) << s.message();
   return sim;
 }
 
@@ -37,14 +37,14 @@ std::vector<float> randomValues(int64_t n, const char *name) {
 std::vector<float> result(Simulator &sim, int64_t m, int64_t n, bool hbm) {
   std::vector<float> c;
   if (hbm) {
-    EXPECT_TRUE(sim.read("c", c).ok());
+    EXPECT_TRUE(sim.read("c", c).isOk());
     return c;
   }
   c.resize(size_t(m * n));
   int64_t cols = sim.target().arrayCols;
   for (int64_t t = 0; t * cols < n; ++t) {
     std::vector<float> tile;
-    EXPECT_TRUE(sim.read("c." + std::to_string(t), tile).ok());
+    EXPECT_TRUE(sim.read("c." + std::to_string(t), tile).isOk());
     int64_t nt = std::min(cols, n - t * cols);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < nt; ++j)
@@ -67,9 +67,9 @@ TEST(Gemm, FunctionalMatchesBf16ProductsWithFp32Accumulation) {
       auto sim = gemm(m, k, n, o);
       std::vector<float> a = randomValues(m * k, "a"),
                          b = randomValues(k * n, "b");
-      ASSERT_TRUE(sim->setInput("a", a).ok());
-      ASSERT_TRUE(sim->setInput("b", b).ok());
-      ASSERT_TRUE(sim->runStep().ok());
+      ASSERT_TRUE(sim->setInput("a", a).isOk());
+      ASSERT_TRUE(sim->setInput("b", b).isOk());
+      ASSERT_TRUE(sim->runStep().isOk());
       std::vector<float> c = result(*sim, m, n, hbm);
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {
@@ -92,9 +92,9 @@ TEST(Gemm, RoundsOperandsLikeTheHardware) {
   auto sim = gemm(1, 1, 1);
   // 1 + 2^-8 is halfway between bf16 neighbours 1 and 1 + 2^-7: ties to even
   // gives 1; 1 + 3*2^-9 rounds up.
-  ASSERT_TRUE(sim->setInput("a", {1.0f + 1.0f / 256}).ok());
-  ASSERT_TRUE(sim->setInput("b", {1.0f + 3.0f / 512}).ok());
-  ASSERT_TRUE(sim->runStep().ok());
+  ASSERT_TRUE(sim->setInput("a", {1.0f + 1.0f / 256}).isOk());
+  ASSERT_TRUE(sim->setInput("b", {1.0f + 3.0f / 512}).isOk());
+  ASSERT_TRUE(sim->runStep().isOk());
   std::vector<float> c = result(*sim, 1, 1, false);
   EXPECT_EQ(c[0], 1.0f * (1.0f + 1.0f / 128));
 }

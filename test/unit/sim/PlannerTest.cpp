@@ -79,22 +79,22 @@ std::vector<float> run(const Graph &g, const sim::TargetConfig &target,
                        const std::map<std::string, std::vector<float>> &values,
                        sa::PlanOptions options = {}) {
   sim::ProgramTSink sink(target, "test", g.batch);
-  sim::Status s = sa::planProgram(g, target, options, sink);
-  EXPECT_TRUE(s.ok()) << s.message();
+  kiln::Status s = sa::planProgram(g, target, options, sink);
+  EXPECT_TRUE(s.isOk()) << s.message();
   std::unique_ptr<sim::Simulator> sim;
   s = sim::Simulator::create(sink.take(), target, sim);
-  EXPECT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(s.isOk()) << s.message();
   if (!sim)
     return {};
   for (auto &[name, v] : values) {
     s = name.rfind("arg", 0) == 0 ? sim->setInput(name, v)
                                   : sim->writeVariable(name, v);
-    EXPECT_TRUE(s.ok()) << s.message();
+    EXPECT_TRUE(s.isOk()) << s.message();
   }
   s = sim->runStep();
-  EXPECT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(s.isOk()) << s.message();
   std::vector<float> out;
-  EXPECT_TRUE(sim->read("result0", out).ok());
+  EXPECT_TRUE(sim->read("result0", out).isOk());
   return out;
 }
 
@@ -166,7 +166,7 @@ TEST(Planner, ConvolutionForward) {
   for (const ConvCase &c : convCases()) {
     ref::Tensor x = random(c.x, "x"), w = random(c.w, "w");
     ref::Shape yShape;
-    ASSERT_TRUE(ref::inferConv2dShape(c.x, c.w, attrsOf(c), yShape).ok());
+    ASSERT_TRUE(ref::inferConv2dShape(c.x, c.w, attrsOf(c), yShape).isOk());
     Graph g;
     int xi = input(g, c.x, 0), wi = variable(g, "w", c.w),
         yi = result(g, yShape, 0);
@@ -188,7 +188,7 @@ TEST(Planner, ConvolutionForward) {
 TEST(Planner, ConvolutionBackwardData) {
   for (const ConvCase &c : convCases()) {
     ref::Shape yShape;
-    ASSERT_TRUE(ref::inferConv2dShape(c.x, c.w, attrsOf(c), yShape).ok());
+    ASSERT_TRUE(ref::inferConv2dShape(c.x, c.w, attrsOf(c), yShape).isOk());
     ref::Tensor dy = random(yShape, "dy"), w = random(c.w, "w");
     Graph g;
     int dyi = input(g, yShape, 0), wi = variable(g, "w", c.w),
@@ -208,7 +208,7 @@ TEST(Planner, ConvolutionBackwardData) {
 TEST(Planner, ConvolutionBackwardFilter) {
   for (const ConvCase &c : convCases()) {
     ref::Shape yShape;
-    ASSERT_TRUE(ref::inferConv2dShape(c.x, c.w, attrsOf(c), yShape).ok());
+    ASSERT_TRUE(ref::inferConv2dShape(c.x, c.w, attrsOf(c), yShape).isOk());
     ref::Tensor x = random(c.x, "x"), dy = random(yShape, "dy");
     Graph g;
     int xi = input(g, c.x, 0), dyi = input(g, yShape, 1),
@@ -234,7 +234,7 @@ TEST(Planner, SpaceToDepthStem) {
   a.padding = {3, 3, 3, 3};
   ref::Tensor x = random(xs, "x"), w = random(ws, "w");
   ref::Shape ys;
-  ASSERT_TRUE(ref::inferConv2dShape(xs, ws, a, ys).ok());
+  ASSERT_TRUE(ref::inferConv2dShape(xs, ws, a, ys).isOk());
   ref::Tensor dy = random(ys, "dy");
   for (bool filterGrad : {false, true}) {
     Graph g;
@@ -337,8 +337,8 @@ TEST(Planner, ReportsOpsThatCannotFit) {
   g.nodes.push_back(n);
   sim::TargetConfig t = smallTarget(16, 16 << 10);
   sim::ProgramTSink sink(t, "test", 1);
-  sim::Status s = sa::planProgram(g, t, {}, sink);
-  ASSERT_FALSE(s.ok());
+  kiln::Status s = sa::planProgram(g, t, {}, sink);
+  ASSERT_FALSE(s.isOk());
   EXPECT_NE(s.message().find("conv2d (conv): the filter slice"),
             std::string::npos)
       << s.message();

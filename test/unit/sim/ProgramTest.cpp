@@ -14,13 +14,13 @@ std::unique_ptr<Program> smallGemm() {
   std::unique_ptr<Program> p;
   GemmOptions o;
   o.fromHbm = true;
-  EXPECT_TRUE(buildGemmProgram(TargetConfig(), 64, 64, 64, o, p).ok());
+  EXPECT_TRUE(buildGemmProgram(TargetConfig(), 64, 64, 64, o, p).isOk());
   return p;
 }
 
 std::string verifyError(const Program &p, TargetConfig t = {}) {
-  Status s = verifyProgram(p, t);
-  return s.ok() ? "" : s.message();
+  kiln::Status s = verifyProgram(p, t);
+  return s.isOk() ? "" : s.message();
 }
 
 bool contains(const std::string &s, const std::string &what) {
@@ -33,8 +33,8 @@ TEST(Program, RoundTripsThroughFlatBuffers) {
   auto p = smallGemm();
   std::vector<uint8_t> bytes = serializeProgram(*p);
   std::unique_ptr<Program> q;
-  Status s = loadProgram(bytes.data(), bytes.size(), TargetConfig(), q);
-  ASSERT_TRUE(s.ok()) << s.message();
+  kiln::Status s = loadProgram(bytes.data(), bytes.size(), TargetConfig(), q);
+  ASSERT_TRUE(s.isOk()) << s.message();
   EXPECT_EQ(q->name, p->name);
   EXPECT_EQ(q->version_major, kProgramVersionMajor);
   ASSERT_EQ(q->instructions.size(), p->instructions.size());
@@ -45,7 +45,7 @@ TEST(Program, RoundTripsThroughFlatBuffers) {
 TEST(Program, RejectsForeignAndCorruptFiles) {
   std::vector<uint8_t> junk(64, 0x5a);
   std::unique_ptr<Program> q;
-  Status s = loadProgram(junk.data(), junk.size(), TargetConfig(), q);
+  kiln::Status s = loadProgram(junk.data(), junk.size(), TargetConfig(), q);
   EXPECT_TRUE(contains(s.message(), "file identifier"));
   std::vector<uint8_t> bytes = serializeProgram(*smallGemm());
   bytes.resize(bytes.size() / 2);
@@ -59,14 +59,15 @@ TEST(Program, RejectsAnotherMajorVersion) {
   p->version_major = kProgramVersionMajor + 1;
   std::vector<uint8_t> bytes = serializeProgram(*p);
   std::unique_ptr<Program> q;
-  Status s = loadProgram(bytes.data(), bytes.size(), TargetConfig(), q);
+  kiln::Status s = loadProgram(bytes.data(), bytes.size(), TargetConfig(), q);
   EXPECT_TRUE(contains(s.message(), "schema version 2.0 is not readable"))
       << s.message();
   // A newer minor version only adds fields: accepted.
   p->version_major = kProgramVersionMajor;
   p->version_minor = kProgramVersionMinor + 3;
   bytes = serializeProgram(*p);
-  EXPECT_TRUE(loadProgram(bytes.data(), bytes.size(), TargetConfig(), q).ok());
+  EXPECT_TRUE(
+      loadProgram(bytes.data(), bytes.size(), TargetConfig(), q).isOk());
 }
 
 TEST(Program, VerifierChecksTileSizesAgainstTheTarget) {

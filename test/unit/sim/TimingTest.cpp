@@ -32,8 +32,8 @@ struct Fixture {
   TimingResult run() {
     b.finish();
     auto p = sink.take();
-    Status s = verifyProgram(*p, target);
-    EXPECT_TRUE(s.ok()) << s.message();
+    kiln::Status s = verifyProgram(*p, target);
+    EXPECT_TRUE(s.isOk()) << s.message();
     return simulateTiming(*p, target);
   }
 };

@@ -61,13 +61,13 @@ struct Harness {
   void run() {
     b.finish();
     program = sink.take();
-    Status s = verifyProgram(*program, target);
-    ASSERT_TRUE(s.ok()) << s.message();
+    kiln::Status s = verifyProgram(*program, target);
+    ASSERT_TRUE(s.isOk()) << s.message();
     machine = std::make_unique<FunctionalMachine>(*program);
     for (auto &[id, values] : inits)
       machine->buffer(id) = values;
     s = machine->run();
-    ASSERT_TRUE(s.ok()) << s.message();
+    ASSERT_TRUE(s.isOk()) << s.message();
   }
   const std::vector<float> &get(uint32_t id) { return machine->buffer(id); }
 };
@@ -188,10 +188,10 @@ TEST(VectorOps, SoftmaxCrossEntropyAndItsGradient) {
              {0.1, 1.0 / n});
   h.run();
   ref::Tensor wantLoss, wantGrad;
-  ASSERT_TRUE(ref::softmaxCrossEntropy(logits, labels, 0.1f, wantLoss).ok());
+  ASSERT_TRUE(ref::softmaxCrossEntropy(logits, labels, 0.1f, wantLoss).isOk());
   ASSERT_TRUE(
       ref::softmaxCrossEntropyBackward(logits, labels, 0.1f, 1.0f, wantGrad)
-          .ok());
+          .isOk());
   expectNear(h.get(loss), wantLoss.data, 1e-6, "loss");
   expectNear(h.get(grad), wantGrad.data, 1e-6, "dlogits");
 }
@@ -207,8 +207,8 @@ TEST(VectorOps, BadLabelsAreReportedNotCrashed) {
   FunctionalMachine m(*p);
   m.buffer(bl) = {0, 0, 0, 0};
   m.buffer(blab) = {1, 7};
-  Status s = m.run();
-  ASSERT_FALSE(s.ok());
+  kiln::Status s = m.run();
+  ASSERT_FALSE(s.isOk());
   EXPECT_NE(
       s.message().find("label 7.000000 of row 1 is not a class in [0, 2)"),
       std::string::npos)

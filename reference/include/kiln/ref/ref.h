@@ -11,6 +11,7 @@
 #include "kiln/ref/activation.h"
 #include "kiln/ref/batchnorm.h"
 #include "kiln/ref/bf16.h"
+#include "kiln/ref/check.h"
 #include "kiln/ref/conv.h"
 #include "kiln/ref/dense.h"
 #include "kiln/ref/elementwise.h"
@@ -18,7 +19,6 @@
 #include "kiln/ref/optimizer.h"
 #include "kiln/ref/pool.h"
 #include "kiln/ref/schedule.h"
-#include "kiln/ref/status.h"
 #include "kiln/ref/tensor.h"
 
 #endif // KILN_REF_REF_H

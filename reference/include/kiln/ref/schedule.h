@@ -15,7 +15,7 @@
 #ifndef KILN_REF_SCHEDULE_H
 #define KILN_REF_SCHEDULE_H
 
-#include "kiln/ref/status.h"
+#include "kiln/base/status.h"
 
 #include <cstdint>
 #include <vector>

@@ -9,7 +9,7 @@
 #ifndef KILN_REF_TENSOR_H
 #define KILN_REF_TENSOR_H
 
-#include "kiln/ref/status.h"
+#include "kiln/base/status.h"
 
 #include <cstdint>
 #include <string>

@@ -47,7 +47,7 @@ KILN_RT_API uint32_t kiln_rt_abi_version(void);
  * Status
  *===------------------------------------------------------------------===*/
 
-/* Values match kiln::rt::StatusCode. */
+/* Values match kiln::StatusCode. */
 typedef enum kiln_rt_status_code_e {
   KILN_RT_STATUS_OK = 0,
   KILN_RT_STATUS_INVALID_ARGUMENT = 1,

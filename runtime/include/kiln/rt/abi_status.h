@@ -2,8 +2,8 @@
 #ifndef KILN_RT_ABI_STATUS_H
 #define KILN_RT_ABI_STATUS_H
 
+#include "kiln/base/status.h"
 #include "kiln/rt/abi.h"
-#include "kiln/rt/status.h"
 
 #include <exception>
 #include <new>

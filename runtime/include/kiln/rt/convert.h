@@ -3,7 +3,7 @@
 #ifndef KILN_DATA_CONVERT_H
 #define KILN_DATA_CONVERT_H
 
-#include "kiln/rt/status.h"
+#include "kiln/base/status.h"
 
 #include <cstdint>
 #include <functional>
@@ -11,8 +11,6 @@
 #include <vector>
 
 namespace kiln::data {
-
-using rt::Status;
 
 struct ConvertOptions {
   std::string input;

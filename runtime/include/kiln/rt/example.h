@@ -16,7 +16,7 @@
 #ifndef KILN_RT_EXAMPLE_H
 #define KILN_RT_EXAMPLE_H
 
-#include "kiln/rt/status.h"
+#include "kiln/base/status.h"
 
 #include <cstdint>
 #include <string>

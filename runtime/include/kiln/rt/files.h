@@ -2,7 +2,7 @@
 #ifndef KILN_RT_FILES_H
 #define KILN_RT_FILES_H
 
-#include "kiln/rt/status.h"
+#include "kiln/base/status.h"
 
 #include <string>
 #include <vector>

@@ -8,7 +8,7 @@
 #ifndef KILN_RT_IDX_H
 #define KILN_RT_IDX_H
 
-#include "kiln/rt/status.h"
+#include "kiln/base/status.h"
 
 #include <cstdint>
 #include <string>

@@ -2,7 +2,7 @@
 #ifndef KILN_RT_IMAGE_H
 #define KILN_RT_IMAGE_H
 
-#include "kiln/rt/status.h"
+#include "kiln/base/status.h"
 
 #include <cstdint>
 #include <string_view>

@@ -10,8 +10,8 @@
 #ifndef KILN_RT_INSPECT_H
 #define KILN_RT_INSPECT_H
 
+#include "kiln/base/status.h"
 #include "kiln/rt/example.h"
-#include "kiln/rt/status.h"
 #include "kiln/rt/tfrecord.h"
 
 #include <algorithm>

@@ -24,8 +24,8 @@
 #ifndef KILN_RT_PIPELINE_H
 #define KILN_RT_PIPELINE_H
 
+#include "kiln/base/status.h"
 #include "kiln/rt/data.h"
-#include "kiln/rt/status.h"
 
 #include <cstdint>
 #include <memory>

@@ -15,7 +15,7 @@
 #ifndef KILN_RT_TFRECORD_H
 #define KILN_RT_TFRECORD_H
 
-#include "kiln/rt/status.h"
+#include "kiln/base/status.h"
 
 #include <cstdint>
 #include <cstdio>

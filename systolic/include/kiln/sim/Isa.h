@@ -53,7 +53,7 @@
 #ifndef KILN_SIM_ISA_H
 #define KILN_SIM_ISA_H
 
-#include "kiln/sim/Status.h"
+#include "kiln/base/status.h"
 #include "program_generated.h"
 
 #include <cstdint>

@@ -13,7 +13,7 @@
 #ifndef KILN_SIM_PROGRAM_H
 #define KILN_SIM_PROGRAM_H
 
-#include "kiln/sim/Status.h"
+#include "kiln/base/status.h"
 #include "kiln/sim/Target.h"
 #include "program_generated.h"
 

@@ -11,7 +11,7 @@
 #ifndef KILN_SIM_TARGET_H
 #define KILN_SIM_TARGET_H
 
-#include "kiln/sim/Status.h"
+#include "kiln/base/status.h"
 
 #include <cstdint>
 #include <string>

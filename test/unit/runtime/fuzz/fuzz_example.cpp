@@ -8,9 +8,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   using namespace kiln::rt;
   std::string_view bytes(reinterpret_cast<const char *>(data), size);
   Example ex;
-  Status s = ex.parse(bytes);
+  kiln::Status s = ex.parse(bytes);
   if (!s.isOk()) {
-    if (s.code() != StatusCode::kDataLoss)
+    if (s.code() != kiln::StatusCode::kDataLoss)
       std::abort();
     return 0;
   }

@@ -82,9 +82,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   Example example;
   RecordImage image;
-  Status checked = inspectRecord(record, options, example, image);
+  kiln::Status checked = inspectRecord(record, options, example, image);
   if (!checked.isOk()) {
-    if (checked.code() != StatusCode::kDataLoss)
+    if (checked.code() != kiln::StatusCode::kDataLoss)
       std::abort();
     return 0;
   }
@@ -97,13 +97,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ExampleTransform transform(options);
   std::vector<float> out(8 * 8 * 3);
   int32_t label = -1;
-  Status applied = transform.apply(record, 42, out.data(), label);
+  kiln::Status applied = transform.apply(record, 42, out.data(), label);
   if (!applied.isOk()) {
     // PAD_CROP_FLIP refuses images smaller than the output (a caller error,
     // kInvalidArgument); anything else is bad data.
-    if (applied.code() != StatusCode::kDataLoss &&
-        applied.code() != StatusCode::kUnimplemented &&
-        !(applied.code() == StatusCode::kInvalidArgument &&
+    if (applied.code() != kiln::StatusCode::kDataLoss &&
+        applied.code() != kiln::StatusCode::kUnimplemented &&
+        !(applied.code() == kiln::StatusCode::kInvalidArgument &&
           options.augment == KILN_RT_AUGMENT_PAD_CROP_FLIP))
       std::abort();
     return 0;

@@ -25,7 +25,7 @@ using namespace kiln::rt;
 
 struct Outcome {
   std::vector<std::string> records;
-  StatusCode end = StatusCode::kOk;
+  kiln::StatusCode end = kiln::StatusCode::kOk;
   uint64_t index = 0, offset = 0;
   std::string message;
 };
@@ -36,11 +36,11 @@ Outcome readAll(std::string_view bytes) {
   std::string record;
   Example example;
   for (int guard = 0; guard < 100000; ++guard) {
-    Status s = reader->next(record);
-    if (s.code() == StatusCode::kOutOfRange)
+    kiln::Status s = reader->next(record);
+    if (s.code() == kiln::StatusCode::kOutOfRange)
       break;
     if (!s.isOk()) {
-      if (s.code() != StatusCode::kDataLoss ||
+      if (s.code() != kiln::StatusCode::kDataLoss ||
           s.message().find("fuzz: record ") != 0)
         std::abort(); // every corruption must be named with its record
       if (reader->canContinue())

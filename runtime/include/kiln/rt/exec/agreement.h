@@ -23,7 +23,7 @@
 #include "kiln/rt/exec/comm.h"
 #include "kiln/rt/exec/manifest.h"
 #include "kiln/rt/exec/options.h"
-#include "kiln/rt/status.h"
+#include "kiln/base/status.h"
 
 #include <cstdint>
 #include <string>

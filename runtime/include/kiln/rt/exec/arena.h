@@ -11,8 +11,8 @@
 #ifndef KILN_RT_EXEC_ARENA_H
 #define KILN_RT_EXEC_ARENA_H
 
+#include "kiln/base/status.h"
 #include "kiln/rt/model.h"
-#include "kiln/rt/status.h"
 
 #include <cstdint>
 #include <memory>

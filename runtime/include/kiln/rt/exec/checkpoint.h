@@ -26,10 +26,10 @@
 #ifndef KILN_RT_EXEC_CHECKPOINT_H
 #define KILN_RT_EXEC_CHECKPOINT_H
 
+#include "kiln/base/status.h"
 #include "kiln/rt/exec/manifest.h"
 #include "kiln/rt/exec/variables.h"
 #include "kiln/rt/safetensors.h"
-#include "kiln/rt/status.h"
 
 #include <cstdint>
 #include <map>

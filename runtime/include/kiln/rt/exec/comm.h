@@ -23,8 +23,8 @@
 #ifndef KILN_RT_EXEC_COMM_H
 #define KILN_RT_EXEC_COMM_H
 
+#include "kiln/base/status.h"
 #include "kiln/rt/exec/manifest.h"
-#include "kiln/rt/status.h"
 
 #include <cstdint>
 #include <memory>

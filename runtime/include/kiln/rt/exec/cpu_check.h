@@ -10,7 +10,7 @@
 #ifndef KILN_RT_EXEC_CPU_CHECK_H
 #define KILN_RT_EXEC_CPU_CHECK_H
 
-#include "kiln/rt/status.h"
+#include "kiln/base/status.h"
 
 #include <string_view>
 

@@ -14,8 +14,8 @@
 #ifndef KILN_RT_EXEC_EVAL_H
 #define KILN_RT_EXEC_EVAL_H
 
+#include "kiln/base/status.h"
 #include "kiln/rt/exec/manifest.h"
-#include "kiln/rt/status.h"
 
 #include <cstdint>
 #include <functional>

@@ -29,11 +29,11 @@
 #ifndef KILN_RT_EXEC_INPUT_H
 #define KILN_RT_EXEC_INPUT_H
 
+#include "kiln/base/status.h"
 #include "kiln/rt/data.h"
 #include "kiln/rt/exec/comm.h"
 #include "kiln/rt/exec/manifest.h"
 #include "kiln/rt/exec/options.h"
-#include "kiln/rt/status.h"
 
 #include <cstdint>
 #include <memory>

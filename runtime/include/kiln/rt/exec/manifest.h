@@ -20,7 +20,7 @@
 #ifndef KILN_RT_EXEC_MANIFEST_H
 #define KILN_RT_EXEC_MANIFEST_H
 
-#include "kiln/rt/status.h"
+#include "kiln/base/status.h"
 
 #include <array>
 #include <cstdint>

@@ -19,7 +19,7 @@
 #ifndef KILN_RT_EXEC_METRICS_H
 #define KILN_RT_EXEC_METRICS_H
 
-#include "kiln/rt/status.h"
+#include "kiln/base/status.h"
 
 #include <sys/types.h>
 

@@ -9,7 +9,7 @@
 #ifndef KILN_RT_EXEC_OPTIONS_H
 #define KILN_RT_EXEC_OPTIONS_H
 
-#include "kiln/rt/status.h"
+#include "kiln/base/status.h"
 
 #include <cstdint>
 #include <optional>

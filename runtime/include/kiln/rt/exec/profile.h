@@ -22,7 +22,7 @@
 #include "kiln/rt/exec/kernels.h"
 #include "kiln/rt/exec/manifest.h"
 #include "kiln/rt/exec/metrics.h"
-#include "kiln/rt/status.h"
+#include "kiln/base/status.h"
 
 #include <cstdint>
 #include <memory>

@@ -12,6 +12,7 @@
 #ifndef KILN_RT_EXEC_RUN_LOOP_H
 #define KILN_RT_EXEC_RUN_LOOP_H
 
+#include "kiln/base/status.h"
 #include "kiln/rt/exec/agreement.h"
 #include "kiln/rt/exec/checkpoint.h"
 #include "kiln/rt/exec/comm.h"
@@ -20,7 +21,6 @@
 #include "kiln/rt/exec/metrics.h"
 #include "kiln/rt/exec/options.h"
 #include "kiln/rt/exec/variables.h"
-#include "kiln/rt/status.h"
 
 #include <fmt/format.h>
 

@@ -29,11 +29,11 @@
 #ifndef KILN_RT_EXEC_SCHEDULE_H
 #define KILN_RT_EXEC_SCHEDULE_H
 
+#include "kiln/base/status.h"
 #include "kiln/rt/exec/comm.h"
 #include "kiln/rt/exec/manifest.h"
 #include "kiln/rt/exec/options.h"
 #include "kiln/rt/exec/run_loop.h"
-#include "kiln/rt/status.h"
 
 #include <string>
 #include <vector>

@@ -11,8 +11,8 @@
 #ifndef KILN_RT_EXEC_VARIABLES_H
 #define KILN_RT_EXEC_VARIABLES_H
 
+#include "kiln/base/status.h"
 #include "kiln/rt/exec/manifest.h"
-#include "kiln/rt/status.h"
 
 #include <cstdint>
 #include <optional>

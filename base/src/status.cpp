@@ -1,9 +1,9 @@
 //===- status.cpp - Status formatting -------------------------------------===//
-#include "kiln/rt/status.h"
+#include "kiln/base/status.h"
 
 #include <cstring>
 
-namespace kiln::rt {
+namespace kiln {
 
 const char *statusCodeName(StatusCode code) {
   switch (code) {
@@ -66,4 +66,4 @@ Status errnoStatus(const char *file, int line, const std::string &what,
   return makeStatus(code, file, line, what + ": " + std::strerror(savedErrno));
 }
 
-} // namespace kiln::rt
+} // namespace kiln

@@ -1,10 +1,10 @@
-//===- status.cpp - Error reporting for the reference kernels --------------===//
+//===- check.cpp - Precondition checks of the reference kernels -----------===//
 //
 // Part of Kiln.
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/ref/status.h"
+#include "kiln/ref/check.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -1,23 +1,25 @@
 //===- status.h - Status, StatusOr and file:line check macros ---*- C++ -*-===//
 //
-// The runtime reports every failure as a value: a code plus a message that
-// names what failed (file, record, byte offset) and where in the runtime it
-// was detected (source file:line). Nothing throws across the C ABI; the ABI
-// layer converts a Status into a kiln_rt_status_t.
+// Every part of Kiln reports a failure as a value: a code plus a message that
+// names what failed (file, record, byte offset, op). The runtime also says
+// where it was detected (KILN_STATUS appends the source file:line); the
+// reference kernels, the simulator and the systolic planner report messages
+// users read as they are. Nothing throws; the runtime's C ABI layer converts
+// a Status into a kiln_rt_status_t.
 //
 // Shape follows IREE's iree/base/status.h (codes, RETURN_IF_ERROR) and llm.c's
 // habit of wrapping every libc call in a checking macro that records file:line.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KILN_RT_STATUS_H
-#define KILN_RT_STATUS_H
+#ifndef KILN_BASE_STATUS_H
+#define KILN_BASE_STATUS_H
 
 #include <cerrno>
 #include <optional>
 #include <string>
 #include <utility>
 
-namespace kiln::rt {
+namespace kiln {
 
 /// Status codes; the numeric values are part of the C ABI
 /// (kiln_rt_status_code_t).
@@ -63,6 +65,13 @@ private:
   std::string message_;
 };
 
+/// A kInvalidArgument status with the message as given: how the reference
+/// kernels, the simulator and the systolic planner report what they were
+/// handed (their messages are shown to users verbatim, without file:line).
+inline Status invalidArgumentError(std::string message) {
+  return Status(StatusCode::kInvalidArgument, std::move(message));
+}
+
 /// Builds a status whose message ends with " [file:line]", so every report
 /// says where in the runtime it was detected.
 Status makeStatus(StatusCode code, const char *file, int line,
@@ -90,20 +99,19 @@ private:
   std::optional<T> value_;
 };
 
-} // namespace kiln::rt
+} // namespace kiln
 
-#define KILN_RT_CONCAT_INNER(a, b) a##b
-#define KILN_RT_CONCAT(a, b) KILN_RT_CONCAT_INNER(a, b)
+#define KILN_CONCAT_INNER(a, b) a##b
+#define KILN_CONCAT(a, b) KILN_CONCAT_INNER(a, b)
 
 /// Creates a status of the given code with file:line appended.
 #define KILN_STATUS(code, message)                                             \
-  ::kiln::rt::makeStatus(::kiln::rt::StatusCode::code, __FILE__, __LINE__,     \
-                         (message))
+  ::kiln::makeStatus(::kiln::StatusCode::code, __FILE__, __LINE__, (message))
 
 /// Returns from the enclosing function if `expr` yields a non-OK Status.
 #define KILN_RETURN_IF_ERROR(expr)                                             \
   do {                                                                         \
-    ::kiln::rt::Status kilnStatusTmp_ = (expr);                                \
+    ::kiln::Status kilnStatusTmp_ = (expr);                                    \
     if (!kilnStatusTmp_.isOk())                                                \
       return kilnStatusTmp_;                                                   \
   } while (0)
@@ -117,7 +125,7 @@ private:
 /// `KILN_ASSIGN_OR_RETURN(auto x, makeX());` binds the value or returns the
 /// error.
 #define KILN_ASSIGN_OR_RETURN(lhs, expr)                                       \
-  KILN_ASSIGN_OR_RETURN_IMPL(KILN_RT_CONCAT(kilnStatusOr_, __LINE__), lhs, expr)
+  KILN_ASSIGN_OR_RETURN_IMPL(KILN_CONCAT(kilnStatusOr_, __LINE__), lhs, expr)
 
 /// Wraps a libc call that returns -1 (or a negative value) and sets errno:
 /// `KILN_CHECK_LIBC(::close(fd), "close " + path);` returns kIoError with
@@ -126,7 +134,7 @@ private:
   do {                                                                         \
     if ((call) < 0) {                                                          \
       int kilnErrno_ = errno;                                                  \
-      return ::kiln::rt::errnoStatus(__FILE__, __LINE__, (what), kilnErrno_);  \
+      return ::kiln::errnoStatus(__FILE__, __LINE__, (what), kilnErrno_);      \
     }                                                                          \
   } while (0)
 
@@ -135,8 +143,8 @@ private:
   do {                                                                         \
     if ((ptr) == nullptr) {                                                    \
       int kilnErrno_ = errno;                                                  \
-      return ::kiln::rt::errnoStatus(__FILE__, __LINE__, (what), kilnErrno_);  \
+      return ::kiln::errnoStatus(__FILE__, __LINE__, (what), kilnErrno_);      \
     }                                                                          \
   } while (0)
 
-#endif // KILN_RT_STATUS_H
+#endif // KILN_BASE_STATUS_H
