@@ -12,19 +12,7 @@ namespace kiln::interp {
 namespace st = rt::safetensors;
 
 const char *elementTypeName(ElementType type) {
-  switch (type) {
-  case ElementType::F32:
-    return "f32";
-  case ElementType::BF16:
-    return "bf16";
-  case ElementType::F64:
-    return "f64";
-  case ElementType::I32:
-    return "i32";
-  case ElementType::I64:
-    return "i64";
-  }
-  return "?";
+  return dtypeInfo(type).name;
 }
 
 HostTensor HostTensor::zeros(ElementType type, ref::Shape shape) {

@@ -11,6 +11,7 @@
 #ifndef KILN_COMPILER_INTERPRETER_HOSTTENSOR_H
 #define KILN_COMPILER_INTERPRETER_HOSTTENSOR_H
 
+#include "kiln/base/dtype.h"
 #include "kiln/ref/tensor.h"
 #include "kiln/rt/safetensors.h"
 
@@ -21,7 +22,8 @@
 
 namespace kiln::interp {
 
-enum class ElementType { F32, BF16, F64, I32, I64 };
+/// Kiln's element types (kiln/base/dtype.h).
+using ElementType = kiln::DType;
 
 /// "f32", "bf16", ... as in MLIR types.
 const char *elementTypeName(ElementType type);

@@ -26,17 +26,6 @@ namespace {
 constexpr const char *kPrefix = "ckpt-";
 constexpr const char *kSuffix = ".safetensors";
 
-st::DType toSafetensors(DType dtype) {
-  switch (dtype) {
-  case DType::F32: return st::DType::F32;
-  case DType::BF16: return st::DType::BF16;
-  case DType::F64: return st::DType::F64;
-  case DType::I32: return st::DType::I32;
-  case DType::I64: return st::DType::I64;
-  }
-  return st::DType::F32;
-}
-
 bool parseCheckpointName(const std::string &name, int64_t &step) {
   size_t p = std::strlen(kPrefix), s = std::strlen(kSuffix);
   if (name.size() <= p + s || name.compare(0, p, kPrefix) != 0 ||
@@ -139,7 +128,7 @@ void copyCheckpointTensors(const Manifest &manifest, const uint8_t *arena,
     if (i == file.tensors.size()) {
       st::Tensor t;
       t.name = v.name;
-      t.dtype = toSafetensors(v.tensor.dtype);
+      t.dtype = st::fromKilnDType(v.tensor.dtype);
       t.shape = v.tensor.shape;
       file.tensors.push_back(std::move(t));
     }
@@ -170,9 +159,8 @@ Status writeCheckpointFile(const std::string &dir, const Manifest &manifest,
               "step)"},
   };
   std::string path = checkpointPath(dir, info.step);
-  std::string error;
-  if (!st::write(path, file, error))
-    return KILN_STATUS(kIoError, "writing checkpoint: " + error);
+  if (Status s = st::write(path, file); !s.isOk())
+    return KILN_STATUS(kIoError, "writing checkpoint: " + s.message());
 
   KILN_ASSIGN_OR_RETURN(auto existing, listCheckpoints(dir));
   for (size_t i = 0; i + static_cast<size_t>(keep) < existing.size(); ++i)
@@ -212,10 +200,9 @@ loadNewestCheckpoint(const std::string &dir, const Manifest &manifest,
   for (auto it = existing.rbegin(); it != existing.rend(); ++it) {
     const std::string &path = it->second;
     st::File file;
-    std::string error;
-    if (!st::read(path, file, error)) {
+    if (Status s = st::read(path, file); !s.isOk()) {
       warnings.push_back(fmt::format("skipping damaged checkpoint {}: {}",
-                                     path, error));
+                                     path, s.message()));
       continue;
     }
     LoadedCheckpoint loaded;
@@ -251,7 +238,7 @@ loadNewestCheckpoint(const std::string &dir, const Manifest &manifest,
                            fmt::format("checkpoint {} has no variable '{}': "
                                        "it belongs to another model ({})",
                                        path, v.name, file.metadata["model"]));
-      if (t->dtype != toSafetensors(v.tensor.dtype) ||
+      if (t->dtype != st::fromKilnDType(v.tensor.dtype) ||
           t->shape != v.tensor.shape)
         return KILN_STATUS(
             kInvalidArgument,

@@ -20,6 +20,7 @@
 #ifndef KILN_RT_EXEC_MANIFEST_H
 #define KILN_RT_EXEC_MANIFEST_H
 
+#include "kiln/base/dtype.h"
 #include "kiln/base/status.h"
 
 #include <array>
@@ -36,7 +37,8 @@ struct Value; // kiln_safetensors' JSON reader (runtime/checkpoint)
 
 namespace kiln::rt::exec {
 
-enum class DType { F32, BF16, F64, I32, I64 };
+/// Kiln's element types (kiln/base/dtype.h).
+using DType = kiln::DType;
 /// "f32", ... as written in the manifest.
 const char *dtypeName(DType dtype);
 size_t dtypeSize(DType dtype);
