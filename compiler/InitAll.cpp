@@ -5,6 +5,7 @@
 #include "dialects/Kiln/IR/KilnDialect.h"
 #include "dialects/Sa/IR/SaDialect.h"
 #include "compiler/Pipelines.h"
+#include "compiler/Target/X86/LayoutCostModels.h"
 #include "compiler/Target/X86/X86Target.h"
 #include "passes/Passes.h"
 
@@ -23,6 +24,7 @@ void kiln::registerAllKilnDialects(mlir::DialectRegistry &registry) {
                   mlir::LLVM::LLVMDialect, mlir::math::MathDialect,
                   mlir::memref::MemRefDialect, mlir::scf::SCFDialect>();
   registerX86TargetDialects(registry);
+  registerX86TargetInterfaces(registry);
   registry.insert<sa::SaDialect>();
 }
 

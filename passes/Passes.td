@@ -259,11 +259,11 @@ def KilnLayout : Pass<"kiln-layout", "mlir::func::FuncOp"> {
     where a reorder pays for itself.
 
     `mode=auto` minimizes the estimated step time: each convolution's time
-    in each layout (`getLayoutCost`, from measured oneDNN ratios) plus one
-    reorder per value whose producer and reader disagree, solved exactly as
-    a minimum cut. `mode=blocked` blocks every op that can be (all its
-    activations with a multiple of 16 channels); `mode=nhwc` changes
-    nothing. Ops without the interface read and write NHWC.
+    in each layout (`LayoutCostOpInterface`, from measured oneDNN ratios,
+    which the x86 target attaches) plus one reorder per value whose
+    producer and reader disagree, solved exactly as a minimum cut.
+    `mode=blocked` blocks every op that can be (all its activations with a
+    multiple of 16 channels); `mode=nhwc` changes nothing. Ops without the interface read and write NHWC.
   }];
   let options = [
     Option<"mode", "mode", "::kiln::LayoutMode",

@@ -191,6 +191,13 @@ double reorderSeconds(Value value) {
   return double(2 * elements * bytes) / 10e9;
 }
 
+/// What computing in `layout` costs `op`, by its target's model
+/// (LayoutCostOpInterface; the same in every layout without one).
+static double layoutCost(Operation *op, Layout layout) {
+  auto cost = dyn_cast<LayoutCostOpInterface>(op);
+  return cost ? cost.getLayoutCost(layout) : 0.0;
+}
+
 llvm::DenseMap<Operation *, Layout> chooseLayouts(func::FuncOp func,
                                                    LayoutMode mode) {
   llvm::DenseMap<Operation *, Layout> layouts;
@@ -224,8 +231,8 @@ llvm::DenseMap<Operation *, Layout> chooseLayouts(func::FuncOp func,
     // any reorder costs.
     double blockedExtra = mode == LayoutMode::Blocked
                               ? -1.0
-                              : layoutOp.getLayoutCost(Layout::NChw16c) -
-                                    layoutOp.getLayoutCost(Layout::NHWC);
+                              : layoutCost(op, Layout::NChw16c) -
+                                    layoutCost(op, Layout::NHWC);
     if (blockedExtra > 0)
       cut.addEdge(MinCut::kSource, node, blockedExtra);
     else

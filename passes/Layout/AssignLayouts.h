@@ -16,8 +16,8 @@ namespace kiln {
 
 enum class LayoutMode {
   /// The layouts of least estimated time: convolution costs per layout
-  /// (LayoutOpInterface::getLayoutCost) against the reorders a change of
-  /// layout between a producer and a consumer needs.
+  /// (LayoutCostOpInterface, attached by the target) against the reorders a
+  /// change of layout between a producer and a consumer needs.
   Auto,
   /// Everything NHWC (no reorders).
   Nhwc,

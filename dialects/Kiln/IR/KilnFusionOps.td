@@ -105,7 +105,7 @@ def Kiln_FusedSgdUpdateOp : Kiln_Op<"fused_sgd_update", [Pure,
 }
 
 def Kiln_FusedConv2DBatchNormOp : Kiln_Op<"fused_conv2d_batch_norm", [Pure,
-    DeclareOpInterfaceMethods<Kiln_LayoutOpInterface, ["getLayoutOperands", "getLayoutResults", "getLayoutCost"]>,
+    DeclareOpInterfaceMethods<Kiln_LayoutOpInterface, ["getLayoutOperands", "getLayoutResults"]>,
     DeclareOpInterfaceMethods<Kiln_CostOpInterface>]> {
   let summary = "a convolution with its inference batch norm, residual add and relu";
   let description = [{
@@ -154,7 +154,7 @@ def Kiln_FusedConv2DBatchNormOp : Kiln_Op<"fused_conv2d_batch_norm", [Pure,
 }
 
 def Kiln_FusedConv2DBatchNormTrainOp : Kiln_Op<"fused_conv2d_batch_norm_train", [Pure,
-    DeclareOpInterfaceMethods<Kiln_LayoutOpInterface, ["getLayoutOperands", "getLayoutCost"]>,
+    DeclareOpInterfaceMethods<Kiln_LayoutOpInterface, ["getLayoutOperands"]>,
     DeclareOpInterfaceMethods<Kiln_CostOpInterface>]> {
   let summary = "a convolution with its training batch norm";
   let description = [{

@@ -121,15 +121,26 @@ def Kiln_LayoutOpInterface : OpInterface<"LayoutOpInterface"> {
         result that is a 4-D float tensor.
       }],
       "::llvm::SmallVector<unsigned>", "getLayoutResults", (ins), [{}],
-      [{ return ::kiln::detail::fourDimensionalFloats($_op->getResultTypes()); }]>,
+      [{ return ::kiln::detail::fourDimensionalFloats($_op->getResultTypes()); }]>
+  ];
+}
+
+def Kiln_LayoutCostOpInterface : OpInterface<"LayoutCostOpInterface"> {
+  let cppNamespace = "::kiln";
+  let description = [{
+    What computing in a layout costs an op whose speed depends on it (the
+    library convolutions), for `--kiln-layout`'s choice. The dialect only
+    declares it: the knowledge belongs to a target, which attaches it as
+    external models (compiler/Target/X86). An op without it (loops that
+    stream memory the same way in either layout, or no target registered)
+    costs the same in every layout.
+  }];
+  let methods = [
     InterfaceMethod<[{
         Estimated seconds of computing in `layout` (a dynamic batch counts
-        as one example), for the ops whose speed depends on it (library
-        convolutions); 0 by default, for loops that stream memory the same
-        way in either layout.
+        as one example).
       }],
-      "double", "getLayoutCost", (ins "::kiln::Layout":$layout), [{}],
-      [{ return 0.0; }]>
+      "double", "getLayoutCost", (ins "::kiln::Layout":$layout)>
   ];
 }
 

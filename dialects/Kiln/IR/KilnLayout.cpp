@@ -2,8 +2,8 @@
 //
 // The layout an op computes in is the discardable `kiln.layout` attribute of
 // a LayoutOpInterface op (NHWC when absent); a value is stored in the layout
-// of the op that produced it. The convolutions say what a layout costs them;
-// everything else streams memory the same way in either layout.
+// of the op that produced it. What a layout costs an op is a target's
+// knowledge (LayoutCostOpInterface, compiler/Target/X86).
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,71 +26,11 @@ SmallVector<unsigned> detail::fourDimensionalFloats(TypeRange types) {
 }
 
 //===----------------------------------------------------------------------===//
-// What a layout costs a convolution.
+// Which activations follow a convolution's layout.
 //===----------------------------------------------------------------------===//
-
-namespace {
-enum class ConvDirection { Forward, BackwardData, BackwardFilter };
-} // namespace
-
-/// oneDNN's time in nChw16c relative to NHWC, summed over ResNet-50's
-/// convolution shapes (batch 32, weights in each primitive's preferred
-/// format): `kiln-bench-conv-layout [--dtype bf16]` on this project's AVX-512
-/// machine, docs/performance.md. In f32 the blocked kernels win backward and
-/// lose a little forward. In bf16 forward and backward data differ by 1%,
-/// below what the benchmark resolves, so they count as equal; backward
-/// filter is 2.4% slower blocked.
-static double blockedTimeRatio(ConvDirection direction, Type elementType) {
-  bool bf16 = elementType.isBF16();
-  switch (direction) {
-  case ConvDirection::Forward:
-    return bf16 ? 1.0 : 1.04;
-  case ConvDirection::BackwardData:
-    return bf16 ? 1.0 : 0.94;
-  case ConvDirection::BackwardFilter:
-    return bf16 ? 1.024 : 0.87;
-  }
-  llvm_unreachable("unknown direction");
-}
-
-/// Seconds per multiply-add of oneDNN's NHWC kernels on two cores: about
-/// 100 G/s forward in f32, twice that in bf16 (`--profile` of a ResNet-50
-/// step), and the backward passes slower in the proportions of the same
-/// benchmark's NHWC sums (f32 1 : 1.10 : 1.32, bf16 1 : 1.06 : 1.52).
-static double secondsPerMultiplyAdd(ConvDirection direction, Type elementType) {
-  bool bf16 = elementType.isBF16();
-  double forward = bf16 ? 1.0 / 200e9 : 1.0 / 100e9;
-  switch (direction) {
-  case ConvDirection::Forward:
-    return forward;
-  case ConvDirection::BackwardData:
-    return forward * (bf16 ? 1.06 : 1.10);
-  case ConvDirection::BackwardFilter:
-    return forward * (bf16 ? 1.52 : 1.32);
-  }
-  llvm_unreachable("unknown direction");
-}
-
-/// Estimated seconds of a convolution with `multiplyAdds` in `layout`.
-static double convSeconds(ConvDirection direction, Type elementType,
-                          int64_t multiplyAdds, Layout layout) {
-  double seconds =
-      double(multiplyAdds) * secondsPerMultiplyAdd(direction, elementType);
-  return layout == Layout::NChw16c
-             ? seconds * blockedTimeRatio(direction, elementType)
-             : seconds;
-}
-
-static Type elementTypeOf(Value value) {
-  return cast<RankedTensorType>(value.getType()).getElementType();
-}
 
 SmallVector<unsigned> Conv2DOp::getLayoutOperands() { return {0}; }
 SmallVector<unsigned> Conv2DOp::getLayoutResults() { return {0}; }
-double Conv2DOp::getLayoutCost(Layout layout) {
-  return convSeconds(ConvDirection::Forward, elementTypeOf(getInput()),
-                     getMultiplyAdds(1), layout);
-}
 
 SmallVector<unsigned> FusedConv2DBatchNormOp::getLayoutOperands() {
   if (getResidual())
@@ -98,38 +38,21 @@ SmallVector<unsigned> FusedConv2DBatchNormOp::getLayoutOperands() {
   return {0};
 }
 SmallVector<unsigned> FusedConv2DBatchNormOp::getLayoutResults() { return {0}; }
-double FusedConv2DBatchNormOp::getLayoutCost(Layout layout) {
-  return convSeconds(ConvDirection::Forward, elementTypeOf(getInput()),
-                     getMultiplyAdds(1), layout);
-}
 
 SmallVector<unsigned> FusedConv2DBatchNormTrainOp::getLayoutOperands() {
   if (getResidual())
     return {0, 6};
   return {0};
 }
-double FusedConv2DBatchNormTrainOp::getLayoutCost(Layout layout) {
-  return convSeconds(ConvDirection::Forward, elementTypeOf(getInput()),
-                     getMultiplyAdds(1), layout);
-}
 
 SmallVector<unsigned> Conv2DBackwardDataOp::getLayoutOperands() { return {0}; }
 SmallVector<unsigned> Conv2DBackwardDataOp::getLayoutResults() { return {0}; }
-double Conv2DBackwardDataOp::getLayoutCost(Layout layout) {
-  return convSeconds(ConvDirection::BackwardData,
-                     elementTypeOf(getOutputGrad()), getMultiplyAdds(1),
-                     layout);
-}
 
 SmallVector<unsigned> Conv2DBackwardFilterOp::getLayoutOperands() {
   return {0, 1};
 }
 SmallVector<unsigned> Conv2DBackwardFilterOp::getLayoutResults() {
   return {}; // the filter gradient is HWIO
-}
-double Conv2DBackwardFilterOp::getLayoutCost(Layout layout) {
-  return convSeconds(ConvDirection::BackwardFilter, elementTypeOf(getInput()),
-                     getMultiplyAdds(1), layout);
 }
 
 //===----------------------------------------------------------------------===//
