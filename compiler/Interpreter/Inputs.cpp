@@ -131,9 +131,9 @@ FailureOr<std::vector<HostTensor>> prepareInputs(func::FuncOp function,
               "--synthetic-inputs --batch=N";
   }
   st::File file;
+  if (Status s = st::read(options.path, file); !s.isOk())
+    return function.emitError() << s.message();
   std::string error;
-  if (!st::read(options.path, file, error))
-    return function.emitError() << error;
   std::set<std::string> expected;
   for (unsigned i = 0; i < n; ++i) {
     if (stepArg && i == *stepArg)

@@ -50,9 +50,8 @@ LogicalResult saveResults(func::FuncOp function,
     file.tensors.push_back(
         toSafetensors(results[i], "result" + std::to_string(i)));
   file.metadata["function"] = function.getSymName().str();
-  std::string error;
-  if (!rt::safetensors::write(path, file, error))
-    return function.emitError() << error;
+  if (Status s = rt::safetensors::write(path, file); !s.isOk())
+    return function.emitError() << s.message();
   return success();
 }
 

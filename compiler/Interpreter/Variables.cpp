@@ -110,9 +110,9 @@ LogicalResult VariableStore::initialize(uint64_t seed) {
 
 LogicalResult VariableStore::load(const std::string &path) {
   st::File file;
+  if (Status s = st::read(path, file); !s.isOk())
+    return module.emitError() << s.message();
   std::string error;
-  if (!st::read(path, file, error))
-    return module.emitError() << error;
   std::set<std::string> declared;
   for (Operation *op : decls) {
     if (isCopy(op))
@@ -152,9 +152,8 @@ LogicalResult VariableStore::save(const std::string &path) const {
     file.tensors.push_back(toSafetensors(*lookup(name), name.str()));
   }
   file.metadata["format"] = "kiln-variables";
-  std::string error;
-  if (!st::write(path, file, error))
-    return mlir::emitError(module->getLoc()) << error;
+  if (Status s = st::write(path, file); !s.isOk())
+    return mlir::emitError(module->getLoc()) << s.message();
   return success();
 }
 

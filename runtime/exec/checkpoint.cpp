@@ -159,9 +159,8 @@ Status writeCheckpointFile(const std::string &dir, const Manifest &manifest,
               "step)"},
   };
   std::string path = checkpointPath(dir, info.step);
-  std::string error;
-  if (!st::write(path, file, error))
-    return KILN_STATUS(kIoError, "writing checkpoint: " + error);
+  if (Status s = st::write(path, file); !s.isOk())
+    return KILN_STATUS(kIoError, "writing checkpoint: " + s.message());
 
   KILN_ASSIGN_OR_RETURN(auto existing, listCheckpoints(dir));
   for (size_t i = 0; i + static_cast<size_t>(keep) < existing.size(); ++i)
@@ -201,10 +200,9 @@ loadNewestCheckpoint(const std::string &dir, const Manifest &manifest,
   for (auto it = existing.rbegin(); it != existing.rend(); ++it) {
     const std::string &path = it->second;
     st::File file;
-    std::string error;
-    if (!st::read(path, file, error)) {
+    if (Status s = st::read(path, file); !s.isOk()) {
       warnings.push_back(fmt::format("skipping damaged checkpoint {}: {}",
-                                     path, error));
+                                     path, s.message()));
       continue;
     }
     LoadedCheckpoint loaded;

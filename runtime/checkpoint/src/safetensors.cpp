@@ -120,18 +120,21 @@ std::vector<T> decode(const Tensor &t, DType expected) {
   return values;
 }
 
-bool failWith(std::string &error, const std::string &what,
-              const std::string &message) {
-  error = what + ": " + message;
-  return false;
+/// "<what>: <message>" with `code`; these messages carry no file:line, since
+/// they describe the file being read or written, not the library.
+Status failWith(StatusCode code, const std::string &what,
+                const std::string &message) {
+  return Status(code, what + ": " + message);
 }
 
 /// Parses one tensor entry of the header (without its data).
-bool parseEntry(const std::string &what, const std::string &name,
-                const json::Value &entry, Tensor &tensor, uint64_t &begin,
-                uint64_t &end, std::string &error) {
+Status parseEntry(const std::string &what, const std::string &name,
+                  const json::Value &entry, Tensor &tensor, uint64_t &begin,
+                  uint64_t &end) {
   std::string where = what + ": tensor '" + name + "'";
-  auto fail = [&](const std::string &m) { return failWith(error, where, m); };
+  auto fail = [&](const std::string &m) {
+    return failWith(StatusCode::kDataLoss, where, m);
+  };
   if (entry.kind != json::Value::Kind::Object)
     return fail("header entry is not an object");
   for (const auto &member : entry.members)
@@ -173,7 +176,7 @@ bool parseEntry(const std::string &what, const std::string &name,
                 " bytes, but " + dtypeName(tensor.dtype) + " " +
                 shapeString(tensor.shape) + " needs " + std::to_string(want));
   tensor.name = name;
-  return true;
+  return Status::ok();
 }
 
 std::string errnoText(int err) { return std::strerror(err); }
@@ -272,16 +275,16 @@ const Tensor *File::find(std::string_view name) const {
   return nullptr;
 }
 
-bool parse(const uint8_t *data, size_t size, const std::string &what,
-           File &file, std::string &error) {
+Status parse(const uint8_t *data, size_t size, const std::string &what,
+             File &file) {
   file = File();
   if (size < 8)
-    return failWith(error, what,
+    return failWith(StatusCode::kDataLoss, what,
                     "truncated: " + std::to_string(size) +
                         " bytes, shorter than the 8-byte header size");
   uint64_t headerSize = loadLE<uint64_t>(data);
   if (headerSize > size - 8)
-    return failWith(error, what,
+    return failWith(StatusCode::kDataLoss, what,
                     "header size " + std::to_string(headerSize) +
                         " exceeds the file (" + std::to_string(size - 8) +
                         " bytes follow the size field): truncated or not a "
@@ -291,9 +294,11 @@ bool parse(const uint8_t *data, size_t size, const std::string &what,
   json::Value header;
   std::string jsonError;
   if (!json::parse(headerText, header, jsonError))
-    return failWith(error, what, "bad JSON header: " + jsonError);
+    return failWith(StatusCode::kDataLoss, what,
+                    "bad JSON header: " + jsonError);
   if (header.kind != json::Value::Kind::Object)
-    return failWith(error, what, "the JSON header is not an object");
+    return failWith(StatusCode::kDataLoss, what,
+                    "the JSON header is not an object");
 
   const uint8_t *dataStart = data + 8 + headerSize;
   uint64_t dataSize = size - 8 - headerSize;
@@ -305,10 +310,11 @@ bool parse(const uint8_t *data, size_t size, const std::string &what,
   for (const auto &[name, entry] : header.members) {
     if (name == "__metadata__") {
       if (entry.kind != json::Value::Kind::Object)
-        return failWith(error, what, "__metadata__ is not an object");
+        return failWith(StatusCode::kDataLoss, what,
+                        "__metadata__ is not an object");
       for (const auto &[key, value] : entry.members) {
         if (value.kind != json::Value::Kind::String)
-          return failWith(error, what,
+          return failWith(StatusCode::kDataLoss, what,
                           "__metadata__ value of " + json::quote(key) +
                               " is not a string");
         file.metadata[key] = value.text;
@@ -317,10 +323,9 @@ bool parse(const uint8_t *data, size_t size, const std::string &what,
     }
     Tensor tensor;
     uint64_t begin = 0, end = 0;
-    if (!parseEntry(what, name, entry, tensor, begin, end, error))
-      return false;
+    KILN_RETURN_IF_ERROR(parseEntry(what, name, entry, tensor, begin, end));
     if (end > dataSize)
-      return failWith(error, what + ": tensor '" + name + "'",
+      return failWith(StatusCode::kDataLoss, what + ": tensor '" + name + "'",
                       "data_offsets [" + std::to_string(begin) + ", " +
                           std::to_string(end) + "] reach beyond the " +
                           std::to_string(dataSize) +
@@ -339,12 +344,12 @@ bool parse(const uint8_t *data, size_t size, const std::string &what,
   for (const Span &s : spans) {
     const Tensor &t = file.tensors[s.index];
     if (s.begin < covered)
-      return failWith(error, what + ": tensor '" + t.name + "'",
+      return failWith(StatusCode::kDataLoss, what + ": tensor '" + t.name + "'",
                       "data_offsets [" + std::to_string(s.begin) + ", " +
                           std::to_string(s.end) + "] overlap tensor '" +
                           (previous ? previous->name : std::string()) + "'");
     if (s.begin > covered)
-      return failWith(error, what + ": tensor '" + t.name + "'",
+      return failWith(StatusCode::kDataLoss, what + ": tensor '" + t.name + "'",
                       "data_offsets begin at " + std::to_string(s.begin) +
                           ", leaving a gap after byte " +
                           std::to_string(covered));
@@ -352,7 +357,7 @@ bool parse(const uint8_t *data, size_t size, const std::string &what,
     previous = &t;
   }
   if (covered != dataSize)
-    return failWith(error, what,
+    return failWith(StatusCode::kDataLoss, what,
                     std::to_string(dataSize - covered) +
                         " bytes after the last tensor's data");
 
@@ -365,13 +370,17 @@ bool parse(const uint8_t *data, size_t size, const std::string &what,
     ordered.push_back(std::move(t));
   }
   file.tensors = std::move(ordered);
-  return true;
+  return Status::ok();
 }
 
-bool read(const std::string &path, File &file, std::string &error) {
+Status read(const std::string &path, File &file) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return failWith(error, path, "cannot open: " + errnoText(errno));
+  if (fd < 0) {
+    int err = errno;
+    return failWith(err == ENOENT || err == ENOTDIR ? StatusCode::kNotFound
+                                                    : StatusCode::kIoError,
+                    path, "cannot open: " + errnoText(err));
+  }
   std::vector<uint8_t> image;
   uint8_t buffer[1 << 16];
   while (true) {
@@ -381,18 +390,18 @@ bool read(const std::string &path, File &file, std::string &error) {
         continue;
       int err = errno;
       ::close(fd);
-      return failWith(error, path, "read failed: " + errnoText(err));
+      return failWith(StatusCode::kIoError, path,
+                      "read failed: " + errnoText(err));
     }
     if (n == 0)
       break;
     image.insert(image.end(), buffer, buffer + n);
   }
   ::close(fd);
-  return parse(image.data(), image.size(), path, file, error);
+  return parse(image.data(), image.size(), path, file);
 }
 
-bool serialize(const File &file, std::vector<uint8_t> &image,
-               std::string &error) {
+Status serialize(const File &file, std::vector<uint8_t> &image) {
   std::string header = "{";
   bool first = true;
   if (!file.metadata.empty()) {
@@ -409,15 +418,17 @@ bool serialize(const File &file, std::vector<uint8_t> &image,
     const Tensor &t = file.tensors[i];
     std::string where = "tensor '" + t.name + "'";
     if (t.name.empty())
-      return failWith(error, "tensor " + std::to_string(i), "empty name");
+      return failWith(StatusCode::kInvalidArgument,
+                      "tensor " + std::to_string(i), "empty name");
     if (t.name == "__metadata__")
-      return failWith(error, where, "the name is reserved");
+      return failWith(StatusCode::kInvalidArgument, where,
+                      "the name is reserved");
     for (size_t j = 0; j < i; ++j)
       if (file.tensors[j].name == t.name)
-        return failWith(error, where, "appears twice");
+        return failWith(StatusCode::kInvalidArgument, where, "appears twice");
     uint64_t want;
     if (!byteCount(t.shape, dtypeSize(t.dtype), want) || want != t.bytes.size())
-      return failWith(error, where,
+      return failWith(StatusCode::kInvalidArgument, where,
                       std::to_string(t.bytes.size()) + " data bytes, but " +
                           dtypeName(t.dtype) + " " + shapeString(t.shape) +
                           " needs " + std::to_string(want));
@@ -444,15 +455,13 @@ bool serialize(const File &file, std::vector<uint8_t> &image,
   image.reserve(image.size() + offset);
   for (const Tensor &t : file.tensors)
     image.insert(image.end(), t.bytes.begin(), t.bytes.end());
-  return true;
+  return Status::ok();
 }
 
-bool write(const std::string &path, const File &file, std::string &error) {
+Status write(const std::string &path, const File &file) {
   std::vector<uint8_t> image;
-  if (!serialize(file, image, error)) {
-    error = path + ": " + error;
-    return false;
-  }
+  if (Status s = serialize(file, image); !s.isOk())
+    return Status(s.code(), path + ": " + s.message());
   size_t slash = path.rfind('/');
   std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
   if (dir.empty())
@@ -465,14 +474,14 @@ bool write(const std::string &path, const File &file, std::string &error) {
   templ.push_back('\0');
   int fd = ::mkstemp(templ.data());
   if (fd < 0)
-    return failWith(error, path,
+    return failWith(StatusCode::kIoError, path,
                     "cannot create a temporary file in " + dir + ": " +
                         errnoText(errno));
   tempPath = templ.data();
   auto abandon = [&](const std::string &step, int err) {
     ::close(fd);
     ::unlink(tempPath.c_str());
-    return failWith(error, path, step + ": " + errnoText(err));
+    return failWith(StatusCode::kIoError, path, step + ": " + errnoText(err));
   };
   int err = 0;
   if (!writeAll(fd, image.data(), image.size(), err))
@@ -485,12 +494,14 @@ bool write(const std::string &path, const File &file, std::string &error) {
   if (::close(fd) != 0) {
     err = errno;
     ::unlink(tempPath.c_str());
-    return failWith(error, path, "close failed: " + errnoText(err));
+    return failWith(StatusCode::kIoError, path,
+                    "close failed: " + errnoText(err));
   }
   if (::rename(tempPath.c_str(), path.c_str()) != 0) {
     err = errno;
     ::unlink(tempPath.c_str());
-    return failWith(error, path, "rename failed: " + errnoText(err));
+    return failWith(StatusCode::kIoError, path,
+                    "rename failed: " + errnoText(err));
   }
   // Make the rename itself durable.
   int dirFd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -499,10 +510,10 @@ bool write(const std::string &path, const File &file, std::string &error) {
     err = errno;
     ::close(dirFd);
     if (rc != 0)
-      return failWith(error, path,
+      return failWith(StatusCode::kIoError, path,
                       "fsync of folder " + dir + " failed: " + errnoText(err));
   }
-  return true;
+  return Status::ok();
 }
 
 } // namespace kiln::rt::safetensors

@@ -82,11 +82,12 @@ std::vector<uint8_t> image(const std::string &header,
 /// Parses an image; returns the error ("" on success).
 std::string parseError(const std::vector<uint8_t> &bytes) {
   st::File file;
-  std::string error;
-  if (st::parse(bytes.data(), bytes.size(), "x.safetensors", file, error))
+  kiln::Status status;
+  if ((status = st::parse(bytes.data(), bytes.size(), "x.safetensors", file))
+          .isOk())
     return "";
-  EXPECT_FALSE(error.empty());
-  return error;
+  EXPECT_FALSE(status.message().empty());
+  return status.message();
 }
 
 void writeBytes(const std::string &p, const std::vector<uint8_t> &bytes) {
@@ -102,10 +103,12 @@ std::vector<uint8_t> readBytes(const std::string &p) {
 
 TEST_F(SafetensorsTest, RoundTripsEveryDTypeAndMetadata) {
   st::File file = sampleFile();
-  std::string error;
-  ASSERT_TRUE(st::write(path("m.safetensors"), file, error)) << error;
+  kiln::Status status;
+  ASSERT_TRUE((status = st::write(path("m.safetensors"), file)).isOk())
+      << status.message();
   st::File back;
-  ASSERT_TRUE(st::read(path("m.safetensors"), back, error)) << error;
+  ASSERT_TRUE((status = st::read(path("m.safetensors"), back)).isOk())
+      << status.message();
   EXPECT_EQ(back.metadata, file.metadata);
   ASSERT_EQ(back.tensors.size(), file.tensors.size());
   for (const st::Tensor &t : file.tensors) {
@@ -133,8 +136,8 @@ TEST_F(SafetensorsTest, WritesLittleEndianAlignedLayout) {
   file.tensors.push_back(st::fromF32("a", {1}, {1.0f}));
   file.tensors.push_back(st::fromI64("b", {}, {-2}));
   std::vector<uint8_t> bytes;
-  std::string error;
-  ASSERT_TRUE(st::serialize(file, bytes, error)) << error;
+  kiln::Status status;
+  ASSERT_TRUE((status = st::serialize(file, bytes)).isOk()) << status.message();
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i)
     n |= static_cast<uint64_t>(bytes[i]) << (8 * i);
@@ -156,9 +159,11 @@ TEST_F(SafetensorsTest, ReadsAHandWrittenFile) {
       R"( "a\u00fc":{"dtype":"F32","shape":[],"data_offsets":[8,12]},)"
       R"("__metadata__":{"k":"v"}} )";
   st::File file;
-  std::string error;
+  kiln::Status status;
   auto bytes = image(header, {1, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0x20, 0x41});
-  ASSERT_TRUE(st::parse(bytes.data(), bytes.size(), "h", file, error)) << error;
+  ASSERT_TRUE(
+      (status = st::parse(bytes.data(), bytes.size(), "h", file)).isOk())
+      << status.message();
   ASSERT_EQ(file.tensors.size(), 2u);
   EXPECT_EQ(file.tensors[0].name, "b");
   EXPECT_EQ(st::toI32(file.tensors[0]), (std::vector<int32_t>{1, 2}));
@@ -247,49 +252,57 @@ TEST_F(SafetensorsTest, RejectsCorruptHeadersNamingFileAndTensor) {
 }
 
 TEST_F(SafetensorsTest, RejectsATruncatedFileOnDisk) {
-  std::string error;
-  ASSERT_TRUE(st::write(path("t.safetensors"), sampleFile(), error)) << error;
+  kiln::Status status;
+  ASSERT_TRUE((status = st::write(path("t.safetensors"), sampleFile())).isOk())
+      << status.message();
   std::vector<uint8_t> bytes = readBytes(path("t.safetensors"));
   for (size_t keep : {bytes.size() - 1, bytes.size() / 2, size_t(7)}) {
     writeBytes(path("cut.safetensors"),
                std::vector<uint8_t>(bytes.begin(), bytes.begin() + keep));
     st::File file;
-    EXPECT_FALSE(st::read(path("cut.safetensors"), file, error)) << keep;
-    EXPECT_EQ(error.rfind(path("cut.safetensors"), 0), 0u) << error;
+    EXPECT_FALSE((status = st::read(path("cut.safetensors"), file)).isOk())
+        << keep;
+    EXPECT_EQ(status.message().rfind(path("cut.safetensors"), 0), 0u)
+        << status.message();
   }
 }
 
 TEST_F(SafetensorsTest, ReportsAMissingFile) {
   st::File file;
-  std::string error;
-  EXPECT_FALSE(st::read(path("none.safetensors"), file, error));
-  EXPECT_NE(error.find("none.safetensors: cannot open"), std::string::npos)
-      << error;
+  kiln::Status status;
+  EXPECT_FALSE((status = st::read(path("none.safetensors"), file)).isOk());
+  EXPECT_NE(status.message().find("none.safetensors: cannot open"),
+            std::string::npos)
+      << status.message();
 }
 
 TEST_F(SafetensorsTest, RefusesToSerializeInconsistentTensors) {
-  std::string error;
+  kiln::Status status;
   std::vector<uint8_t> bytes;
   st::File dup;
   dup.tensors = {st::fromF32("a", {1}, {1}), st::fromF32("a", {1}, {2})};
-  EXPECT_FALSE(st::serialize(dup, bytes, error));
-  EXPECT_NE(error.find("tensor 'a': appears twice"), std::string::npos)
-      << error;
+  EXPECT_FALSE((status = st::serialize(dup, bytes)).isOk());
+  EXPECT_NE(status.message().find("tensor 'a': appears twice"),
+            std::string::npos)
+      << status.message();
   st::File reserved;
   reserved.tensors = {st::fromF32("__metadata__", {1}, {1})};
-  EXPECT_FALSE(st::serialize(reserved, bytes, error));
+  EXPECT_FALSE((status = st::serialize(reserved, bytes)).isOk());
   st::File bad;
   bad.tensors = {st::fromF32("a", {2}, {1, 2})};
   bad.tensors[0].shape = {3};
-  EXPECT_FALSE(st::serialize(bad, bytes, error));
-  EXPECT_NE(error.find("8 data bytes, but F32 [3] needs 12"), std::string::npos)
-      << error;
+  EXPECT_FALSE((status = st::serialize(bad, bytes)).isOk());
+  EXPECT_NE(status.message().find("8 data bytes, but F32 [3] needs 12"),
+            std::string::npos)
+      << status.message();
 }
 
 TEST_F(SafetensorsTest, AtomicWriteLeavesOnlyTheTarget) {
-  std::string error;
-  ASSERT_TRUE(st::write(path("a.safetensors"), sampleFile(), error)) << error;
-  ASSERT_TRUE(st::write(path("a.safetensors"), sampleFile(), error)) << error;
+  kiln::Status status;
+  ASSERT_TRUE((status = st::write(path("a.safetensors"), sampleFile())).isOk())
+      << status.message();
+  ASSERT_TRUE((status = st::write(path("a.safetensors"), sampleFile())).isOk())
+      << status.message();
   EXPECT_EQ(entries(), std::vector<std::string>{"a.safetensors"});
   struct stat info;
   ASSERT_EQ(::stat(path("a.safetensors").c_str(), &info), 0);
@@ -297,17 +310,18 @@ TEST_F(SafetensorsTest, AtomicWriteLeavesOnlyTheTarget) {
 }
 
 TEST_F(SafetensorsTest, FailedWriteKeepsTheOldFile) {
-  std::string error;
+  kiln::Status status;
   st::File old;
   old.tensors = {st::fromF32("w", {1}, {42})};
-  ASSERT_TRUE(st::write(path("c.safetensors"), old, error)) << error;
+  ASSERT_TRUE((status = st::write(path("c.safetensors"), old)).isOk())
+      << status.message();
   std::vector<uint8_t> before = readBytes(path("c.safetensors"));
 
   // An inconsistent tensor: rejected before anything is written.
   st::File bad;
   bad.tensors = {st::fromF32("w", {2}, {1, 2})};
   bad.tensors[0].bytes.pop_back();
-  EXPECT_FALSE(st::write(path("c.safetensors"), bad, error));
+  EXPECT_FALSE((status = st::write(path("c.safetensors"), bad)).isOk());
   EXPECT_EQ(readBytes(path("c.safetensors")), before);
 
   // A write that fails halfway: the file-size limit makes write(2) fail with
@@ -322,29 +336,33 @@ TEST_F(SafetensorsTest, FailedWriteKeepsTheOldFile) {
   struct rlimit limited = saved;
   limited.rlim_cur = 4096;
   ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limited), 0);
-  bool ok = st::write(path("c.safetensors"), big, error);
+  bool ok = (status = st::write(path("c.safetensors"), big)).isOk();
   ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
   std::signal(SIGXFSZ, previous);
   EXPECT_FALSE(ok);
-  EXPECT_NE(error.find("c.safetensors: write failed"), std::string::npos)
-      << error;
+  EXPECT_NE(status.message().find("c.safetensors: write failed"),
+            std::string::npos)
+      << status.message();
   EXPECT_EQ(readBytes(path("c.safetensors")), before);
   EXPECT_EQ(entries(), std::vector<std::string>{"c.safetensors"});
 
   // The rename fails: the destination is a non-empty folder.
   ASSERT_EQ(::mkdir(path("d").c_str(), 0755), 0);
   writeBytes(path("d/keep"), {1});
-  EXPECT_FALSE(st::write(path("d"), old, error));
-  EXPECT_NE(error.find("rename failed"), std::string::npos) << error;
+  EXPECT_FALSE((status = st::write(path("d"), old)).isOk());
+  EXPECT_NE(status.message().find("rename failed"), std::string::npos)
+      << status.message();
   EXPECT_EQ(readBytes(path("d/keep")), std::vector<uint8_t>{1});
   std::remove(path("d/keep").c_str());
   ::rmdir(path("d").c_str());
   EXPECT_EQ(entries(), std::vector<std::string>{"c.safetensors"});
 
   // A folder that does not exist.
-  EXPECT_FALSE(st::write(path("no/such/dir.safetensors"), old, error));
-  EXPECT_NE(error.find("cannot create a temporary file"), std::string::npos)
-      << error;
+  EXPECT_FALSE(
+      (status = st::write(path("no/such/dir.safetensors"), old)).isOk());
+  EXPECT_NE(status.message().find("cannot create a temporary file"),
+            std::string::npos)
+      << status.message();
 }
 
 } // namespace

@@ -85,8 +85,9 @@ TEST_F(CheckpointTest, RoundTripRestoresEveryVariableAndTheMetadata) {
 
   // The file is plain safetensors, readable by name.
   safetensors::File file;
-  std::string error;
-  ASSERT_TRUE(safetensors::read(c.path, file, error)) << error;
+  kiln::Status status;
+  ASSERT_TRUE((status = safetensors::read(c.path, file)).isOk())
+      << status.message();
   const safetensors::Tensor *schedule = file.find("kiln.lr_schedule");
   ASSERT_NE(schedule, nullptr);
   EXPECT_EQ(safetensors::toF64(*schedule)[3], 1000.0);
@@ -473,9 +474,10 @@ TEST_F(CheckpointCopiesTest, CopiesAreLeftOutAndRefilledOnLoad) {
   ASSERT_TRUE(
       saveCheckpoint(dir.path(), withCopy, arena.data(), info(2), 3).isOk());
   safetensors::File file;
-  std::string error;
-  ASSERT_TRUE(safetensors::read(checkpointPath(dir.path(), 2), file, error))
-      << error;
+  kiln::Status status;
+  ASSERT_TRUE(
+      (status = safetensors::read(checkpointPath(dir.path(), 2), file)).isOk())
+      << status.message();
   ASSERT_EQ(file.tensors.size(), 1u);
   EXPECT_EQ(file.tensors[0].name, "w");
 

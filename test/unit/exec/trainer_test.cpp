@@ -73,9 +73,10 @@ double field(const std::string &line, const std::string &key) {
 ::testing::AssertionResult sameVariables(const std::string &a,
                                          const std::string &b) {
   safetensors::File fa, fb;
-  std::string error;
-  if (!safetensors::read(a, fa, error) || !safetensors::read(b, fb, error))
-    return ::testing::AssertionFailure() << error;
+  kiln::Status status;
+  if (!(status = safetensors::read(a, fa)).isOk() ||
+      !(status = safetensors::read(b, fb)).isOk())
+    return ::testing::AssertionFailure() << status.message();
   if (fa.tensors.size() != fb.tensors.size())
     return ::testing::AssertionFailure() << "tensor counts differ";
   for (const safetensors::Tensor &t : fa.tensors) {
@@ -235,8 +236,9 @@ TEST(TrainerTest, ScheduleOverridesReachTheModel) {
     EXPECT_NEAR(field(lines[i], "lr"), expected, 1e-6) << "step " << i;
   }
   safetensors::File file;
-  std::string error;
-  ASSERT_TRUE(safetensors::read(checkpointPath(dir.path(), 8), file, error));
+  kiln::Status status;
+  ASSERT_TRUE(
+      (status = safetensors::read(checkpointPath(dir.path(), 8), file)).isOk());
   EXPECT_EQ(safetensors::toF64(*file.find("kiln.lr_schedule")),
             (std::vector<double>{0.5, 0, 4, 20, 0}));
 }
@@ -274,9 +276,10 @@ TEST(TrainerTest, ResumeSkipsADamagedCheckpoint) {
   // Steps 4..6 were redone and a sound step-6 checkpoint replaced the
   // damaged one.
   safetensors::File file;
-  std::string error;
-  EXPECT_TRUE(safetensors::read(checkpointPath(dir.path(), 6), file, error))
-      << error;
+  kiln::Status status;
+  EXPECT_TRUE(
+      (status = safetensors::read(checkpointPath(dir.path(), 6), file)).isOk())
+      << status.message();
 }
 
 TEST(TrainerTest, SigtermStopsAtAStepBoundaryWithACheckpoint) {

@@ -13,9 +13,9 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   namespace st = kiln::rt::safetensors;
   st::File file;
-  std::string error;
-  if (!st::parse(data, size, "fuzz.safetensors", file, error)) {
-    if (error.rfind("fuzz.safetensors", 0) != 0)
+  kiln::Status status;
+  if (!(status = st::parse(data, size, "fuzz.safetensors", file)).isOk()) {
+    if (status.message().rfind("fuzz.safetensors", 0) != 0)
       std::abort(); // every message names the file
     return 0;
   }
@@ -26,10 +26,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       std::abort();
   }
   std::vector<uint8_t> image;
-  if (!st::serialize(file, image, error))
-    return 0; // e.g. an empty tensor name the reader accepts but no writer makes
+  if (!(status = st::serialize(file, image)).isOk())
+    return 0; // e.g. an empty tensor name the reader accepts but no writer
+              // makes
   st::File again;
-  if (!st::parse(image.data(), image.size(), "again", again, error))
+  if (!(status = st::parse(image.data(), image.size(), "again", again)).isOk())
     std::abort();
   if (again.metadata != file.metadata ||
       again.tensors.size() != file.tensors.size())

@@ -29,6 +29,8 @@
 
 #include "kiln/base/dtype.h"
 
+#include "kiln/base/status.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -107,28 +109,28 @@ struct File {
   const Tensor *find(std::string_view name) const;
 };
 
-/// Parses a whole file image; `what` names it in error messages. Returns
-/// false with `error` set if the image is not a valid safetensors file.
-[[nodiscard]] bool parse(const uint8_t *data, size_t size,
-                         const std::string &what, File &file,
-                         std::string &error);
+/// Parses a whole file image; `what` names it in error messages, which read
+/// "<what>: <problem>". kDataLoss if the image is not a valid safetensors
+/// file.
+Status parse(const uint8_t *data, size_t size, const std::string &what,
+             File &file);
 
-/// Reads and validates `path`.
-[[nodiscard]] bool read(const std::string &path, File &file,
-                        std::string &error);
+/// Reads and validates `path`: kNotFound or kIoError if it cannot be read,
+/// else as parse().
+Status read(const std::string &path, File &file);
 
 /// The file image of `file`: header padded with spaces to a multiple of 8
 /// bytes (so the data is 8-byte aligned), then the tensors' data in order.
 /// Fails for duplicate or empty names, the reserved name "__metadata__", or a
-/// byte count that does not match dtype and shape.
-[[nodiscard]] bool serialize(const File &file, std::vector<uint8_t> &image,
-                             std::string &error);
+/// byte count that does not match dtype and shape (kInvalidArgument).
+Status serialize(const File &file, std::vector<uint8_t> &image);
 
 /// Writes `file` to `path` atomically: a temporary file in the same folder,
 /// fsync, rename over `path`, fsync of the folder. On failure the temporary
-/// file is removed and an existing `path` is left as it was.
-[[nodiscard]] bool write(const std::string &path, const File &file,
-                         std::string &error);
+/// file is removed and an existing `path` is left as it was. Messages start
+/// with `path`; kIoError when the file system refuses, kInvalidArgument for
+/// what serialize() rejects.
+Status write(const std::string &path, const File &file);
 
 } // namespace kiln::rt::safetensors
 
