@@ -3,62 +3,22 @@
 #include "kiln/sim/HostData.h"
 
 #include "kiln/ref/synthetic.h"
+#include "kiln/rt/idx.h"
 #include "kiln/sim/Isa.h"
-
-#include <zlib.h>
 
 namespace kiln::sim {
 
-namespace {
-
-Status readAll(const std::string &path, std::vector<uint8_t> &bytes) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f)
-    return invalidArgumentError("cannot open '" + path + "'");
-  bytes.clear();
-  uint8_t chunk[1 << 16];
-  int n;
-  while ((n = gzread(f, chunk, sizeof(chunk))) > 0)
-    bytes.insert(bytes.end(), chunk, chunk + n);
-  bool failed = n < 0;
-  gzclose(f);
-  if (failed)
-    return invalidArgumentError("cannot read '" + path + "' (corrupt gzip?)");
-  return Status::ok();
-}
-
-uint32_t bigEndian32(const uint8_t *p) {
-  return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 |
-         uint32_t(p[3]);
-}
-
-} // namespace
-
 Status loadIdx(const std::string &imagesPath, const std::string &labelsPath,
                IdxDataset &data) {
-  std::vector<uint8_t> img, lab;
-  KILN_RETURN_IF_ERROR(readAll(imagesPath, img));
-  KILN_RETURN_IF_ERROR(readAll(labelsPath, lab));
-  if (img.size() < 16 || bigEndian32(img.data()) != 0x803)
-    return invalidArgumentError("'" + imagesPath +
-                                "' is not an IDX image file");
-  if (lab.size() < 8 || bigEndian32(lab.data()) != 0x801)
-    return invalidArgumentError("'" + labelsPath +
-                                "' is not an IDX label file");
-  data.count = bigEndian32(img.data() + 4);
-  data.rows = bigEndian32(img.data() + 8);
-  data.cols = bigEndian32(img.data() + 12);
-  int64_t pixels = data.count * data.rows * data.cols;
-  if (int64_t(img.size()) != 16 + pixels)
-    return invalidArgumentError("'" + imagesPath + "' is truncated");
-  if (int64_t(bigEndian32(lab.data() + 4)) != data.count ||
-      int64_t(lab.size()) != 8 + data.count)
-    return invalidArgumentError("'" + labelsPath +
-                                "' does not match its images");
-  data.images.resize(size_t(pixels));
-  for (int64_t i = 0; i < pixels; ++i)
-    data.images[size_t(i)] = float(img[size_t(16 + i)]) / 255.0f;
-  data.labels.assign(lab.begin() + 8, lab.end());
+  KILN_ASSIGN_OR_RETURN(rt::IdxDataset idx,
+                        rt::readIdxPair(imagesPath, labelsPath));
+  data.count = int64_t(idx.images.dims[0]);
+  data.rows = int64_t(idx.images.dims[1]);
+  data.cols = int64_t(idx.images.dims[2]);
+  data.images.resize(idx.images.data.size());
+  for (size_t i = 0; i < idx.images.data.size(); ++i)
+    data.images[i] = float(idx.images.data[i]) / 255.0f;
+  data.labels.assign(idx.labels.data.begin(), idx.labels.data.end());
   return Status::ok();
 }
 

@@ -25,8 +25,8 @@ struct IdxDataset {
   std::vector<int32_t> labels;
 };
 
-/// Reads an IDX image file (magic 0x803) and its label file (0x801);
-/// gzip-compressed files are read transparently.
+/// Reads an IDX image file and its label file (plain or gzip-compressed)
+/// with the runtime's IDX reader (kiln/rt/idx.h).
 Status loadIdx(const std::string &imagesPath, const std::string &labelsPath,
                IdxDataset &data);
 
