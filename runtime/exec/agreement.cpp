@@ -2,9 +2,9 @@
 
 #include "kiln/rt/exec/agreement.h"
 
-#include "json.h" // kiln_safetensors' minimal JSON reader (runtime/checkpoint)
 #include "kiln/rt/exec/variables.h"
 #include "kiln/rt/files.h"
+#include "kiln/rt/manifest_generated.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -252,38 +252,34 @@ std::string manifestPrecision(const Manifest &manifest) {
   return "fp32";
 }
 
-std::string manifestOptimizer(std::string_view manifestText) {
-  json::Value root;
-  std::string error;
-  const json::Value *entries = nullptr;
-  if (json::parse(manifestText, root, error))
-    entries = root.member("optimizer");
-  if (!entries || entries->kind != json::Value::Kind::Array)
+std::string manifestOptimizer(std::string_view manifestBytes) {
+  const fb::Manifest *root = verifyManifest(manifestBytes);
+  if (!root || !root->optimizer())
     return "not recorded (kilnc wrote no \"optimizer\" in the manifest)";
+  auto text = [](const flatbuffers::String *s) {
+    return s ? s->str() : std::string("?");
+  };
   std::vector<std::string> parts;
-  for (const json::Value &entry : entries->elements) {
-    const json::Value *update = entry.member("update");
-    const json::Value *count = entry.member("parameters");
-    const json::Value *attributes = entry.member("attributes");
+  for (const fb::OptimizerEntry *entry : *root->optimizer()) {
     std::vector<std::string> attrs;
-    if (attributes)
-      for (const auto &[name, value] : attributes->members) {
-        if (value.kind == json::Value::Kind::Bool)
-          attrs.push_back(value.boolean ? name : name + "=false");
-        else if (value.kind == json::Value::Kind::Number)
-          attrs.push_back(name + "=" + attributeNumber(value.text));
+    if (entry->attributes())
+      for (const fb::OptimizerAttribute *a : *entry->attributes()) {
+        std::string name = a->name()->str(), value = a->value()->str();
+        if (a->kind() == fb::AttributeKind::boolean)
+          attrs.push_back(value == "true" ? name : name + "=false");
+        else if (a->kind() == fb::AttributeKind::number)
+          attrs.push_back(name + "=" + attributeNumber(value));
         else
-          attrs.push_back(name + "=" + value.text);
+          attrs.push_back(name + "=" + value);
       }
-    parts.push_back(fmt::format(
-        "{}({}) x{}", update ? update->text : "?", fmt::join(attrs, " "),
-        count ? count->text : "?"));
+    parts.push_back(fmt::format("{}({}) x{}", text(entry->update()),
+                                fmt::join(attrs, " "), entry->parameters()));
   }
   return fmt::format("{}", fmt::join(parts, " + "));
 }
 
 RankFields describeModel(const Manifest &manifest,
-                         std::string_view manifestText) {
+                         std::string_view manifestBytes) {
   RankFields fields;
   auto add = [&](std::string name, std::string value, std::string shown = "",
                  bool backstop = false) {
@@ -294,7 +290,7 @@ RankFields describeModel(const Manifest &manifest,
   add("model ABI", std::to_string(manifest.abi));
   add("batch", std::to_string(manifest.batch));
   add("precision", manifestPrecision(manifest));
-  add("optimizer", manifestOptimizer(manifestText));
+  add("optimizer", manifestOptimizer(manifestBytes));
   add("schedule", compiledSchedule(manifest));
 
   std::string variables;
@@ -328,7 +324,7 @@ RankFields describeModel(const Manifest &manifest,
           : fmt::format("{} (digest {:08x})", counts.size(),
                         bucketsDigest >> 32),
       true);
-  uint64_t textDigest = fnv1a(manifestText);
+  uint64_t textDigest = fnv1a(manifestBytes);
   add("manifest", fmt::format("{:016x}", textDigest),
       fmt::format("digest {:016x}", textDigest), true);
   return fields;

@@ -1,12 +1,19 @@
-//===- manifest.cpp - Parsing and validating the model manifest -----------===//
+//===- manifest.cpp - Verifying and validating the model manifest ---------===//
+//
+// The manifest is a FlatBuffers buffer of kiln/rt/manifest.fbs: the
+// generated verifier checks its structure (offsets, sizes, required
+// members), the generated accessors read it, and the checks below are what
+// a schema cannot say.
 
 #include "kiln/rt/exec/manifest.h"
+#include "kiln/rt/manifest_generated.h"
 #include "kiln/rt/model.h"
 
-#include "json.h" // kiln_safetensors' minimal JSON reader (runtime/checkpoint)
+#include "json.h" // kiln_safetensors' JSON reader: program info schedules
+
+#include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <set>
@@ -161,187 +168,134 @@ Status inferConvOutputShape(const std::vector<int64_t> &input,
 
 namespace {
 
-using json::Value;
+namespace fbs = ::kiln::rt::fb;
 
-/// Walks the JSON tree and records the path of the current value so every
-/// message says where the problem is.
+/// A schedule entry as read from a manifest or a systolic program's info,
+/// before the checks both share (checkScheduleEntry).
+struct ScheduleEntry {
+  std::string kind, variable;
+  std::vector<std::string> slots;
+  std::vector<std::pair<std::string, double>> epochs;
+  std::optional<std::string> runLength;
+};
+
+Status error(const std::string &path, const std::string &what) {
+  return KILN_STATUS(kInvalidArgument,
+                     "manifest: " + (path.empty() ? "" : path + ": ") + what);
+}
+
+std::string join(const std::string &path, std::string_view key) {
+  return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+
+std::string index(const std::string &path, size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+std::string str(const flatbuffers::String *s) {
+  return s ? s->str() : std::string();
+}
+
+/// The checks of a schedule entry; fills `s` but for its variable's check.
+Status checkScheduleEntry(ScheduleEntry entry, const std::string &path,
+                          Schedule &s) {
+  s.kind = std::move(entry.kind);
+  s.variable = std::move(entry.variable);
+  std::set<std::string> seen;
+  for (size_t i = 0; i < entry.slots.size(); ++i) {
+    if (!seen.insert(entry.slots[i]).second)
+      return error(index(join(path, "slots"), i),
+                   "duplicate slot \"" + entry.slots[i] + "\"");
+    s.slots.push_back(entry.slots[i]);
+  }
+
+  // The slots the runtime fills in. A runtime that ignored them would train
+  // on their -1 placeholders, hence ABI 5 and strict checks.
+  auto fillable = [&](const std::string &slot,
+                      const std::string &where) -> Status {
+    if (!seen.count(slot)) {
+      std::string names;
+      for (const std::string &n : s.slots)
+        names += (names.empty() ? "" : ", ") + n;
+      return error(where, "\"" + slot + "\" is not a slot of the schedule (its "
+                          "slots: " + names + ")");
+    }
+    if (!isScheduleStepSlot(slot))
+      return error(where, "\"" + slot + "\" is not a step count (*_steps, "
+                          "boundary*); only those are filled in at run time");
+    return Status::ok();
+  };
+  std::string epath = join(path, "epochs");
+  for (const auto &[slot, e] : entry.epochs) {
+    std::string spath = join(epath, slot);
+    KILN_RETURN_IF_ERROR(fillable(slot, spath));
+    if (!std::isfinite(e))
+      return error(spath, fmt::format("number {} is not a finite double", e));
+    if (e < 0)
+      return error(spath, fmt::format("epochs must not be negative, got {}", e));
+    if (!s.epochs.emplace(slot, e).second)
+      return error(spath, "duplicate slot \"" + slot + "\"");
+  }
+  if (entry.runLength) {
+    std::string rpath = join(path, "run_length");
+    s.runLength = *entry.runLength;
+    KILN_RETURN_IF_ERROR(fillable(s.runLength, rpath));
+    if (s.epochs.count(s.runLength))
+      return error(rpath, "\"" + s.runLength +
+                              "\" is given in epochs too (schedule.epochs)");
+  }
+  return Status::ok();
+}
+
+/// Reads the verified buffer into a Manifest and checks what the schema
+/// cannot say; every message names the member's path as the JSON form of
+/// the manifest spells it ("calls[3].operands.filter.shape: ...").
 class Parser {
 public:
   explicit Parser(Manifest &m) : m(m) {}
 
-  Status parse(const Value &root);
-  /// The schedule entry without its variable (parseScheduleEntry).
-  static Status parseScheduleEntry(const Value &v, const std::string &path,
-                                   Schedule &s);
+  Status parse(const fbs::Manifest &root);
 
 private:
   Manifest &m;
 
-  static Status error(const std::string &path, const std::string &what) {
-    return KILN_STATUS(kInvalidArgument,
-                       "manifest: " + (path.empty() ? "" : path + ": ") + what);
-  }
-
-  static const char *kindName(Value::Kind k) {
-    switch (k) {
-    case Value::Kind::Null: return "null";
-    case Value::Kind::Bool: return "a boolean";
-    case Value::Kind::Number: return "a number";
-    case Value::Kind::String: return "a string";
-    case Value::Kind::Array: return "an array";
-    case Value::Kind::Object: return "an object";
+  static DType dtypeOf(fbs::DType d) {
+    switch (d) {
+    case fbs::DType::f32: return DType::F32;
+    case fbs::DType::bf16: return DType::BF16;
+    case fbs::DType::f64: return DType::F64;
+    case fbs::DType::i32: return DType::I32;
+    case fbs::DType::i64: return DType::I64;
     }
-    return "?";
-  }
-
-  static Status expectKind(const Value &v, Value::Kind kind,
-                           const std::string &path) {
-    if (v.kind != kind)
-      return error(path, std::string("expected ") + kindName(kind) +
-                             ", got " + kindName(v.kind));
-    return Status::ok();
-  }
-
-  static std::string join(const std::string &path, std::string_view key) {
-    return path.empty() ? std::string(key) : path + "." + std::string(key);
-  }
-
-  /// The member `key` of object `obj`; an error if it is absent.
-  static Status require(const Value &obj, std::string_view key,
-                        const std::string &path, const Value *&out) {
-    out = obj.member(key);
-    if (!out)
-      return error(path, "missing member \"" + std::string(key) + "\"");
-    return Status::ok();
-  }
-
-  static Status onlyKnownMembers(const Value &obj, const std::string &path,
-                                 std::initializer_list<std::string_view> keys) {
-    for (const auto &member : obj.members)
-      if (std::find(keys.begin(), keys.end(), member.first) == keys.end())
-        return error(path, "unknown member \"" + member.first + "\"");
-    return Status::ok();
-  }
-
-  static Status getInt(const Value &v, const std::string &path, int64_t &out) {
-    KILN_RETURN_IF_ERROR(expectKind(v, Value::Kind::Number, path));
-    const std::string &t = v.text;
-    if (t.empty() || t.find_first_of(".eE") != std::string::npos)
-      return error(path, "expected an integer, got " + t);
-    errno = 0;
-    char *end = nullptr;
-    long long value = std::strtoll(t.c_str(), &end, 10);
-    if (errno == ERANGE || *end != '\0')
-      return error(path, "integer " + t + " is out of range");
-    out = value;
-    return Status::ok();
-  }
-
-  static Status getDouble(const Value &v, const std::string &path,
-                          double &out) {
-    KILN_RETURN_IF_ERROR(expectKind(v, Value::Kind::Number, path));
-    char *end = nullptr;
-    out = std::strtod(v.text.c_str(), &end);
-    if (*end != '\0' || !std::isfinite(out))
-      return error(path, "number " + v.text + " is not a finite double");
-    return Status::ok();
-  }
-
-  static Status getString(const Value &v, const std::string &path,
-                          std::string &out) {
-    KILN_RETURN_IF_ERROR(expectKind(v, Value::Kind::String, path));
-    out = v.text;
-    return Status::ok();
-  }
-
-  static Status getBool(const Value &v, const std::string &path, bool &out) {
-    KILN_RETURN_IF_ERROR(expectKind(v, Value::Kind::Bool, path));
-    out = v.boolean;
-    return Status::ok();
-  }
-
-  static Status getIntArray(const Value &v, const std::string &path,
-                            std::vector<int64_t> &out) {
-    KILN_RETURN_IF_ERROR(expectKind(v, Value::Kind::Array, path));
-    out.clear();
-    for (size_t i = 0; i < v.elements.size(); ++i) {
-      int64_t x;
-      KILN_RETURN_IF_ERROR(
-          getInt(v.elements[i], path + "[" + std::to_string(i) + "]", x));
-      out.push_back(x);
-    }
-    return Status::ok();
-  }
-
-  template <size_t N>
-  static Status getFixedArray(const Value &v, const std::string &path,
-                              int64_t minValue, std::array<int64_t, N> &out) {
-    std::vector<int64_t> values;
-    KILN_RETURN_IF_ERROR(getIntArray(v, path, values));
-    if (values.size() != N)
-      return error(path, "expected " + std::to_string(N) + " integers, got " +
-                             std::to_string(values.size()));
-    for (size_t i = 0; i < N; ++i) {
-      if (values[i] < minValue)
-        return error(path, "value " + std::to_string(values[i]) +
-                               " is below " + std::to_string(minValue));
-      out[i] = values[i];
-    }
-    return Status::ok();
-  }
-
-  static Status parseDType(const Value &v, const std::string &path,
-                           DType &out) {
-    std::string s;
-    KILN_RETURN_IF_ERROR(getString(v, path, s));
-    static const std::pair<const char *, DType> kNames[] = {
-        {"f32", DType::F32}, {"bf16", DType::BF16}, {"f64", DType::F64},
-        {"i32", DType::I32}, {"i64", DType::I64}};
-    for (const auto &[name, dtype] : kNames)
-      if (s == name) {
-        out = dtype;
-        return Status::ok();
-      }
-    return error(path, "unknown dtype \"" + s +
-                           "\" (expected f32, bf16, f64, i32 or i64)");
+    return DType::F32;
   }
 
   /// A tensor slot "T"; checks that it lies inside the arena.
-  Status parseTensor(const Value &v, const std::string &path,
+  Status parseTensor(const fbs::Tensor &t, const std::string &path,
                      TensorRef &out) {
-    KILN_RETURN_IF_ERROR(expectKind(v, Value::Kind::Object, path));
-    KILN_RETURN_IF_ERROR(
-        onlyKnownMembers(v, path, {"offset", "shape", "dtype", "layout"}));
-    const Value *field;
-    KILN_RETURN_IF_ERROR(require(v, "offset", path, field));
-    KILN_RETURN_IF_ERROR(getInt(*field, join(path, "offset"), out.offset));
-    KILN_RETURN_IF_ERROR(require(v, "shape", path, field));
-    KILN_RETURN_IF_ERROR(getIntArray(*field, join(path, "shape"), out.shape));
+    if (!fbs::EnumNameDType(t.dtype())[0])
+      return error(join(path, "dtype"),
+                   "unknown dtype (expected f32, bf16, f64, i32 or i64)");
+    out.offset = t.offset();
+    out.shape.assign(t.shape()->begin(), t.shape()->end());
     for (int64_t d : out.shape)
       if (d < 0)
         return error(join(path, "shape"), "negative dimension in " +
                                               shapeString(out.shape));
-    KILN_RETURN_IF_ERROR(require(v, "dtype", path, field));
-    KILN_RETURN_IF_ERROR(parseDType(*field, join(path, "dtype"), out.dtype));
-    out.layout = Layout::None;
-    if (const Value *layout = v.member("layout")) {
-      std::string s;
-      KILN_RETURN_IF_ERROR(getString(*layout, join(path, "layout"), s));
-      if (s == "nhwc")
-        out.layout = Layout::Nhwc;
-      else if (s == "nchw")
-        out.layout = Layout::Nchw;
-      else if (s == "nChw16c")
-        out.layout = Layout::NChw16c;
-      else
-        return error(join(path, "layout"),
-                     "unknown layout \"" + s +
-                         "\" (expected nhwc, nchw or nChw16c)");
-      if (out.shape.size() != 4)
-        return error(join(path, "layout"),
-                     "a layout is only meaningful for a 4-D tensor, not " +
-                         shapeString(out.shape));
+    out.dtype = dtypeOf(t.dtype());
+    switch (t.layout()) {
+    case fbs::Layout::none: out.layout = Layout::None; break;
+    case fbs::Layout::nhwc: out.layout = Layout::Nhwc; break;
+    case fbs::Layout::nchw: out.layout = Layout::Nchw; break;
+    case fbs::Layout::nChw16c: out.layout = Layout::NChw16c; break;
+    default:
+      return error(join(path, "layout"),
+                   "unknown layout (expected nhwc, nchw or nChw16c)");
     }
+    if (out.layout != Layout::None && out.shape.size() != 4)
+      return error(join(path, "layout"),
+                   "a layout is only meaningful for a 4-D tensor, not " +
+                       shapeString(out.shape));
     if (out.offset < 0 ||
         out.offset % static_cast<int64_t>(dtypeSize(out.dtype)) != 0)
       return error(join(path, "offset"),
@@ -357,91 +311,77 @@ private:
     return Status::ok();
   }
 
-  Status parseTensorMap(const Value &v, const std::string &path,
-                        std::map<std::string, TensorRef> &out) {
-    KILN_RETURN_IF_ERROR(expectKind(v, Value::Kind::Object, path));
-    for (const auto &[name, value] : v.members)
+  Status parseTensorMap(
+      const flatbuffers::Vector<flatbuffers::Offset<fbs::NamedTensor>> &v,
+      const std::string &path, std::map<std::string, TensorRef> &out) {
+    for (const fbs::NamedTensor *named : v) {
+      std::string name = named->name()->str();
+      if (out.count(name))
+        return error(path, "duplicate member \"" + name + "\"");
       KILN_RETURN_IF_ERROR(
-          parseTensor(value, join(path, name), out[name]));
+          parseTensor(*named->tensor(), join(path, name), out[name]));
+    }
     return Status::ok();
   }
 
-  Status parseVariable(const Value &v, const std::string &path,
+  Status parseVariable(const fbs::Variable &v, const std::string &path,
                        Variable &out);
-  Status parseFunction(const Value &v, const std::string &path,
+  Status parseFunction(const fbs::Function &v, const std::string &path,
                        const std::string &name, Function &out);
-  Status parseCall(const Value &v, const std::string &path, Call &out);
+  Status parseCall(const fbs::Call &v, const std::string &path, Call &out);
   Status checkCallShapes(const Call &call, const std::string &path);
   /// The optional post-op operands of a forward convolution.
   Status checkPostOps(const Call &call, const std::string &path);
-  Status parseSchedule(const Value &v, const std::string &path);
+  Status parseSchedule(const fbs::Schedule &v, const std::string &path);
   /// Every copy's source: another variable, not a copy, of the same shape,
   /// f32 or bf16.
   Status checkCopies();
 };
 
-Status Parser::parseVariable(const Value &v, const std::string &path,
+Status Parser::parseVariable(const fbs::Variable &v, const std::string &path,
                              Variable &out) {
-  KILN_RETURN_IF_ERROR(expectKind(v, Value::Kind::Object, path));
-  const Value *field;
-  KILN_RETURN_IF_ERROR(require(v, "name", path, field));
-  KILN_RETURN_IF_ERROR(getString(*field, join(path, "name"), out.name));
+  out.name = v.name()->str();
   if (out.name.empty())
     return error(join(path, "name"), "empty variable name");
   std::string where = path + " (" + out.name + ")";
 
-  std::string kind;
-  KILN_RETURN_IF_ERROR(require(v, "kind", where, field));
-  KILN_RETURN_IF_ERROR(getString(*field, join(where, "kind"), kind));
-  if (kind == "parameter")
-    out.kind = VariableKind::Parameter;
-  else if (kind == "state")
-    out.kind = VariableKind::State;
-  else
-    return error(join(where, "kind"), "unknown variable kind \"" + kind +
-                                          "\" (expected parameter or state)");
+  switch (v.kind()) {
+  case fbs::VariableKind::parameter: out.kind = VariableKind::Parameter; break;
+  case fbs::VariableKind::state: out.kind = VariableKind::State; break;
+  default:
+    return error(join(where, "kind"),
+                 "unknown variable kind (expected parameter or state)");
+  }
 
-  // The variable's slot is a T without the "kind"/"name"/"init" members.
-  Value slot;
-  slot.kind = Value::Kind::Object;
-  for (const char *key : {"offset", "shape", "dtype", "layout"})
-    if (const Value *member = v.member(key))
-      slot.members.emplace_back(key, *member);
-  KILN_RETURN_IF_ERROR(parseTensor(slot, where, out.tensor));
+  KILN_RETURN_IF_ERROR(parseTensor(*v.tensor(), where, out.tensor));
   // Checkpoints store a variable as its logical, row-major tensor.
   if (out.tensor.layout != Layout::None)
     return error(join(where, "layout"),
                  "variables are stored row-major (HWIO filters); a layout "
                  "does not apply");
 
-  std::string init;
-  KILN_RETURN_IF_ERROR(require(v, "init", where, field));
-  KILN_RETURN_IF_ERROR(getString(*field, join(where, "init"), init));
-  static const std::pair<const char *, InitKind> kInits[] = {
-      {"zeros", InitKind::Zeros},        {"ones", InitKind::Ones},
-      {"constant", InitKind::Constant},  {"normal", InitKind::Normal},
-      {"he_normal", InitKind::HeNormal}, {"copy", InitKind::Copy}};
-  bool known = false;
-  for (const auto &[name, k] : kInits)
-    if (init == name) {
-      out.init = k;
-      known = true;
-    }
-  if (!known)
+  switch (v.init()) {
+  case fbs::InitKind::zeros: out.init = InitKind::Zeros; break;
+  case fbs::InitKind::ones: out.init = InitKind::Ones; break;
+  case fbs::InitKind::constant: out.init = InitKind::Constant; break;
+  case fbs::InitKind::normal: out.init = InitKind::Normal; break;
+  case fbs::InitKind::he_normal: out.init = InitKind::HeNormal; break;
+  case fbs::InitKind::copy: out.init = InitKind::Copy; break;
+  default:
     return error(join(where, "init"),
-                 "unknown initializer \"" + init +
-                     "\" (expected zeros, ones, constant, normal, he_normal "
-                     "or copy)");
+                 "unknown initializer (expected zeros, ones, constant, "
+                 "normal, he_normal or copy)");
+  }
   bool isFloat =
       out.tensor.dtype == DType::F32 || out.tensor.dtype == DType::BF16;
   // A copy's source is checked once every variable is known (checkCopies):
   // it may be declared after the copy.
-  if (const Value *of = v.member("of")) {
+  if (v.of()) {
     if (!out.isCopy())
       return error(join(where, "of"),
                    std::string("only init \"copy\" takes a source, not \"") +
                        initKindName(out.init) + "\"");
-    KILN_RETURN_IF_ERROR(getString(*of, join(where, "of"), out.source));
+    out.source = v.of()->str();
   } else if (out.isCopy()) {
     return error(where, "missing member \"of\" (the variable it copies)");
   }
@@ -466,8 +406,10 @@ Status Parser::parseVariable(const Value &v, const std::string &path,
                  "he_normal needs a rank >= 2 shape, not " +
                      shapeString(out.tensor.shape));
   if (out.init == InitKind::Normal) {
-    KILN_RETURN_IF_ERROR(require(v, "std", where, field));
-    KILN_RETURN_IF_ERROR(getDouble(*field, join(where, "std"), out.stddev));
+    out.stddev = v.std();
+    if (!std::isfinite(out.stddev))
+      return error(join(where, "std"),
+                   fmt::format("number {} is not a finite double", out.stddev));
     if (!(out.stddev > 0))
       return error(join(where, "std"), "the standard deviation must be > 0");
     // kiln-run reads the initializer's f32 attribute; round the same way so
@@ -475,20 +417,15 @@ Status Parser::parseVariable(const Value &v, const std::string &path,
     out.stddev = static_cast<double>(static_cast<float>(out.stddev));
   }
   if (out.init == InitKind::Constant) {
-    KILN_RETURN_IF_ERROR(require(v, "value", where, field));
     std::string vpath = join(where, "value");
-    if (field->kind == Value::Kind::Number) {
-      out.value.resize(1);
-      KILN_RETURN_IF_ERROR(getDouble(*field, vpath, out.value[0]));
-    } else {
-      KILN_RETURN_IF_ERROR(expectKind(*field, Value::Kind::Array, vpath));
-      for (size_t i = 0; i < field->elements.size(); ++i) {
-        double x;
-        KILN_RETURN_IF_ERROR(getDouble(field->elements[i],
-                                       vpath + "[" + std::to_string(i) + "]",
-                                       x));
-        out.value.push_back(x);
-      }
+    if (!v.value())
+      return error(where, "missing member \"value\"");
+    for (size_t i = 0; i < v.value()->size(); ++i) {
+      double x = v.value()->Get(static_cast<flatbuffers::uoffset_t>(i));
+      if (!std::isfinite(x))
+        return error(v.value()->size() == 1 ? vpath : index(vpath, i),
+                     fmt::format("number {} is not a finite double", x));
+      out.value.push_back(x);
     }
     auto n = static_cast<size_t>(out.tensor.numElements());
     if (out.value.size() != n && out.value.size() != 1)
@@ -499,55 +436,23 @@ Status Parser::parseVariable(const Value &v, const std::string &path,
   return Status::ok();
 }
 
-Status Parser::checkCopies() {
-  for (size_t i = 0; i < m.variables.size(); ++i) {
-    const Variable &copy = m.variables[i];
-    if (!copy.isCopy())
-      continue;
-    std::string path =
-        "variables[" + std::to_string(i) + "] (" + copy.name + ").of";
-    if (copy.source == copy.name)
-      return error(path, "a copy cannot be its own source");
-    const Variable *source = m.findVariable(copy.source);
-    if (!source)
-      return error(path, "no variable named \"" + copy.source + "\"");
-    if (source->isCopy())
-      return error(path, "\"" + copy.source +
-                             "\" is itself a copy; copy its source instead");
-    if (source->tensor.dtype != DType::F32 &&
-        source->tensor.dtype != DType::BF16)
-      return error(path, "the source \"" + copy.source +
-                             "\" must be f32 or bf16, not " +
-                             dtypeName(source->tensor.dtype));
-    if (source->tensor.shape != copy.tensor.shape)
-      return error(path, "the source \"" + copy.source + "\" is " +
-                             shapeString(source->tensor.shape) + ", the copy " +
-                             shapeString(copy.tensor.shape));
-  }
-  return Status::ok();
-}
-
-Status Parser::parseFunction(const Value &v, const std::string &path,
+Status Parser::parseFunction(const fbs::Function &v, const std::string &path,
                              const std::string &name, Function &out) {
-  KILN_RETURN_IF_ERROR(expectKind(v, Value::Kind::Object, path));
-  const Value *field;
-  KILN_RETURN_IF_ERROR(require(v, "symbol", path, field));
-  KILN_RETURN_IF_ERROR(getString(*field, join(path, "symbol"), out.symbol));
-  KILN_RETURN_IF_ERROR(require(v, "inputs", path, field));
-  KILN_RETURN_IF_ERROR(parseTensorMap(*field, join(path, "inputs"), out.inputs));
-  KILN_RETURN_IF_ERROR(require(v, "outputs", path, field));
+  out.symbol = v.symbol()->str();
   KILN_RETURN_IF_ERROR(
-      parseTensorMap(*field, join(path, "outputs"), out.outputs));
-  if (const Value *scratch = v.member("scratch")) {
-    KILN_RETURN_IF_ERROR(
-        getFixedArray(*scratch, join(path, "scratch"), 0, out.scratch));
-    if (out.scratch[0] > out.scratch[1] || out.scratch[1] > m.arenaBytes)
-      return error(join(path, "scratch"),
-                   "[" + std::to_string(out.scratch[0]) + ", " +
-                       std::to_string(out.scratch[1]) +
-                       ") is not a range inside the arena");
-  }
-
+      parseTensorMap(*v.inputs(), join(path, "inputs"), out.inputs));
+  KILN_RETURN_IF_ERROR(
+      parseTensorMap(*v.outputs(), join(path, "outputs"), out.outputs));
+  out.scratch = {v.scratch()->begin(), v.scratch()->end()};
+  for (int64_t bound : out.scratch)
+    if (bound < 0)
+      return error(join(path, "scratch"), "value " + std::to_string(bound) +
+                                              " is below 0");
+  if (out.scratch[0] > out.scratch[1] || out.scratch[1] > m.arenaBytes)
+    return error(join(path, "scratch"),
+                 "[" + std::to_string(out.scratch[0]) + ", " +
+                     std::to_string(out.scratch[1]) +
+                     ") is not a range inside the arena");
   // What the runtime writes and reads around a call (model-abi.md).
   bool train = name == "train";
   std::vector<std::string_view> inputs = {"images", "labels"};
@@ -609,73 +514,76 @@ Status Parser::parseFunction(const Value &v, const std::string &path,
   return Status::ok();
 }
 
-Status Parser::parseCall(const Value &v, const std::string &path, Call &out) {
-  KILN_RETURN_IF_ERROR(expectKind(v, Value::Kind::Object, path));
-  const Value *field;
-  std::string kind;
-  KILN_RETURN_IF_ERROR(require(v, "kind", path, field));
-  KILN_RETURN_IF_ERROR(getString(*field, join(path, "kind"), kind));
+Status Parser::parseCall(const fbs::Call &v, const std::string &path,
+                         Call &out) {
   std::vector<std::string_view> operands;
   std::vector<std::string_view> optionalOperands;
   bool isConv = true;
-  if (kind == "conv2d_forward") {
+  switch (v.kind()) {
+  case fbs::CallKind::conv2d_forward:
     out.kind = CallKind::Conv2dForward;
     operands = {"input", "filter", "output"};
     optionalOperands = {"bias", "residual", "statistics"};
-  } else if (kind == "conv2d_backward_data") {
+    break;
+  case fbs::CallKind::conv2d_backward_data:
     out.kind = CallKind::Conv2dBackwardData;
     operands = {"output_grad", "filter", "input_grad"};
-  } else if (kind == "conv2d_backward_filter") {
+    break;
+  case fbs::CallKind::conv2d_backward_filter:
     out.kind = CallKind::Conv2dBackwardFilter;
     operands = {"input", "output_grad", "filter_grad"};
-  } else if (kind == "matmul") {
+    break;
+  case fbs::CallKind::matmul:
     out.kind = CallKind::Matmul;
     operands = {"lhs", "rhs", "output"};
     isConv = false;
-  } else if (kind == "dense") {
+    break;
+  case fbs::CallKind::dense:
     out.kind = CallKind::Dense;
     operands = {"input", "weight", "output"};
     optionalOperands = {"bias"};
     isConv = false;
-  } else if (kind == "reorder") {
+    break;
+  case fbs::CallKind::reorder:
     out.kind = CallKind::Reorder;
     operands = {"input", "output"};
     isConv = false;
-  } else if (kind == "dense_backward_weights") {
+    break;
+  case fbs::CallKind::dense_backward_weights:
     out.kind = CallKind::DenseBackwardWeights;
     operands = {"input", "output_grad", "weight_grad", "bias_grad"};
     isConv = false;
-  } else {
+    break;
+  default:
     return error(join(path, "kind"),
-                 "unknown call kind \"" + kind +
-                     "\" (expected conv2d_forward, conv2d_backward_data, "
-                     "conv2d_backward_filter, matmul, dense, "
-                     "dense_backward_weights or reorder)");
+                 "unknown call kind (expected conv2d_forward, "
+                 "conv2d_backward_data, conv2d_backward_filter, matmul, "
+                 "dense, dense_backward_weights or reorder)");
   }
-  if (out.kind == CallKind::Conv2dForward)
-    KILN_RETURN_IF_ERROR(onlyKnownMembers(v, path,
-                                          {"kind", "function", "operands",
-                                           "strides", "padding", "dilations",
-                                           "relu"}));
-  else if (isConv)
-    KILN_RETURN_IF_ERROR(onlyKnownMembers(
-        v, path,
-        {"kind", "function", "operands", "strides", "padding", "dilations"}));
-  else if (out.kind == CallKind::Matmul)
-    KILN_RETURN_IF_ERROR(onlyKnownMembers(
-        v, path,
-        {"kind", "function", "operands", "transpose_lhs", "transpose_rhs"}));
-  else
-    KILN_RETURN_IF_ERROR(
-        onlyKnownMembers(v, path, {"kind", "function", "operands"}));
+  std::string kind = callKindName(out.kind);
+  // Attributes of another kind of call would silently mean nothing.
+  auto unknown = [&](const char *member) {
+    return error(path, "unknown member \"" + std::string(member) + "\"");
+  };
+  if (!isConv) {
+    if (v.strides())
+      return unknown("strides");
+    if (v.padding())
+      return unknown("padding");
+    if (v.dilations())
+      return unknown("dilations");
+  }
+  if (out.kind != CallKind::Conv2dForward && v.relu())
+    return unknown("relu");
+  if (out.kind != CallKind::Matmul && v.transpose_lhs())
+    return unknown("transpose_lhs");
+  if (out.kind != CallKind::Matmul && v.transpose_rhs())
+    return unknown("transpose_rhs");
 
-  if (const Value *function = v.member("function"))
-    KILN_RETURN_IF_ERROR(
-        getString(*function, join(path, "function"), out.function));
+  out.function = str(v.function());
 
-  KILN_RETURN_IF_ERROR(require(v, "operands", path, field));
   std::string opath = join(path, "operands");
-  KILN_RETURN_IF_ERROR(parseTensorMap(*field, opath, out.operands));
+  KILN_RETURN_IF_ERROR(parseTensorMap(*v.operands(), opath, out.operands));
   for (std::string_view name : operands)
     if (!out.hasOperand(name))
       return error(opath, "missing operand \"" + std::string(name) + "\"");
@@ -693,24 +601,33 @@ Status Parser::parseCall(const Value &v, const std::string &path, Call &out) {
   }
 
   if (isConv) {
-    KILN_RETURN_IF_ERROR(require(v, "strides", path, field));
-    KILN_RETURN_IF_ERROR(
-        getFixedArray(*field, join(path, "strides"), 1, out.strides));
-    KILN_RETURN_IF_ERROR(require(v, "padding", path, field));
-    KILN_RETURN_IF_ERROR(
-        getFixedArray(*field, join(path, "padding"), 0, out.padding));
-    if (const Value *dilations = v.member("dilations"))
-      KILN_RETURN_IF_ERROR(
-          getFixedArray(*dilations, join(path, "dilations"), 1, out.dilations));
+    auto atLeast = [&](const char *member, int64_t value,
+                       int64_t minValue) -> Status {
+      if (value < minValue)
+        return error(join(path, member), "value " + std::to_string(value) +
+                                             " is below " +
+                                             std::to_string(minValue));
+      return Status::ok();
+    };
+    if (!v.strides())
+      return error(path, "missing member \"strides\"");
+    out.strides = {v.strides()->h(), v.strides()->w()};
+    if (!v.padding())
+      return error(path, "missing member \"padding\"");
+    out.padding = {v.padding()->top(), v.padding()->bottom(),
+                   v.padding()->left(), v.padding()->right()};
+    if (v.dilations())
+      out.dilations = {v.dilations()->h(), v.dilations()->w()};
+    for (int64_t s : out.strides)
+      KILN_RETURN_IF_ERROR(atLeast("strides", s, 1));
+    for (int64_t p : out.padding)
+      KILN_RETURN_IF_ERROR(atLeast("padding", p, 0));
+    for (int64_t d : out.dilations)
+      KILN_RETURN_IF_ERROR(atLeast("dilations", d, 1));
   }
-  if (const Value *relu = v.member("relu"))
-    KILN_RETURN_IF_ERROR(getBool(*relu, join(path, "relu"), out.relu));
-  if (const Value *t = v.member("transpose_lhs"))
-    KILN_RETURN_IF_ERROR(getBool(*t, join(path, "transpose_lhs"),
-                                 out.transposeLhs));
-  if (const Value *t = v.member("transpose_rhs"))
-    KILN_RETURN_IF_ERROR(getBool(*t, join(path, "transpose_rhs"),
-                                 out.transposeRhs));
+  out.relu = v.relu();
+  out.transposeLhs = v.transpose_lhs();
+  out.transposeRhs = v.transpose_rhs();
   return checkCallShapes(out, path);
 }
 
@@ -855,69 +772,47 @@ Status Parser::checkCallShapes(const Call &call, const std::string &path) {
   return Status::ok();
 }
 
-Status Parser::parseScheduleEntry(const Value &v, const std::string &path,
-                                  Schedule &s) {
-  KILN_RETURN_IF_ERROR(expectKind(v, Value::Kind::Object, path));
-  const Value *field;
-  KILN_RETURN_IF_ERROR(require(v, "kind", path, field));
-  KILN_RETURN_IF_ERROR(getString(*field, join(path, "kind"), s.kind));
-  KILN_RETURN_IF_ERROR(require(v, "variable", path, field));
-  KILN_RETURN_IF_ERROR(getString(*field, join(path, "variable"), s.variable));
-  KILN_RETURN_IF_ERROR(require(v, "slots", path, field));
-  KILN_RETURN_IF_ERROR(expectKind(*field, Value::Kind::Array, join(path, "slots")));
-  std::set<std::string> seen;
-  for (size_t i = 0; i < field->elements.size(); ++i) {
-    std::string slot;
-    std::string spath = join(path, "slots") + "[" + std::to_string(i) + "]";
-    KILN_RETURN_IF_ERROR(getString(field->elements[i], spath, slot));
-    if (!seen.insert(slot).second)
-      return error(spath, "duplicate slot \"" + slot + "\"");
-    s.slots.push_back(slot);
-  }
-
-  // The slots the runtime fills in. A runtime that ignored them would train
-  // on their -1 placeholders, hence ABI 5 and strict checks.
-  auto fillable = [&](const std::string &slot,
-                      const std::string &where) -> Status {
-    if (!seen.count(slot)) {
-      std::string names;
-      for (const std::string &n : s.slots)
-        names += (names.empty() ? "" : ", ") + n;
-      return error(where, "\"" + slot + "\" is not a slot of the schedule (its "
-                          "slots: " + names + ")");
-    }
-    if (!isScheduleStepSlot(slot))
-      return error(where, "\"" + slot + "\" is not a step count (*_steps, "
-                          "boundary*); only those are filled in at run time");
-    return Status::ok();
-  };
-  if (const Value *epochs = v.member("epochs")) {
-    std::string epath = join(path, "epochs");
-    KILN_RETURN_IF_ERROR(expectKind(*epochs, Value::Kind::Object, epath));
-    for (const auto &[slot, value] : epochs->members) {
-      std::string spath = join(epath, slot);
-      KILN_RETURN_IF_ERROR(fillable(slot, spath));
-      double e;
-      KILN_RETURN_IF_ERROR(getDouble(value, spath, e));
-      if (e < 0)
-        return error(spath, "epochs must not be negative, got " + value.text);
-      s.epochs[slot] = e; // the reader refuses duplicate keys
-    }
-  }
-  if (const Value *runLength = v.member("run_length")) {
-    std::string rpath = join(path, "run_length");
-    KILN_RETURN_IF_ERROR(getString(*runLength, rpath, s.runLength));
-    KILN_RETURN_IF_ERROR(fillable(s.runLength, rpath));
-    if (s.epochs.count(s.runLength))
-      return error(rpath, "\"" + s.runLength +
-                              "\" is given in epochs too (schedule.epochs)");
+Status Parser::checkCopies() {
+  for (size_t i = 0; i < m.variables.size(); ++i) {
+    const Variable &copy = m.variables[i];
+    if (!copy.isCopy())
+      continue;
+    std::string path =
+        "variables[" + std::to_string(i) + "] (" + copy.name + ").of";
+    if (copy.source == copy.name)
+      return error(path, "a copy cannot be its own source");
+    const Variable *source = m.findVariable(copy.source);
+    if (!source)
+      return error(path, "no variable named \"" + copy.source + "\"");
+    if (source->isCopy())
+      return error(path, "\"" + copy.source +
+                             "\" is itself a copy; copy its source instead");
+    if (source->tensor.dtype != DType::F32 &&
+        source->tensor.dtype != DType::BF16)
+      return error(path, "the source \"" + copy.source +
+                             "\" must be f32 or bf16, not " +
+                             dtypeName(source->tensor.dtype));
+    if (source->tensor.shape != copy.tensor.shape)
+      return error(path, "the source \"" + copy.source + "\" is " +
+                             shapeString(source->tensor.shape) + ", the copy " +
+                             shapeString(copy.tensor.shape));
   }
   return Status::ok();
 }
 
-Status Parser::parseSchedule(const Value &v, const std::string &path) {
+Status Parser::parseSchedule(const fbs::Schedule &v, const std::string &path) {
+  ScheduleEntry entry;
+  entry.kind = v.kind()->str();
+  entry.variable = v.variable()->str();
+  for (const flatbuffers::String *slot : *v.slots())
+    entry.slots.push_back(slot->str());
+  if (v.epochs())
+    for (const fbs::SlotEpochs *e : *v.epochs())
+      entry.epochs.emplace_back(e->slot()->str(), e->epochs());
+  if (v.run_length())
+    entry.runLength = v.run_length()->str();
   Schedule s;
-  KILN_RETURN_IF_ERROR(parseScheduleEntry(v, path, s));
+  KILN_RETURN_IF_ERROR(checkScheduleEntry(std::move(entry), path, s));
   const Variable *var = m.findVariable(s.variable);
   if (!var)
     return error(join(path, "variable"),
@@ -933,36 +828,30 @@ Status Parser::parseSchedule(const Value &v, const std::string &path) {
   return Status::ok();
 }
 
-Status Parser::parse(const Value &root) {
-  KILN_RETURN_IF_ERROR(expectKind(root, Value::Kind::Object, ""));
-  const Value *field;
-  KILN_RETURN_IF_ERROR(require(root, "abi", "", field));
-  KILN_RETURN_IF_ERROR(getInt(*field, "abi", m.abi));
+Status Parser::parse(const fbs::Manifest &root) {
+  m.abi = root.abi();
   if (m.abi != KILN_RT_MODEL_ABI_VERSION)
     return error("abi", "the model was compiled for model ABI " +
                             std::to_string(m.abi) +
                             ", but this runtime implements ABI " +
                             std::to_string(KILN_RT_MODEL_ABI_VERSION) +
                             "; rebuild it with a matching kilnc");
-  KILN_RETURN_IF_ERROR(require(root, "model", "", field));
-  KILN_RETURN_IF_ERROR(getString(*field, "model", m.model));
-  KILN_RETURN_IF_ERROR(require(root, "batch", "", field));
-  KILN_RETURN_IF_ERROR(getInt(*field, "batch", m.batch));
+  m.model = root.model()->str();
+  m.batch = root.batch();
   if (m.batch <= 0)
     return error("batch", "must be positive");
-  KILN_RETURN_IF_ERROR(require(root, "arena_bytes", "", field));
-  KILN_RETURN_IF_ERROR(getInt(*field, "arena_bytes", m.arenaBytes));
+  m.arenaBytes = root.arena_bytes();
   if (m.arenaBytes <= 0)
     return error("arena_bytes", "must be positive");
 
   // Variables: named, inside the persistent region, not overlapping.
-  KILN_RETURN_IF_ERROR(require(root, "variables", "", field));
-  KILN_RETURN_IF_ERROR(expectKind(*field, Value::Kind::Array, "variables"));
   std::set<std::string> names;
-  for (size_t i = 0; i < field->elements.size(); ++i) {
+  for (size_t i = 0; i < root.variables()->size(); ++i) {
     Variable var;
-    std::string path = "variables[" + std::to_string(i) + "]";
-    KILN_RETURN_IF_ERROR(parseVariable(field->elements[i], path, var));
+    std::string path = index("variables", i);
+    KILN_RETURN_IF_ERROR(parseVariable(
+        *root.variables()->Get(static_cast<flatbuffers::uoffset_t>(i)), path,
+        var));
     if (!names.insert(var.name).second)
       return error(path, "duplicate variable name \"" + var.name + "\"");
     m.persistentBytes =
@@ -970,16 +859,14 @@ Status Parser::parse(const Value &root) {
     m.variables.push_back(std::move(var));
   }
   KILN_RETURN_IF_ERROR(checkCopies());
-  if (const Value *persistent = root.member("persistent_bytes")) {
-    int64_t declared;
-    KILN_RETURN_IF_ERROR(getInt(*persistent, "persistent_bytes", declared));
-    if (declared < m.persistentBytes || declared > m.arenaBytes)
+  if (flatbuffers::Optional<int64_t> declared = root.persistent_bytes()) {
+    if (*declared < m.persistentBytes || *declared > m.arenaBytes)
       return error("persistent_bytes",
-                   std::to_string(declared) +
+                   std::to_string(*declared) +
                        " does not cover the variables (which end at " +
                        std::to_string(m.persistentBytes) +
                        ") or exceeds arena_bytes");
-    m.persistentBytes = declared;
+    m.persistentBytes = *declared;
   }
   std::vector<const Variable *> byOffset;
   for (const Variable &v : m.variables)
@@ -996,16 +883,17 @@ Status Parser::parse(const Value &root) {
                                     "\" overlap in the arena");
   }
 
-  if (const Value *schedule = root.member("schedule"))
-    KILN_RETURN_IF_ERROR(parseSchedule(*schedule, "schedule"));
+  if (root.schedule())
+    KILN_RETURN_IF_ERROR(parseSchedule(*root.schedule(), "schedule"));
 
-  KILN_RETURN_IF_ERROR(require(root, "functions", "", field));
-  KILN_RETURN_IF_ERROR(expectKind(*field, Value::Kind::Object, "functions"));
-  for (const auto &[name, value] : field->members) {
+  for (const fbs::Function *f : *root.functions()) {
+    std::string name = f->name()->str();
     if (name != "train" && name != "eval")
       continue; // informational extras (a future "predict")
-    KILN_RETURN_IF_ERROR(parseFunction(value, "functions." + name, name,
-                                       m.functions[name]));
+    if (m.functions.count(name))
+      return error("functions", "duplicate function \"" + name + "\"");
+    KILN_RETURN_IF_ERROR(
+        parseFunction(*f, "functions." + name, name, m.functions[name]));
   }
   if (!m.findFunction("train"))
     return error("functions", "missing the \"train\" function");
@@ -1016,46 +904,80 @@ Status Parser::parse(const Value &root) {
                        " differs from the manifest's batch " +
                        std::to_string(m.batch));
 
-  if (const Value *calls = root.member("calls")) {
-    KILN_RETURN_IF_ERROR(expectKind(*calls, Value::Kind::Array, "calls"));
-    for (size_t i = 0; i < calls->elements.size(); ++i) {
-      Call call;
-      KILN_RETURN_IF_ERROR(parseCall(calls->elements[i],
-                                     "calls[" + std::to_string(i) + "]", call));
-      m.calls.push_back(std::move(call));
-    }
+  for (size_t i = 0; i < root.calls()->size(); ++i) {
+    Call call;
+    KILN_RETURN_IF_ERROR(parseCall(
+        *root.calls()->Get(static_cast<flatbuffers::uoffset_t>(i)),
+        index("calls", i), call));
+    m.calls.push_back(std::move(call));
   }
 
-  if (const Value *buckets = root.member("buckets")) {
-    KILN_RETURN_IF_ERROR(expectKind(*buckets, Value::Kind::Array, "buckets"));
-    for (size_t i = 0; i < buckets->elements.size(); ++i) {
-      std::string path = "buckets[" + std::to_string(i) + "]";
-      const Value &b = buckets->elements[i];
-      KILN_RETURN_IF_ERROR(expectKind(b, Value::Kind::Object, path));
-      Bucket bucket;
-      int64_t id;
-      KILN_RETURN_IF_ERROR(require(b, "id", path, field));
-      KILN_RETURN_IF_ERROR(getInt(*field, join(path, "id"), id));
-      // Generated code passes the id; keeping id == index makes it an index.
-      if (id != static_cast<int64_t>(i))
-        return error(join(path, "id"), "bucket ids must be 0, 1, ... in "
-                                       "order; got " + std::to_string(id));
-      bucket.id = static_cast<int32_t>(id);
-      KILN_RETURN_IF_ERROR(require(b, "tensors", path, field));
-      KILN_RETURN_IF_ERROR(
-          expectKind(*field, Value::Kind::Array, join(path, "tensors")));
-      for (size_t j = 0; j < field->elements.size(); ++j) {
-        TensorRef t;
-        std::string tpath = join(path, "tensors") + "[" + std::to_string(j) + "]";
-        KILN_RETURN_IF_ERROR(parseTensor(field->elements[j], tpath, t));
-        if (t.dtype != DType::F32 && t.dtype != DType::BF16 &&
-            t.dtype != DType::F64)
-          return error(tpath, std::string("gradients are f32, bf16 or f64, "
-                                          "not ") + dtypeName(t.dtype));
-        bucket.tensors.push_back(std::move(t));
-      }
-      m.buckets.push_back(std::move(bucket));
+  for (size_t i = 0; i < root.buckets()->size(); ++i) {
+    std::string path = index("buckets", i);
+    const fbs::Bucket &b =
+        *root.buckets()->Get(static_cast<flatbuffers::uoffset_t>(i));
+    Bucket bucket;
+    // Generated code passes the id; keeping id == index makes it an index.
+    if (b.id() != static_cast<int64_t>(i))
+      return error(join(path, "id"), "bucket ids must be 0, 1, ... in "
+                                     "order; got " + std::to_string(b.id()));
+    bucket.id = b.id();
+    for (size_t j = 0; j < b.tensors()->size(); ++j) {
+      TensorRef t;
+      std::string tpath = index(join(path, "tensors"), j);
+      KILN_RETURN_IF_ERROR(parseTensor(
+          *b.tensors()->Get(static_cast<flatbuffers::uoffset_t>(j)), tpath,
+          t));
+      if (t.dtype != DType::F32 && t.dtype != DType::BF16 &&
+          t.dtype != DType::F64)
+        return error(tpath, std::string("gradients are f32, bf16 or f64, "
+                                        "not ") + dtypeName(t.dtype));
+      bucket.tensors.push_back(std::move(t));
     }
+    m.buckets.push_back(std::move(bucket));
+  }
+  return Status::ok();
+}
+
+/// A systolic program info's schedule entry (JSON), read into the entry the
+/// manifest's checks take.
+Status readScheduleJson(const json::Value &v, const std::string &path,
+                        ScheduleEntry &out) {
+  using Kind = json::Value::Kind;
+  auto string = [&](const json::Value *field, const std::string &where,
+                    std::string &s) -> Status {
+    if (!field || field->kind != Kind::String)
+      return error(where, "expected a string");
+    s = field->text;
+    return Status::ok();
+  };
+  if (v.kind != Kind::Object)
+    return error(path, "expected an object");
+  KILN_RETURN_IF_ERROR(string(v.member("kind"), join(path, "kind"), out.kind));
+  KILN_RETURN_IF_ERROR(
+      string(v.member("variable"), join(path, "variable"), out.variable));
+  const json::Value *slots = v.member("slots");
+  if (!slots || slots->kind != Kind::Array)
+    return error(join(path, "slots"), "expected an array");
+  for (size_t i = 0; i < slots->elements.size(); ++i) {
+    out.slots.emplace_back();
+    KILN_RETURN_IF_ERROR(string(&slots->elements[i],
+                                index(join(path, "slots"), i),
+                                out.slots.back()));
+  }
+  if (const json::Value *epochs = v.member("epochs")) {
+    if (epochs->kind != Kind::Object)
+      return error(join(path, "epochs"), "expected an object");
+    for (const auto &[slot, value] : epochs->members) {
+      if (value.kind != Kind::Number)
+        return error(join(join(path, "epochs"), slot), "expected a number");
+      out.epochs.emplace_back(slot, std::strtod(value.text.c_str(), nullptr));
+    }
+  }
+  if (const json::Value *runLength = v.member("run_length")) {
+    out.runLength.emplace();
+    KILN_RETURN_IF_ERROR(
+        string(runLength, join(path, "run_length"), *out.runLength));
   }
   return Status::ok();
 }
@@ -1071,24 +993,30 @@ bool isScheduleStepSlot(std::string_view slot) {
 
 Status parseScheduleEntry(const json::Value &entry, const std::string &path,
                           Schedule &out) {
-  return Parser::parseScheduleEntry(entry, path, out);
+  ScheduleEntry read;
+  KILN_RETURN_IF_ERROR(readScheduleJson(entry, path, read));
+  return checkScheduleEntry(std::move(read), path, out);
 }
 
-StatusOr<Manifest> parseManifest(std::string_view text) {
-  json::Value root;
-  std::string error;
-  if (!json::parse(text, root, error)) {
-    // The reader was written for safetensors headers; say what we parsed.
-    const std::string suffix = " of the header";
-    if (error.size() >= suffix.size() &&
-        error.compare(error.size() - suffix.size(), suffix.size(), suffix) == 0)
-      error.replace(error.size() - suffix.size(), suffix.size(),
-                    " of the manifest");
-    return KILN_STATUS(kInvalidArgument, "manifest: malformed JSON: " + error);
-  }
+const fb::Manifest *verifyManifest(std::string_view bytes) {
+  auto *data = reinterpret_cast<const uint8_t *>(bytes.data());
+  flatbuffers::Verifier verifier(data, bytes.size());
+  return fb::VerifyManifestBuffer(verifier) ? fb::GetManifest(data) : nullptr;
+}
+
+StatusOr<Manifest> parseManifest(std::string_view bytes) {
+  // The schema's own checks first: offsets, sizes, required members, the
+  // identifier; everything after reads through in-bounds accessors.
+  const fb::Manifest *root = verifyManifest(bytes);
+  if (!root)
+    return KILN_STATUS(kInvalidArgument,
+                       "manifest: not a valid manifest buffer (" +
+                           std::to_string(bytes.size()) +
+                           " bytes that FlatBuffers' verifier of "
+                           "kiln/rt/manifest.fbs rejects)");
   Manifest manifest;
   Parser parser(manifest);
-  KILN_RETURN_IF_ERROR(parser.parse(root));
+  KILN_RETURN_IF_ERROR(parser.parse(*root));
   return manifest;
 }
 

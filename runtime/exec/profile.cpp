@@ -2,7 +2,7 @@
 
 #include "kiln/rt/exec/profile.h"
 
-#include "json.h" // kiln_safetensors' minimal JSON reader (runtime/checkpoint)
+#include "kiln/rt/manifest_generated.h"
 
 #include <fmt/format.h>
 
@@ -18,30 +18,20 @@ namespace {
 
 const char *const kTrain = "train";
 
-std::string memberText(const json::Value &object, std::string_view key) {
-  const json::Value *member = object.member(key);
-  return member && member->kind == json::Value::Kind::String ? member->text
-                                                             : "?";
-}
+std::string text(const flatbuffers::String *s) { return s ? s->str() : "?"; }
 
-/// The entries of array `key` of `root` as sources; null entries (library
-/// calls no step makes with a constant id) stay "?".
-StatusOr<std::vector<SourceSite>> readSources(const json::Value &root,
-                                              std::string_view key) {
+/// The manifest's `sites` or `call_sites` as sources; entries without
+/// members (library calls no step makes with a constant id) stay "?".
+std::vector<SourceSite>
+readSources(const flatbuffers::Vector<flatbuffers::Offset<fb::Site>> *sites) {
   std::vector<SourceSite> sources;
-  const json::Value *array = root.member(key);
-  if (!array)
+  if (!sites)
     return sources;
-  if (array->kind != json::Value::Kind::Array)
-    return KILN_STATUS(kInvalidArgument,
-                       fmt::format("manifest: {}: expected an array", key));
-  for (const json::Value &entry : array->elements) {
+  for (const fb::Site *site : *sites) {
     SourceSite source;
-    if (entry.kind == json::Value::Kind::Object) {
-      source.op = memberText(entry, "op");
-      source.loc = memberText(entry, "loc");
-      source.function = memberText(entry, "function");
-    }
+    source.op = text(site->op());
+    source.loc = text(site->loc());
+    source.function = text(site->function());
     sources.push_back(std::move(source));
   }
   return sources;
@@ -213,15 +203,14 @@ std::string summaryLine(const Totals &totals, const StepTimes &times) {
 } // namespace
 
 StatusOr<std::unique_ptr<SiteProfile>>
-SiteProfile::create(std::string_view manifestJson) {
-  json::Value root;
-  std::string error;
-  if (!json::parse(manifestJson, root, error))
+SiteProfile::create(std::string_view manifestBytes) {
+  const fb::Manifest *root = verifyManifest(manifestBytes);
+  if (!root)
     return KILN_STATUS(kInvalidArgument,
-                       "manifest: malformed JSON (" + error + ")");
+                       "manifest: not a valid manifest buffer");
   auto profile = std::make_unique<SiteProfile>();
-  KILN_ASSIGN_OR_RETURN(profile->sites, readSources(root, "sites"));
-  KILN_ASSIGN_OR_RETURN(profile->callSites, readSources(root, "call_sites"));
+  profile->sites = readSources(root->sites());
+  profile->callSites = readSources(root->call_sites());
   profile->counters.resize(profile->sites.size());
   return profile;
 }

@@ -80,6 +80,8 @@ private:
   Comm &comm;
 
   Manifest manifest;
+  /// The bytes of kiln_model_manifest() (the object keeps them).
+  std::string_view manifestData;
   std::unique_ptr<Arena> arena;
   std::unique_ptr<Kernels> kernels;
   /// --profile: time per call site of generated code, and in the step,
@@ -126,12 +128,15 @@ Status Trainer::load() {
   if (!model.manifest || !model.train)
     return KILN_STATUS(kInternal, "the model provides no manifest or train "
                                   "step");
-  KILN_ASSIGN_OR_RETURN(manifest, parseManifest(model.manifest()));
+  size_t size = 0;
+  const uint8_t *data = model.manifest(&size);
+  manifestData = manifestBytes(data, size);
+  KILN_ASSIGN_OR_RETURN(manifest, parseManifest(manifestData));
   return Status::ok();
 }
 
 RankFields Trainer::rankFields() const {
-  RankFields fields = describeModel(manifest, model.manifest());
+  RankFields fields = describeModel(manifest, manifestData);
   // Before the backstops: the CPU the code was generated for.
   std::string target = "x86";
   if (model.target) {
@@ -192,7 +197,7 @@ Status Trainer::setup() {
   context.kernels = kernels.get();
   context.comm = &comm;
   if (options.profile) {
-    KILN_ASSIGN_OR_RETURN(sites, SiteProfile::create(model.manifest()));
+    KILN_ASSIGN_OR_RETURN(sites, SiteProfile::create(manifestData));
     context.sites = sites.get();
   }
   arenaRef = arena->ref();

@@ -2,6 +2,8 @@
 
 #include "compiler/Target/X86/X86Target.h"
 
+#include "compiler/Target/X86/ManifestBuffer.h"
+
 #include "passes/Conversion/KilnToLinalg/KilnToLinalg.h"
 #include "passes/Passes.h"
 
@@ -97,19 +99,32 @@ std::unique_ptr<llvm::Module> translateToLLVMIR(ModuleOp module,
   for (llvm::Function &fn : *llvmModule)
     if (fn.getName().starts_with("kiln_kernel_"))
       fn.addFnAttr(llvm::Attribute::NoInline);
-  // The manifest, as a NUL-terminated string behind an accessor.
-  std::string manifest;
-  if (auto attr = module->getAttrOfType<StringAttr>(kManifestAttr))
-    manifest = attr.getValue().str();
-  auto *data = llvm::ConstantDataArray::getString(context, manifest, true);
+  // The manifest, as the FlatBuffers buffer of its schema behind an accessor
+  // that also gives its size (model.h).
+  std::vector<uint8_t> manifest;
+  if (auto attr = module->getAttrOfType<StringAttr>(kManifestAttr)) {
+    llvm::Expected<std::vector<uint8_t>> bytes =
+        buildManifestBuffer(attr.getValue());
+    if (!bytes) {
+      module.emitError("kiln.manifest does not have the schema's shape: ")
+          << llvm::toString(bytes.takeError());
+      return nullptr;
+    }
+    manifest = std::move(*bytes);
+  }
+  auto *data = llvm::ConstantDataArray::get(context, manifest);
   auto *global = new llvm::GlobalVariable(
       *llvmModule, data->getType(), /*isConstant=*/true,
       llvm::GlobalValue::PrivateLinkage, data, "kiln_model_manifest_data");
-  auto *fnType = llvm::FunctionType::get(llvm::PointerType::get(context, 0),
+  // FlatBuffers reads scalars in place: align as the largest (8 bytes).
+  global->setAlignment(llvm::Align(8));
+  auto *ptrType = llvm::PointerType::get(context, 0);
+  auto *fnType = llvm::FunctionType::get(ptrType, {ptrType},
                                          /*isVarArg=*/false);
   auto *fn = llvm::Function::Create(fnType, llvm::GlobalValue::ExternalLinkage,
                                     KILN_RT_MODEL_MANIFEST_SYMBOL, *llvmModule);
   llvm::IRBuilder<> builder(llvm::BasicBlock::Create(context, "entry", fn));
+  builder.CreateStore(builder.getInt64(manifest.size()), fn->getArg(0));
   builder.CreateRet(global);
   return llvmModule;
 }

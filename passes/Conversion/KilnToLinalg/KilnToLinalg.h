@@ -7,7 +7,10 @@
 
 namespace kiln {
 
-/// The module attribute holding the manifest (JSON, docs/model-abi.md).
+/// The module attribute holding the manifest: the readable JSON form of
+/// runtime/include/kiln/rt/manifest.fbs, kept as text so that the IR shows it
+/// as people read it; Target/X86 builds the object's FlatBuffers buffer from
+/// it (ManifestBuffer.h, docs/model-abi.md).
 inline constexpr llvm::StringLiteral kManifestAttr = "kiln.manifest";
 
 /// Lowers `@train_step` and `@eval_step` (static shapes) into

@@ -8,6 +8,7 @@
 #include "kiln/rt/exec/agreement.h"
 
 #include "exec_test_util.h"
+#include "manifest_test_util.h"
 #include "kiln/rt/exec/run_loop.h"
 #include "kiln/rt/model.h"
 
@@ -20,6 +21,11 @@
 
 namespace kiln::rt::exec {
 namespace {
+
+using test::pack;
+using test::testManifest;
+using test::unpackTestManifest;
+namespace fb = ::kiln::rt::fb;
 
 RunOptions parse(std::initializer_list<const char *> args) {
   std::vector<char *> argv = {const_cast<char *>("train")};
@@ -218,9 +224,9 @@ TEST(AgreementTest, AtMostThreeFieldsInFull) {
 // The hand-written model of test_model.cpp: fp32 with SGD, its manifest
 // records no optimizer (as one kilnc wrote before it did).
 TEST(AgreementTest, ModelFields) {
-  StatusOr<Manifest> manifest = parseManifest(kiln_model_manifest());
+  StatusOr<Manifest> manifest = parseManifest(testManifest());
   ASSERT_TRUE(manifest.isOk()) << manifest.status().toString();
-  RankFields fields = describeModel(*manifest, kiln_model_manifest());
+  RankFields fields = describeModel(*manifest, testManifest());
   std::vector<std::string> names;
   for (const RankField &f : fields)
     names.push_back(f.name + (f.backstop ? " (backstop)" : ""));
@@ -241,18 +247,34 @@ TEST(AgreementTest, ModelFields) {
   // Another batch in an otherwise identical manifest.
   Manifest other = *manifest;
   other.batch = 4;
-  EXPECT_EQ(disagreement(describeModel(other, kiln_model_manifest()), fields),
+  EXPECT_EQ(disagreement(describeModel(other, testManifest()), fields),
             "rank 1 of 2 differs from rank 0: batch 4 (rank 0: 8)");
 }
 
 TEST(AgreementTest, OptimizerAsKilncRecordsIt) {
-  EXPECT_EQ(manifestOptimizer(
-                R"({"optimizer": [{"update": "lars_update", "parameters": 4,
-                    "attributes": {"epsilon": 0.0, "eta": 0.0010000000474974513,
-                    "momentum": 0.89999997615814209,
-                    "weight_decay": 9.9999997473787516e-05}},
-                   {"update": "lars_update", "parameters": 2, "attributes":
-                    {"eta": 0.0010000000474974513, "skip_adaptation": true}}]})"),
+  // As kilnc records it: attributes in name order, printed as JSON numbers.
+  fb::ManifestT m = unpackTestManifest();
+  auto entry = [&](int64_t parameters,
+                   std::vector<std::array<const char *, 2>> attributes) {
+    auto e = std::make_unique<fb::OptimizerEntryT>();
+    e->update = "lars_update";
+    e->parameters = parameters;
+    for (const auto &[name, value] : attributes) {
+      auto a = std::make_unique<fb::OptimizerAttributeT>();
+      a->name = name;
+      a->value = value;
+      a->kind = std::string(value) == "true" ? fb::AttributeKind::boolean
+                                             : fb::AttributeKind::number;
+      e->attributes.push_back(std::move(a));
+    }
+    m.optimizer.push_back(std::move(e));
+  };
+  entry(4, {{"epsilon", "0"},
+            {"eta", "0.0010000000474974513"},
+            {"momentum", "0.89999997615814209"},
+            {"weight_decay", "9.9999997473787516e-05"}});
+  entry(2, {{"eta", "0.0010000000474974513"}, {"skip_adaptation", "true"}});
+  EXPECT_EQ(manifestOptimizer(pack(m)),
             "lars_update(epsilon=0 eta=0.001 momentum=0.9 weight_decay=0.0001) "
             "x4 + lars_update(eta=0.001 skip_adaptation) x2");
 }

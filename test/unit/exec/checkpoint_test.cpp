@@ -1,6 +1,7 @@
 //===- checkpoint_test.cpp - Checkpoint files: round trip, pruning, damage ===//
 
 #include "exec_test_util.h"
+#include "manifest_test_util.h"
 
 #include "kiln/rt/exec/checkpoint.h"
 #include "kiln/rt/exec/variables.h"
@@ -47,7 +48,7 @@ CheckpointInfo info(int64_t step) {
 class CheckpointTest : public ::testing::Test {
 protected:
   void SetUp() override {
-    auto m = parseManifest(kiln_model_manifest());
+    auto m = parseManifest(testManifest());
     ASSERT_TRUE(m.isOk()) << m.status().toString();
     manifest = std::move(*m);
     arena.assign(static_cast<size_t>(manifest.arenaBytes), 0);
@@ -240,7 +241,7 @@ TEST_F(CheckpointTest, NoCheckpointIsNotAnError) {
 }
 
 TEST(VariablesTest, InitializersMatchTheReference) {
-  auto m = parseManifest(kiln_model_manifest());
+  auto m = parseManifest(testManifest());
   ASSERT_TRUE(m.isOk());
   std::vector<uint8_t> arena(static_cast<size_t>(m->arenaBytes), 0xab);
   ASSERT_TRUE(initializeVariables(*m, arena.data(), 17).isOk());

@@ -1,27 +1,39 @@
 //===- profile_test.cpp - Call sites of generated code (--profile) --------===//
 
 #include "exec_test_util.h"
+#include "manifest_test_util.h"
 
 #include "kiln/rt/exec/profile.h"
 
 namespace kiln::rt::exec::test {
 namespace {
 
+std::unique_ptr<fb::SiteT> site(const char *op, const char *loc,
+                                const char *function = "") {
+  auto s = std::make_unique<fb::SiteT>();
+  s->op = op;
+  s->loc = loc;
+  s->function = function;
+  s->kernel = "kiln_kernel_0";
+  s->parallel = true;
+  return s;
+}
+
 // Three sites: two loops of one batch norm (one line of the model) and a
 // ReLU, plus an eval site that the train-step tables leave out.
-const char *const kSites = R"({
-  "sites": [
-    {"op": "kiln.batch_norm_train", "loc": "m.mlir:12", "function": "train",
-     "kernel": "kiln_kernel_0", "parallel": true},
-    {"op": "kiln.batch_norm_train", "loc": "m.mlir:12", "function": "train",
-     "kernel": "kiln_kernel_1", "parallel": false},
-    {"op": "kiln.relu", "loc": "m.mlir:13", "function": "train",
-     "kernel": "kiln_kernel_0", "parallel": true},
-    {"op": "kiln.relu", "loc": "m.mlir:13", "function": "eval",
-     "kernel": "kiln_kernel_0", "parallel": true}
-  ],
-  "call_sites": [{"op": "kiln.conv2d", "loc": "m.mlir:11"}, null]
-})";
+const std::string kSites = [] {
+  fb::ManifestT m = unpackTestManifest();
+  m.sites.push_back(site("kiln.batch_norm_train", "m.mlir:12", "train"));
+  m.sites.push_back(site("kiln.batch_norm_train", "m.mlir:12", "train"));
+  m.sites.back()->kernel = "kiln_kernel_1";
+  m.sites.back()->parallel = false;
+  m.sites.push_back(site("kiln.relu", "m.mlir:13", "train"));
+  m.sites.push_back(site("kiln.relu", "m.mlir:13", "eval"));
+  m.call_sites.push_back(site("kiln.conv2d", "m.mlir:11"));
+  // A call no step makes with a constant id: no members.
+  m.call_sites.push_back(std::make_unique<fb::SiteT>());
+  return pack(m);
+}();
 
 TEST(ProfileTest, ReadsTheSiteTables) {
   auto profile = SiteProfile::create(kSites);
@@ -31,13 +43,13 @@ TEST(ProfileTest, ReadsTheSiteTables) {
   EXPECT_EQ((*profile)->site(2).loc, "m.mlir:13");
   EXPECT_EQ((*profile)->site(3).function, "eval");
   EXPECT_EQ((*profile)->callSite(0).op, "kiln.conv2d");
-  // No source for a null entry or an id past the table.
+  // No source for an entry without members or an id past the table.
   EXPECT_EQ((*profile)->callSite(1).loc, "?");
   EXPECT_EQ((*profile)->callSite(7).op, "?");
 }
 
 TEST(ProfileTest, AManifestWithoutSitesGivesAnEmptyTable) {
-  auto profile = SiteProfile::create(R"({"abi": 4})");
+  auto profile = SiteProfile::create(testManifest());
   ASSERT_TRUE(profile.isOk()) << profile.status().toString();
   EXPECT_EQ((*profile)->numSites(), 0u);
 }
@@ -67,10 +79,10 @@ TEST(ProfileDeathTest, AnUnknownSiteIsACompilerBug) {
   EXPECT_DEATH((*profile)->record(4, 1.0), "site 4, but the manifest has 4");
 }
 
-TEST(ProfileTest, RejectsSitesThatAreNotAnArray) {
+TEST(ProfileTest, RejectsWhatIsNotAManifest) {
   auto profile = SiteProfile::create(R"({"sites": {}})");
   ASSERT_FALSE(profile.isOk());
-  EXPECT_NE(profile.status().message().find("sites: expected an array"),
+  EXPECT_NE(profile.status().message().find("not a valid manifest buffer"),
             std::string::npos);
 }
 

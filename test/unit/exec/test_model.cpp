@@ -28,8 +28,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/rt/manifest_generated.h"
 #include "kiln/rt/model.h"
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -129,113 +131,186 @@ const Layout &layout() {
   return l;
 }
 
-std::string tensor(const Slot &s, bool activation = false) {
-  std::string shape = "[";
-  for (size_t i = 0; i < s.shape.size(); ++i)
-    shape += (i ? "," : "") + std::to_string(s.shape[i]);
-  shape += "]";
-  return "{\"offset\": " + std::to_string(s.offset) + ", \"shape\": " + shape +
-         ", \"dtype\": \"" + s.dtype + "\"" +
-         (activation ? ", \"layout\": \"nhwc\"" : "") + "}";
+namespace fb = kiln::rt::fb;
+
+std::unique_ptr<fb::TensorT> tensor(const Slot &s, bool activation = false) {
+  auto t = std::make_unique<fb::TensorT>();
+  t->offset = s.offset;
+  t->shape = s.shape;
+  const char *const *names = fb::EnumNamesDType();
+  for (fb::DType d : fb::EnumValuesDType())
+    if (std::strcmp(names[int(d)], s.dtype) == 0)
+      t->dtype = d;
+  if (activation)
+    t->layout = fb::Layout::nhwc;
+  return t;
 }
 
-std::string variable(const char *name, const char *kind, const Slot &s,
-                     const std::string &init) {
-  std::string t = tensor(s);
-  t.pop_back(); // reopen the object to add the variable's members
-  return t + ", \"name\": \"" + name + "\", \"kind\": \"" + kind +
-         "\", \"init\": " + init + "}";
+std::unique_ptr<fb::NamedTensorT> named(const char *name,
+                                        std::unique_ptr<fb::TensorT> t) {
+  auto n = std::make_unique<fb::NamedTensorT>();
+  n->name = name;
+  n->tensor = std::move(t);
+  return n;
 }
 
-std::string buildManifest() {
+std::unique_ptr<fb::VariableT> variable(const char *name,
+                                        fb::VariableKind kind, const Slot &s,
+                                        fb::InitKind init) {
+  auto v = std::make_unique<fb::VariableT>();
+  v->name = name;
+  v->kind = kind;
+  v->tensor = tensor(s);
+  v->init = init;
+  return v;
+}
+
+/// The manifest as kilnc writes it (its JSON form in model-abi.md), built
+/// with the schema's object API.
+std::vector<uint8_t> buildManifest() {
   const Layout &l = layout();
-  auto conv = [](const char *kind, const char *fn, const std::string &a,
-                 const std::string &b, const std::string &c,
-                 const char *names[3], const char *attrs) {
-    return std::string("{\"kind\": \"") + kind + "\", \"function\": \"" + fn +
-           "\", \"operands\": {\"" + names[0] + "\": " + a + ", \"" +
-           names[1] + "\": " + b + ", \"" + names[2] + "\": " + c + "}, " +
-           attrs + "}";
+  fb::ManifestT m;
+  using Names = std::array<const char *, 3>;
+  auto call = [](fb::CallKind kind, const char *fn, Names names,
+                 std::unique_ptr<fb::TensorT> a, std::unique_ptr<fb::TensorT> b,
+                 std::unique_ptr<fb::TensorT> c) {
+    auto t = std::make_unique<fb::CallT>();
+    t->kind = kind;
+    t->function = fn;
+    t->operands.push_back(named(names[0], std::move(a)));
+    t->operands.push_back(named(names[1], std::move(b)));
+    t->operands.push_back(named(names[2], std::move(c)));
+    return t;
   };
-  const char *fwd[3] = {"input", "filter", "output"};
-  const char *bwdData[3] = {"output_grad", "filter", "input_grad"};
-  const char *bwdFilter[3] = {"input", "output_grad", "filter_grad"};
-  const char *same1 =
-      "\"strides\": [1,1], \"padding\": [1,1,1,1], \"dilations\": [1,1]";
-  const char *same2 = "\"strides\": [2,2], \"padding\": [0,1,0,1]";
+  auto conv = [&](fb::CallKind kind, const char *fn, Names names,
+                  std::unique_ptr<fb::TensorT> a, std::unique_ptr<fb::TensorT> b,
+                  std::unique_ptr<fb::TensorT> c, int stride) {
+    auto t = call(kind, fn, names, std::move(a), std::move(b), std::move(c));
+    t->strides = std::make_unique<fb::Pair>(stride, stride);
+    if (stride == 1) {
+      t->padding = std::make_unique<fb::Padding>(1, 1, 1, 1);
+      t->dilations = std::make_unique<fb::Pair>(1, 1);
+    } else {
+      t->padding = std::make_unique<fb::Padding>(0, 1, 0, 1);
+    }
+    return t;
+  };
+  const Names fwd = {"input", "filter", "output"};
+  const Names bwdData = {"output_grad", "filter", "input_grad"};
+  const Names bwdFilter = {"input", "output_grad", "filter_grad"};
   auto dense = [&](const char *fn) {
-    return std::string("{\"kind\": \"dense\", \"function\": \"") + fn +
-           "\", \"operands\": {\"input\": " + tensor(l.pooled) +
-           ", \"weight\": " + tensor(l.fcW) + ", \"bias\": " + tensor(l.fcB) +
-           ", \"output\": " + tensor(l.logits) + "}}";
+    auto t = call(fb::CallKind::dense, fn, {"input", "weight", "output"},
+                  tensor(l.pooled), tensor(l.fcW), tensor(l.logits));
+    t->operands.insert(t->operands.begin() + 2, named("bias", tensor(l.fcB)));
+    return t;
   };
-  std::string calls = "[\n" +
-      // 0-2: train forward
-      conv("conv2d_forward", "train", tensor(l.images, true), tensor(l.w1),
-           tensor(l.a1, true), fwd, same1) + ",\n" +
-      conv("conv2d_forward", "train", tensor(l.a1, true), tensor(l.w2),
-           tensor(l.a2, true), fwd, same2) + ",\n" +
-      dense("train") + ",\n" +
-      // 3-4: dense backward as matmuls
-      "{\"kind\": \"matmul\", \"function\": \"train\", \"operands\": "
-      "{\"lhs\": " + tensor(l.pooled) + ", \"rhs\": " + tensor(l.dlogits) +
-      ", \"output\": " + tensor(l.fcWGrad) + "}, \"transpose_lhs\": true},\n" +
-      "{\"kind\": \"matmul\", \"function\": \"train\", \"operands\": "
-      "{\"lhs\": " + tensor(l.dlogits) + ", \"rhs\": " + tensor(l.fcW) +
-      ", \"output\": " + tensor(l.dpooled) + "}, \"transpose_rhs\": true},\n" +
-      // 5-7: convolution backward
-      conv("conv2d_backward_filter", "train", tensor(l.a1, true),
-           tensor(l.da2, true), tensor(l.w2Grad), bwdFilter, same2) + ",\n" +
-      conv("conv2d_backward_data", "train", tensor(l.da2, true), tensor(l.w2),
-           tensor(l.da1, true), bwdData, same2) + ",\n" +
-      conv("conv2d_backward_filter", "train", tensor(l.images, true),
-           tensor(l.da1, true), tensor(l.w1Grad), bwdFilter, same1) + ",\n" +
-      // 8-10: eval forward
-      conv("conv2d_forward", "eval", tensor(l.evalImages, true), tensor(l.w1),
-           tensor(l.a1, true), fwd, same1) + ",\n" +
-      conv("conv2d_forward", "eval", tensor(l.a1, true), tensor(l.w2),
-           tensor(l.a2, true), fwd, same2) + ",\n" +
-      dense("eval") + "\n]";
+  using K = fb::CallKind;
+  // 0-2: train forward
+  m.calls.push_back(conv(K::conv2d_forward, "train", fwd,
+                         tensor(l.images, true), tensor(l.w1),
+                         tensor(l.a1, true), 1));
+  m.calls.push_back(conv(K::conv2d_forward, "train", fwd, tensor(l.a1, true),
+                         tensor(l.w2), tensor(l.a2, true), 2));
+  m.calls.push_back(dense("train"));
+  // 3-4: dense backward as matmuls
+  m.calls.push_back(call(K::matmul, "train", {"lhs", "rhs", "output"},
+                         tensor(l.pooled), tensor(l.dlogits),
+                         tensor(l.fcWGrad)));
+  m.calls.back()->transpose_lhs = true;
+  m.calls.push_back(call(K::matmul, "train", {"lhs", "rhs", "output"},
+                         tensor(l.dlogits), tensor(l.fcW),
+                         tensor(l.dpooled)));
+  m.calls.back()->transpose_rhs = true;
+  // 5-7: convolution backward
+  m.calls.push_back(conv(K::conv2d_backward_filter, "train", bwdFilter,
+                         tensor(l.a1, true), tensor(l.da2, true),
+                         tensor(l.w2Grad), 2));
+  m.calls.push_back(conv(K::conv2d_backward_data, "train", bwdData,
+                         tensor(l.da2, true), tensor(l.w2),
+                         tensor(l.da1, true), 2));
+  m.calls.push_back(conv(K::conv2d_backward_filter, "train", bwdFilter,
+                         tensor(l.images, true), tensor(l.da1, true),
+                         tensor(l.w1Grad), 1));
+  // 8-10: eval forward
+  m.calls.push_back(conv(K::conv2d_forward, "eval", fwd,
+                         tensor(l.evalImages, true), tensor(l.w1),
+                         tensor(l.a1, true), 1));
+  m.calls.push_back(conv(K::conv2d_forward, "eval", fwd, tensor(l.a1, true),
+                         tensor(l.w2), tensor(l.a2, true), 2));
+  m.calls.push_back(dense("eval"));
 
-  std::string variables = "[\n" +
-      variable("conv1.weight", "parameter", l.w1, "\"he_normal\"") + ",\n" +
-      variable("conv2.weight", "parameter", l.w2, "\"he_normal\"") + ",\n" +
-      variable("fc.weight", "parameter", l.fcW, "\"normal\", \"std\": 0.1") +
-      ",\n" + variable("fc.bias", "parameter", l.fcB, "\"zeros\"") + ",\n" +
-      variable("bn.running_mean", "state", l.runningMean, "\"zeros\"") + ",\n" +
-      variable("conv1.weight.momentum", "state", l.w1Mom, "\"zeros\"") + ",\n" +
-      variable("conv2.weight.momentum", "state", l.w2Mom, "\"zeros\"") + ",\n" +
-      variable("fc.weight.momentum", "state", l.fcWMom, "\"zeros\"") + ",\n" +
-      variable("fc.bias.momentum", "state", l.fcBMom, "\"zeros\"") + ",\n" +
-      variable("kiln.lr_schedule", "state", l.schedule,
-               "\"constant\", \"value\": [0.1, 0.0, 0.0, 1000.0, 0.0]") +
-      "\n]";
+  using V = fb::VariableKind;
+  using I = fb::InitKind;
+  m.variables.push_back(variable("conv1.weight", V::parameter, l.w1,
+                                 I::he_normal));
+  m.variables.push_back(variable("conv2.weight", V::parameter, l.w2,
+                                 I::he_normal));
+  m.variables.push_back(variable("fc.weight", V::parameter, l.fcW, I::normal));
+  m.variables.back()->std = 0.1;
+  m.variables.push_back(variable("fc.bias", V::parameter, l.fcB, I::zeros));
+  m.variables.push_back(
+      variable("bn.running_mean", V::state, l.runningMean, I::zeros));
+  m.variables.push_back(
+      variable("conv1.weight.momentum", V::state, l.w1Mom, I::zeros));
+  m.variables.push_back(
+      variable("conv2.weight.momentum", V::state, l.w2Mom, I::zeros));
+  m.variables.push_back(
+      variable("fc.weight.momentum", V::state, l.fcWMom, I::zeros));
+  m.variables.push_back(
+      variable("fc.bias.momentum", V::state, l.fcBMom, I::zeros));
+  m.variables.push_back(
+      variable("kiln.lr_schedule", V::state, l.schedule, I::constant));
+  m.variables.back()->value = {0.1, 0.0, 0.0, 1000.0, 0.0};
 
-  return "{\n\"abi\": " + std::to_string(KILN_RT_MODEL_ABI_VERSION) +
-         ",\n\"model\": \"exec_test_model\",\n\"batch\": " +
-         std::to_string(kBatch) + ",\n\"arena_bytes\": " +
-         std::to_string(l.arena) + ",\n\"persistent_bytes\": " +
-         std::to_string(l.persistent) + ",\n\"variables\": " + variables +
-         ",\n\"schedule\": {\"kind\": \"cosine_decay\", \"variable\": "
-         "\"kiln.lr_schedule\", \"slots\": [\"base_lr\", \"warmup_init_lr\", "
-         "\"warmup_steps\", \"total_steps\", \"end_lr\"]},\n"
-         "\"functions\": {\n"
-         "\"train\": {\"symbol\": \"kiln_model_train_step\", \"inputs\": "
-         "{\"images\": " + tensor(l.images, true) + ", \"labels\": " +
-         tensor(l.labels) + ", \"step\": " + tensor(l.step) +
-         "}, \"outputs\": {\"loss\": " + tensor(l.loss) + ", \"logits\": " +
-         tensor(l.logits) + ", \"learning_rate\": " + tensor(l.lr) +
-         "}, \"scratch\": [" + std::to_string(l.scratchBegin) + ", " +
-         std::to_string(l.scratchEnd) + "]},\n"
-         "\"eval\": {\"symbol\": \"kiln_model_eval_step\", \"inputs\": "
-         "{\"images\": " + tensor(l.evalImages, true) + ", \"labels\": " +
-         tensor(l.evalLabels) + "}, \"outputs\": {\"loss\": " +
-         tensor(l.evalLoss) + ", \"logits\": " + tensor(l.logits) +
-         "}, \"scratch\": [" + std::to_string(l.scratchBegin) + ", " +
-         std::to_string(l.scratchEnd) + "]}\n},\n\"calls\": " + calls +
-         ",\n\"buckets\": [\n{\"id\": 0, \"tensors\": [" + tensor(l.fcWGrad) +
-         ", " + tensor(l.fcBGrad) + "]},\n{\"id\": 1, \"tensors\": [" +
-         tensor(l.w2Grad) + ", " + tensor(l.w1Grad) + "]}\n]\n}\n";
+  m.abi = KILN_RT_MODEL_ABI_VERSION;
+  m.model = "exec_test_model";
+  m.batch = kBatch;
+  m.arena_bytes = l.arena;
+  m.persistent_bytes = l.persistent;
+  m.schedule = std::make_unique<fb::ScheduleT>();
+  m.schedule->kind = "cosine_decay";
+  m.schedule->variable = "kiln.lr_schedule";
+  m.schedule->slots = {"base_lr", "warmup_init_lr", "warmup_steps",
+                       "total_steps", "end_lr"};
+
+  auto function = [&](const char *name, const char *symbol) {
+    auto f = std::make_unique<fb::FunctionT>();
+    f->name = name;
+    f->symbol = symbol;
+    f->scratch = std::make_unique<fb::Range>(l.scratchBegin, l.scratchEnd);
+    return f;
+  };
+  auto train = function("train", KILN_RT_MODEL_STEP_PREFIX
+                        "train" KILN_RT_MODEL_STEP_SUFFIX);
+  train->inputs.push_back(named("images", tensor(l.images, true)));
+  train->inputs.push_back(named("labels", tensor(l.labels)));
+  train->inputs.push_back(named("step", tensor(l.step)));
+  train->outputs.push_back(named("learning_rate", tensor(l.lr)));
+  train->outputs.push_back(named("logits", tensor(l.logits)));
+  train->outputs.push_back(named("loss", tensor(l.loss)));
+  auto eval = function("eval", KILN_RT_MODEL_STEP_PREFIX
+                       "eval" KILN_RT_MODEL_STEP_SUFFIX);
+  eval->inputs.push_back(named("images", tensor(l.evalImages, true)));
+  eval->inputs.push_back(named("labels", tensor(l.evalLabels)));
+  eval->outputs.push_back(named("logits", tensor(l.logits)));
+  eval->outputs.push_back(named("loss", tensor(l.evalLoss)));
+  m.functions.push_back(std::move(eval));
+  m.functions.push_back(std::move(train));
+
+  auto bucket = [&](int32_t id, const Slot &a, const Slot &b) {
+    auto t = std::make_unique<fb::BucketT>();
+    t->id = id;
+    t->tensors.push_back(tensor(a));
+    t->tensors.push_back(tensor(b));
+    return t;
+  };
+  m.buckets.push_back(bucket(0, l.fcWGrad, l.fcBGrad));
+  m.buckets.push_back(bucket(1, l.w2Grad, l.w1Grad));
+
+  flatbuffers::FlatBufferBuilder builder;
+  fb::FinishManifestBuffer(builder, fb::Manifest::Pack(builder, &m));
+  return {builder.GetBufferPointer(),
+          builder.GetBufferPointer() + builder.GetSize()};
 }
 
 template <typename T> T *at(kiln_rt_arena_ref_t *arena, const Slot &s) {
@@ -311,11 +386,12 @@ int64_t envInt(const char *name) {
 
 } // namespace
 
-extern "C" const char *kiln_model_manifest(void) {
+extern "C" const uint8_t *kiln_model_manifest(size_t *size) {
   if (int64_t ms = envInt("KILN_TEST_MODEL_MANIFEST_MS"); ms > 0)
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-  static const std::string manifest = buildManifest();
-  return manifest.c_str();
+  static const std::vector<uint8_t> manifest = buildManifest();
+  *size = manifest.size();
+  return manifest.data();
 }
 
 extern "C" void _mlir_ciface_kiln_model_train_step(kiln_rt_context_t *ctx,

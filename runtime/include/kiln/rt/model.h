@@ -21,6 +21,7 @@
 #ifndef KILN_RT_MODEL_H
 #define KILN_RT_MODEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -62,9 +63,11 @@ typedef struct kiln_rt_arena_ref_s {
  * Provided by the compiled model
  *===------------------------------------------------------------------===*/
 
-/* The manifest: NUL-terminated JSON describing the arena, the variables, the
- * functions, the library calls and the allreduce buckets (model-abi.md). */
-const char *kiln_model_manifest(void);
+/* The manifest: the arena, the variables, the functions, the library calls
+ * and the allreduce buckets (model-abi.md), as a FlatBuffers buffer of the
+ * schema kiln/rt/manifest.fbs (root Manifest, identifier "KMAN"), 8-byte
+ * aligned; its size in bytes is stored to *size. */
+const uint8_t *kiln_model_manifest(size_t *size);
 
 /* The CPU the code was generated for: NUL-terminated JSON
  * {"cpu": "<LLVM CPU name>", "features": ["avx2", "avx512f", ...]}, the

@@ -55,9 +55,9 @@ RankFields describeRunFlags(const RunOptions &options);
 
 /// The model as the manifest describes it: name, ABI, batch, precision,
 /// optimizer and compiled schedule, then the variables, allreduce buckets
-/// and the manifest text as backstops.
+/// and the manifest's bytes as backstops.
 RankFields describeModel(const Manifest &manifest,
-                         std::string_view manifestText);
+                         std::string_view manifestBytes);
 
 /// "fp32" or "bf16": bf16 if any library call or train input is bf16.
 std::string manifestPrecision(const Manifest &manifest);
@@ -65,7 +65,7 @@ std::string manifestPrecision(const Manifest &manifest);
 /// The manifest's "optimizer" entry (kilnc records the update of every
 /// parameter): "sgd_update(momentum=0.9 weight_decay=0) x3 + ...", or a
 /// note that the manifest does not record it.
-std::string manifestOptimizer(std::string_view manifestText);
+std::string manifestOptimizer(std::string_view manifestBytes);
 
 /// FNV-1a of `bytes`, continuing from `hash`.
 uint64_t fnv1a(std::string_view bytes, uint64_t hash = 0xcbf29ce484222325ULL);

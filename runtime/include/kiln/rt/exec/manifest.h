@@ -1,20 +1,20 @@
 //===- manifest.h - The compiled model's manifest, parsed -------*- C++ -*-===//
 //
-// The manifest (docs/model-abi.md) is the JSON a compiled model returns from
-// kiln_model_manifest(): arena size, variables, the step functions' input and
-// output slots, the library calls and the allreduce buckets. parseManifest()
-// turns it into these structs and checks everything the runtime relies on
-// before it touches the arena: every tensor lies inside the arena, variables
-// lie in the persistent region, a copy variable mirrors another variable of
-// its shape, shapes of library calls agree (the output of a convolution is
-// what its input, filter, strides and padding give), dtypes and layouts are
-// ones the runtime knows. Errors name the JSON path
+// The manifest (docs/model-abi.md) is the FlatBuffers buffer of
+// kiln/rt/manifest.fbs a compiled model returns from kiln_model_manifest():
+// arena size, variables, the step functions' input and output slots, the
+// library calls and the allreduce buckets. parseManifest() verifies it with
+// the schema's generated verifier, reads it into these structs and checks
+// everything else the runtime relies on before it touches the arena: every
+// tensor lies inside the arena, variables lie in the persistent region, a
+// copy variable mirrors another variable of its shape, shapes of library
+// calls agree (the output of a convolution is what its input, filter,
+// strides and padding give), dtypes and layouts are ones the runtime knows.
+// Errors name the member's path as the manifest's JSON form spells it
 // ("calls[3].operands.filter.shape: ...").
 //
-// Unknown members are ignored at the top level and in variables, functions
-// and buckets (a newer compiler may add informational fields), but not in a
-// call or a tensor, where a misspelt attribute would silently change the
-// numbers.
+// A call's attributes that its kind does not take (a matmul's strides) are
+// errors, where a misplaced attribute would silently change the numbers.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RT_EXEC_MANIFEST_H
@@ -34,6 +34,10 @@
 namespace kiln::rt::json {
 struct Value; // kiln_safetensors' JSON reader (runtime/checkpoint)
 } // namespace kiln::rt::json
+
+namespace kiln::rt::fb {
+struct Manifest; // kiln/rt/manifest_generated.h
+} // namespace kiln::rt::fb
 
 namespace kiln::rt::exec {
 
@@ -176,8 +180,17 @@ struct Manifest {
   const Function *findFunction(std::string_view name) const;
 };
 
-/// Parses and validates `json`.
-StatusOr<Manifest> parseManifest(std::string_view json);
+/// The bytes kiln_model_manifest() returns.
+inline std::string_view manifestBytes(const uint8_t *data, size_t size) {
+  return {reinterpret_cast<const char *>(data), size};
+}
+
+/// The root of `bytes` if FlatBuffers' verifier of the schema accepts them,
+/// else null. Only structure: parseManifest also checks the meaning.
+const fb::Manifest *verifyManifest(std::string_view bytes);
+
+/// Verifies, parses and validates the manifest buffer `bytes`.
+StatusOr<Manifest> parseManifest(std::string_view bytes);
 
 /// Parses and validates a manifest's `schedule` entry (also the systolic
 /// program info's), all but its variable; messages start with `path`.

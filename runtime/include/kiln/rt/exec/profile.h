@@ -43,10 +43,10 @@ struct SourceSite {
 /// The time spent at each call site of generated code.
 class SiteProfile {
 public:
-  /// Reads "sites" and "call_sites" from the manifest's JSON; a manifest
+  /// Reads "sites" and "call_sites" from the manifest buffer; a manifest
   /// without them (a hand-written model) gives an empty table.
   static StatusOr<std::unique_ptr<SiteProfile>>
-  create(std::string_view manifestJson);
+  create(std::string_view manifestBytes);
 
   /// Adds one call of `site` that took `seconds`. A site the manifest does
   /// not list is a compiler bug: prints it and aborts.

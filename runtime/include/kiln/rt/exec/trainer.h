@@ -25,7 +25,7 @@ using StepFunction = void (*)(kiln_rt_context_t *, kiln_rt_arena_ref_t *);
 
 /// What the compiled object file provides (model.h).
 struct ModelEntryPoints {
-  const char *(*manifest)(void) = nullptr;
+  const uint8_t *(*manifest)(size_t *size) = nullptr;
   /// kiln_model_target, if the object has it (checked before anything runs).
   const char *(*target)(void) = nullptr;
   StepFunction train = nullptr;
