@@ -4,7 +4,7 @@
 
 #include "kiln/rt/cpu_features.h"
 
-#include "json.h"
+#include "kiln/base/json.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -9,7 +9,7 @@
 #include "kiln/rt/manifest_generated.h"
 #include "kiln/rt/model.h"
 
-#include "json.h" // kiln_safetensors' JSON reader: program info schedules
+#include "kiln/base/json.h"
 
 #include <fmt/format.h>
 

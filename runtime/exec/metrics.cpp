@@ -2,6 +2,7 @@
 
 #include "kiln/rt/exec/metrics.h"
 
+#include "kiln/base/json.h"
 #include "kiln/rt/files.h"
 
 #include <fmt/format.h>
@@ -27,16 +28,7 @@ JsonField JsonField::integer(std::string key, long long v) {
 }
 
 JsonField JsonField::text(std::string key, const std::string &v) {
-  std::string quoted = "\"";
-  for (char c : v) {
-    if (c == '"' || c == '\\')
-      quoted += '\\', quoted += c;
-    else if (static_cast<unsigned char>(c) < 0x20)
-      quoted += fmt::format("\\u{:04x}", c);
-    else
-      quoted += c;
-  }
-  return {std::move(key), quoted + "\""};
+  return {std::move(key), json::quote(v)};
 }
 
 MetricsLog::~MetricsLog() {

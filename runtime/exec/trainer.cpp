@@ -2,7 +2,7 @@
 
 #include "kiln/rt/exec/trainer.h"
 
-#include "json.h" // kiln_safetensors' minimal JSON reader (runtime/checkpoint)
+#include "kiln/base/json.h"
 #include "kiln/rt/exec/agreement.h"
 #include "kiln/rt/exec/arena.h"
 #include "kiln/rt/exec/comm.h"

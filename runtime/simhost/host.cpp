@@ -14,7 +14,7 @@
 
 #include "kiln/rt/simhost/host.h"
 
-#include "json.h" // kiln_safetensors' minimal JSON reader (runtime/checkpoint)
+#include "kiln/base/json.h"
 #include "kiln/ref/bf16.h"
 #include "kiln/rt/exec/agreement.h"
 #include "kiln/rt/exec/comm.h"

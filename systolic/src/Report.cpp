@@ -2,6 +2,8 @@
 
 #include "kiln/sim/Report.h"
 
+#include "kiln/base/json.h"
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -30,23 +32,6 @@ double utilization(const GroupStats &g, uint32_t cells) {
   return g.mxuBusy ? double(g.macs) / (double(g.mxuBusy) * cells) : 0.0;
 }
 
-std::string jsonString(const std::string &s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 std::string num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.6g", v);
@@ -54,8 +39,8 @@ std::string num(double v) {
 }
 
 void groupJson(std::ostringstream &os, const GroupStats &g, uint32_t cells) {
-  os << "{\"kind\": " << jsonString(g.kind)
-     << ", \"layer\": " << jsonString(g.layer)
+  os << "{\"kind\": " << json::quote(g.kind)
+     << ", \"layer\": " << json::quote(g.layer)
      << ", \"instructions\": " << g.instructions
      << ", \"start\": " << (g.instructions ? g.firstStart : 0)
      << ", \"end\": " << g.lastEnd << ", \"span_cycles\": " << g.span()
@@ -213,8 +198,8 @@ std::string formatReportTable(const Report &r, size_t maxRows) {
 
 std::string formatReportJson(const Report &r) {
   std::ostringstream os;
-  os << "{\n  \"program\": " << jsonString(r.program)
-     << ",\n  \"target\": " << jsonString(r.target)
+  os << "{\n  \"program\": " << json::quote(r.program)
+     << ",\n  \"target\": " << json::quote(r.target)
      << ",\n  \"step\": {\"batch\": " << r.batch << ", \"cycles\": " << r.cycles
      << ", \"seconds\": " << num(r.seconds)
      << ", \"images_per_second\": " << num(r.imagesPerSecond)
@@ -229,7 +214,7 @@ std::string formatReportJson(const Report &r) {
      << ", \"onchip_bytes\": " << r.onChipBytes
      << ", \"instructions\": " << r.instructions << "},\n  \"units\": [";
   for (size_t i = 0; i < r.units.size(); ++i)
-    os << (i ? ", " : "") << "{\"name\": " << jsonString(r.units[i].name)
+    os << (i ? ", " : "") << "{\"name\": " << json::quote(r.units[i].name)
        << ", \"busy_cycles\": " << r.units[i].busy
        << ", \"stall_cycles\": " << r.units[i].stall << "}";
   os << "],\n  \"ops\": [";

@@ -2,7 +2,7 @@
 
 #include "kiln/rt/safetensors.h"
 
-#include "json.h"
+#include "kiln/base/json.h"
 
 #include <algorithm>
 #include <cerrno>

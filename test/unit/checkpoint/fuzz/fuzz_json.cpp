@@ -6,14 +6,14 @@
 // gives the same tree, so nothing is silently dropped or reinterpreted.
 //
 //===----------------------------------------------------------------------===//
-#include "json.h"
+#include "kiln/base/json.h"
 
 #include <cstdlib>
 #include <string>
 
 namespace {
 
-using kiln::rt::json::Value;
+using kiln::json::Value;
 
 std::string serialize(const Value &v) {
   switch (v.kind) {
@@ -24,7 +24,7 @@ std::string serialize(const Value &v) {
   case Value::Kind::Number:
     return v.text;
   case Value::Kind::String:
-    return kiln::rt::json::quote(v.text);
+    return kiln::json::quote(v.text);
   case Value::Kind::Array: {
     std::string out = "[";
     for (size_t i = 0; i < v.elements.size(); ++i)
@@ -34,7 +34,7 @@ std::string serialize(const Value &v) {
   case Value::Kind::Object: {
     std::string out = "{";
     for (size_t i = 0; i < v.members.size(); ++i)
-      out += (i ? "," : "") + kiln::rt::json::quote(v.members[i].first) + ":" +
+      out += (i ? "," : "") + kiln::json::quote(v.members[i].first) + ":" +
              serialize(v.members[i].second);
     return out + "}";
   }
@@ -63,7 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string_view text(reinterpret_cast<const char *>(data), size);
   Value value;
   std::string error;
-  if (!kiln::rt::json::parse(text, value, error)) {
+  if (!kiln::json::parse(text, value, error)) {
     // A rejection must say what and where.
     if (error.find(" at byte ") == std::string::npos)
       std::abort();
@@ -71,7 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   std::string again = serialize(value);
   Value reparsed;
-  if (!kiln::rt::json::parse(again, reparsed, error) || !same(value, reparsed))
+  if (!kiln::json::parse(again, reparsed, error) || !same(value, reparsed))
     std::abort();
   return 0;
 }

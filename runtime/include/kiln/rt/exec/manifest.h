@@ -31,9 +31,9 @@
 #include <string_view>
 #include <vector>
 
-namespace kiln::rt::json {
-struct Value; // kiln_safetensors' JSON reader (runtime/checkpoint)
-} // namespace kiln::rt::json
+namespace kiln::json {
+struct Value; // kiln/base/json.h
+} // namespace kiln::json
 
 namespace kiln::rt::fb {
 struct Manifest; // kiln/rt/manifest_generated.h

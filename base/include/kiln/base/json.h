@@ -1,15 +1,18 @@
-//===- json.h - A minimal JSON reader for safetensors headers ---*- C++ -*-===//
+//===- json.h - Kiln's one JSON reader and string escaper -------*- C++ -*-===//
 //
-// Part of Kiln. Just enough JSON for safetensors headers: objects, arrays,
+// Part of Kiln. Just enough JSON for safetensors headers, the compiled
+// model's target and program info, and the JSON Kiln writes (checkpoint
+// headers, metrics logs, simulator reports). Reading: objects, arrays,
 // strings (with escapes, \u included), numbers, true, false, null. Object
 // members keep their order; duplicate keys are rejected, since a header with
 // two entries for one tensor is ambiguous. Nesting is limited so a hostile
-// header cannot exhaust the stack.
+// header cannot exhaust the stack. Writing: quote() is the one string
+// escaper; writers put numbers, braces and commas themselves.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_RT_CHECKPOINT_JSON_H
-#define KILN_RT_CHECKPOINT_JSON_H
+#ifndef KILN_BASE_JSON_H
+#define KILN_BASE_JSON_H
 
 #include <cstdint>
 #include <string>
@@ -17,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-namespace kiln::rt::json {
+namespace kiln::json {
 
 struct Value {
   enum class Kind { Null, Bool, Number, String, Array, Object };
@@ -39,9 +42,11 @@ struct Value {
 /// failure returns false and describes the problem and its byte offset.
 bool parse(std::string_view text, Value &value, std::string &error);
 
-/// `s` as a JSON string literal, quotes included.
+/// `s` as a JSON string literal, quotes included: `"` and `\` escaped,
+/// newline, carriage return and tab as \n, \r, \t, other control
+/// characters as \u00XX, everything else (UTF-8 included) as it is.
 std::string quote(std::string_view s);
 
-} // namespace kiln::rt::json
+} // namespace kiln::json
 
-#endif // KILN_RT_CHECKPOINT_JSON_H
+#endif // KILN_BASE_JSON_H

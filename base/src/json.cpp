@@ -1,10 +1,10 @@
-//===- json.cpp - A minimal JSON reader for safetensors headers -----------===//
+//===- json.cpp - Kiln's one JSON reader and string escaper ---------------===//
 
-#include "json.h"
+#include "kiln/base/json.h"
 
 #include <cstdio>
 
-namespace kiln::rt::json {
+namespace kiln::json {
 
 const Value *Value::member(std::string_view key) const {
   for (const auto &[name, value] : members)
@@ -331,4 +331,4 @@ std::string quote(std::string_view s) {
   return out;
 }
 
-} // namespace kiln::rt::json
+} // namespace kiln::json
