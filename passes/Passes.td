@@ -317,7 +317,10 @@ def KilnFoldCasts : Pass<"kiln-fold-casts", "mlir::func::FuncOp"> {
   let description = [{
     A bf16 filter gradient cast to f32 becomes a filter gradient produced in
     f32 directly (the library accumulates in f32), keeping the gradient's
-    precision and saving a pass over memory.
+    precision and saving a pass over memory. That changes the rounding, so
+    it is this pass's pattern; the casts that are identities (to their
+    input's type, or bf16 widened and rounded back) fold by `kiln.cast`'s
+    folder, here as under `-canonicalize`.
   }];
 }
 

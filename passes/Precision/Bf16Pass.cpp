@@ -34,6 +34,7 @@ struct Bf16WeightCopiesPass
 struct FoldCastsPass : impl::KilnFoldCastsBase<FoldCastsPass> {
   using Base::Base;
   void runOnOperation() override {
+    // The greedy driver also applies kiln.cast's folder (identity casts).
     mlir::RewritePatternSet patterns(&getContext());
     populateCastFoldingPatterns(patterns);
     if (failed(mlir::applyPatternsGreedily(getOperation(), std::move(patterns))))

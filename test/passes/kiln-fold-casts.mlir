@@ -36,3 +36,19 @@ func.func @location(%x: tensor<2x4x4x3xbf16>, %dy: tensor<2x4x4x4xbf16>) -> tens
   %f = kiln.cast %dw : tensor<3x3x3x4xbf16> to tensor<3x3x3x4xf32> loc("weight")
   return %f : tensor<3x3x3x4xf32>
 }
+
+// -----
+
+// Casts that are identities fold too (kiln.cast's folder); a rounding one
+// stays.
+// CHECK-LABEL: func.func @identities
+// CHECK-SAME: (%[[X:[a-z0-9_]+]]: tensor<4xbf16>, %[[F:[a-z0-9_]+]]: tensor<4xf32>)
+// CHECK: %[[R:[a-z0-9_]+]] = kiln.cast %[[F]] : tensor<4xf32> to tensor<4xbf16>
+// CHECK-NOT: kiln.cast
+// CHECK: return %[[X]], %[[R]]
+func.func @identities(%x: tensor<4xbf16>, %f: tensor<4xf32>) -> (tensor<4xbf16>, tensor<4xbf16>) {
+  %w = kiln.cast %x : tensor<4xbf16> to tensor<4xf32>
+  %y = kiln.cast %w : tensor<4xf32> to tensor<4xbf16>
+  %r = kiln.cast %f : tensor<4xf32> to tensor<4xbf16>
+  return %y, %r : tensor<4xbf16>, tensor<4xbf16>
+}

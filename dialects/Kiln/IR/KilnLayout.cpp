@@ -155,6 +155,20 @@ LogicalResult ReorderOp::verify() {
   return success();
 }
 
+OpFoldResult ReorderOp::fold(FoldAdaptor) {
+  // Through reorders, which only move the same values: the first value
+  // already stored as this one is.
+  Value source = getInput();
+  while (true) {
+    if (getStorageLayout(source) == getLayout())
+      return source;
+    auto inner = source.getDefiningOp<ReorderOp>();
+    if (!inner)
+      return {};
+    source = inner.getInput();
+  }
+}
+
 LogicalResult KilnDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attribute) {
   // Other kiln.* attributes (the lowering's manifest) are not about ops.

@@ -448,6 +448,9 @@ def Kiln_CastOp : Kiln_Op<"cast", [Pure, Kiln_LayoutOpInterface, DeclareOpInterf
   let arguments = (ins Kiln_FloatTensor:$input);
   let results = (outs Kiln_FloatTensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($output)";
+  // A cast to the input's own type, and a bf16 value widened and rounded
+  // back, are the identity.
+  let hasFolder = 1;
 }
 
 def Kiln_ReorderOp : Kiln_Op<"reorder", [Pure, SameOperandsAndResultType]> {
@@ -466,6 +469,9 @@ def Kiln_ReorderOp : Kiln_Op<"reorder", [Pure, SameOperandsAndResultType]> {
   let results = (outs Kiln_ActivationTensor:$output);
   let assemblyFormat = "$input `to` $layout attr-dict `:` type($input)";
   let hasVerifier = 1;
+  // A reorder to the layout its input is stored in, directly or through
+  // other reorders, is the identity.
+  let hasFolder = 1;
 }
 
 def Kiln_SoftmaxCrossEntropyOp : Kiln_Op<"softmax_cross_entropy", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>]> {

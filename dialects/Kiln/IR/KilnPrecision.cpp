@@ -7,6 +7,8 @@
 
 #include "dialects/Kiln/IR/KilnOps.h"
 
+#include "mlir/IR/TypeUtilities.h"
+
 using namespace mlir;
 using namespace kiln;
 
@@ -34,3 +36,19 @@ Bf16Policy AvgPoolOp::getBf16Policy() { return Bf16Policy::Follow; }
 Bf16Policy GlobalAvgPoolOp::getBf16Policy() { return Bf16Policy::Follow; }
 Bf16Policy ReshapeOp::getBf16Policy() { return Bf16Policy::Follow; }
 Bf16Policy SoftmaxCrossEntropyOp::getBf16Policy() { return Bf16Policy::F32; }
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  Value input = getInput();
+  if (input.getType() == getType())
+    return input;
+  // bf16 -> f32 is exact, so rounding it back gives the bf16 value again.
+  // (f32 -> bf16 -> f32 is not the identity: it rounds.)
+  if (auto widened = input.getDefiningOp<CastOp>()) {
+    Value narrow = widened.getInput();
+    if (narrow.getType() == getType() &&
+        getElementTypeOrSelf(narrow).getIntOrFloatBitWidth() <
+            getElementTypeOrSelf(input).getIntOrFloatBitWidth())
+      return narrow;
+  }
+  return {};
+}
