@@ -5,7 +5,7 @@
 // and memory plan use today) and with oneDNN's blocked nChw16c, weights in
 // the format each primitive prefers. This is the measurement a --kiln-layout
 // pass would decide from (docs/performance.md). It also times the runtime's
-// forms for bf16 on small images (kernels.cpp), over NHWC activations: for
+// forms for bf16 on small images (kernel_*.cpp), over NHWC activations: for
 // stride-1 layers larger than 1x1 the input gradient as a forward
 // convolution on the flipped filter, and for every layer the weight
 // gradient as matrix products, one per thread over its share of the batch
@@ -126,11 +126,11 @@ std::vector<double> timeLayer(const Layer &l, int batch, memory::data_type dt,
                      {DNNL_ARG_SCRATCHPAD, scratch3}})};
 }
 /// Seconds per call of the weight gradient as the runtime computes it for
-/// bf16 on small images (kernels.cpp): per thread, over its share of the
-/// batch, im2col (unless the filter is a stride-1 1x1, whose columns are the
-/// input itself), then one matmul [KH*KW*Cin, pixels] (read transposed) x
-/// [pixels, Cout], planned for one thread; then the threads add the partial
-/// gradients.
+/// bf16 on small images (kernel_filter_grad_matmuls.cpp): per thread, over
+/// its share of the batch, im2col (unless the filter is a stride-1 1x1, whose
+/// columns are the input itself), then one matmul [KH*KW*Cin, pixels] (read
+/// transposed) x [pixels, Cout], planned for one thread; then the threads add
+/// the partial gradients.
 double timeFilterGradientMatmuls(const Layer &l, int batch, int threads,
                                  memory::data_type dt, double budget) {
   engine eng(engine::kind::cpu, 0);
@@ -232,10 +232,10 @@ double timeFilterGradientMatmuls(const Layer &l, int batch, int threads,
 }
 
 /// Seconds per call of a stride-1 input gradient as the runtime computes it
-/// for bf16 on small images (kernels.cpp): a forward convolution of the
-/// NHWC output gradient with the filter flipped in space and its channel
-/// axes swapped, each tap reordered from the HWIO filter into the
-/// primitive's weights first.
+/// for bf16 on small images (kernel_data_grad_forward.cpp): a forward
+/// convolution of the NHWC output gradient with the filter flipped in space
+/// and its channel axes swapped, each tap reordered from the HWIO filter
+/// into the primitive's weights first.
 double timeBackwardDataAsForward(const Layer &l, int batch,
                                  memory::data_type dt, double budget) {
   engine eng(engine::kind::cpu, 0);

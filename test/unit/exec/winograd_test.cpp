@@ -15,6 +15,7 @@
 #include "kiln/rt/exec/gomp.h"
 #include "kiln/rt/exec/kernels.h"
 #include "kiln/rt/exec/winograd.h"
+#include "kiln/rt/kernel_rules.h"
 
 #include <fmt/format.h>
 
@@ -386,6 +387,63 @@ TEST(FusedTileWinogradRuleTest, TakesOnlyNarrowSamePaddedF32Layers) {
           << c.what << ", call " << id << ": " << impl;
     }
   }
+}
+
+
+// The rule itself (kiln/rt/kernel_rules.h), which the fusion pass shares,
+// on any CPU.
+constexpr ConvGeometry geometry3x3(int64_t inputs, int64_t outputs,
+                                   int64_t pixels) {
+  ConvGeometry g;
+  g.kernelH = g.kernelW = 3;
+  g.strideH = g.strideW = 1;
+  g.dilationH = g.dilationW = 1;
+  g.padTop = g.padBottom = g.padLeft = g.padRight = 1;
+  g.inputChannels = inputs;
+  g.outputChannels = outputs;
+  g.outputPixels = pixels;
+  return g;
+}
+static_assert(fusedTileWinogradApplies(ConvPass::Forward,
+                                       geometry3x3(16, 16, 28 * 28), false),
+              "the rule is a constant expression");
+
+TEST(FusedTileWinogradRule, ShapesAndThresholds) {
+  using P = ConvPass;
+  EXPECT_TRUE(fusedTileWinogradApplies(P::Forward, geometry3x3(16, 32, 49),
+                                       false));
+  EXPECT_TRUE(fusedTileWinogradApplies(P::InputGradient,
+                                       geometry3x3(128, 128, 49), false));
+  EXPECT_FALSE(fusedTileWinogradApplies(P::Forward, geometry3x3(256, 64, 49),
+                                        false));
+  EXPECT_FALSE(fusedTileWinogradApplies(P::Forward, geometry3x3(24, 32, 49),
+                                        false));
+  ConvGeometry strided = geometry3x3(16, 16, 49);
+  strided.strideW = 2;
+  EXPECT_FALSE(fusedTileWinogradApplies(P::Forward, strided, false));
+  ConvGeometry unpadded = geometry3x3(16, 16, 49);
+  unpadded.padRight = 0;
+  EXPECT_FALSE(fusedTileWinogradApplies(P::Forward, unpadded, false));
+  ConvGeometry dilated = geometry3x3(16, 16, 49);
+  dilated.dilationH = 2;
+  EXPECT_FALSE(fusedTileWinogradApplies(P::Forward, dilated, false));
+  // bf16: the forward and input gradient from 64 channels on 28x28 images,
+  // the filter gradient from 32 channels on any image.
+  EXPECT_TRUE(fusedTileWinogradApplies(P::Forward,
+                                       geometry3x3(64, 64, 28 * 28), true));
+  EXPECT_FALSE(fusedTileWinogradApplies(P::Forward,
+                                        geometry3x3(64, 64, 14 * 14), true));
+  EXPECT_FALSE(fusedTileWinogradApplies(P::InputGradient,
+                                        geometry3x3(32, 64, 28 * 28), true));
+  EXPECT_TRUE(fusedTileWinogradApplies(P::FilterGradient,
+                                       geometry3x3(32, 32, 49), true));
+  EXPECT_FALSE(fusedTileWinogradApplies(P::FilterGradient,
+                                        geometry3x3(16, 32, 49), true));
+  // An unknown image size passes in f32 only.
+  EXPECT_TRUE(fusedTileWinogradApplies(P::Forward, geometry3x3(64, 64, 0),
+                                       false));
+  EXPECT_FALSE(fusedTileWinogradApplies(P::Forward, geometry3x3(64, 64, 0),
+                                        true));
 }
 
 } // namespace
