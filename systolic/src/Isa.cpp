@@ -41,18 +41,26 @@ const VectorSignature &vectorSignature(fb::VectorOp op) {
   return table[static_cast<size_t>(op)];
 }
 
-int64_t dtypeBytes(fb::DType dtype) { return dtype == fb::DType::BF16 ? 2 : 4; }
-
-const char *dtypeName(fb::DType dtype) {
+kiln::DType toDType(fb::DType dtype) {
   switch (dtype) {
   case fb::DType::F32:
-    return "f32";
+    return kiln::DType::F32;
   case fb::DType::BF16:
-    return "bf16";
+    return kiln::DType::BF16;
   case fb::DType::I32:
-    return "i32";
+    return kiln::DType::I32;
   }
-  return "?";
+  return kiln::DType::F32;
+}
+
+int64_t dtypeBytes(fb::DType dtype) {
+  return int64_t(dtypeInfo(toDType(dtype)).bytes);
+}
+
+const char *dtypeName(fb::DType dtype) {
+  if (dtype < fb::DType::MIN || dtype > fb::DType::MAX)
+    return "?";
+  return dtypeInfo(toDType(dtype)).name;
 }
 
 int64_t shapeElements(const std::vector<int64_t> &shape) {

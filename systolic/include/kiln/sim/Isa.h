@@ -53,6 +53,7 @@
 #ifndef KILN_SIM_ISA_H
 #define KILN_SIM_ISA_H
 
+#include "kiln/base/dtype.h"
 #include "kiln/base/status.h"
 #include "program_generated.h"
 
@@ -76,9 +77,11 @@ struct VectorSignature {
 /// The operand counts of a vector operation (the table above).
 const VectorSignature &vectorSignature(fb::VectorOp op);
 
+/// Kiln's element type (kiln/base/dtype.h) of a program's dtype.
+kiln::DType toDType(fb::DType dtype);
 /// Bytes per element of a dtype.
 int64_t dtypeBytes(fb::DType dtype);
-
+/// "f32", ...
 const char *dtypeName(fb::DType dtype);
 
 /// Number of elements of a shape (1 for rank 0).
