@@ -364,6 +364,304 @@ Status lowerInstances(Planner &p, const std::vector<ConvInstance> &all) {
   return Status::ok();
 }
 
+/// The filter gradient dW^T = x^T dy (Planner::lowerConvBackwardFilter): the
+/// geometry and the tiling, the staging slots, then for each group of
+/// output-channel blocks (one per MXU) the streamed tiles of images and
+/// output rows, accumulated in f32, and the store.
+class FilterGradientLowering {
+public:
+  FilterGradientLowering(Planner &p, const Node &n) : p(p), n(n) {}
+  Status run();
+
+private:
+  /// Where one tile's x and dy are read: staged slabs, or the resident
+  /// tensors in place (the whole tensor as the slab).
+  struct TileView {
+    int64_t n0, r0, tn, tc;
+    uint32_t xsl, ysl;
+    int64_t ih0, rows;
+    int64_t xn0, xnb, dyn0, dynb, dyr0, dyRows;
+  };
+
+  Status planGeometry();
+  Status planTiles();
+  Status allocateSlots();
+  TileView loadTile(int64_t n0, int64_t r0);
+  void accumulateTile(const TileView &v, int64_t b0, int64_t gb);
+  OperandSpec chunkInput(const TileView &v, int64_t nc, int64_t ccn,
+                         int64_t q, int64_t cch) const;
+  void storeGroup(int64_t b0, int64_t gb);
+
+  /// Input rows [ih0, ih0 + result) that output rows [r0, r0 + cnt) read.
+  int64_t slabRows(int64_t r0, int64_t cnt, int64_t &ih0) const {
+    int64_t lo = std::max<int64_t>(0, r0 * sh - padT);
+    int64_t hi = std::min(H, (r0 + cnt - 1) * sh - padT + (th - 1) * dh + 1);
+    ih0 = lo;
+    return std::max<int64_t>(0, hi - lo);
+  }
+  int64_t maxSlabRows(int64_t cnt) const {
+    return std::max<int64_t>(1,
+                             std::min(H, (cnt - 1) * sh + (th - 1) * dh + 1));
+  }
+  /// Staging bytes of double-buffered tiles of `nb` images by `cnt` rows.
+  int64_t tileBytes(int64_t nb, int64_t cnt) const {
+    int64_t rows = maxSlabRows(cnt);
+    return 2 * (nb * rows * W * Cx * xb + nb * cnt * OW * Co * yb);
+  }
+
+  Planner &p;
+  const Node &n;
+  int xid = 0, dyid = 0, dwid = 0;
+  int64_t R = 0, C = 0;
+  int64_t N = 0, H = 0, W = 0, Cx = 0, OH = 0, OW = 0, Co = 0;
+  int64_t KH = 0, KW = 0, Ci = 0;
+  bool s2d = false;
+  // Rows of dW^T streamed per pass: (tap, channel).
+  int64_t th = 0, tw = 0, sh = 0, sw = 0, dh = 0, dw = 0, padT = 0, padL = 0;
+  int64_t m = 0, obw = 0, blocks = 0, group = 0;
+  bool split = false, needCvt = false;
+  int64_t xb = 0, yb = 0, nb = 0, cnt = 0;
+  uint32_t xs[2] = {0, 0}, ys[2] = {0, 0};
+  std::vector<uint32_t> acc;
+  uint32_t cvt = 0;
+  // Streaming state: tiles alternate staging slots; with `split`, pixel
+  // chunks alternate MXUs; the first matmul into an accumulator overwrites.
+  int64_t tileCounter = 0, chunkCounter = 0;
+  bool first = true, firstOther = true;
+};
+
+Status FilterGradientLowering::run() {
+  KILN_RETURN_IF_ERROR(planGeometry());
+  KILN_RETURN_IF_ERROR(planTiles());
+  KILN_RETURN_IF_ERROR(allocateSlots());
+  for (int64_t b0 = 0; b0 < blocks; b0 += group) {
+    int64_t gb = std::min(group, blocks - b0);
+    first = firstOther = true;
+    chunkCounter = 0;
+    for (int64_t n0 = 0; n0 < N; n0 += nb)
+      for (int64_t r0 = 0; r0 < OH; r0 += cnt)
+        accumulateTile(loadTile(n0, r0), b0, gb);
+    storeGroup(b0, gb);
+  }
+  return Status::ok();
+}
+
+Status FilterGradientLowering::planGeometry() {
+  const Tensor &x = p.tensor(n.inputs[0]), &dy = p.tensor(n.inputs[1]),
+               &dwT = p.tensor(n.outputs[0]);
+  xid = n.inputs[0], dyid = n.inputs[1], dwid = n.outputs[0];
+  R = p.t.arrayRows, C = p.t.arrayCols;
+  N = x.shape[0], H = x.shape[1], W = x.shape[2], Cx = x.shape[3];
+  OH = dy.shape[1], OW = dy.shape[2], Co = dy.shape[3];
+  KH = dwT.shape[0], KW = dwT.shape[1], Ci = dwT.shape[2];
+  if (OW > R)
+    return invalidArgumentError(
+        "output rows wider than the array are not supported");
+  s2d = n.spaceToDepth;
+  th = KH, tw = KW, sh = n.strides[0], sw = n.strides[1],
+  dh = n.dilations[0], dw = n.dilations[1];
+  padT = n.padding[0], padL = n.padding[2];
+  if (s2d) {
+    th = (KH + 2) / 2;
+    tw = (KW + 2) / 2;
+    sh = sw = dh = dw = 1;
+    padT = (n.padding[0] + 1) / 2;
+    padL = (n.padding[2] + 1) / 2;
+  }
+  m = th * tw * Cx;
+  return Status::ok();
+}
+
+Status FilterGradientLowering::planTiles() {
+  obw = std::min(C, Co);
+  blocks = ceilDiv(Co, obw);
+  group = std::min<int64_t>(blocks, p.t.mxuCount);
+  while (group > 1 && group * m * obw * 4 > p.budget() / 2)
+    --group;
+  if (m * obw * 4 > p.budget() / 2)
+    return invalidArgumentError(
+        "the filter gradient of one output block does not "
+        "fit in staging memory");
+  // One output block alone would leave the other MXUs idle: then the
+  // pixel chunks alternate between MXUs, each with its own partial sum.
+  split = group == 1 && p.t.mxuCount > 1 && 2 * m * obw * 4 <= p.budget() / 2;
+  needCvt = !p.onChip(dwid) && p.dtype(dwid) != fb::DType::F32;
+  int64_t left = p.budget() - (split ? 2 : group) * m * obw * 4 -
+                 (needCvt ? m * obw * Planner::bytes(p.dtype(dwid)) : 0) -
+                 4096;
+  xb = Planner::bytes(p.dtype(xid)), yb = Planner::bytes(p.dtype(dyid));
+  nb = 0, cnt = OH;
+  for (int64_t k = N; k >= 1; k /= 2)
+    if (tileBytes(k, OH) <= left) {
+      nb = k;
+      break;
+    }
+  if (nb == 0) {
+    nb = 1;
+    while (cnt > 1 && tileBytes(1, cnt) > left)
+      cnt /= 2;
+    if (tileBytes(1, cnt) > left)
+      return invalidArgumentError(
+          "one output row does not fit in staging memory");
+  }
+  return Status::ok();
+}
+
+Status FilterGradientLowering::allocateSlots() {
+  int64_t maxSlab = nb * maxSlabRows(cnt) * W * Cx;
+  for (int k = 0; k < 2; ++k) {
+    KILN_RETURN_IF_ERROR(p.slot("x", p.dtype(xid), maxSlab, xs[k]));
+    KILN_RETURN_IF_ERROR(
+        p.slot("dy", p.dtype(dyid), nb * cnt * OW * Co, ys[k]));
+  }
+  acc.resize(static_cast<size_t>(split ? 2 : group));
+  for (auto &a : acc)
+    KILN_RETURN_IF_ERROR(p.slot("acc", fb::DType::F32, m * obw, a));
+  if (needCvt)
+    KILN_RETURN_IF_ERROR(p.slot("cvt", p.dtype(dwid), m * obw, cvt));
+  return Status::ok();
+}
+
+FilterGradientLowering::TileView
+FilterGradientLowering::loadTile(int64_t n0, int64_t r0) {
+  TileView v;
+  v.n0 = n0, v.r0 = r0;
+  v.tn = std::min(nb, N - n0), v.tc = std::min(cnt, OH - r0);
+  v.rows = slabRows(r0, v.tc, v.ih0);
+  v.xsl = xs[tileCounter % 2], v.ysl = ys[tileCounter % 2];
+  ++tileCounter;
+  // Resident operands are read in place (the whole tensor as the slab).
+  bool xIn = p.onChip(xid), dyIn = p.onChip(dyid);
+  v.xn0 = 0, v.xnb = v.tn, v.dyn0 = 0, v.dynb = v.tn, v.dyr0 = 0,
+  v.dyRows = v.tc;
+  if (xIn) {
+    v.xsl = p.home(xid);
+    v.ih0 = 0;
+    v.rows = H;
+    v.xn0 = n0;
+    v.xnb = N;
+  }
+  if (dyIn) {
+    v.ysl = p.home(dyid);
+    v.dyn0 = n0;
+    v.dynb = N;
+    v.dyr0 = r0;
+    v.dyRows = OH;
+  }
+  OperandSpec src;
+  src.buffer = p.home(xid);
+  src.rows = {v.tn};
+  src.cols = {std::max<int64_t>(v.rows, 1) * W * Cx};
+  src.coords = {{H * W * Cx, n0, N, {1}, {0}},
+                {1, v.ih0 * W * Cx, H * W * Cx, {0}, {1}}};
+  if (v.rows > 0 && !xIn)
+    p.b.dma(src, OperandSpec::matrix(v.xsl, 0, v.tn, v.rows * W * Cx,
+                                     v.rows * W * Cx));
+  OperandSpec dsrc;
+  dsrc.buffer = p.home(dyid);
+  dsrc.rows = {v.tn};
+  dsrc.cols = {v.tc * OW * Co};
+  dsrc.coords = {{OH * OW * Co, n0, N, {1}, {0}},
+                 {1, r0 * OW * Co, OH * OW * Co, {0}, {1}}};
+  if (!dyIn)
+    p.b.dma(dsrc, OperandSpec::matrix(v.ysl, 0, v.tn, v.tc * OW * Co,
+                                      v.tc * OW * Co));
+  return v;
+}
+
+OperandSpec FilterGradientLowering::chunkInput(const TileView &v, int64_t nc,
+                                               int64_t ccn, int64_t q,
+                                               int64_t cch) const {
+  OperandSpec lhs;
+  lhs.buffer = v.xsl;
+  lhs.cols = {ccn, cch, OW};
+  int64_t rowOff = (v.r0 + q) * sh - padT - v.ih0;
+  int64_t slabStride = std::max<int64_t>(v.rows, 1) * W * Cx;
+  if (s2d) {
+    int64_t c4 = Cx / 4;
+    lhs.rows = {th, tw, 2, 2, c4};
+    lhs.coords = {{slabStride, v.xn0 + nc, v.xnb, {0, 0, 0, 0, 0}, {1, 0, 0}},
+                  {W * Cx, rowOff, v.rows, {1, 0, 0, 0, 0}, {0, 1, 0}},
+                  {Cx, -padL, W, {0, 1, 0, 0, 0}, {0, 0, 1}},
+                  {1, 0, Cx, {0, 0, 2 * c4, c4, 1}, {0, 0, 0}}};
+  } else {
+    lhs.rows = {th, tw, Cx};
+    lhs.coords = {{slabStride, v.xn0 + nc, v.xnb, {0, 0, 0}, {1, 0, 0}},
+                  {W * Cx, rowOff, v.rows, {dh, 0, 0}, {0, sh, 0}},
+                  {Cx, -padL, W, {0, dw, 0}, {0, 0, sw}},
+                  {1, 0, Cx, {0, 0, 1}, {0, 0, 0}}};
+  }
+  return lhs;
+}
+
+void FilterGradientLowering::accumulateTile(const TileView &v, int64_t b0,
+                                            int64_t gb) {
+  // Pixel chunks of at most R: whole images, or rows of one image.
+  int64_t cn = 1, ch = std::min(v.tc, R / OW);
+  if (v.tc == OH && OH * OW <= R)
+    cn = std::min(v.tn, R / (OH * OW)), ch = OH;
+  for (int64_t nc = 0; nc < v.tn; nc += cn)
+    for (int64_t q = 0; q < v.tc; q += ch) {
+      int64_t ccn = std::min(cn, v.tn - nc), cch = std::min(ch, v.tc - q);
+      OperandSpec lhs = chunkInput(v, nc, ccn, q, cch);
+      bool other = split && chunkCounter++ % 2 == 1;
+      for (int64_t bi = 0; bi < gb; ++bi) {
+        int64_t oc0 = (b0 + bi) * obw, w = std::min(obw, Co - oc0);
+        OperandSpec rhs;
+        rhs.buffer = v.ysl;
+        rhs.rows = {ccn, cch, OW};
+        rhs.cols = {w};
+        rhs.coords = {
+            {v.dyRows * OW * Co, v.dyn0 + nc, v.dynb, {1, 0, 0}, {0}},
+            {OW * Co, v.dyr0 + q, v.dyRows, {0, 1, 0}, {0}},
+            {Co, 0, OW, {0, 0, 1}, {0}},
+            {1, oc0, Co, {0, 0, 0}, {1}}};
+        if (other) {
+          p.b.matmul(1, lhs, rhs, OperandSpec::matrix(acc[1], 0, m, w, w),
+                     !firstOther);
+          continue;
+        }
+        p.b.matmul(uint32_t(bi % p.t.mxuCount), lhs, rhs,
+                   OperandSpec::matrix(acc[size_t(bi)], 0, m, w, w), !first);
+      }
+      (other ? firstOther : first) = false;
+    }
+}
+
+void FilterGradientLowering::storeGroup(int64_t b0, int64_t gb) {
+  if (split && !firstOther)
+    p.b.vector(fb::VectorOp::Add,
+               {fb::Region(acc[0], 0), fb::Region(acc[1], 0)},
+               {fb::Region(acc[0], 0)}, m, std::min(obw, Co));
+  for (int64_t bi = 0; bi < gb; ++bi) {
+    int64_t oc0 = (b0 + bi) * obw, w = std::min(obw, Co - oc0);
+    if (!s2d) {
+      p.storeBlock(dwid, acc[size_t(bi)], 0, m, oc0, w, cvt);
+      continue;
+    }
+    // Unfold (a, b, p, q, c) back onto the 7x7 filter, dropping the
+    // padding tap.
+    OperandSpec dst;
+    dst.buffer = p.home(dwid);
+    int64_t c4 = Cx / 4;
+    dst.rows = {th, tw, 2, 2, c4};
+    dst.cols = {w};
+    int64_t k0h = (n.padding[0] % 2 == 1) ? 0 : 1,
+            k0w = (n.padding[2] % 2 == 1) ? 0 : 1;
+    dst.coords = {{KW * Ci * Co, -1 + k0h, KH, {2, 0, 1, 0, 0}, {0}},
+                  {Ci * Co, -1 + k0w, KW, {0, 2, 0, 1, 0}, {0}},
+                  {Co, 0, Ci, {0, 0, 0, 0, 1}, {0}},
+                  {1, oc0, Co, {0, 0, 0, 0, 0}, {1}}};
+    uint32_t src = acc[size_t(bi)];
+    if (needCvt) {
+      p.b.vector(fb::VectorOp::Copy, {fb::Region(src, 0)},
+                 {fb::Region(cvt, 0)}, m, w);
+      src = cvt;
+    }
+    p.b.dma(OperandSpec::matrix(src, 0, m, w, w), dst);
+  }
+}
+
 } // namespace
 
 Status Planner::lowerConv(const Node &n) {
@@ -458,214 +756,7 @@ Status Planner::lowerConvBackwardData(const Node &n) {
 }
 
 Status Planner::lowerConvBackwardFilter(const Node &n) {
-  const Tensor &x = tensor(n.inputs[0]), &dy = tensor(n.inputs[1]),
-               &dwT = tensor(n.outputs[0]);
-  int xid = n.inputs[0], dyid = n.inputs[1], dwid = n.outputs[0];
-  const int64_t R = t.arrayRows, C = t.arrayCols;
-  int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], Cx = x.shape[3];
-  int64_t OH = dy.shape[1], OW = dy.shape[2], Co = dy.shape[3];
-  int64_t KH = dwT.shape[0], KW = dwT.shape[1], Ci = dwT.shape[2];
-  if (OW > R)
-    return invalidArgumentError(
-        "output rows wider than the array are not supported");
-  bool s2d = n.spaceToDepth;
-  // Rows of dW^T streamed per pass: (tap, channel).
-  int64_t th = KH, tw = KW, sh = n.strides[0], sw = n.strides[1],
-          dh = n.dilations[0], dw = n.dilations[1];
-  int64_t padT = n.padding[0], padL = n.padding[2];
-  if (s2d) {
-    th = (KH + 2) / 2;
-    tw = (KW + 2) / 2;
-    sh = sw = dh = dw = 1;
-    padT = (n.padding[0] + 1) / 2;
-    padL = (n.padding[2] + 1) / 2;
-  }
-  int64_t m = th * tw * Cx;
-  int64_t obw = std::min(C, Co);
-  int64_t blocks = ceilDiv(Co, obw);
-  int64_t group = std::min<int64_t>(blocks, t.mxuCount);
-  while (group > 1 && group * m * obw * 4 > budget() / 2)
-    --group;
-  if (m * obw * 4 > budget() / 2)
-    return invalidArgumentError(
-        "the filter gradient of one output block does not "
-        "fit in staging memory");
-  // One output block alone would leave the other MXUs idle: then the
-  // pixel chunks alternate between MXUs, each with its own partial sum.
-  bool split = group == 1 && t.mxuCount > 1 && 2 * m * obw * 4 <= budget() / 2;
-  bool needCvt = !onChip(dwid) && dtype(dwid) != fb::DType::F32;
-  int64_t left = budget() - (split ? 2 : group) * m * obw * 4 -
-                 (needCvt ? m * obw * bytes(dtype(dwid)) : 0) - 4096;
-  int64_t xb = bytes(dtype(xid)), yb = bytes(dtype(dyid));
-  auto slabRows = [&](int64_t r0, int64_t cnt, int64_t &ih0) {
-    int64_t lo = std::max<int64_t>(0, r0 * sh - padT);
-    int64_t hi = std::min(H, (r0 + cnt - 1) * sh - padT + (th - 1) * dh + 1);
-    ih0 = lo;
-    return std::max<int64_t>(0, hi - lo);
-  };
-  auto maxSlabRows = [&](int64_t cnt) {
-    return std::max<int64_t>(1,
-                             std::min(H, (cnt - 1) * sh + (th - 1) * dh + 1));
-  };
-  auto tileBytes = [&](int64_t nb, int64_t cnt) {
-    int64_t rows = maxSlabRows(cnt);
-    return 2 * (nb * rows * W * Cx * xb + nb * cnt * OW * Co * yb);
-  };
-  int64_t nb = 0, cnt = OH;
-  for (int64_t k = N; k >= 1; k /= 2)
-    if (tileBytes(k, OH) <= left) {
-      nb = k;
-      break;
-    }
-  if (nb == 0) {
-    nb = 1;
-    while (cnt > 1 && tileBytes(1, cnt) > left)
-      cnt /= 2;
-    if (tileBytes(1, cnt) > left)
-      return invalidArgumentError(
-          "one output row does not fit in staging memory");
-  }
-  int64_t maxSlab = nb * maxSlabRows(cnt) * W * Cx;
-  uint32_t xs[2], ys[2];
-  for (int k = 0; k < 2; ++k) {
-    KILN_RETURN_IF_ERROR(slot("x", dtype(xid), maxSlab, xs[k]));
-    KILN_RETURN_IF_ERROR(slot("dy", dtype(dyid), nb * cnt * OW * Co, ys[k]));
-  }
-  std::vector<uint32_t> acc(static_cast<size_t>(split ? 2 : group));
-  for (auto &a : acc)
-    KILN_RETURN_IF_ERROR(slot("acc", fb::DType::F32, m * obw, a));
-  uint32_t cvt = 0;
-  if (needCvt)
-    KILN_RETURN_IF_ERROR(slot("cvt", dtype(dwid), m * obw, cvt));
-  int64_t tileCounter = 0;
-  for (int64_t b0 = 0; b0 < blocks; b0 += group) {
-    int64_t gb = std::min(group, blocks - b0);
-    bool first = true, firstOther = true;
-    int64_t chunkCounter = 0;
-    for (int64_t n0 = 0; n0 < N; n0 += nb)
-      for (int64_t r0 = 0; r0 < OH; r0 += cnt) {
-        int64_t tn = std::min(nb, N - n0), tc = std::min(cnt, OH - r0), ih0;
-        int64_t rows = slabRows(r0, tc, ih0);
-        uint32_t xsl = xs[tileCounter % 2], ysl = ys[tileCounter % 2];
-        ++tileCounter;
-        // Resident operands are read in place (the whole tensor as the slab).
-        bool xIn = onChip(xid), dyIn = onChip(dyid);
-        int64_t xn0 = 0, xnb = tn, dyn0 = 0, dynb = tn, dyr0 = 0, dyRows = tc;
-        if (xIn) {
-          xsl = home(xid);
-          ih0 = 0;
-          rows = H;
-          xn0 = n0;
-          xnb = N;
-        }
-        if (dyIn) {
-          ysl = home(dyid);
-          dyn0 = n0;
-          dynb = N;
-          dyr0 = r0;
-          dyRows = OH;
-        }
-        OperandSpec src;
-        src.buffer = home(xid);
-        src.rows = {tn};
-        src.cols = {std::max<int64_t>(rows, 1) * W * Cx};
-        src.coords = {{H * W * Cx, n0, N, {1}, {0}},
-                      {1, ih0 * W * Cx, H * W * Cx, {0}, {1}}};
-        if (rows > 0 && !xIn)
-          b.dma(src,
-                OperandSpec::matrix(xsl, 0, tn, rows * W * Cx, rows * W * Cx));
-        OperandSpec dsrc;
-        dsrc.buffer = home(dyid);
-        dsrc.rows = {tn};
-        dsrc.cols = {tc * OW * Co};
-        dsrc.coords = {{OH * OW * Co, n0, N, {1}, {0}},
-                       {1, r0 * OW * Co, OH * OW * Co, {0}, {1}}};
-        if (!dyIn)
-          b.dma(dsrc,
-                OperandSpec::matrix(ysl, 0, tn, tc * OW * Co, tc * OW * Co));
-        // Pixel chunks of at most R: whole images, or rows of one image.
-        int64_t cn = 1, ch = std::min(tc, R / OW);
-        if (tc == OH && OH * OW <= R)
-          cn = std::min(tn, R / (OH * OW)), ch = OH;
-        for (int64_t nc = 0; nc < tn; nc += cn)
-          for (int64_t q = 0; q < tc; q += ch) {
-            int64_t ccn = std::min(cn, tn - nc), cch = std::min(ch, tc - q);
-            OperandSpec lhs;
-            lhs.buffer = xsl;
-            lhs.cols = {ccn, cch, OW};
-            int64_t rowOff = (r0 + q) * sh - padT - ih0;
-            int64_t slabStride = std::max<int64_t>(rows, 1) * W * Cx;
-            if (s2d) {
-              int64_t c4 = Cx / 4;
-              lhs.rows = {th, tw, 2, 2, c4};
-              lhs.coords = {
-                  {slabStride, xn0 + nc, xnb, {0, 0, 0, 0, 0}, {1, 0, 0}},
-                  {W * Cx, rowOff, rows, {1, 0, 0, 0, 0}, {0, 1, 0}},
-                  {Cx, -padL, W, {0, 1, 0, 0, 0}, {0, 0, 1}},
-                  {1, 0, Cx, {0, 0, 2 * c4, c4, 1}, {0, 0, 0}}};
-            } else {
-              lhs.rows = {th, tw, Cx};
-              lhs.coords = {{slabStride, xn0 + nc, xnb, {0, 0, 0}, {1, 0, 0}},
-                            {W * Cx, rowOff, rows, {dh, 0, 0}, {0, sh, 0}},
-                            {Cx, -padL, W, {0, dw, 0}, {0, 0, sw}},
-                            {1, 0, Cx, {0, 0, 1}, {0, 0, 0}}};
-            }
-            bool other = split && chunkCounter++ % 2 == 1;
-            for (int64_t bi = 0; bi < gb; ++bi) {
-              int64_t oc0 = (b0 + bi) * obw, w = std::min(obw, Co - oc0);
-              OperandSpec rhs;
-              rhs.buffer = ysl;
-              rhs.rows = {ccn, cch, OW};
-              rhs.cols = {w};
-              rhs.coords = {{dyRows * OW * Co, dyn0 + nc, dynb, {1, 0, 0}, {0}},
-                            {OW * Co, dyr0 + q, dyRows, {0, 1, 0}, {0}},
-                            {Co, 0, OW, {0, 0, 1}, {0}},
-                            {1, oc0, Co, {0, 0, 0}, {1}}};
-              if (other) {
-                b.matmul(1, lhs, rhs, OperandSpec::matrix(acc[1], 0, m, w, w),
-                         !firstOther);
-                continue;
-              }
-              b.matmul(uint32_t(bi % t.mxuCount), lhs, rhs,
-                       OperandSpec::matrix(acc[size_t(bi)], 0, m, w, w),
-                       !first);
-            }
-            (other ? firstOther : first) = false;
-          }
-      }
-    if (split && !firstOther)
-      b.vector(fb::VectorOp::Add,
-               {fb::Region(acc[0], 0), fb::Region(acc[1], 0)},
-               {fb::Region(acc[0], 0)}, m, std::min(obw, Co));
-    for (int64_t bi = 0; bi < gb; ++bi) {
-      int64_t oc0 = (b0 + bi) * obw, w = std::min(obw, Co - oc0);
-      if (!s2d) {
-        storeBlock(dwid, acc[size_t(bi)], 0, m, oc0, w, cvt);
-        continue;
-      }
-      // Unfold (a, b, p, q, c) back onto the 7x7 filter, dropping the
-      // padding tap.
-      OperandSpec dst;
-      dst.buffer = home(dwid);
-      int64_t c4 = Cx / 4;
-      dst.rows = {th, tw, 2, 2, c4};
-      dst.cols = {w};
-      int64_t k0h = (n.padding[0] % 2 == 1) ? 0 : 1,
-              k0w = (n.padding[2] % 2 == 1) ? 0 : 1;
-      dst.coords = {{KW * Ci * Co, -1 + k0h, KH, {2, 0, 1, 0, 0}, {0}},
-                    {Ci * Co, -1 + k0w, KW, {0, 2, 0, 1, 0}, {0}},
-                    {Co, 0, Ci, {0, 0, 0, 0, 1}, {0}},
-                    {1, oc0, Co, {0, 0, 0, 0, 0}, {1}}};
-      uint32_t src = acc[size_t(bi)];
-      if (needCvt) {
-        b.vector(fb::VectorOp::Copy, {fb::Region(src, 0)}, {fb::Region(cvt, 0)},
-                 m, w);
-        src = cvt;
-      }
-      b.dma(OperandSpec::matrix(src, 0, m, w, w), dst);
-    }
-  }
-  return Status::ok();
+  return FilterGradientLowering(*this, n).run();
 }
 
 Status Planner::lowerMatmul(const Node &n) {
