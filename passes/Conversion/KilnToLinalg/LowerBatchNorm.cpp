@@ -409,64 +409,57 @@ static void emitTrainingNormalize(Lowering &l, Location loc,
       });
 }
 
-LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
-  Location loc = op->getLoc();
-  OpBuilder &b = l.b;
-  MLIRContext *ctx = b.getContext();
-  Layout layout = getComputeLayout(op);
-
-  if (auto bn = dyn_cast<BatchNormTrainOp>(op)) {
-    ChannelLoops cl(ctx, bn.getInput().getType(), layout);
-    Value x = cl.rows(l, bn.getInput());
-    Value mean = cl.channels(l, bn.getBatchMean());
-    Value var = cl.channels(l, bn.getBatchVar());
-    emitStatistics(l, loc, cl, x, mean, var);
-    emitTrainingNormalize(l, loc, cl, bn, x, mean, var);
-    return success();
-  }
-
-  if (auto fused = dyn_cast<FusedConv2DBatchNormTrainOp>(op)) {
-    // The convolution call writes the batch statistics ([2][C]: means,
-    // variances) with its output; they are copied into the results.
-    Value statistics = emitConvolutionWithStatistics(l, fused);
-    AffineExpr c = getAffineDimExpr(0, ctx);
-    AffineExpr zero = getAffineConstantExpr(0, ctx);
-    AffineExpr one = getAffineConstantExpr(1, ctx);
-    l.generic(
-        loc, ValueRange{statistics, statistics},
-        ValueRange{l.view(fused.getBatchMean()), l.view(fused.getBatchVar())},
-        {AffineMap::get(1, 0, {zero, c}, ctx),
-         AffineMap::get(1, 0, {one, c}, ctx), AffineMap::get(1, 0, {c}, ctx),
-         AffineMap::get(1, 0, {c}, ctx)},
-        {utils::IteratorType::parallel},
-        [&](OpBuilder &nb, Location loc, ValueRange a) {
-          yield(nb, loc, ValueRange{a[0], a[1]});
-        });
-    ChannelLoops cl(ctx, fused.getConvOutput().getType(), layout);
-    emitTrainingNormalize(l, loc, cl, fused, cl.rows(l, fused.getConvOutput()),
-                          cl.channels(l, fused.getBatchMean()),
-                          cl.channels(l, fused.getBatchVar()));
-    return success();
-  }
-
-  if (auto bn = dyn_cast<BatchNormInferenceOp>(op)) {
-    ChannelLoops cl(ctx, bn.getInput().getType(), layout);
-    emitNormalize(l, loc, cl, cl.rows(l, bn.getInput()),
-                  cl.channels(l, bn.getScale()), cl.channels(l, bn.getOffset()),
-                  cl.channels(l, bn.getMean()),
-                  cl.channels(l, bn.getVariance()),
-                  bn.getEpsilon().convertToFloat(), cl.rows(l, bn.getOutput()),
-                  bn.getRelu());
-    return success();
-  }
-
-  auto bn = cast<BatchNormBackwardOp>(op);
-  ChannelLoops cl(ctx, bn.getInput().getType(), layout);
-  Value dy = cl.rows(l, bn.getOutputGrad());
+static void lowerBatchNormTrain(Lowering &l, BatchNormTrainOp bn,
+                                Layout layout) {
+  Location loc = bn.getLoc();
+  ChannelLoops cl(l.b.getContext(), bn.getInput().getType(), layout);
   Value x = cl.rows(l, bn.getInput());
   Value mean = cl.channels(l, bn.getBatchMean());
-  Value dgamma = cl.channels(l, bn.getScaleGrad());
-  Value dbeta = cl.channels(l, bn.getOffsetGrad());
+  Value var = cl.channels(l, bn.getBatchVar());
+  emitStatistics(l, loc, cl, x, mean, var);
+  emitTrainingNormalize(l, loc, cl, bn, x, mean, var);
+}
+
+static void lowerFusedConvBatchNormTrain(Lowering &l,
+                                         FusedConv2DBatchNormTrainOp fused,
+                                         Layout layout) {
+  Location loc = fused.getLoc();
+  MLIRContext *ctx = l.b.getContext();
+  // The convolution call writes the batch statistics ([2][C]: means,
+  // variances) with its output; they are copied into the results.
+  Value statistics = emitConvolutionWithStatistics(l, fused);
+  AffineExpr c = getAffineDimExpr(0, ctx);
+  AffineExpr zero = getAffineConstantExpr(0, ctx);
+  AffineExpr one = getAffineConstantExpr(1, ctx);
+  l.generic(
+      loc, ValueRange{statistics, statistics},
+      ValueRange{l.view(fused.getBatchMean()), l.view(fused.getBatchVar())},
+      {AffineMap::get(1, 0, {zero, c}, ctx),
+       AffineMap::get(1, 0, {one, c}, ctx), AffineMap::get(1, 0, {c}, ctx),
+       AffineMap::get(1, 0, {c}, ctx)},
+      {utils::IteratorType::parallel},
+      [&](OpBuilder &nb, Location loc, ValueRange a) {
+        yield(nb, loc, ValueRange{a[0], a[1]});
+      });
+  ChannelLoops cl(ctx, fused.getConvOutput().getType(), layout);
+  emitTrainingNormalize(l, loc, cl, fused, cl.rows(l, fused.getConvOutput()),
+                        cl.channels(l, fused.getBatchMean()),
+                        cl.channels(l, fused.getBatchVar()));
+}
+
+static void lowerBatchNormInference(Lowering &l, BatchNormInferenceOp bn,
+                                    Layout layout) {
+  ChannelLoops cl(l.b.getContext(), bn.getInput().getType(), layout);
+  emitNormalize(l, bn.getLoc(), cl, cl.rows(l, bn.getInput()),
+                cl.channels(l, bn.getScale()), cl.channels(l, bn.getOffset()),
+                cl.channels(l, bn.getMean()), cl.channels(l, bn.getVariance()),
+                bn.getEpsilon().convertToFloat(), cl.rows(l, bn.getOutput()),
+                bn.getRelu());
+}
+
+/// 1 / sqrt(var + epsilon) per channel, into a temporary.
+static Value emitInverseStd(Lowering &l, Location loc, const ChannelLoops &cl,
+                            BatchNormBackwardOp bn) {
   Value eps = cl.f32(l, loc, bn.getEpsilon().convertToFloat());
   Value rstd = cl.temporary(l, loc);
   l.elementwise(loc, cl.channels(l, bn.getBatchVar()), rstd,
@@ -475,54 +468,76 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
                                      nb, loc, arith::AddFOp::create(nb, loc, a[0], eps))
                                      .getResult());
                 });
-  // With a fused rectifier, dy counts only where the forward's output was
-  // positive: x * scale + shift > 0, with the forward's coefficients
-  // (emitBatchNormCoefficients, the same ops as emitNormalize's, so the
-  // same bits), computed from x, which both passes read anyway.
-  Value reluScale, reluShift;
-  if (Value offset = bn.getReluOffset()) {
-    reluScale = cl.temporary(l, loc);
-    reluShift = cl.temporary(l, loc);
-    emitBatchNormCoefficients(
-        l, loc, cl.channels(l, bn.getScale()), cl.channels(l, offset), mean,
-        cl.channels(l, bn.getBatchVar()), bn.getEpsilon().convertToFloat(),
-        reluScale, reluShift);
-  }
-  auto masked = [&](OpBuilder &nb, Location loc, Value g, Value xF32,
-                    ValueRange coefficients) {
-    if (!reluScale)
-      return g;
-    Value zero = floatConstant(nb, loc, g.getType(), 0.0);
-    Value v =
-        math::FmaOp::create(nb, loc, xF32, coefficients[0], coefficients[1]);
-    Value positive =
-        arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OGT, v, zero);
-    return arith::SelectOp::create(nb, loc, positive, g, zero).getResult();
-  };
-  SmallVector<Value> rows = {dy, x};
-  SmallVector<Value> coefficients;
-  if (reluScale)
-    coefficients = {reluScale, reluShift};
+  return rstd;
+}
+
+/// With a fused rectifier, dy counts only where the forward's output was
+/// positive: x * scale + shift > 0, with the forward's coefficients
+/// (emitBatchNormCoefficients, the same ops as emitNormalize's, so the
+/// same bits), computed from x, which both passes read anyway. Returns
+/// {scale, shift}, or nothing without a rectifier.
+static SmallVector<Value> emitReluCoefficients(Lowering &l, Location loc,
+                                               const ChannelLoops &cl,
+                                               BatchNormBackwardOp bn,
+                                               Value mean) {
+  Value offset = bn.getReluOffset();
+  if (!offset)
+    return {};
+  Value reluScale = cl.temporary(l, loc);
+  Value reluShift = cl.temporary(l, loc);
+  emitBatchNormCoefficients(
+      l, loc, cl.channels(l, bn.getScale()), cl.channels(l, offset), mean,
+      cl.channels(l, bn.getBatchVar()), bn.getEpsilon().convertToFloat(),
+      reluScale, reluShift);
+  return {reluScale, reluShift};
+}
+
+/// `g` where x * coefficients[0] + coefficients[1] > 0, else 0; `g` itself
+/// without coefficients.
+static Value maskByRelu(OpBuilder &nb, Location loc, Value g, Value xF32,
+                        ValueRange coefficients) {
+  if (coefficients.empty())
+    return g;
+  Value zero = floatConstant(nb, loc, g.getType(), 0.0);
+  Value v =
+      math::FmaOp::create(nb, loc, xF32, coefficients[0], coefficients[1]);
+  Value positive =
+      arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OGT, v, zero);
+  return arith::SelectOp::create(nb, loc, positive, g, zero).getResult();
+}
+
+/// dbeta = sum dy, dgamma = sum dy * xhat (`rows` = {dy, x}).
+static void emitParameterGradients(Lowering &l, Location loc,
+                                   const ChannelLoops &cl, ValueRange rows,
+                                   Value mean, Value rstd,
+                                   ValueRange coefficients, Value dgamma,
+                                   Value dbeta) {
   size_t extra = coefficients.size();
-  // dbeta = sum dy, dgamma = sum dy * xhat.
   SmallVector<Value> sumChannels = {mean, rstd};
-  sumChannels.append(coefficients);
+  sumChannels.append(coefficients.begin(), coefficients.end());
   blockedChannelSums(
       l, loc, cl, rows, sumChannels, ValueRange{dgamma, dbeta},
       [&](OpBuilder &nb, Location loc, ValueRange in) {
         // in: dy, x, mean, rstd, [scale, shift], dgamma, dbeta.
         Value xF32 = widenToF32(nb, loc, in[1]);
-        Value g = masked(nb, loc, widenToF32(nb, loc, in[0]), xF32,
-                         in.slice(4, extra));
+        Value g = maskByRelu(nb, loc, widenToF32(nb, loc, in[0]), xF32,
+                             in.slice(4, extra));
         Value xhat = arith::MulFOp::create(
             nb, loc, arith::SubFOp::create(nb, loc, xF32, in[2]), in[3]);
         yield(nb, loc,
               ValueRange{math::FmaOp::create(nb, loc, g, xhat, in[4 + extra]),
                          arith::AddFOp::create(nb, loc, g, in[5 + extra])});
       });
-  // dx = gamma * rstd * (dy - dbeta / M - xhat * dgamma / M)
-  //    = k * dy + k2 * (x - mean) + k3, per channel:
-  //   k = gamma * rstd, k2 = -k * rstd * dgamma / M, k3 = -k * dbeta / M.
+}
+
+/// dx = gamma * rstd * (dy - dbeta / M - xhat * dgamma / M)
+///    = k * dy + k2 * (x - mean) + k3, per channel:
+///   k = gamma * rstd, k2 = -k * rstd * dgamma / M, k3 = -k * dbeta / M.
+static void emitInputGradient(Lowering &l, Location loc, const ChannelLoops &cl,
+                              BatchNormBackwardOp bn, ValueRange rows,
+                              Value mean, Value rstd, ValueRange coefficients,
+                              Value dgamma, Value dbeta) {
+  size_t extra = coefficients.size();
   Value k = cl.temporary(l, loc);
   Value k2 = cl.temporary(l, loc);
   Value k3 = cl.temporary(l, loc);
@@ -541,9 +556,9 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
                   yield(nb, loc, ValueRange{kk, kk2, kk3});
                 });
   Value dx = cl.rows(l, bn.getInputGrad());
-  SmallVector<Value> dxInputs = rows;
+  SmallVector<Value> dxInputs(rows.begin(), rows.end());
   dxInputs.append({mean, k, k2, k3});
-  dxInputs.append(coefficients);
+  dxInputs.append(coefficients.begin(), coefficients.end());
   SmallVector<AffineMap> dxMaps(rows.size(), cl.full);
   dxMaps.append(4 + extra, cl.channel);
   dxMaps.push_back(cl.full);
@@ -551,13 +566,43 @@ LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
             [&](OpBuilder &nb, Location loc, ValueRange in) {
               // in: dy, x, mean, k, k2, k3, [scale, shift], dx.
               Value xF32 = widenToF32(nb, loc, in[1]);
-              Value g = masked(nb, loc, widenToF32(nb, loc, in[0]), xF32,
-                               in.slice(6, extra));
+              Value g = maskByRelu(nb, loc, widenToF32(nb, loc, in[0]), xF32,
+                                   in.slice(6, extra));
               Value centered = arith::SubFOp::create(nb, loc, xF32, in[2]);
               Value v = math::FmaOp::create(nb, loc, in[3], g, in[5]);
               v = math::FmaOp::create(nb, loc, in[4], centered, v);
               yield(nb, loc, narrowTo(nb, loc, v, dx));
             });
+}
+
+static void lowerBatchNormBackward(Lowering &l, BatchNormBackwardOp bn,
+                                   Layout layout) {
+  Location loc = bn.getLoc();
+  ChannelLoops cl(l.b.getContext(), bn.getInput().getType(), layout);
+  Value dy = cl.rows(l, bn.getOutputGrad());
+  Value x = cl.rows(l, bn.getInput());
+  Value mean = cl.channels(l, bn.getBatchMean());
+  Value dgamma = cl.channels(l, bn.getScaleGrad());
+  Value dbeta = cl.channels(l, bn.getOffsetGrad());
+  Value rstd = emitInverseStd(l, loc, cl, bn);
+  SmallVector<Value> coefficients = emitReluCoefficients(l, loc, cl, bn, mean);
+  SmallVector<Value> rows = {dy, x};
+  emitParameterGradients(l, loc, cl, rows, mean, rstd, coefficients, dgamma,
+                         dbeta);
+  emitInputGradient(l, loc, cl, bn, rows, mean, rstd, coefficients, dgamma,
+                    dbeta);
+}
+
+LogicalResult lowerBatchNorm(Lowering &l, Operation *op) {
+  Layout layout = getComputeLayout(op);
+  if (auto bn = dyn_cast<BatchNormTrainOp>(op))
+    lowerBatchNormTrain(l, bn, layout);
+  else if (auto fused = dyn_cast<FusedConv2DBatchNormTrainOp>(op))
+    lowerFusedConvBatchNormTrain(l, fused, layout);
+  else if (auto bn = dyn_cast<BatchNormInferenceOp>(op))
+    lowerBatchNormInference(l, bn, layout);
+  else
+    lowerBatchNormBackward(l, cast<BatchNormBackwardOp>(op), layout);
   return success();
 }
 
