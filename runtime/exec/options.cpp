@@ -4,6 +4,8 @@
 
 #include "kiln/rt/exec/kernels.h"
 
+#include "kiln/base/flags.h"
+
 #include <fmt/format.h>
 
 #include <sched.h>
@@ -13,7 +15,6 @@
 #include <climits>
 #include <cmath>
 #include <cstdlib>
-#include <functional>
 #include <map>
 
 namespace kiln::rt::exec {
@@ -48,43 +49,6 @@ constexpr double kMaxCommTimeout = 1e6;
 /// under-report a job's cores.
 int64_t maxThreads() { return 4 * int64_t(availableCores()); }
 
-Status parseInt(const std::string &flag, const std::string &text,
-                int64_t minValue, int64_t maxValue, int64_t &out) {
-  errno = 0;
-  char *end = nullptr;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0')
-    return bad(fmt::format("{} expects an integer, got '{}'", flag, text));
-  if (errno == ERANGE || v < minValue || v > maxValue)
-    return bad(fmt::format("{} must be between {} and {}, got {}", flag,
-                           minValue, maxValue, text));
-  out = v;
-  return Status::ok();
-}
-
-
-Status parseDouble(const std::string &flag, const std::string &text,
-                   double &out) {
-  char *end = nullptr;
-  out = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !std::isfinite(out))
-    return bad(fmt::format("{} expects a number, got '{}'", flag, text));
-  return Status::ok();
-}
-
-/// A number in [minValue, maxValue].
-Status parseDouble(const std::string &flag, const std::string &text,
-                   double minValue, double maxValue, double &out) {
-  KILN_RETURN_IF_ERROR(parseDouble(flag, text, out));
-  if (out < minValue && maxValue == HUGE_VAL)
-    return bad(fmt::format("{} must be at least {}, got {}", flag, minValue,
-                           text));
-  if (out < minValue || out > maxValue)
-    return bad(fmt::format("{} must be between {} and {}, got {}", flag,
-                           minValue, maxValue, text));
-  return Status::ok();
-}
-
 Status parseFloatList(const std::string &flag, const std::string &text,
                       std::vector<float> &out) {
   out.clear();
@@ -94,7 +58,7 @@ Status parseFloatList(const std::string &flag, const std::string &text,
     std::string item = text.substr(
         start, comma == std::string::npos ? std::string::npos : comma - start);
     double v;
-    KILN_RETURN_IF_ERROR(parseDouble(flag, item, v));
+    KILN_RETURN_IF_ERROR(flags::parseDouble(flag, item, v));
     out.push_back(static_cast<float>(v));
     if (comma == std::string::npos)
       break;
@@ -116,46 +80,29 @@ int availableCores() {
   return std::max(1, CPU_COUNT(&set));
 }
 
-StatusOr<RunOptions> parseOptions(int argc, char **argv) {
-  RunOptions o;
-  using Handler = std::function<Status(const std::string &flag,
-                                       const std::string &value)>;
-  struct Flag {
-    bool takesValue;
-    Handler handle;
-  };
-  auto intFlag = [](int64_t &target, int64_t minValue, int64_t maxValue) {
-    return Flag{true, [&target, minValue, maxValue](const std::string &f,
-                                                   const std::string &v) {
-                  return parseInt(f, v, minValue, maxValue, target);
-                }};
-  };
+void addRunFlags(flags::Parser &parser, RunOptions &o) {
+  using flags::Flag;
+  using flags::intFlag;
   auto boolFlag = [](bool &target, bool value) {
-    return Flag{false, [&target, value](const std::string &,
-                                       const std::string &) {
-                  target = value;
-                  return Status::ok();
-                }};
+    return flags::switchFlag(target, value);
   };
   // Learning rates, step counts, powers and factors: none is meaningful
   // below 0; rates have no upper bound (tests force divergence with 1e30).
   auto scheduleFlag = [&o](const char *alias, double maxValue = HUGE_VAL) {
-    return Flag{true, [&o, alias, maxValue](const std::string &f,
-                                            const std::string &v) {
-                  double x;
-                  KILN_RETURN_IF_ERROR(parseDouble(f, v, 0, maxValue, x));
-                  o.scheduleOverrides.emplace_back(alias, x);
-                  return Status::ok();
-                }};
+    return Flag{
+        true,
+        [&o, alias, maxValue](const std::string &f, const std::string &v) {
+          double x;
+          KILN_RETURN_IF_ERROR(flags::parseDouble(f, v, 0, maxValue, x));
+          o.scheduleOverrides.emplace_back(alias, x);
+          return Status::ok();
+        }};
   };
 
-  std::map<std::string, Flag> flags = {
+  std::map<std::string, Flag> table = {
       {"--help", boolFlag(o.help, true)},
       {"-h", boolFlag(o.help, true)},
-      {"--data", {true, [&](const std::string &, const std::string &v) {
-                    o.dataDir = v;
-                    return Status::ok();
-                  }}},
+      {"--data", flags::stringFlag(o.dataDir)},
       {"--synthetic", boolFlag(o.synthetic, true)},
       {"--synthetic-batches",
        intFlag(o.syntheticBatches, 1, kMaxSyntheticBatches)},
@@ -177,7 +124,7 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
       {"--pad-crop", {true, [&](const std::string &f, const std::string &v) {
                         o.augmentSet = true;
                         o.augment = Augment::PadCrop;
-                        return parseInt(f, v, 0, kMaxPad, o.pad);
+                        return flags::parseInt(f, v, 0, kMaxPad, o.pad);
                       }}},
       {"--flip", boolFlag(o.flip, true)},
       {"--no-flip", boolFlag(o.flip, false)},
@@ -201,7 +148,7 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
       {"--label-offset", intFlag(o.labelOffset, INT32_MIN, INT32_MAX)},
       {"--steps", {true, [&](const std::string &f, const std::string &v) {
                      int64_t n;
-                     KILN_RETURN_IF_ERROR(parseInt(f, v, 0, kMaxSteps, n));
+                     KILN_RETURN_IF_ERROR(flags::parseInt(f, v, 0, kMaxSteps, n));
                      o.steps = n;
                      return Status::ok();
                    }}},
@@ -210,19 +157,19 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
                       // An epoch has at least one step; the step count is checked
                       // against kMaxSteps once the data gives its length.
                       KILN_RETURN_IF_ERROR(
-                          parseDouble(f, v, 0, double(kMaxSteps), e));
+                          flags::parseDouble(f, v, 0, double(kMaxSteps), e));
                       o.epochs = e;
                       return Status::ok();
                     }}},
       {"--seed", {true, [&](const std::string &f, const std::string &v) {
                     int64_t s;
-                    KILN_RETURN_IF_ERROR(parseInt(f, v, 0, INT64_MAX, s));
+                    KILN_RETURN_IF_ERROR(flags::parseInt(f, v, 0, INT64_MAX, s));
                     o.seed = static_cast<uint64_t>(s);
                     o.seedSet = true;
                     return Status::ok();
                   }}},
       {"--threads", {true, [&](const std::string &f, const std::string &v) {
-                       return parseInt(f, v, 1, maxThreads(), o.threads);
+                       return flags::parseInt(f, v, 1, maxThreads(), o.threads);
                      }}},
       {"--weights-format",
        {true, [&](const std::string &f, const std::string &v) {
@@ -242,26 +189,15 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
           return Status::ok();
         }}},
       {"--profile", boolFlag(o.profile, true)},
-      {"--model-dir", {true, [&](const std::string &, const std::string &v) {
-                         o.modelDir = v;
-                         return Status::ok();
-                       }}},
+      {"--model-dir", flags::stringFlag(o.modelDir)},
       {"--log-every", intFlag(o.logEvery, 0, kMaxSteps)},
       {"--checkpoint-every", intFlag(o.checkpointEvery, 0, kMaxSteps)},
       {"--keep-checkpoints", intFlag(o.keepCheckpoints, 1, kMaxSteps)},
       {"--interrupt-snapshot",
-       {true, [&](const std::string &f, const std::string &v) {
-          if (v == "auto")
-            o.interruptSnapshot = InterruptSnapshot::Auto;
-          else if (v == "on")
-            o.interruptSnapshot = InterruptSnapshot::On;
-          else if (v == "off")
-            o.interruptSnapshot = InterruptSnapshot::Off;
-          else
-            return bad(fmt::format("{} expects auto, on or off, got '{}'", f,
-                                   v));
-          return Status::ok();
-        }}},
+       flags::enumFlag(o.interruptSnapshot,
+                       {{"auto", InterruptSnapshot::Auto},
+                        {"on", InterruptSnapshot::On},
+                        {"off", InterruptSnapshot::Off}})},
       {"--resume", boolFlag(o.resume, true)},
       {"--eval", boolFlag(o.eval, true)},
       {"--eval-every-epoch", boolFlag(o.evalEveryEpoch, true)},
@@ -276,7 +212,7 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
                                      const std::string &v) {
                              double e;
                              KILN_RETURN_IF_ERROR(
-                                 parseDouble(f, v, 0, double(kMaxSteps), e));
+                                 flags::parseDouble(f, v, 0, double(kMaxSteps), e));
                              o.warmupEpochs = e;
                              return Status::ok();
                            }}},
@@ -284,7 +220,7 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
                                     const std::string &v) {
                             double e;
                             KILN_RETURN_IF_ERROR(
-                                parseDouble(f, v, 0, double(kMaxSteps), e));
+                                flags::parseDouble(f, v, 0, double(kMaxSteps), e));
                             o.decayEpochs = e;
                             return Status::ok();
                           }}},
@@ -292,7 +228,7 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
                                        const std::string &v) {
                                int64_t n;
                                KILN_RETURN_IF_ERROR(
-                                   parseInt(f, v, 1, kMaxSteps, n));
+                                   flags::parseInt(f, v, 1, kMaxSteps, n));
                                o.stepsPerEpoch = n;
                                return Status::ok();
                              }}},
@@ -302,26 +238,17 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
           if (eq == std::string::npos || eq == 0)
             return bad(fmt::format("{} expects slot=value, got '{}'", f, v));
           double x;
-          KILN_RETURN_IF_ERROR(parseDouble(f, v.substr(eq + 1), x));
+          KILN_RETURN_IF_ERROR(flags::parseDouble(f, v.substr(eq + 1), x));
           // '=' marks an exact slot name, as opposed to the aliases above.
           o.scheduleOverrides.emplace_back("=" + v.substr(0, eq), x);
           return Status::ok();
         }}},
-      {"--comm", {true, [&](const std::string &f, const std::string &v) {
-                    if (v == "auto")
-                      o.comm = CommBackend::Auto;
-                    else if (v == "local")
-                      o.comm = CommBackend::Local;
-                    else if (v == "mpi")
-                      o.comm = CommBackend::Mpi;
-                    else
-                      return bad(fmt::format(
-                          "{} expects auto, local or mpi, got '{}'", f, v));
-                    return Status::ok();
-                  }}},
+      {"--comm", flags::enumFlag(o.comm, {{"auto", CommBackend::Auto},
+                                          {"local", CommBackend::Local},
+                                          {"mpi", CommBackend::Mpi}})},
       {"--comm-timeout", {true, [&](const std::string &f,
                                     const std::string &v) {
-                            KILN_RETURN_IF_ERROR(parseDouble(
+                            KILN_RETURN_IF_ERROR(flags::parseDouble(
                                 f, v, 0, kMaxCommTimeout, o.commTimeout));
                             if (o.commTimeout <= 0)
                               return bad(fmt::format(
@@ -331,31 +258,13 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
       {"--verify-replicas", boolFlag(o.verifyReplicas, true)},
   };
 
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string name = arg, value;
-    bool inlineValue = false;
-    size_t eq = arg.find('=');
-    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      inlineValue = true;
-    }
-    auto it = flags.find(name);
-    if (it == flags.end())
-      return bad(fmt::format("unknown flag '{}' (--help lists the flags)", arg));
-    if (it->second.takesValue && !inlineValue) {
-      if (i + 1 >= argc)
-        return bad(fmt::format("{} needs a value", name));
-      value = argv[++i];
-    } else if (!it->second.takesValue && inlineValue) {
-      return bad(fmt::format("{} takes no value", name));
-    }
-    KILN_RETURN_IF_ERROR(it->second.handle(name, value));
-  }
+  for (auto &[name, flag] : table)
+    parser.add(name, std::move(flag));
+}
 
+Status checkRunOptions(RunOptions &o) {
   if (o.help)
-    return o;
+    return Status::ok();
   if (o.synthetic && !o.dataDir.empty())
     return bad("--data and --synthetic exclude each other");
   if (!o.synthetic && o.dataDir.empty())
@@ -382,10 +291,10 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
     return bad("--steps-per-epoch is for --synthetic: with --data the data "
                "set gives the steps per epoch");
   if (o.synthetic && !o.stepsPerEpoch && (o.warmupEpochs || o.decayEpochs))
-    return bad(fmt::format("{} needs epochs: synthetic data has none unless "
-                           "--steps-per-epoch N gives their length",
-                           o.warmupEpochs ? "--warmup-epochs"
-                                          : "--decay-epochs"));
+    return bad(
+        fmt::format("{} needs epochs: synthetic data has none unless "
+                    "--steps-per-epoch N gives their length",
+                    o.warmupEpochs ? "--warmup-epochs" : "--decay-epochs"));
   if (o.resume && o.modelDir.empty())
     return bad("--resume needs --model-dir");
   if (o.checkpointEvery > 0 && o.modelDir.empty())
@@ -396,11 +305,21 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
     o.eval = true;
   if (!o.steps && !o.epochs)
     return bad("how long? pass --steps N or --epochs E");
+  return Status::ok();
+}
+
+StatusOr<RunOptions> parseOptions(int argc, char **argv) {
+  RunOptions o;
+  flags::Parser parser;
+  addRunFlags(parser, o);
+  KILN_RETURN_IF_ERROR(parser.parse(argc, argv));
+  KILN_RETURN_IF_ERROR(checkRunOptions(o));
   return o;
 }
 
 std::string usage(const char *program) {
-  return fmt::format(R"(usage: {0} (--data DIR | --synthetic) (--steps N | --epochs E) [flags]
+  return fmt::format(
+      R"(usage: {0} (--data DIR | --synthetic) (--steps N | --epochs E) [flags]
 
 Trains the compiled model (docs/runtime.md). Under mpirun, every rank trains
 on its own share of each epoch's records and gradients are averaged.
@@ -448,7 +367,9 @@ compute:
                            matmuls or forward convolutions; winograd takes
                            Winograd wherever supported, direct never;
                            library is oneDNN's choice alone
-  --profile                per-kernel time and GFLOP/s at the end
+  --profile                per-kernel time and GFLOP/s at the end (a switch;
+                           systolic-target executables take --profile NAME,
+                           a device)
 
 output:
   --model-dir DIR          metrics.jsonl and checkpoints (rank 0 writes)
@@ -473,7 +394,7 @@ distribution:
 exit status: 0 done, 1 runtime error, 2 bad command line, 3 loss became NaN/Inf,
 4 interrupted by SIGINT/SIGTERM (after writing a checkpoint)
 )",
-                     program);
+      program);
 }
 
 } // namespace kiln::rt::exec

@@ -64,64 +64,43 @@ struct TargetOptions {
   bool deviceReport = false;
 };
 
-/// Takes the target's flags out of argv (the rest goes to the x86 parser)
-/// and rejects the x86 flags that mean nothing on the device.
-Status splitTargetFlags(int argc, char **argv, TargetOptions &target,
-                        std::vector<char *> &rest) {
-  rest.push_back(argv[0]);
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string name = arg.substr(0, arg.find('='));
-    bool inlineValue = name.size() != arg.size();
-    auto value = [&](std::string &out) -> Status {
-      if (inlineValue) {
-        out = arg.substr(name.size() + 1);
-      } else if (i + 1 < argc && std::strncmp(argv[i + 1], "--", 2) != 0) {
-        out = argv[++i];
-      } else {
-        return KILN_STATUS(kInvalidArgument,
-                           name == "--profile"
-                               ? "--profile needs a target profile name "
-                                 "(tpuv3, tpuv2, tpuv1)"
-                               : name + " needs a value");
-      }
-      return Status::ok();
-    };
-    if (name == "--profile") {
-      KILN_RETURN_IF_ERROR(value(target.profile));
-    } else if (name == "--set") {
-      std::string v;
-      KILN_RETURN_IF_ERROR(value(v));
-      size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0)
-        return KILN_STATUS(kInvalidArgument,
-                           fmt::format("--set expects FIELD=VALUE, got '{}' "
-                                       "(--list-fields shows the fields)",
-                                       v));
-      target.sets.emplace_back(v.substr(0, eq), v.substr(eq + 1));
-    } else if (arg == "--list-fields") {
-      target.listFields = true;
-    } else if (arg == "--print-config") {
-      target.printConfig = true;
-    } else if (arg == "--device-report") {
-      target.deviceReport = true;
-    } else if (name == "--threads" || name == "--weights-format" ||
-               name == "--conv-algorithm") {
-      return KILN_STATUS(kInvalidArgument,
-                         fmt::format("{} does not apply to the systolic "
-                                     "target (it sets up x86 kernels)",
-                                     name));
-    } else {
-      rest.push_back(argv[i]);
-    }
-  }
-  return Status::ok();
+/// The target's flags, added to the x86 executable's: --profile names a
+/// device here (a switch of x86 kernel profiling there), and the flags that
+/// set up x86 kernels are errors.
+void addTargetFlags(flags::Parser &parser, TargetOptions &target) {
+  flags::Flag profile = flags::stringFlag(target.profile);
+  profile.valueMayLookLikeAFlag = false;
+  profile.missingValueMessage =
+      "--profile needs a target profile name (tpuv3, tpuv2, tpuv1)";
+  parser.add("--profile", std::move(profile));
+  flags::Flag set =
+      flags::valueFlag([&target](const std::string &, const std::string &v) {
+        size_t eq = v.find('=');
+        if (eq == std::string::npos || eq == 0)
+          return flags::usageError(fmt::format("--set expects FIELD=VALUE, got "
+                                               "'{}' (--list-fields shows the "
+                                               "fields)",
+                                               v));
+        target.sets.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+        return Status::ok();
+      });
+  set.valueMayLookLikeAFlag = false;
+  parser.add("--set", std::move(set));
+  parser.add("--list-fields", flags::switchFlag(target.listFields));
+  parser.add("--print-config", flags::switchFlag(target.printConfig));
+  parser.add("--device-report", flags::switchFlag(target.deviceReport));
+  for (const char *x86 : {"--threads", "--weights-format", "--conv-algorithm"})
+    parser.add(x86, flags::rejectedFlag(fmt::format(
+                        "{} does not apply to the systolic target (it sets up "
+                        "x86 kernels)",
+                        x86)));
 }
 
 std::string targetUsage() {
   return R"(
 systolic target (the program runs on a simulated device, docs/systolic.md):
   --profile NAME           tpuv3 (default: the profile kilnc compiled for), tpuv2, tpuv1
+                           (a device name here, not the x86 executable's switch)
   --set FIELD=VALUE        override one field of the target (repeatable)
   --list-fields            print the fields with their sources, then exit
   --print-config           print the target configuration used
@@ -709,26 +688,24 @@ Status SimTrainer::finish(int &exitCode) {
 
 int runSimHost(int argc, char **argv, const kiln_rt_sa_program_v1_t &program) {
   const char *name = argc > 0 ? argv[0] : "kiln-train";
+  RunOptions options;
   TargetOptions target;
-  std::vector<char *> rest;
-  Status split = splitTargetFlags(argc, argv, target, rest);
-  if (!split.isOk())
-    return usageError(name, split.message());
+  flags::Parser parser;
+  addRunFlags(parser, options);
+  addTargetFlags(parser, target);
+  if (Status parsed = parser.parse(argc, argv); !parsed.isOk())
+    return usageError(name, parsed.message());
   if (target.listFields) {
     for (const sim::TargetField &f : sim::targetFields())
       fmt::print("{:<16} {} [source: {}]\n", f.name, f.meaning, f.source);
     return kExitOk;
   }
-  auto parsed = parseOptions(int(rest.size()), rest.data());
-  if (!parsed.isOk())
-    return usageError(name, parsed.status().message());
-  const RunOptions &options = *parsed;
   if (options.help) {
     fmt::print("{}{}", usage(name), targetUsage());
     return kExitOk;
   }
-  if (options.profile) // unreachable: --profile is taken above
-    return kExitUsage;
+  if (Status checked = checkRunOptions(options); !checked.isOk())
+    return usageError(name, checked.message());
 
   return runTraining(options, [&](Comm &comm) {
     return std::make_unique<SimTrainer>(options, target, program, comm);

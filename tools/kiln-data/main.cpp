@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/rt/convert.h"
 
+#include "kiln/base/flags.h"
 #include "kiln/rt/inspect.h"
 
 #include <cerrno>
@@ -13,7 +14,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
 #include <string>
 
 namespace {
@@ -32,7 +32,8 @@ const char *kUsage =
     "  inspect   check the shards of a split (default train) or one file as\n"
     "            the training pipeline reads them: both CRCs of every record,\n"
     "            the keys, the labels (--label-offset, default 1; --classes N\n"
-    "            checks their range), the image headers, and N records decoded\n"
+    "            checks their range), the image headers, and N records "
+    "decoded\n"
     "            (--decode N, strict JPEG). Exit status 1 if a record is bad.\n"
     "\n"
     "options:\n"
@@ -54,13 +55,20 @@ const char *kUsage =
   std::exit(2);
 }
 
-uint64_t parseNumber(const std::string &flag, const std::string &value) {
-  char *end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(value.c_str(), &end, 10);
-  if (value.empty() || *end || errno || value[0] == '-')
-    usageError(flag + " expects a non-negative integer, got '" + value + "'");
-  return v;
+/// A non-negative integer: "<flag> expects a non-negative integer, got
+/// '<value>'".
+template <typename T> kiln::flags::Flag numberFlag(T &target) {
+  return kiln::flags::valueFlag(
+      [&target](const std::string &flag, const std::string &value) {
+        char *end = nullptr;
+        errno = 0;
+        unsigned long long v = std::strtoull(value.c_str(), &end, 10);
+        if (value.empty() || *end || errno || value[0] == '-')
+          return kiln::flags::usageError(
+              flag + " expects a non-negative integer, got '" + value + "'");
+        target = static_cast<T>(v);
+        return kiln::Status::ok();
+      });
 }
 
 std::vector<std::string> splitList(const std::string &s) {
@@ -77,63 +85,47 @@ std::vector<std::string> splitList(const std::string &s) {
   return out;
 }
 
-int64_t parseSigned(const std::string &flag, const std::string &value,
-                    int64_t min, int64_t max) {
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(value.c_str(), &end, 10);
-  if (value.empty() || *end || errno || v < min || v > max)
-    usageError(flag + " expects an integer in " + std::to_string(min) + ".." +
-               std::to_string(max) + ", got '" + value + "'");
-  return v;
+/// An integer in [min, max]: "<flag> expects an integer in <min>..<max>,
+/// got '<value>'".
+template <typename T>
+kiln::flags::Flag signedFlag(T &target, int64_t min, int64_t max) {
+  return kiln::flags::valueFlag(
+      [&target, min, max](const std::string &flag, const std::string &value) {
+        char *end = nullptr;
+        errno = 0;
+        long long v = std::strtoll(value.c_str(), &end, 10);
+        if (value.empty() || *end || errno || v < min || v > max)
+          return kiln::flags::usageError(
+              flag + " expects an integer in " + std::to_string(min) + ".." +
+              std::to_string(max) + ", got '" + value + "'");
+        target = static_cast<T>(v);
+        return kiln::Status::ok();
+      });
 }
 
-/// Splits `--flag=value` into `arg` (the flag) and the returned value;
-/// nullopt when the value is not attached.
-std::optional<std::string> splitFlag(std::string &arg) {
-  size_t eq = arg.find('=');
-  if (arg.rfind("--", 0) != 0 || eq == std::string::npos)
-    return std::nullopt;
-  std::string value = arg.substr(eq + 1);
-  arg.resize(eq);
-  return value;
-}
-
-/// The value of `flag`: the attached one, or the next argument (consumed).
-std::string flagValue(int argc, char **argv, int &i, const std::string &flag,
-                      const std::optional<std::string> &attached) {
-  if (attached)
-    return *attached;
-  if (i + 1 >= argc)
-    usageError(flag + " needs a value");
-  return argv[++i];
+std::string unknownOption(const std::string &arg) {
+  return "unknown option '" + arg + "'";
 }
 
 /// `kiln-data inspect`: the checks live in the library (kiln/rt/inspect.h).
 int inspectMain(int argc, char **argv) {
   kiln::rt::InspectOptions options;
-  for (int i = 2; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::optional<std::string> attached = splitFlag(arg);
-    auto need = [&] { return flagValue(argc, argv, i, arg, attached); };
-    if (arg == "--split")
-      options.split = need();
-    else if (arg == "--decode")
-      options.decode = parseNumber(arg, need());
-    else if (arg == "--label-offset")
-      options.labelOffset =
-          static_cast<int32_t>(parseSigned(arg, need(), INT32_MIN, INT32_MAX));
-    else if (arg == "--classes")
-      options.numClasses =
-          static_cast<uint32_t>(parseSigned(arg, need(), 1, UINT32_MAX));
-    else if (arg.rfind("--", 0) == 0)
-      usageError("unknown option '" + arg + "'");
-    else if (options.path.empty())
-      options.path = arg;
-    else
-      usageError("inspect takes one DIR_OR_FILE, got '" + options.path +
-                 "' and '" + arg + "'");
-  }
+  kiln::flags::Parser parser;
+  parser.add("--split", kiln::flags::stringFlag(options.split));
+  parser.add("--decode", numberFlag(options.decode));
+  parser.add("--label-offset",
+             signedFlag(options.labelOffset, INT32_MIN, INT32_MAX));
+  parser.add("--classes", signedFlag(options.numClasses, 1, UINT32_MAX));
+  parser.setUnknownMessage(unknownOption);
+  parser.setPositional([&](const std::string &arg) {
+    if (!options.path.empty())
+      return kiln::flags::usageError("inspect takes one DIR_OR_FILE, got '" +
+                                     options.path + "' and '" + arg + "'");
+    options.path = arg;
+    return kiln::Status::ok();
+  });
+  if (kiln::Status s = parser.parse(argc, argv, 2); !s.isOk())
+    usageError(s.message());
   if (options.path.empty())
     usageError("inspect needs a directory or a TFRecord file");
   kiln::rt::InspectReport report;
@@ -162,31 +154,23 @@ int main(int argc, char **argv) {
     usageError("unknown mode '" + mode + "'");
 
   ConvertOptions options;
-  for (int i = 2; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::optional<std::string> attached = splitFlag(arg);
-    auto need = [&] { return flagValue(argc, argv, i, arg, attached); };
-    if (arg == "--input")
-      options.input = need();
-    else if (arg == "--output")
-      options.output = need();
-    else if (arg == "--train-shards")
-      options.trainShards = parseNumber(arg, need());
-    else if (arg == "--validation-shards")
-      options.validationShards = parseNumber(arg, need());
-    else if (arg == "--splits")
-      options.splits = splitList(need());
-    else if (arg == "--seed")
-      options.seed = parseNumber(arg, need());
-    else if (arg == "--threads")
-      options.threads = static_cast<unsigned>(parseNumber(arg, need()));
-    else if (arg == "--skip-bad")
-      options.skipBad = true;
-    else if (arg == "--quiet")
-      options.progress = false;
-    else
-      usageError("unknown option '" + arg + "'");
-  }
+  kiln::flags::Parser parser;
+  parser.add("--input", kiln::flags::stringFlag(options.input));
+  parser.add("--output", kiln::flags::stringFlag(options.output));
+  parser.add("--train-shards", numberFlag(options.trainShards));
+  parser.add("--validation-shards", numberFlag(options.validationShards));
+  parser.add("--splits", kiln::flags::valueFlag(
+                             [&](const std::string &, const std::string &v) {
+                               options.splits = splitList(v);
+                               return kiln::Status::ok();
+                             }));
+  parser.add("--seed", numberFlag(options.seed));
+  parser.add("--threads", numberFlag(options.threads));
+  parser.add("--skip-bad", kiln::flags::switchFlag(options.skipBad));
+  parser.add("--quiet", kiln::flags::switchFlag(options.progress, false));
+  parser.setUnknownMessage(unknownOption);
+  if (kiln::Status s = parser.parse(argc, argv, 2); !s.isOk())
+    usageError(s.message());
   if (options.input.empty() || options.output.empty())
     usageError("--input and --output are required");
 

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/base/flags.h"
 #include "kiln/sim/Gemm.h"
 #include "kiln/sim/HostData.h"
 #include "kiln/sim/Simulator.h"
@@ -29,8 +30,11 @@ namespace {
 const char *const kUsage = R"(usage: kiln-sim [options] PROGRAM.ksap
        kiln-sim [options] --gemm=MxKxN
 
+Flags take their value as --flag=VALUE or --flag VALUE.
 Target (default: the configuration the program was compiled for):
-  --profile=NAME       tpuv3 (default core), tpuv2, tpuv1
+  --profile=NAME       tpuv3 (default core), tpuv2, tpuv1: a device name, as in
+                       systolic-target executables (the x86 executable's
+                       --profile is a switch: per-kernel timings)
   --set=FIELD=VALUE    override one field (repeatable); --list-fields shows them
   --print-config       print the configuration used
 Modes:
@@ -49,26 +53,24 @@ Single GEMM:
   --gemm=MxKxN [--gemm-hbm] [--gemm-mxus=N]
 )";
 
-bool startsWith(const char *arg, const char *prefix, const char *&value) {
-  size_t n = std::strlen(prefix);
-  if (std::strncmp(arg, prefix, n) != 0)
-    return false;
-  value = arg + n;
-  return true;
-}
-
 int fail(const std::string &message) {
   std::fprintf(stderr, "kiln-sim: error: %s\n", message.c_str());
   return 1;
 }
 
-bool parseCount(const char *text, int64_t &value) {
-  char *end = nullptr;
-  long long v = std::strtoll(text, &end, 10);
-  if (!end || *end || v < 0)
-    return false;
-  value = v;
-  return true;
+/// A flag whose value is a count of at least `minValue`; `message` when
+/// it is not.
+kiln::flags::Flag countFlag(int64_t &target, int64_t minValue,
+                            std::string message) {
+  return kiln::flags::valueFlag(
+      [&target, minValue, message](const std::string &, const std::string &v) {
+        char *end = nullptr;
+        long long n = std::strtoll(v.c_str(), &end, 10);
+        if (!end || *end || n < minValue)
+          return kiln::flags::usageError(message);
+        target = n;
+        return kiln::Status::ok();
+      });
 }
 
 } // namespace
@@ -79,62 +81,57 @@ int main(int argc, char **argv) {
   std::vector<std::pair<std::string, std::string>> sets;
   int64_t steps = 1, seed = 0, rows = 20, ranks = 1, gemmMxus = 1;
   bool printConfig = false, printOutputs = false, gemmHbm = false;
-  for (int i = 1; i < argc; ++i) {
-    const char *a = argv[i], *v = nullptr;
-    if (!std::strcmp(a, "--help") || !std::strcmp(a, "-h")) {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (!std::strcmp(a, "--list-fields")) {
-      for (const TargetField &f : targetFields())
-        std::printf("%-16s %s [source: %s]\n", f.name, f.meaning, f.source);
-      return 0;
-    } else if (startsWith(a, "--profile=", v)) {
-      profile = v;
-    } else if (startsWith(a, "--set=", v)) {
-      const char *eq = std::strchr(v, '=');
-      if (!eq)
-        return fail(std::string("--set needs FIELD=VALUE, got '") + v + "'");
-      sets.push_back({std::string(v, eq), std::string(eq + 1)});
-    } else if (!std::strcmp(a, "--print-config")) {
-      printConfig = true;
-    } else if (startsWith(a, "--mode=", v)) {
-      mode = v;
-    } else if (startsWith(a, "--steps=", v)) {
-      if (!parseCount(v, steps))
-        return fail("--steps needs a count");
-    } else if (startsWith(a, "--seed=", v)) {
-      if (!parseCount(v, seed))
-        return fail("--seed needs a non-negative integer");
-    } else if (startsWith(a, "--idx-images=", v)) {
-      idxImages = v;
-    } else if (startsWith(a, "--idx-labels=", v)) {
-      idxLabels = v;
-    } else if (!std::strcmp(a, "--print-outputs")) {
-      printOutputs = true;
-    } else if (startsWith(a, "--ranks=", v)) {
-      if (!parseCount(v, ranks) || ranks < 1)
-        return fail("--ranks needs a positive count");
-    } else if (startsWith(a, "--report=", v)) {
-      report = v;
-    } else if (startsWith(a, "--json=", v)) {
-      jsonPath = v;
-    } else if (startsWith(a, "--rows=", v)) {
-      if (!parseCount(v, rows))
-        return fail("--rows needs a count");
-    } else if (startsWith(a, "--gemm=", v)) {
-      gemm = v;
-    } else if (!std::strcmp(a, "--gemm-hbm")) {
-      gemmHbm = true;
-    } else if (startsWith(a, "--gemm-mxus=", v)) {
-      if (!parseCount(v, gemmMxus) || gemmMxus < 1)
-        return fail("--gemm-mxus needs a positive count");
-    } else if (a[0] == '-') {
-      return fail(std::string("unknown option '") + a + "' (see --help)");
-    } else if (programPath.empty()) {
-      programPath = a;
-    } else {
-      return fail("more than one program given");
-    }
+  bool help = false, listFields = false;
+  namespace flags = kiln::flags;
+  flags::Parser parser;
+  parser.add("--help", flags::switchFlag(help));
+  parser.add("-h", flags::switchFlag(help));
+  parser.add("--list-fields", flags::switchFlag(listFields));
+  // A device name here; the x86 executable's --profile is a switch.
+  parser.add("--profile", flags::stringFlag(profile));
+  parser.add(
+      "--set", flags::valueFlag([&](const std::string &, const std::string &v) {
+        size_t eq = v.find('=');
+        if (eq == std::string::npos)
+          return flags::usageError("--set needs FIELD=VALUE, got '" + v + "'");
+        sets.push_back({v.substr(0, eq), v.substr(eq + 1)});
+        return kiln::Status::ok();
+      }));
+  parser.add("--print-config", flags::switchFlag(printConfig));
+  parser.add("--mode", flags::stringFlag(mode));
+  parser.add("--steps", countFlag(steps, 0, "--steps needs a count"));
+  parser.add("--seed",
+             countFlag(seed, 0, "--seed needs a non-negative integer"));
+  parser.add("--idx-images", flags::stringFlag(idxImages));
+  parser.add("--idx-labels", flags::stringFlag(idxLabels));
+  parser.add("--print-outputs", flags::switchFlag(printOutputs));
+  parser.add("--ranks", countFlag(ranks, 1, "--ranks needs a positive count"));
+  parser.add("--report", flags::stringFlag(report));
+  parser.add("--json", flags::stringFlag(jsonPath));
+  parser.add("--rows", countFlag(rows, 0, "--rows needs a count"));
+  parser.add("--gemm", flags::stringFlag(gemm));
+  parser.add("--gemm-hbm", flags::switchFlag(gemmHbm));
+  parser.add("--gemm-mxus",
+             countFlag(gemmMxus, 1, "--gemm-mxus needs a positive count"));
+  parser.setUnknownMessage([](const std::string &arg) {
+    return "unknown option '" + arg + "' (see --help)";
+  });
+  parser.setPositional([&](const std::string &arg) {
+    if (!programPath.empty())
+      return flags::usageError("more than one program given");
+    programPath = arg;
+    return kiln::Status::ok();
+  });
+  if (kiln::Status s = parser.parse(argc, argv); !s.isOk())
+    return fail(s.message());
+  if (help) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (listFields) {
+    for (const TargetField &f : targetFields())
+      std::printf("%-16s %s [source: %s]\n", f.name, f.meaning, f.source);
+    return 0;
   }
   if (mode != "timed" && mode != "functional" && mode != "both")
     return fail("--mode must be timed, functional or both");

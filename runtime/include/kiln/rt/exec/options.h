@@ -9,6 +9,7 @@
 #ifndef KILN_RT_EXEC_OPTIONS_H
 #define KILN_RT_EXEC_OPTIONS_H
 
+#include "kiln/base/flags.h"
 #include "kiln/base/status.h"
 
 #include <cstdint>
@@ -90,6 +91,15 @@ struct RunOptions {
   double commTimeout = 300;
   bool verifyReplicas = false;
 };
+
+/// Adds every flag of the training executable to `parser`, storing into
+/// `o` (which must outlive the parser). The systolic executable replaces
+/// some of them (runtime/simhost).
+void addRunFlags(flags::Parser &parser, RunOptions &o);
+
+/// The checks between flags once all are read (--data with --synthetic, a
+/// length, ...); nothing to check with --help.
+Status checkRunOptions(RunOptions &o);
 
 /// Parses argv[1..argc). `--flag=value` and `--flag value` both work.
 StatusOr<RunOptions> parseOptions(int argc, char **argv);
