@@ -317,191 +317,51 @@ static int compileSystolic(ModuleOp module, const CompileOptions &options,
   return status;
 }
 
-int compile(const CompileOptions &options) {
-  DialectRegistry registry;
-  registerAllKilnDialects(registry);
-  MLIRContext context(registry);
-  llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-  StageTimer timer(options.printStats);
+/// The x86 CPU can run what is asked of it: nChw16c needs AVX-512 (else the
+/// layout mode becomes nhwc), bf16 needs avx512bw. Returns the layout mode.
+static FailureOr<LayoutMode> checkX86Cpu(const CompileOptions &options,
+                                         LayoutMode layoutMode) {
+  std::string error;
+  std::optional<bool> avx512 = cpuHasFeature(options.cpu, "avx512f", error);
+  if (!avx512) {
+    llvm::errs() << "kilnc: " << error << "\n";
+    return failure();
+  }
+  // oneDNN 2.6 runs 16-channel blocks (nChw16c) with its JIT kernels on
+  // AVX-512 CPUs only; elsewhere every such convolution falls back to its
+  // reference kernel, hundreds of times slower than NHWC's AVX2 kernels.
+  if (!*avx512 && layoutMode == LayoutMode::Blocked) {
+    llvm::errs() << "kilnc: --layout=blocked (nChw16c) needs an AVX-512 "
+                    "CPU and --cpu="
+                 << options.cpu
+                 << " has no avx512f; use --layout=nhwc or auto\n";
+    return failure();
+  }
+  if (!*avx512)
+    layoutMode = LayoutMode::Nhwc;
+  // oneDNN 2.6 creates bf16 convolutions for avx512_core (F, BW, VL, DQ)
+  // and newer only: elsewhere the executable could not even start.
+  std::optional<bool> avx512bw = cpuHasFeature(options.cpu, "avx512bw", error);
+  if (options.precision == "bf16" && avx512bw && !*avx512bw) {
+    llvm::errs() << "kilnc: --precision=bf16 needs an AVX-512 CPU "
+                    "(oneDNN's bf16 kernels need avx512bw) and --cpu="
+                 << options.cpu
+                 << " has none; compile with --precision=fp32 here, or "
+                    "for an AVX-512 CPU with --cpu=NAME\n";
+    return failure();
+  }
+  return layoutMode;
+}
 
-  if (options.target != "x86" && options.target != "systolic") {
-    llvm::errs() << "kilnc: unknown target '" << options.target
-                 << "' (expected x86 or systolic)\n";
-    return 1;
-  }
-  bool systolic = options.target == "systolic";
-  if (systolic && options.emit == EmitStage::Linalg) {
-    llvm::errs() << "kilnc: --emit=linalg is a stage of the x86 target; the "
-                    "systolic target writes kiln, train, sa, ksap, llvm, obj "
-                    "or exe\n";
-    return 1;
-  }
-  if (!systolic &&
-      (options.emit == EmitStage::Sa || options.emit == EmitStage::Program)) {
-    llvm::errs() << "kilnc: --emit=sa and --emit=ksap need --target=systolic\n";
-    return 1;
-  }
-  if (options.precision != "fp32" && options.precision != "bf16") {
-    llvm::errs() << "kilnc: unknown precision '" << options.precision
-                 << "' (expected fp32 or bf16)\n";
-    return 1;
-  }
-  std::optional<LayoutMode> layoutMode =
-      llvm::StringSwitch<std::optional<LayoutMode>>(options.layout)
-          .Case("auto", LayoutMode::Auto)
-          .Case("nhwc", LayoutMode::Nhwc)
-          .Case("blocked", LayoutMode::Blocked)
-          .Default(std::nullopt);
-  if (!layoutMode) {
-    llvm::errs() << "kilnc: unknown layout '" << options.layout
-                 << "' (expected auto, nhwc or blocked)\n";
-    return 1;
-  }
-  // The input pipeline's limit (kiln_rt_dataset_config_t.batch_size).
-  constexpr int64_t kMaxBatch = int64_t(1) << 20;
-  if (options.batch <= 0 || options.batch > kMaxBatch) {
-    llvm::errs() << "kilnc: --batch must be in 1.." << kMaxBatch << ", got "
-                 << options.batch << "\n";
-    return 1;
-  }
-  if (!systolic) {
-    std::string error;
-    std::optional<bool> avx512 = cpuHasFeature(options.cpu, "avx512f", error);
-    if (!avx512) {
-      llvm::errs() << "kilnc: " << error << "\n";
-      return 1;
-    }
-    // oneDNN 2.6 runs 16-channel blocks (nChw16c) with its JIT kernels on
-    // AVX-512 CPUs only; elsewhere every such convolution falls back to its
-    // reference kernel, hundreds of times slower than NHWC's AVX2 kernels.
-    if (!*avx512 && *layoutMode == LayoutMode::Blocked) {
-      llvm::errs() << "kilnc: --layout=blocked (nChw16c) needs an AVX-512 "
-                      "CPU and --cpu="
-                   << options.cpu
-                   << " has no avx512f; use --layout=nhwc or auto\n";
-      return 1;
-    }
-    if (!*avx512)
-      layoutMode = LayoutMode::Nhwc;
-    // oneDNN 2.6 creates bf16 convolutions for avx512_core (F, BW, VL, DQ)
-    // and newer only: elsewhere the executable could not even start.
-    std::optional<bool> avx512bw =
-        cpuHasFeature(options.cpu, "avx512bw", error);
-    if (options.precision == "bf16" && avx512bw && !*avx512bw) {
-      llvm::errs() << "kilnc: --precision=bf16 needs an AVX-512 CPU "
-                      "(oneDNN's bf16 kernels need avx512bw) and --cpu="
-                   << options.cpu
-                   << " has none; compile with --precision=fp32 here, or "
-                      "for an AVX-512 CPU with --cpu=NAME\n";
-      return 1;
-    }
-  }
-
-  OwningOpRef<ModuleOp> module;
-  if (isOnnxFile(options.input)) {
-    OnnxImportOptions onnx;
-    onnx.freshInit = options.onnxFreshInit;
-    module = importOnnxFile(options.input, context, onnx);
-  } else {
-    module = parseSourceFile<ModuleOp>(options.input, sourceMgr, &context);
-  }
-  if (!module)
-    return 1;
-  timer.done("parse and verify");
-  // The batch-norm momentum is the model's (build_model.py --bn-momentum),
-  // so a recipe can only check it.
-  if (const Recipe *recipe = options.recipe) {
-    float expected = float(recipe->batchNormMomentum);
-    WalkResult checked = module->walk([&](BatchNormTrainOp bn) {
-      if (bn.getMomentum().convertToFloat() == expected)
-        return WalkResult::advance();
-      auto text = [](double v) {
-        char buffer[32];
-        std::snprintf(buffer, sizeof(buffer), "%g", v);
-        return std::string(buffer);
-      };
-      std::string want = text(recipe->batchNormMomentum);
-      bn.emitError("kilnc: --recipe=")
-          << recipe->name << " uses batch-norm momentum " << want
-          << ", this batch norm has "
-          << text(bn.getMomentum().convertToFloat())
-          << "; build the model with models/build_model.py --bn-momentum "
-          << want;
-      return WalkResult::interrupt();
-    });
-    if (checked.wasInterrupted())
-      return 1;
-  }
-  if (options.emit == EmitStage::Kiln)
-    return writeOutput(options.output, [&](auto &os) { module->print(os); });
-
-  if (failed(runPasses(*module, [&](PassManager &pm) {
-        pm.addPass(createKilnDeriveEval());
-        if (options.precision == "bf16")
-          pm.addPass(createKilnBf16());
-        buildTrainStepPipeline(pm, *options.trainStep);
-        // The systolic program reads the f32 weights through their casts
-        // and rounds them on the device.
-        if (options.precision == "bf16" && !systolic)
-          pm.addPass(createKilnBf16WeightCopies());
-        pm.addNestedPass<func::FuncOp>(createKilnFoldCasts());
-        // kiln-convert-to-sa lowers batch norm and relu as separate ops
-        // (the device's vector unit runs them back to back on chip).
-        if (options.fuse && !systolic) {
-          KilnFuseOptions fuse;
-          fuse.convBatchNorm = options.fuseConvBatchNorm;
-          fuse.convBatchNormTrain = options.fuseConvBatchNormTrain;
-          pm.addNestedPass<func::FuncOp>(createKilnFuse(fuse));
-        }
-        // Layouts are the x86 library's business; the systolic planner
-        // chooses its own tiling.
-        if (!systolic) {
-          KilnLayoutOptions layout;
-          layout.mode = *layoutMode;
-          pm.addNestedPass<func::FuncOp>(createKilnLayout(layout));
-        }
-      })))
-    return 1;
-  timer.done("autodiff and optimizer");
-  if (options.printStats)
-    printModelStats(computeModelStats(*module), llvm::errs(), /*perOp=*/false);
-  if (options.emit == EmitStage::Train)
-    return writeOutput(options.output, [&](auto &os) { module->print(os); });
-  if (systolic)
-    return compileSystolic(*module, options, timer);
-
-  if (failed(runPasses(*module, [&](PassManager &pm) {
-        KilnSpecializeBatchOptions batch;
-        batch.batch = options.batch;
-        pm.addPass(createKilnSpecializeBatch(batch));
-        pm.addPass(createKilnLowerToLinalg());
-      })))
-    return 1;
-  timer.done("memory plan and lowering");
-  if (options.printStats)
-    printPlanSummary(*module);
-  if (options.emit == EmitStage::Linalg)
-    return writeOutput(options.output, [&](auto &os) { module->print(os); });
-
-  if (failed(runPasses(*module, buildLowerToLLVMPipeline)))
-    return 1;
-  llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule =
-      translateToLLVMIR(*module, llvmContext);
-  if (!llvmModule) {
-    llvm::errs() << "kilnc: translation to LLVM IR failed\n";
-    return 1;
-  }
-  timer.done("lowering to LLVM IR");
-  if (options.emit == EmitStage::LLVM)
-    return writeOutput(options.output, [&](auto &os) { llvmModule->print(os, nullptr); });
-
+/// LLVM IR -> object file -> executable linked with the runtime (or just
+/// the object, for --emit=obj).
+static int emitX86Executable(llvm::Module &llvmModule,
+                             const CompileOptions &options, StageTimer &timer) {
   std::string object = options.emit == EmitStage::Object
                            ? options.output
                            : options.output + ".o";
   std::string error;
-  if (!emitObjectFile(*llvmModule, options.cpu, object, error)) {
+  if (!emitObjectFile(llvmModule, options.cpu, object, error)) {
     llvm::errs() << "kilnc: " << error << "\n";
     return 1;
   }
@@ -512,6 +372,188 @@ int compile(const CompileOptions &options) {
   llvm::sys::fs::remove(object);
   timer.done("link");
   return status;
+}
+
+/// Checks the options that need no model. Returns the layout mode
+/// --kiln-layout gets (the given one; nhwc on x86 CPUs without AVX-512), or
+/// failure after printing why.
+static FailureOr<LayoutMode> checkOptions(const CompileOptions &options) {
+  if (options.target != "x86" && options.target != "systolic") {
+    llvm::errs() << "kilnc: unknown target '" << options.target
+                 << "' (expected x86 or systolic)\n";
+    return failure();
+  }
+  bool systolic = options.target == "systolic";
+  if (systolic && options.emit == EmitStage::Linalg) {
+    llvm::errs() << "kilnc: --emit=linalg is a stage of the x86 target; the "
+                    "systolic target writes kiln, train, sa, ksap, llvm, obj "
+                    "or exe\n";
+    return failure();
+  }
+  if (!systolic &&
+      (options.emit == EmitStage::Sa || options.emit == EmitStage::Program)) {
+    llvm::errs() << "kilnc: --emit=sa and --emit=ksap need --target=systolic\n";
+    return failure();
+  }
+  if (options.precision != "fp32" && options.precision != "bf16") {
+    llvm::errs() << "kilnc: unknown precision '" << options.precision
+                 << "' (expected fp32 or bf16)\n";
+    return failure();
+  }
+  std::optional<LayoutMode> layoutMode =
+      llvm::StringSwitch<std::optional<LayoutMode>>(options.layout)
+          .Case("auto", LayoutMode::Auto)
+          .Case("nhwc", LayoutMode::Nhwc)
+          .Case("blocked", LayoutMode::Blocked)
+          .Default(std::nullopt);
+  if (!layoutMode) {
+    llvm::errs() << "kilnc: unknown layout '" << options.layout
+                 << "' (expected auto, nhwc or blocked)\n";
+    return failure();
+  }
+  // The input pipeline's limit (kiln_rt_dataset_config_t.batch_size).
+  constexpr int64_t kMaxBatch = int64_t(1) << 20;
+  if (options.batch <= 0 || options.batch > kMaxBatch) {
+    llvm::errs() << "kilnc: --batch must be in 1.." << kMaxBatch << ", got "
+                 << options.batch << "\n";
+    return failure();
+  }
+  if (systolic)
+    return *layoutMode;
+  return checkX86Cpu(options, *layoutMode);
+}
+
+/// The model file (MLIR or ONNX), parsed and verified; null after an error.
+static OwningOpRef<ModuleOp> loadModel(const CompileOptions &options,
+                                       MLIRContext &context,
+                                       llvm::SourceMgr &sourceMgr) {
+  if (isOnnxFile(options.input)) {
+    OnnxImportOptions onnx;
+    onnx.freshInit = options.onnxFreshInit;
+    return importOnnxFile(options.input, context, onnx);
+  }
+  return parseSourceFile<ModuleOp>(options.input, sourceMgr, &context);
+}
+
+/// The batch-norm momentum is the model's (build_model.py --bn-momentum),
+/// so a recipe can only check it.
+static LogicalResult checkRecipeMomentum(ModuleOp module,
+                                         const Recipe &recipe) {
+  float expected = float(recipe.batchNormMomentum);
+  WalkResult checked = module->walk([&](BatchNormTrainOp bn) {
+    if (bn.getMomentum().convertToFloat() == expected)
+      return WalkResult::advance();
+    auto text = [](double v) {
+      char buffer[32];
+      std::snprintf(buffer, sizeof(buffer), "%g", v);
+      return std::string(buffer);
+    };
+    std::string want = text(recipe.batchNormMomentum);
+    bn.emitError("kilnc: --recipe=")
+        << recipe.name << " uses batch-norm momentum " << want
+        << ", this batch norm has " << text(bn.getMomentum().convertToFloat())
+        << "; build the model with models/build_model.py --bn-momentum "
+        << want;
+    return WalkResult::interrupt();
+  });
+  return failure(checked.wasInterrupted());
+}
+
+/// Model -> training and evaluation steps, with the target's precision,
+/// fusion and layout passes.
+static LogicalResult buildSteps(ModuleOp module, const CompileOptions &options,
+                                LayoutMode layoutMode) {
+  bool systolic = options.target == "systolic";
+  return runPasses(module, [&](PassManager &pm) {
+    pm.addPass(createKilnDeriveEval());
+    if (options.precision == "bf16")
+      pm.addPass(createKilnBf16());
+    buildTrainStepPipeline(pm, *options.trainStep);
+    // The systolic program reads the f32 weights through their casts
+    // and rounds them on the device.
+    if (options.precision == "bf16" && !systolic)
+      pm.addPass(createKilnBf16WeightCopies());
+    pm.addNestedPass<func::FuncOp>(createKilnFoldCasts());
+    // kiln-convert-to-sa lowers batch norm and relu as separate ops
+    // (the device's vector unit runs them back to back on chip).
+    if (options.fuse && !systolic) {
+      KilnFuseOptions fuse;
+      fuse.convBatchNorm = options.fuseConvBatchNorm;
+      fuse.convBatchNormTrain = options.fuseConvBatchNormTrain;
+      pm.addNestedPass<func::FuncOp>(createKilnFuse(fuse));
+    }
+    // Layouts are the x86 library's business; the systolic planner
+    // chooses its own tiling.
+    if (!systolic) {
+      KilnLayoutOptions layout;
+      layout.mode = layoutMode;
+      pm.addNestedPass<func::FuncOp>(createKilnLayout(layout));
+    }
+  });
+}
+
+/// The x86 stages after the training step: memory plan and lowering, LLVM
+/// IR, object file, executable (as far as --emit asks).
+static int compileX86(ModuleOp module, const CompileOptions &options,
+                      StageTimer &timer) {
+  if (failed(runPasses(module, [&](PassManager &pm) {
+        KilnSpecializeBatchOptions batch;
+        batch.batch = options.batch;
+        pm.addPass(createKilnSpecializeBatch(batch));
+        pm.addPass(createKilnLowerToLinalg());
+      })))
+    return 1;
+  timer.done("memory plan and lowering");
+  if (options.printStats)
+    printPlanSummary(module);
+  if (options.emit == EmitStage::Linalg)
+    return writeOutput(options.output, [&](auto &os) { module->print(os); });
+
+  if (failed(runPasses(module, buildLowerToLLVMPipeline)))
+    return 1;
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateToLLVMIR(module, llvmContext);
+  if (!llvmModule) {
+    llvm::errs() << "kilnc: translation to LLVM IR failed\n";
+    return 1;
+  }
+  timer.done("lowering to LLVM IR");
+  if (options.emit == EmitStage::LLVM)
+    return writeOutput(options.output, [&](auto &os) { llvmModule->print(os, nullptr); });
+  return emitX86Executable(*llvmModule, options, timer);
+}
+
+int compile(const CompileOptions &options) {
+  DialectRegistry registry;
+  registerAllKilnDialects(registry);
+  MLIRContext context(registry);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  StageTimer timer(options.printStats);
+
+  FailureOr<LayoutMode> layoutMode = checkOptions(options);
+  if (failed(layoutMode))
+    return 1;
+  OwningOpRef<ModuleOp> module = loadModel(options, context, sourceMgr);
+  if (!module)
+    return 1;
+  timer.done("parse and verify");
+  if (options.recipe && failed(checkRecipeMomentum(*module, *options.recipe)))
+    return 1;
+  if (options.emit == EmitStage::Kiln)
+    return writeOutput(options.output, [&](auto &os) { module->print(os); });
+
+  if (failed(buildSteps(*module, options, *layoutMode)))
+    return 1;
+  timer.done("autodiff and optimizer");
+  if (options.printStats)
+    printModelStats(computeModelStats(*module), llvm::errs(), /*perOp=*/false);
+  if (options.emit == EmitStage::Train)
+    return writeOutput(options.output, [&](auto &os) { module->print(os); });
+  if (options.target == "systolic")
+    return compileSystolic(*module, options, timer);
+  return compileX86(*module, options, timer);
 }
 
 } // namespace kiln
