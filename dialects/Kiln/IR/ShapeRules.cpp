@@ -2,6 +2,7 @@
 
 #include "dialects/Kiln/IR/ShapeRules.h"
 
+#include "kiln/ref/window.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -66,11 +67,8 @@ static int64_t slidingOutputSize(int64_t in, int64_t padBefore,
                                  int64_t stride, int64_t dilation) {
   if (ShapedType::isDynamic(in))
     return ShapedType::kDynamic;
-  int64_t effective = dilation * (window - 1) + 1;
-  int64_t padded = in + padBefore + padAfter;
-  if (padded < effective)
-    return 0;
-  return (padded - effective) / stride + 1;
+  return ref::slidingWindowOutputSize(in, padBefore, padAfter, window, stride,
+                                      dilation);
 }
 
 /// Infers the spatial output size of a window op, or emits an error.
@@ -92,7 +90,8 @@ inferWindowSpatialSize(std::optional<Location> loc, StringRef opName,
     if (!ShapedType::isDynamic(size) && size <= 0)
       return emitOptionalError(
           loc, opName, ": window of ", dimNames[i], " ",
-          dilations[i] * (window[i] - 1) + 1, " does not fit the padded input ",
+          ref::dilatedWindowSize(window[i], dilations[i]),
+          " does not fit the padded input ",
           dimNames[i], " ", in + padding[2 * i] + padding[2 * i + 1]);
     out.push_back(size);
   }
