@@ -11,7 +11,8 @@ namespace kiln {
 
 /// Splits `options` into its `key[=value]` words: spaces separate them
 /// except inside quotes and braces, as PassOptions::parseFromString reads.
-static llvm::SmallVector<llvm::StringRef> splitOptions(llvm::StringRef options) {
+static llvm::SmallVector<llvm::StringRef>
+splitOptions(llvm::StringRef options) {
   llvm::SmallVector<llvm::StringRef> words;
   size_t start = 0, depth = 0;
   char quote = 0;
@@ -51,10 +52,11 @@ TrainStepPipelineOptions::parse(llvm::StringRef options,
     return nullptr;
   // Checked now, so that a bad value fails before anything is compiled.
   std::unique_ptr<mlir::Pass> pass = createKilnOptimizer();
-  if (failed(pass->initializeOptions(optimizer, [&](const llvm::Twine &message) {
-        errors << message;
-        return mlir::failure();
-      })))
+  if (failed(
+          pass->initializeOptions(optimizer, [&](const llvm::Twine &message) {
+            errors << message;
+            return mlir::failure();
+          })))
     return nullptr;
   result->optimizerOptions = std::move(optimizer);
   return result;

@@ -229,10 +229,10 @@ llvm::DenseMap<Operation *, Layout> chooseLayouts(func::FuncOp func,
     }
     // In Blocked mode every op that can prefers nChw16c by far more than
     // any reorder costs.
-    double blockedExtra = mode == LayoutMode::Blocked
-                              ? -1.0
-                              : layoutCost(op, Layout::NChw16c) -
-                                    layoutCost(op, Layout::NHWC);
+    double blockedExtra =
+        mode == LayoutMode::Blocked
+            ? -1.0
+            : layoutCost(op, Layout::NChw16c) - layoutCost(op, Layout::NHWC);
     if (blockedExtra > 0)
       cut.addEdge(MinCut::kSource, node, blockedExtra);
     else

@@ -72,8 +72,12 @@ static double convSeconds(ConvDirection direction, Type elementType,
 /// The operand whose element type the library computes in.
 static Value computeOperand(Conv2DOp op) { return op.getInput(); }
 static Value computeOperand(FusedConv2DBatchNormOp op) { return op.getInput(); }
-static Value computeOperand(FusedConv2DBatchNormTrainOp op) { return op.getInput(); }
-static Value computeOperand(Conv2DBackwardDataOp op) { return op.getOutputGrad(); }
+static Value computeOperand(FusedConv2DBatchNormTrainOp op) {
+  return op.getInput();
+}
+static Value computeOperand(Conv2DBackwardDataOp op) {
+  return op.getOutputGrad();
+}
 static Value computeOperand(Conv2DBackwardFilterOp op) { return op.getInput(); }
 
 namespace {
@@ -95,8 +99,8 @@ struct ConvLayoutCost
 
 void registerX86TargetInterfaces(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, KilnDialect *) {
-    Conv2DOp::attachInterface<
-        ConvLayoutCost<Conv2DOp, ConvDirection::Forward>>(*context);
+    Conv2DOp::attachInterface<ConvLayoutCost<Conv2DOp, ConvDirection::Forward>>(
+        *context);
     FusedConv2DBatchNormOp::attachInterface<
         ConvLayoutCost<FusedConv2DBatchNormOp, ConvDirection::Forward>>(
         *context);
@@ -106,8 +110,9 @@ void registerX86TargetInterfaces(DialectRegistry &registry) {
     Conv2DBackwardDataOp::attachInterface<
         ConvLayoutCost<Conv2DBackwardDataOp, ConvDirection::BackwardData>>(
         *context);
-    Conv2DBackwardFilterOp::attachInterface<ConvLayoutCost<
-        Conv2DBackwardFilterOp, ConvDirection::BackwardFilter>>(*context);
+    Conv2DBackwardFilterOp::attachInterface<
+        ConvLayoutCost<Conv2DBackwardFilterOp, ConvDirection::BackwardFilter>>(
+        *context);
   });
 }
 

@@ -88,11 +88,10 @@ inferWindowSpatialSize(std::optional<Location> loc, StringRef opName,
     int64_t size = slidingOutputSize(in, padding[2 * i], padding[2 * i + 1],
                                      window[i], strides[i], dilations[i]);
     if (!ShapedType::isDynamic(size) && size <= 0)
-      return emitOptionalError(
-          loc, opName, ": window of ", dimNames[i], " ",
-          ref::dilatedWindowSize(window[i], dilations[i]),
-          " does not fit the padded input ",
-          dimNames[i], " ", in + padding[2 * i] + padding[2 * i + 1]);
+      return emitOptionalError(loc, opName, ": window of ", dimNames[i], " ",
+                               ref::dilatedWindowSize(window[i], dilations[i]),
+                               " does not fit the padded input ", dimNames[i],
+                               " ", in + padding[2 * i] + padding[2 * i + 1]);
     out.push_back(size);
   }
   return success();

@@ -388,8 +388,8 @@ private:
   Status allocateSlots();
   TileView loadTile(int64_t n0, int64_t r0);
   void accumulateTile(const TileView &v, int64_t b0, int64_t gb);
-  OperandSpec chunkInput(const TileView &v, int64_t nc, int64_t ccn,
-                         int64_t q, int64_t cch) const;
+  OperandSpec chunkInput(const TileView &v, int64_t nc, int64_t ccn, int64_t q,
+                         int64_t cch) const;
   void storeGroup(int64_t b0, int64_t gb);
 
   /// Input rows [ih0, ih0 + result) that output rows [r0, r0 + cnt) read.
@@ -458,9 +458,14 @@ Status FilterGradientLowering::planGeometry() {
     return invalidArgumentError(
         "output rows wider than the array are not supported");
   s2d = n.spaceToDepth;
-  th = KH, tw = KW, sh = n.strides[0], sw = n.strides[1],
-  dh = n.dilations[0], dw = n.dilations[1];
-  padT = n.padding[0], padL = n.padding[2];
+  th = KH;
+  tw = KW;
+  sh = n.strides[0];
+  sw = n.strides[1];
+  dh = n.dilations[0];
+  dw = n.dilations[1];
+  padT = n.padding[0];
+  padL = n.padding[2];
   if (s2d) {
     th = (KH + 2) / 2;
     tw = (KW + 2) / 2;
@@ -487,8 +492,7 @@ Status FilterGradientLowering::planTiles() {
   split = group == 1 && p.t.mxuCount > 1 && 2 * m * obw * 4 <= p.budget() / 2;
   needCvt = !p.onChip(dwid) && p.dtype(dwid) != fb::DType::F32;
   int64_t left = p.budget() - (split ? 2 : group) * m * obw * 4 -
-                 (needCvt ? m * obw * Planner::bytes(p.dtype(dwid)) : 0) -
-                 4096;
+                 (needCvt ? m * obw * Planner::bytes(p.dtype(dwid)) : 0) - 4096;
   xb = Planner::bytes(p.dtype(xid)), yb = Planner::bytes(p.dtype(dyid));
   nb = 0, cnt = OH;
   for (int64_t k = N; k >= 1; k /= 2)
@@ -522,8 +526,8 @@ Status FilterGradientLowering::allocateSlots() {
   return Status::ok();
 }
 
-FilterGradientLowering::TileView
-FilterGradientLowering::loadTile(int64_t n0, int64_t r0) {
+FilterGradientLowering::TileView FilterGradientLowering::loadTile(int64_t n0,
+                                                                  int64_t r0) {
   TileView v;
   v.n0 = n0, v.r0 = r0;
   v.tn = std::min(nb, N - n0), v.tc = std::min(cnt, OH - r0);
@@ -611,11 +615,10 @@ void FilterGradientLowering::accumulateTile(const TileView &v, int64_t b0,
         rhs.buffer = v.ysl;
         rhs.rows = {ccn, cch, OW};
         rhs.cols = {w};
-        rhs.coords = {
-            {v.dyRows * OW * Co, v.dyn0 + nc, v.dynb, {1, 0, 0}, {0}},
-            {OW * Co, v.dyr0 + q, v.dyRows, {0, 1, 0}, {0}},
-            {Co, 0, OW, {0, 0, 1}, {0}},
-            {1, oc0, Co, {0, 0, 0}, {1}}};
+        rhs.coords = {{v.dyRows * OW * Co, v.dyn0 + nc, v.dynb, {1, 0, 0}, {0}},
+                      {OW * Co, v.dyr0 + q, v.dyRows, {0, 1, 0}, {0}},
+                      {Co, 0, OW, {0, 0, 1}, {0}},
+                      {1, oc0, Co, {0, 0, 0}, {1}}};
         if (other) {
           p.b.matmul(1, lhs, rhs, OperandSpec::matrix(acc[1], 0, m, w, w),
                      !firstOther);
@@ -654,8 +657,8 @@ void FilterGradientLowering::storeGroup(int64_t b0, int64_t gb) {
                   {1, oc0, Co, {0, 0, 0, 0, 0}, {1}}};
     uint32_t src = acc[size_t(bi)];
     if (needCvt) {
-      p.b.vector(fb::VectorOp::Copy, {fb::Region(src, 0)},
-                 {fb::Region(cvt, 0)}, m, w);
+      p.b.vector(fb::VectorOp::Copy, {fb::Region(src, 0)}, {fb::Region(cvt, 0)},
+                 m, w);
       src = cvt;
     }
     p.b.dma(OperandSpec::matrix(src, 0, m, w, w), dst);
