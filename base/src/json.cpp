@@ -293,9 +293,12 @@ private:
 
 } // namespace
 
-bool parse(std::string_view text, Value &value, std::string &error) {
+Status parse(std::string_view text, Value &value) {
   value = Value();
-  return Parser(text).parseDocument(value, error);
+  std::string error;
+  if (!Parser(text).parseDocument(value, error))
+    return invalidArgumentError(error);
+  return Status::ok();
 }
 
 std::string quote(std::string_view s) {

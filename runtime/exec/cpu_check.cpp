@@ -27,19 +27,20 @@ bool hostHasCpuFeature(std::string_view name) {
 Status checkTargetCpu(std::string_view targetJson,
                       bool (*hasFeature)(std::string_view)) {
   json::Value target;
-  std::string error;
   const json::Value *cpu = nullptr, *features = nullptr;
-  if (json::parse(targetJson, target, error)) {
+  Status parsed = json::parse(targetJson, target);
+  if (parsed.isOk()) {
     cpu = target.member("cpu");
     features = target.member("features");
   }
   if (!cpu || cpu->kind != json::Value::Kind::String || !features ||
       features->kind != json::Value::Kind::Array)
-    return KILN_STATUS(kInternal,
-                       fmt::format("the model's target description is not "
-                                   "{{\"cpu\": ..., \"features\": [...]}} "
-                                   "({}): a stale or foreign object file",
-                                   error.empty() ? "wrong members" : error));
+    return KILN_STATUS(
+        kInternal,
+        fmt::format("the model's target description is not "
+                    "{{\"cpu\": ..., \"features\": [...]}} "
+                    "({}): a stale or foreign object file",
+                    parsed.isOk() ? "wrong members" : parsed.message()));
   std::vector<std::string> missing;
   for (const json::Value &feature : features->elements) {
     if (feature.kind != json::Value::Kind::String)

@@ -141,9 +141,8 @@ RankFields Trainer::rankFields() const {
   std::string target = "x86";
   if (model.target) {
     json::Value root;
-    std::string error;
     const json::Value *cpu = nullptr;
-    if (json::parse(model.target(), root, error))
+    if (json::parse(model.target(), root).isOk())
       cpu = root.member("cpu");
     target += " " + (cpu && cpu->kind == json::Value::Kind::String
                          ? cpu->text

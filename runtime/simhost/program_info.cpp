@@ -12,11 +12,11 @@ StatusOr<ProgramInfo> parseInfo(const char *text) {
   if (!text)
     return KILN_STATUS(kInvalidArgument, "the embedded program has no info");
   json::Value root;
-  std::string error;
-  if (!json::parse(text, root, error) || root.kind != json::Value::Kind::Object)
+  Status parsed = json::parse(text, root);
+  if (!parsed.isOk() || root.kind != json::Value::Kind::Object)
     return KILN_STATUS(kInvalidArgument,
                        "the embedded program's info is not a JSON object: " +
-                           error);
+                           parsed.message());
   ProgramInfo info;
   auto string = [](const json::Value *v) {
     return v && v->kind == json::Value::Kind::String ? v->text : std::string();

@@ -292,10 +292,9 @@ Status parse(const uint8_t *data, size_t size, const std::string &what,
   std::string_view headerText(reinterpret_cast<const char *>(data + 8),
                               static_cast<size_t>(headerSize));
   json::Value header;
-  std::string jsonError;
-  if (!json::parse(headerText, header, jsonError))
+  if (Status s = json::parse(headerText, header); !s.isOk())
     return failWith(StatusCode::kDataLoss, what,
-                    "bad JSON header: " + jsonError);
+                    "bad JSON header: " + s.message());
   if (header.kind != json::Value::Kind::Object)
     return failWith(StatusCode::kDataLoss, what,
                     "the JSON header is not an object");

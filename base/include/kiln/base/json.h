@@ -14,6 +14,8 @@
 #ifndef KILN_BASE_JSON_H
 #define KILN_BASE_JSON_H
 
+#include "kiln/base/status.h"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -39,8 +41,8 @@ struct Value {
 };
 
 /// Parses `text` as one JSON value (surrounding whitespace allowed). On
-/// failure returns false and describes the problem and its byte offset.
-bool parse(std::string_view text, Value &value, std::string &error);
+/// failure, kInvalidArgument describing the problem and its byte offset.
+Status parse(std::string_view text, Value &value);
 
 /// `s` as a JSON string literal, quotes included: `"` and `\` escaped,
 /// newline, carriage return and tab as \n, \r, \t, other control

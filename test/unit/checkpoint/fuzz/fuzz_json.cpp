@@ -62,16 +62,15 @@ bool same(const Value &a, const Value &b) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string_view text(reinterpret_cast<const char *>(data), size);
   Value value;
-  std::string error;
-  if (!kiln::json::parse(text, value, error)) {
+  if (kiln::Status s = kiln::json::parse(text, value); !s.isOk()) {
     // A rejection must say what and where.
-    if (error.find(" at byte ") == std::string::npos)
+    if (s.message().find(" at byte ") == std::string::npos)
       std::abort();
     return 0;
   }
   std::string again = serialize(value);
   Value reparsed;
-  if (!kiln::json::parse(again, reparsed, error) || !same(value, reparsed))
+  if (!kiln::json::parse(again, reparsed).isOk() || !same(value, reparsed))
     std::abort();
   return 0;
 }
