@@ -5,6 +5,7 @@
 
 // The enum types of pass options (Passes.td declares the options with their
 // spellings).
+#include "passes/Conversion/KilnToSa/SaPassOptions.h"
 #include "passes/Layout/AssignLayouts.h"
 #include "passes/Optimizer/Optimizer.h"
 

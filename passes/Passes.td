@@ -403,10 +403,15 @@ def KilnConvertToSa : Pass<"kiln-convert-to-sa", "mlir::ModuleOp"> {
            "The training-step function">,
     Option<"profile", "profile", "std::string", /*default=*/"\"tpuv3\"",
            "Target profile: tpuv3, tpuv2 or tpuv1">,
-    Option<"activationType", "activation-type", "std::string",
-           /*default=*/"\"f32\"",
+    Option<"activationType", "activation-type",
+           "::kiln::sa::ActivationStorage",
+           /*default=*/"::kiln::sa::ActivationStorage::F32",
            "Storage type of activations and their gradients: f32, or bf16 "
-           "(as the MLPerf TPU runs store them)">,
+           "(as the MLPerf TPU runs store them)",
+           [{::llvm::cl::values(
+             clEnumValN(::kiln::sa::ActivationStorage::F32, "f32", "f32"),
+             clEnumValN(::kiln::sa::ActivationStorage::BF16, "bf16",
+                        "bf16"))}]>,
     Option<"spaceToDepthStem", "space-to-depth-stem", "bool",
            /*default=*/"false",
            "Lower a 7x7/2 stem convolution on 3 channels as a 4x4/1 "

@@ -214,14 +214,8 @@ struct ConvertToSaPass : impl::KilnConvertToSaBase<ConvertToSaPass> {
       return signalPassFailure();
     }
     sa::GraphOptions graphOptions;
-    if (activationType == "bf16")
+    if (activationType == sa::ActivationStorage::BF16)
       graphOptions.activationType = sim::fb::DType::BF16;
-    else if (activationType != "f32") {
-      module.emitError("kiln-convert-to-sa: activation-type must be f32 or "
-                       "bf16, got '")
-          << activationType << "'";
-      return signalPassFailure();
-    }
     graphOptions.spaceToDepthStem = spaceToDepthStem;
     sa::Graph graph;
     if (failed(sa::buildGraph(module, fn, graphOptions, graph)))
