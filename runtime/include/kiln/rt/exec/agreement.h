@@ -20,10 +20,10 @@
 #ifndef KILN_RT_EXEC_AGREEMENT_H
 #define KILN_RT_EXEC_AGREEMENT_H
 
+#include "kiln/base/status.h"
 #include "kiln/rt/exec/comm.h"
 #include "kiln/rt/exec/manifest.h"
 #include "kiln/rt/exec/options.h"
-#include "kiln/base/status.h"
 
 #include <cstdint>
 #include <string>

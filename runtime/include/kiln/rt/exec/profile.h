@@ -19,10 +19,10 @@
 #ifndef KILN_RT_EXEC_PROFILE_H
 #define KILN_RT_EXEC_PROFILE_H
 
+#include "kiln/base/status.h"
 #include "kiln/rt/exec/kernels.h"
 #include "kiln/rt/exec/manifest.h"
 #include "kiln/rt/exec/metrics.h"
-#include "kiln/base/status.h"
 
 #include <cstdint>
 #include <memory>
