@@ -41,8 +41,8 @@
 #ifndef KILN_RT_EXEC_KERNELS_H
 #define KILN_RT_EXEC_KERNELS_H
 
-#include "kiln/rt/exec/manifest.h"
 #include "kiln/base/status.h"
+#include "kiln/rt/exec/manifest.h"
 
 #include <cstdint>
 #include <memory>
