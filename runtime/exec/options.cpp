@@ -83,9 +83,6 @@ int availableCores() {
 void addRunFlags(flags::Parser &parser, RunOptions &o) {
   using flags::Flag;
   using flags::intFlag;
-  auto boolFlag = [](bool &target, bool value) {
-    return flags::switchFlag(target, value);
-  };
   // Learning rates, step counts, powers and factors: none is meaningful
   // below 0; rates have no upper bound (tests force divergence with 1e30).
   auto scheduleFlag = [&o](const char *alias, double maxValue = HUGE_VAL) {
@@ -100,10 +97,10 @@ void addRunFlags(flags::Parser &parser, RunOptions &o) {
   };
 
   std::map<std::string, Flag> table = {
-      {"--help", boolFlag(o.help, true)},
-      {"-h", boolFlag(o.help, true)},
+      {"--help", flags::switchFlag(o.help, true)},
+      {"-h", flags::switchFlag(o.help, true)},
       {"--data", flags::stringFlag(o.dataDir)},
-      {"--synthetic", boolFlag(o.synthetic, true)},
+      {"--synthetic", flags::switchFlag(o.synthetic, true)},
       {"--synthetic-batches",
        intFlag(o.syntheticBatches, 1, kMaxSyntheticBatches)},
       {"--augment",
@@ -126,8 +123,8 @@ void addRunFlags(flags::Parser &parser, RunOptions &o) {
                         o.augment = Augment::PadCrop;
                         return flags::parseInt(f, v, 0, kMaxPad, o.pad);
                       }}},
-      {"--flip", boolFlag(o.flip, true)},
-      {"--no-flip", boolFlag(o.flip, false)},
+      {"--flip", flags::switchFlag(o.flip, true)},
+      {"--no-flip", flags::switchFlag(o.flip, false)},
       {"--mean", {true, [&](const std::string &f, const std::string &v) {
                     return parseFloatList(f, v, o.mean);
                   }}},
@@ -143,7 +140,7 @@ void addRunFlags(flags::Parser &parser, RunOptions &o) {
       {"--data-workers", intFlag(o.dataWorkers, 1, kMaxDataWorkers)},
       {"--prefetch", intFlag(o.prefetch, 1, kMaxPrefetch)},
       {"--shuffle-buffer", intFlag(o.shuffleBuffer, 1, kMaxShuffleBuffer)},
-      {"--skip-bad-records", boolFlag(o.skipBadRecords, true)},
+      {"--skip-bad-records", flags::switchFlag(o.skipBadRecords, true)},
       // Any int32: the pipeline subtracts it from int64 stored labels.
       {"--label-offset", intFlag(o.labelOffset, INT32_MIN, INT32_MAX)},
       {"--steps", {true, [&](const std::string &f, const std::string &v) {
@@ -188,7 +185,7 @@ void addRunFlags(flags::Parser &parser, RunOptions &o) {
           o.convAlgorithm = v;
           return Status::ok();
         }}},
-      {"--profile", boolFlag(o.profile, true)},
+      {"--profile", flags::switchFlag(o.profile, true)},
       {"--model-dir", flags::stringFlag(o.modelDir)},
       {"--log-every", intFlag(o.logEvery, 0, kMaxSteps)},
       {"--checkpoint-every", intFlag(o.checkpointEvery, 0, kMaxSteps)},
@@ -198,9 +195,9 @@ void addRunFlags(flags::Parser &parser, RunOptions &o) {
                        {{"auto", InterruptSnapshot::Auto},
                         {"on", InterruptSnapshot::On},
                         {"off", InterruptSnapshot::Off}})},
-      {"--resume", boolFlag(o.resume, true)},
-      {"--eval", boolFlag(o.eval, true)},
-      {"--eval-every-epoch", boolFlag(o.evalEveryEpoch, true)},
+      {"--resume", flags::switchFlag(o.resume, true)},
+      {"--eval", flags::switchFlag(o.eval, true)},
+      {"--eval-every-epoch", flags::switchFlag(o.evalEveryEpoch, true)},
       {"--lr", scheduleFlag("lr")},
       {"--warmup-init-lr", scheduleFlag("warmup_init_lr")},
       {"--warmup-steps", scheduleFlag("warmup_steps", double(kMaxSteps))},
@@ -255,7 +252,7 @@ void addRunFlags(flags::Parser &parser, RunOptions &o) {
                                   "{} must be positive, got {}", f, v));
                             return Status::ok();
                           }}},
-      {"--verify-replicas", boolFlag(o.verifyReplicas, true)},
+      {"--verify-replicas", flags::switchFlag(o.verifyReplicas, true)},
   };
 
   for (auto &[name, flag] : table)
