@@ -14,6 +14,7 @@
 #include "compiler/Import/Onnx/OnnxImport.h"
 
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "kiln/ref/window.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -640,17 +641,12 @@ checkWindow(const onnx::NodeProto &node, ArrayRef<int64_t> inputShape,
   }
   for (int i = 0; i < 2; ++i) {
     int64_t extent = inputShape[2 + i] + pads[i] + pads[i + 2];
-    if (dilations[i] * (window[i] - 1) + 1 > extent) {
+    if (ref::dilatedWindowSize(window[i], dilations[i]) > extent) {
       error = "the window does not fit the padded input";
       return failure();
     }
   }
   return success();
-}
-
-static int64_t windowOutput(int64_t size, int64_t before, int64_t after,
-                            int64_t window, int64_t stride, int64_t dilation) {
-  return (size + before + after - dilation * (window - 1) - 1) / stride + 1;
 }
 
 LogicalResult Importer::importConv(const onnx::NodeProto &node) {
@@ -711,9 +707,10 @@ LogicalResult Importer::importConv(const onnx::NodeProto &node) {
   }
   SmallVector<int64_t> shape = {
       x->shape[0], o,
-      windowOutput(x->shape[2], pads[0], pads[2], kh, strides[0], dilations[0]),
-      windowOutput(x->shape[3], pads[1], pads[3], kw, strides[1],
-                   dilations[1])};
+      ref::slidingWindowOutputSize(x->shape[2], pads[0], pads[2], kh,
+                                   strides[0], dilations[0]),
+      ref::slidingWindowOutputSize(x->shape[3], pads[1], pads[3], kw,
+                                   strides[1], dilations[1])};
   define(node, 0, y, shape);
   return success();
 }
@@ -932,8 +929,10 @@ LogicalResult Importer::pool(const onnx::NodeProto &node, bool max) {
                                           stridesAttr, padAttr));
   SmallVector<int64_t> shape = {
       x->shape[0], x->shape[1],
-      windowOutput(x->shape[2], pads[0], pads[2], window[0], strides[0], 1),
-      windowOutput(x->shape[3], pads[1], pads[3], window[1], strides[1], 1)};
+      ref::slidingWindowOutputSize(x->shape[2], pads[0], pads[2], window[0],
+                                   strides[0], 1),
+      ref::slidingWindowOutputSize(x->shape[3], pads[1], pads[3], window[1],
+                                   strides[1], 1)};
   define(node, 0, y, shape);
   return success();
 }
