@@ -250,80 +250,82 @@ static scf::ValueVector scanWindow(
       .results;
 }
 
-LogicalResult lowerPooling(Lowering &l, Operation *op) {
-  Location loc = op->getLoc();
+static void lowerMaxPool(Lowering &l, MaxPoolOp pool, Layout layout,
+                         bool lanes) {
+  Location loc = pool.getLoc();
   OpBuilder &b = l.b;
-  Layout layout = getComputeLayout(op);
-  // Pooling keeps the channels: every operand has the first one's.
-  bool lanes = hasLanes(op->getOperand(0).getType(), layout);
-
-  if (auto pool = dyn_cast<MaxPoolOp>(op)) {
-    // Per output pixel and channel block, the window's maximum is carried in
-    // a register through the taps (f32, as the taps are compared) and stored
-    // once: no pass to fill the output with -inf, and no load, round and
-    // store of the output per tap.
-    Window w = windowOf(pool, pool.getInput().getType());
-    ActivationView x(l, pool.getInput(), layout), y(l, pool.getOutput(), layout);
-    auto outShape = pool.getOutput().getType().getShape();
-    Type accType = laneType(b.getF32Type(), lanes);
-    l.parallelLoops(
-        loc, {outShape[0], outShape[1], outShape[2]}, [&](ValueRange nhw) {
-          channelLoop(l, loc, w.channels, lanes, [&](ValueRange c) {
-            Value init = floatConstant(b, loc, accType,
-                                       -std::numeric_limits<double>::infinity());
-            scf::ValueVector max = scanWindow(
-                b, loc, w, nhw[1], nhw[2], lanes, init,
-                [&](OpBuilder &nb, Value ih, Value iw, Value,
-                    ValueRange acc) -> scf::ValueVector {
-                  Value v = load(nb, loc, x.memref, x.at(nhw[0], ih, iw, c));
-                  return {arith::MaximumFOp::create(nb, loc, acc[0], v)};
-                });
-            store(b, loc, max[0], y.memref, y.at(nhw[0], nhw[1], nhw[2], c));
-          });
+  // Per output pixel and channel block, the window's maximum is carried in
+  // a register through the taps (f32, as the taps are compared) and stored
+  // once: no pass to fill the output with -inf, and no load, round and
+  // store of the output per tap.
+  Window w = windowOf(pool, pool.getInput().getType());
+  ActivationView x(l, pool.getInput(), layout), y(l, pool.getOutput(), layout);
+  auto outShape = pool.getOutput().getType().getShape();
+  Type accType = laneType(b.getF32Type(), lanes);
+  l.parallelLoops(
+      loc, {outShape[0], outShape[1], outShape[2]}, [&](ValueRange nhw) {
+        channelLoop(l, loc, w.channels, lanes, [&](ValueRange c) {
+          Value init = floatConstant(b, loc, accType,
+                                     -std::numeric_limits<double>::infinity());
+          scf::ValueVector max = scanWindow(
+              b, loc, w, nhw[1], nhw[2], lanes, init,
+              [&](OpBuilder &nb, Value ih, Value iw, Value,
+                  ValueRange acc) -> scf::ValueVector {
+                Value v = load(nb, loc, x.memref, x.at(nhw[0], ih, iw, c));
+                return {arith::MaximumFOp::create(nb, loc, acc[0], v)};
+              });
+          store(b, loc, max[0], y.memref, y.at(nhw[0], nhw[1], nhw[2], c));
         });
-    return success();
-  }
-
-  if (auto pool = dyn_cast<AvgPoolOp>(op)) {
-    Window w = windowOf(pool, pool.getInput().getType());
-    ActivationView x(l, pool.getInput(), layout), y(l, pool.getOutput(), layout);
-    auto outShape = pool.getOutput().getType().getShape();
-    l.fill(loc, y.memref, 0.0);
-    forEachValidTap(l, loc, w, outShape, [&](ValueRange nhw, Value ih, Value iw) {
-      Value scale = inverseCount(b, loc, w, nhw[1], nhw[2]);
-      channelLoop(l, loc, w.channels, lanes, [&](ValueRange c) {
-        SmallVector<Value> out = y.at(nhw[0], nhw[1], nhw[2], c);
-        Value v = load(b, loc, x.memref, x.at(nhw[0], ih, iw, c));
-        Value acc = math::FmaOp::create(b, loc, v, splat(b, loc, scale, lanes),
-                                        load(b, loc, y.memref, out));
-        store(b, loc, acc, y.memref, out);
       });
+}
+
+static void lowerAvgPool(Lowering &l, AvgPoolOp pool, Layout layout,
+                         bool lanes) {
+  Location loc = pool.getLoc();
+  OpBuilder &b = l.b;
+  Window w = windowOf(pool, pool.getInput().getType());
+  ActivationView x(l, pool.getInput(), layout), y(l, pool.getOutput(), layout);
+  auto outShape = pool.getOutput().getType().getShape();
+  l.fill(loc, y.memref, 0.0);
+  forEachValidTap(l, loc, w, outShape, [&](ValueRange nhw, Value ih, Value iw) {
+    Value scale = inverseCount(b, loc, w, nhw[1], nhw[2]);
+    channelLoop(l, loc, w.channels, lanes, [&](ValueRange c) {
+      SmallVector<Value> out = y.at(nhw[0], nhw[1], nhw[2], c);
+      Value v = load(b, loc, x.memref, x.at(nhw[0], ih, iw, c));
+      Value acc = math::FmaOp::create(b, loc, v, splat(b, loc, scale, lanes),
+                                      load(b, loc, y.memref, out));
+      store(b, loc, acc, y.memref, out);
     });
-    return success();
-  }
+  });
+}
 
-  if (auto backward = dyn_cast<AvgPoolBackwardOp>(op)) {
-    Window w = windowOf(backward, backward.getInputGrad().getType());
-    ActivationView dy(l, backward.getOutputGrad(), layout);
-    ActivationView dx(l, backward.getInputGrad(), layout);
-    l.fill(loc, dx.memref, 0.0);
-    forEachValidTap(l, loc, w, backward.getOutputGrad().getType().getShape(),
-                    [&](ValueRange nhw, Value ih, Value iw) {
-                      Value scale = inverseCount(b, loc, w, nhw[1], nhw[2]);
-                      channelLoop(l, loc, w.channels, lanes, [&](ValueRange c) {
-                        SmallVector<Value> in = dx.at(nhw[0], ih, iw, c);
-                        Value g = load(b, loc, dy.memref,
-                                       dy.at(nhw[0], nhw[1], nhw[2], c));
-                        Value acc = math::FmaOp::create(
-                            b, loc, g, splat(b, loc, scale, lanes),
-                            load(b, loc, dx.memref, in));
-                        store(b, loc, acc, dx.memref, in);
-                      });
-                    });
-    return success();
-  }
+static void lowerAvgPoolBackward(Lowering &l, AvgPoolBackwardOp backward,
+                                 Layout layout, bool lanes) {
+  Location loc = backward.getLoc();
+  OpBuilder &b = l.b;
+  Window w = windowOf(backward, backward.getInputGrad().getType());
+  ActivationView dy(l, backward.getOutputGrad(), layout);
+  ActivationView dx(l, backward.getInputGrad(), layout);
+  l.fill(loc, dx.memref, 0.0);
+  forEachValidTap(
+      l, loc, w, backward.getOutputGrad().getType().getShape(),
+      [&](ValueRange nhw, Value ih, Value iw) {
+        Value scale = inverseCount(b, loc, w, nhw[1], nhw[2]);
+        channelLoop(l, loc, w.channels, lanes, [&](ValueRange c) {
+          SmallVector<Value> in = dx.at(nhw[0], ih, iw, c);
+          Value g = load(b, loc, dy.memref, dy.at(nhw[0], nhw[1], nhw[2], c));
+          Value acc =
+              math::FmaOp::create(b, loc, g, splat(b, loc, scale, lanes),
+                                  load(b, loc, dx.memref, in));
+          store(b, loc, acc, dx.memref, in);
+        });
+      });
+}
 
-  auto backward = cast<MaxPoolBackwardOp>(op);
+static void lowerMaxPoolBackward(Lowering &l, MaxPoolBackwardOp backward,
+                                 Layout layout, bool lanes) {
+  Location loc = backward.getLoc();
+  OpBuilder &b = l.b;
   Window w = windowOf(backward, backward.getInput().getType());
   ActivationView dy(l, backward.getOutputGrad(), layout);
   ActivationView x(l, backward.getInput(), layout);
@@ -378,6 +380,20 @@ LogicalResult lowerPooling(Lowering &l, Operation *op) {
                      });
         });
       });
+}
+
+LogicalResult lowerPooling(Lowering &l, Operation *op) {
+  Layout layout = getComputeLayout(op);
+  // Pooling keeps the channels: every operand has the first one's.
+  bool lanes = hasLanes(op->getOperand(0).getType(), layout);
+  if (auto pool = dyn_cast<MaxPoolOp>(op))
+    lowerMaxPool(l, pool, layout, lanes);
+  else if (auto pool = dyn_cast<AvgPoolOp>(op))
+    lowerAvgPool(l, pool, layout, lanes);
+  else if (auto backward = dyn_cast<AvgPoolBackwardOp>(op))
+    lowerAvgPoolBackward(l, backward, layout, lanes);
+  else
+    lowerMaxPoolBackward(l, cast<MaxPoolBackwardOp>(op), layout, lanes);
   return success();
 }
 
