@@ -89,41 +89,40 @@ st::Tensor toSafetensors(const HostTensor &tensor, std::string name) {
   return {};
 }
 
-bool fromSafetensors(const st::Tensor &entry, HostTensor &tensor,
-                     std::string &error) {
+Status fromSafetensors(const st::Tensor &entry, HostTensor &tensor) {
   tensor = HostTensor();
   tensor.shape = entry.shape;
   switch (entry.dtype) {
   case st::DType::F32:
     tensor.type = ElementType::F32;
     tensor.floats = st::toF32(entry);
-    return true;
+    return Status::ok();
   case st::DType::BF16: {
     tensor.type = ElementType::BF16;
     std::vector<uint16_t> bits = st::toBf16Bits(entry);
     tensor.floats.resize(bits.size());
     for (size_t i = 0; i < bits.size(); ++i)
       tensor.floats[i] = ref::bf16BitsToFloat(bits[i]);
-    return true;
+    return Status::ok();
   }
   case st::DType::F64:
     tensor.type = ElementType::F64;
     tensor.doubles = st::toF64(entry);
-    return true;
+    return Status::ok();
   case st::DType::I32: {
     tensor.type = ElementType::I32;
     std::vector<int32_t> values = st::toI32(entry);
     tensor.ints.assign(values.begin(), values.end());
-    return true;
+    return Status::ok();
   }
   case st::DType::I64:
     tensor.type = ElementType::I64;
     tensor.ints = st::toI64(entry);
-    return true;
+    return Status::ok();
   default:
-    error = std::string("dtype ") + st::dtypeName(entry.dtype) +
-            " is not one kiln-run handles (F32, BF16, F64, I32, I64)";
-    return false;
+    return invalidArgumentError(
+        std::string("dtype ") + st::dtypeName(entry.dtype) +
+        " is not one kiln-run handles (F32, BF16, F64, I32, I64)");
   }
 }
 

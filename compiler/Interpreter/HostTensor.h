@@ -12,6 +12,7 @@
 #define KILN_COMPILER_INTERPRETER_HOSTTENSOR_H
 
 #include "kiln/base/dtype.h"
+#include "kiln/base/status.h"
 #include "kiln/ref/tensor.h"
 #include "kiln/rt/safetensors.h"
 
@@ -73,10 +74,10 @@ std::string formatValues(const HostTensor &tensor, size_t limit);
 rt::safetensors::Tensor toSafetensors(const HostTensor &tensor,
                                       std::string name);
 
-/// Converts a safetensors entry of the matching dtype; false with `error`
-/// set for a dtype that is not one of the five.
-bool fromSafetensors(const rt::safetensors::Tensor &entry, HostTensor &tensor,
-                     std::string &error);
+/// Converts a safetensors entry of the matching dtype; kInvalidArgument for
+/// a dtype that is not one of the five.
+Status fromSafetensors(const rt::safetensors::Tensor &entry,
+                       HostTensor &tensor);
 
 } // namespace kiln::interp
 

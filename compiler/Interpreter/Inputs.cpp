@@ -133,7 +133,6 @@ FailureOr<std::vector<HostTensor>> prepareInputs(func::FuncOp function,
   st::File file;
   if (Status s = st::read(options.path, file); !s.isOk())
     return function.emitError() << s.message();
-  std::string error;
   std::set<std::string> expected;
   for (unsigned i = 0; i < n; ++i) {
     if (stepArg && i == *stepArg)
@@ -145,9 +144,9 @@ FailureOr<std::vector<HostTensor>> prepareInputs(func::FuncOp function,
       return function.emitError()
              << options.path << " has no '" << name << "' for argument " << i
              << " of @" << function.getSymName();
-    if (!fromSafetensors(*entry, inputs[i], error))
+    if (Status s = fromSafetensors(*entry, inputs[i]); !s.isOk())
       return function.emitError()
-             << options.path << ": '" << name << "': " << error;
+             << options.path << ": '" << name << "': " << s.message();
     std::string mismatch = describeMismatch(
         inputs[i], cast<RankedTensorType>(function.getArgumentTypes()[i]));
     if (!mismatch.empty())

@@ -112,7 +112,6 @@ LogicalResult VariableStore::load(const std::string &path) {
   st::File file;
   if (Status s = st::read(path, file); !s.isOk())
     return module.emitError() << s.message();
-  std::string error;
   std::set<std::string> declared;
   for (Operation *op : decls) {
     if (isCopy(op))
@@ -125,9 +124,9 @@ LogicalResult VariableStore::load(const std::string &path) {
       return variable.emitOpError()
              << "@" << name << " is missing from " << path;
     HostTensor loaded;
-    if (!fromSafetensors(*entry, loaded, error))
+    if (Status s = fromSafetensors(*entry, loaded); !s.isOk())
       return variable.emitOpError()
-             << "@" << name << " in " << path << ": " << error;
+             << "@" << name << " in " << path << ": " << s.message();
     HostTensor &value = values[name];
     if (loaded.type != value.type || loaded.shape != value.shape)
       return variable.emitOpError()
