@@ -224,145 +224,171 @@ static LogicalResult lowerBroadcastMul(Lowering &l, Operation *op) {
   return success();
 }
 
-LogicalResult lowerElementwise(Lowering &l, Operation *op) {
+/// Every operand and result has one shape and one layout, so the loop runs
+/// over the storage as one flat dimension, 16 elements to a vector<16xT>
+/// when the size allows: vector code by construction. (A 16- or 32-channel
+/// innermost loop would be unrolled to scalar code, and LLVM leaves the
+/// rounding of f32 to bf16 scalar unless it is given vectors.)
+static Value flatView(Lowering &l, Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  int64_t n = type.getNumElements();
+  if (n % 16 == 0)
+    return l.viewAs(v, {n / 16}, channelLanes(type.getElementType()));
+  return l.viewAs(v, {n});
+}
+
+/// One op or a fused chain: one linalg.generic whose body is each op's
+/// scalar computation (ElementwiseOpInterface) in order, so a chain reads
+/// its inputs and writes its results once.
+static void lowerElementwiseOp(Lowering &l,
+                               ElementwiseOpInterface elementwise) {
+  Operation *op = elementwise.getOperation();
   Location loc = op->getLoc();
+  auto flat = [&](Value v) { return flatView(l, v); };
+  SmallVector<Value> inputs = llvm::map_to_vector(op->getOperands(), flat);
+  l.elementwise(loc, inputs, flat(op->getResult(0)),
+                [&](OpBuilder &nb, Location loc, ValueRange args) {
+                  linalg::YieldOp::create(
+                      nb, loc,
+                      ValueRange{elementwise.buildScalar(
+                          nb, loc, args.take_front(inputs.size()))});
+                });
+}
+
+static void lowerFusedElementwise(Lowering &l, FusedElementwiseOp fused) {
+  Location loc = fused.getLoc();
+  auto flat = [&](Value v) { return flatView(l, v); };
+  SmallVector<Value> inputs = llvm::map_to_vector(fused.getInputs(), flat);
+  SmallVector<Value> outputs = llvm::map_to_vector(fused.getOutputs(), flat);
+  Block &body = fused.getBody().front();
+  l.elementwise(
+      loc, inputs, outputs, [&](OpBuilder &nb, Location loc, ValueRange args) {
+        IRMapping scalars;
+        scalars.map(body.getArguments(), args.take_front(inputs.size()));
+        for (Operation &inner : body.without_terminator()) {
+          SmallVector<Value> operands = llvm::map_to_vector(
+              inner.getOperands(), [&](Value v) { return scalars.lookup(v); });
+          scalars.map(inner.getResult(0),
+                      cast<ElementwiseOpInterface>(inner).buildScalar(
+                          nb, loc, operands));
+        }
+        linalg::YieldOp::create(
+            nb, loc,
+            llvm::map_to_vector(cast<YieldOp>(body.getTerminator()).getValues(),
+                                [&](Value v) { return scalars.lookup(v); }));
+      });
+}
+
+static void lowerGlobalAvgPool(Lowering &l, GlobalAvgPoolOp pool) {
+  Location loc = pool.getLoc();
+  Operation *op = pool.getOperation();
+  // Sum over (h, w) with the channel loop innermost (contiguous in either
+  // layout), then scale.
+  auto inputType = pool.getInput().getType();
+  int64_t spatial = inputType.getDimSize(1) * inputType.getDimSize(2);
+  SpatialView v(l, pool.getInput(), pool.getOutput(), getComputeLayout(op));
+  Type element = elementTypeOf(v.pooled);
+  Value sum =
+      l.temporary(loc, cast<MemRefType>(v.pooled.getType()).getShape(), v.f32);
+  l.fill(loc, sum, 0.0);
+  l.generic(loc, v.image, sum, {v.imageMap, v.pooledMap}, v.sumIterators,
+            [&](OpBuilder &nb, Location loc, ValueRange args) {
+              linalg::YieldOp::create(
+                  nb, loc,
+                  ValueRange{arith::AddFOp::create(
+                      nb, loc, widenToF32(nb, loc, args[0]), args[1])});
+            });
+  Value scale = l.constant(loc, v.f32, 1.0 / double(spatial));
+  l.elementwise(loc, sum, v.pooled,
+                [&](OpBuilder &nb, Location loc, ValueRange args) {
+                  Value mean = arith::MulFOp::create(nb, loc, args[0], scale);
+                  linalg::YieldOp::create(
+                      nb, loc, ValueRange{narrowTo(nb, loc, mean, element)});
+                });
+}
+
+static void lowerGlobalAvgPoolBackward(Lowering &l,
+                                       GlobalAvgPoolBackwardOp backward) {
+  Location loc = backward.getLoc();
+  Operation *op = backward.getOperation();
+  auto type = backward.getInputGrad().getType();
+  int64_t spatial = type.getDimSize(1) * type.getDimSize(2);
+  SpatialView v(l, backward.getInputGrad(), backward.getOutputGrad(),
+                getComputeLayout(op));
+  Type element = elementTypeOf(v.image);
+  Value scale = l.constant(loc, v.f32, 1.0 / double(spatial));
+  l.generic(loc, v.pooled, v.image, {v.pooledMap, v.imageMap},
+            SmallVector<utils::IteratorType>(v.sumIterators.size(),
+                                             utils::IteratorType::parallel),
+            [&](OpBuilder &nb, Location loc, ValueRange args) {
+              Value g = arith::MulFOp::create(
+                  nb, loc, widenToF32(nb, loc, args[0]), scale);
+              linalg::YieldOp::create(
+                  nb, loc, ValueRange{narrowTo(nb, loc, g, element)});
+            });
+}
+
+static void lowerReduceSum(Lowering &l, ReduceSumOp reduce) {
+  Location loc = reduce.getLoc();
   OpBuilder &b = l.b;
-  // One op or a fused chain: one linalg.generic whose body is each op's
-  // scalar computation (ElementwiseOpInterface) in order, so a chain reads
-  // its inputs and writes its results once.
-  //
-  // Every operand and result has one shape and one layout, so the loop runs
-  // over the storage as one flat dimension, 16 elements to a vector<16xT>
-  // when the size allows: vector code by construction. (A 16- or 32-channel
-  // innermost loop would be unrolled to scalar code, and LLVM leaves the
-  // rounding of f32 to bf16 scalar unless it is given vectors.)
-  auto flat = [&](Value v) {
-    auto type = cast<RankedTensorType>(v.getType());
-    int64_t n = type.getNumElements();
-    if (n % 16 == 0)
-      return l.viewAs(v, {n / 16}, channelLanes(type.getElementType()));
-    return l.viewAs(v, {n});
-  };
-  if (auto elementwise = dyn_cast<ElementwiseOpInterface>(op)) {
-    SmallVector<Value> inputs = llvm::map_to_vector(op->getOperands(), flat);
-    l.elementwise(loc, inputs, flat(op->getResult(0)),
-                  [&](OpBuilder &nb, Location loc, ValueRange args) {
-                    linalg::YieldOp::create(
-                        nb, loc,
-                        ValueRange{elementwise.buildScalar(
-                            nb, loc, args.take_front(inputs.size()))});
-                  });
-    return success();
-  }
-  if (auto fused = dyn_cast<FusedElementwiseOp>(op)) {
-    SmallVector<Value> inputs = llvm::map_to_vector(fused.getInputs(), flat);
-    SmallVector<Value> outputs = llvm::map_to_vector(fused.getOutputs(), flat);
-    Block &body = fused.getBody().front();
-    l.elementwise(
-        loc, inputs, outputs,
-        [&](OpBuilder &nb, Location loc, ValueRange args) {
-          IRMapping scalars;
-          scalars.map(body.getArguments(), args.take_front(inputs.size()));
-          for (Operation &inner : body.without_terminator()) {
-            SmallVector<Value> operands =
-                llvm::map_to_vector(inner.getOperands(),
-                                    [&](Value v) { return scalars.lookup(v); });
-            scalars.map(inner.getResult(0),
-                        cast<ElementwiseOpInterface>(inner).buildScalar(
-                            nb, loc, operands));
-          }
-          linalg::YieldOp::create(
-              nb, loc,
-              llvm::map_to_vector(
-                  cast<YieldOp>(body.getTerminator()).getValues(),
-                  [&](Value v) { return scalars.lookup(v); }));
-        });
-    return success();
-  }
-  if (auto pool = dyn_cast<GlobalAvgPoolOp>(op)) {
-    // Sum over (h, w) with the channel loop innermost (contiguous in either
-    // layout), then scale.
-    auto inputType = pool.getInput().getType();
-    int64_t spatial = inputType.getDimSize(1) * inputType.getDimSize(2);
-    SpatialView v(l, pool.getInput(), pool.getOutput(), getComputeLayout(op));
-    Type element = elementTypeOf(v.pooled);
-    Value sum = l.temporary(loc, cast<MemRefType>(v.pooled.getType()).getShape(),
-                            v.f32);
-    l.fill(loc, sum, 0.0);
-    l.generic(loc, v.image, sum, {v.imageMap, v.pooledMap}, v.sumIterators,
-              [&](OpBuilder &nb, Location loc, ValueRange args) {
-                linalg::YieldOp::create(
-                    nb, loc,
-                    ValueRange{arith::AddFOp::create(
-                        nb, loc, widenToF32(nb, loc, args[0]), args[1])});
-              });
-    Value scale = l.constant(loc, v.f32, 1.0 / double(spatial));
-    l.elementwise(loc, sum, v.pooled,
-                  [&](OpBuilder &nb, Location loc, ValueRange args) {
-                    Value mean = arith::MulFOp::create(nb, loc, args[0], scale);
-                    linalg::YieldOp::create(
-                        nb, loc, ValueRange{narrowTo(nb, loc, mean, element)});
-                  });
-    return success();
-  }
-  if (auto backward = dyn_cast<GlobalAvgPoolBackwardOp>(op)) {
-    auto type = backward.getInputGrad().getType();
-    int64_t spatial = type.getDimSize(1) * type.getDimSize(2);
-    SpatialView v(l, backward.getInputGrad(), backward.getOutputGrad(),
-                  getComputeLayout(op));
-    Type element = elementTypeOf(v.image);
-    Value scale = l.constant(loc, v.f32, 1.0 / double(spatial));
-    l.generic(loc, v.pooled, v.image, {v.pooledMap, v.imageMap},
-              SmallVector<utils::IteratorType>(v.sumIterators.size(),
-                                               utils::IteratorType::parallel),
-              [&](OpBuilder &nb, Location loc, ValueRange args) {
-                Value g = arith::MulFOp::create(nb, loc, widenToF32(nb, loc, args[0]),
-                                                scale);
-                linalg::YieldOp::create(nb, loc,
-                                        ValueRange{narrowTo(nb, loc, g, element)});
-              });
-    return success();
-  }
-  if (auto reduce = dyn_cast<ReduceSumOp>(op)) {
-    auto inputType = reduce.getInput().getType();
-    // View the input as [N, rest] and sum over N, rest innermost.
-    int64_t rows = inputType.getDimSize(0);
-    int64_t rest = inputType.getNumElements() / rows;
-    Value out = l.viewAs(reduce.getOutput(), {rest});
-    Type element = elementTypeOf(out);
-    Value sum = l.temporary(loc, {rest}, b.getF32Type());
-    l.fill(loc, sum, 0.0);
-    MLIRContext *ctx = b.getContext();
-    AffineExpr n, m;
-    bindDims(ctx, n, m);
-    l.generic(loc, l.viewAs(reduce.getInput(), {rows, rest}), sum,
-              {AffineMap::get(2, 0, {n, m}, ctx), AffineMap::get(2, 0, {m}, ctx)},
-              {utils::IteratorType::reduction, utils::IteratorType::parallel},
-              [&](OpBuilder &nb, Location loc, ValueRange args) {
-                linalg::YieldOp::create(
-                    nb, loc,
-                    ValueRange{arith::AddFOp::create(
-                        nb, loc, widenToF32(nb, loc, args[0]), args[1])});
-              });
-    l.elementwise(loc, sum, out,
-                  [&](OpBuilder &nb, Location loc, ValueRange args) {
-                    linalg::YieldOp::create(
-                        nb, loc, ValueRange{narrowTo(nb, loc, args[0], element)});
-                  });
-    return success();
-  }
-  if (isa<BroadcastMulOp, BroadcastMulBackwardOp, BiasAddOp, BiasAddBackwardOp>(
-          op))
+  auto inputType = reduce.getInput().getType();
+  // View the input as [N, rest] and sum over N, rest innermost.
+  int64_t rows = inputType.getDimSize(0);
+  int64_t rest = inputType.getNumElements() / rows;
+  Value out = l.viewAs(reduce.getOutput(), {rest});
+  Type element = elementTypeOf(out);
+  Value sum = l.temporary(loc, {rest}, b.getF32Type());
+  l.fill(loc, sum, 0.0);
+  MLIRContext *ctx = b.getContext();
+  AffineExpr n, m;
+  bindDims(ctx, n, m);
+  l.generic(loc, l.viewAs(reduce.getInput(), {rows, rest}), sum,
+            {AffineMap::get(2, 0, {n, m}, ctx), AffineMap::get(2, 0, {m}, ctx)},
+            {utils::IteratorType::reduction, utils::IteratorType::parallel},
+            [&](OpBuilder &nb, Location loc, ValueRange args) {
+              linalg::YieldOp::create(
+                  nb, loc,
+                  ValueRange{arith::AddFOp::create(
+                      nb, loc, widenToF32(nb, loc, args[0]), args[1])});
+            });
+  l.elementwise(loc, sum, out,
+                [&](OpBuilder &nb, Location loc, ValueRange args) {
+                  linalg::YieldOp::create(
+                      nb, loc, ValueRange{narrowTo(nb, loc, args[0], element)});
+                });
+}
+
+static LogicalResult lowerSplatConstant(Lowering &l,
+                                        arith::ConstantOp constant) {
+  Operation *op = constant.getOperation();
+  Location loc = op->getLoc();
+  auto dense = dyn_cast<SplatElementsAttr>(constant.getValue());
+  if (!dense || !isa<FloatType>(dense.getElementType()))
+    return op->emitOpError("only float splat constants are lowered");
+  l.fill(loc, l.view(constant.getResult()),
+         dense.getSplatValue<APFloat>().convertToDouble());
+  return success();
+}
+
+LogicalResult lowerElementwise(Lowering &l, Operation *op) {
+  if (auto elementwise = dyn_cast<ElementwiseOpInterface>(op))
+    lowerElementwiseOp(l, elementwise);
+  else if (auto fused = dyn_cast<FusedElementwiseOp>(op))
+    lowerFusedElementwise(l, fused);
+  else if (auto pool = dyn_cast<GlobalAvgPoolOp>(op))
+    lowerGlobalAvgPool(l, pool);
+  else if (auto backward = dyn_cast<GlobalAvgPoolBackwardOp>(op))
+    lowerGlobalAvgPoolBackward(l, backward);
+  else if (auto reduce = dyn_cast<ReduceSumOp>(op))
+    lowerReduceSum(l, reduce);
+  else if (isa<BroadcastMulOp, BroadcastMulBackwardOp, BiasAddOp,
+               BiasAddBackwardOp>(op))
     return lowerBroadcastMul(l, op);
-  if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
-    auto dense = dyn_cast<SplatElementsAttr>(constant.getValue());
-    if (!dense || !isa<FloatType>(dense.getElementType()))
-      return op->emitOpError("only float splat constants are lowered");
-    l.fill(loc, l.view(constant.getResult()),
-           dense.getSplatValue<APFloat>().convertToDouble());
-    return success();
-  }
-  return op->emitOpError("is not an elementwise op");
+  else if (auto constant = dyn_cast<arith::ConstantOp>(op))
+    return lowerSplatConstant(l, constant);
+  else
+    return op->emitOpError("is not an elementwise op");
+  return success();
 }
 
 } // namespace kiln
