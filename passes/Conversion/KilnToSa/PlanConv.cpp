@@ -211,56 +211,116 @@ OperandSpec outputView(const ConvInstance &c, const Tile &t, uint32_t buffer,
 }
 
 /// Lowers a set of instances sharing a filter and an output (the parity
-/// classes of one backward-data op, or the single forward instance).
-Status lowerInstances(Planner &p, const std::vector<ConvInstance> &all) {
-  const ConvInstance &c0 = all.front();
-  const int64_t R = p.t.arrayRows, C = p.t.arrayCols;
-  int64_t wIC = c0.s2dC ? c0.s2dC : c0.IC;
+/// classes of one backward-data op, or the single forward instance): the
+/// output-channel groups whose filter slice fits staging memory, the tile
+/// shape of each instance, the staging slots, then per group the filter
+/// slice and every instance's tiles.
+class ConvInstancesLowering {
+public:
+  ConvInstancesLowering(Planner &p, const std::vector<ConvInstance> &all)
+      : p(p), all(all), c0(all.front()) {}
+  Status run();
+
+private:
+  /// Tiles of `nb` images by `cnt` lattice rows.
+  struct TileShape {
+    int64_t nb, cnt;
+  };
+
+  Status planFilterGroups();
+  Status placeFilter();
+  Status planTiles();
+  Status allocateSlots();
+  void lowerTile(const ConvInstance &c, const std::vector<KTile> &ktiles,
+                 const Tile &t, int64_t oc0, int64_t g);
+  void writeOutputBlock(const ConvInstance &c, const Tile &t, uint32_t a,
+                        int64_t rows, int64_t oc0, int64_t w);
+
+  /// The most input rows a tile of `cnt` lattice rows reads (tiles at the
+  /// edges read fewer: their halo is padding).
+  static int64_t maxSlabRows(const ConvInstance &c, int64_t cnt) {
+    return std::max<int64_t>(
+        1, std::min(c.IH, (cnt - 1) * c.ay + c.th.cMax() - c.th.cMin() + 1));
+  }
+  /// Bytes of a tile: two slabs, two accumulators (and conversions).
+  int64_t tileBytes(const ConvInstance &c, int64_t nb, int64_t cnt) const {
+    int64_t rows = nb * cnt * c.OW2;
+    int64_t slab = nb * maxSlabRows(c, cnt) * c.IW * c.IC * xb;
+    return 2 * slab + 2 * rows * obw * (4 + (needCvt ? 2 : 0));
+  }
+
+  Planner &p;
+  const std::vector<ConvInstance> &all;
+  const ConvInstance &c0;
+  int64_t wIC = 0, perOc = 0, ocg = 0, obw = 0, left = 0, xb = 0;
+  bool yOnChip = false, needCvt = false, wOnChip = false;
+  uint32_t wslot = 0;
+  std::vector<TileShape> shapes;
+  int64_t maxSlab = 1, maxRows = 1;
+  uint32_t slab[2] = {0, 0}, acc[2] = {0, 0}, cvt[2] = {0, 0};
+  int64_t blockCounter = 0, tileCounter = 0;
+};
+
+Status ConvInstancesLowering::run() {
+  KILN_RETURN_IF_ERROR(planFilterGroups());
+  KILN_RETURN_IF_ERROR(placeFilter());
+  KILN_RETURN_IF_ERROR(planTiles());
+  KILN_RETURN_IF_ERROR(allocateSlots());
+  for (int64_t oc0 = 0; oc0 < c0.OC; oc0 += ocg) {
+    int64_t g = std::min(ocg, c0.OC - oc0);
+    if (!wOnChip)
+      stageWeights(p, c0, oc0, g, wslot);
+    for (size_t ci = 0; ci < all.size(); ++ci) {
+      const ConvInstance &c = all[ci];
+      if (shapes[ci].nb == 0)
+        continue;
+      std::vector<KTile> ktiles = kTiles(c, p.t.arrayRows, p.opt.packTaps);
+      for (int64_t n0 = 0; n0 < c.N; n0 += shapes[ci].nb)
+        for (int64_t r0 = 0; r0 < c.OH2; r0 += shapes[ci].cnt)
+          lowerTile(c, ktiles,
+                    makeTile(c, n0, std::min(shapes[ci].nb, c.N - n0), r0,
+                             std::min(shapes[ci].cnt, c.OH2 - r0)),
+                    oc0, g);
+    }
+  }
+  return Status::ok();
+}
+
+Status ConvInstancesLowering::planFilterGroups() {
+  wIC = c0.s2dC ? c0.s2dC : c0.IC;
   // Output-channel groups whose filter slice fits a third of staging.
-  int64_t perOc = c0.KH * c0.KW * wIC * p.bytes(p.dtype(c0.w));
-  int64_t ocg = std::min(c0.OC, std::max<int64_t>(1, p.budget() / 3 / perOc));
+  perOc = c0.KH * c0.KW * wIC * p.bytes(p.dtype(c0.w));
+  const int64_t C = p.t.arrayCols;
+  ocg = std::min(c0.OC, std::max<int64_t>(1, p.budget() / 3 / perOc));
   if (ocg < c0.OC)
     ocg = std::max<int64_t>(std::min(C, c0.OC), ocg / C * C);
   if (ocg * perOc > p.budget() / 2)
     return invalidArgumentError(
         "the filter slice of one output block does not fit "
         "in staging memory");
-  int64_t obw = std::min(C, c0.OC);
-  bool yOnChip = p.onChip(c0.y);
-  bool needCvt = !yOnChip && p.dtype(c0.y) != fb::DType::F32;
-  int64_t left = p.budget() - (p.onChip(c0.w) ? 0 : ocg * perOc) - 4096;
-  int64_t xb = p.bytes(p.dtype(c0.x));
-  // Bytes of a tile: two slabs, two accumulators (and conversions).
-  // The most input rows a tile of `cnt` lattice rows reads (tiles at the
-  // edges read fewer: their halo is padding).
-  auto maxSlabRows = [](const ConvInstance &c, int64_t cnt) {
-    return std::max<int64_t>(
-        1, std::min(c.IH, (cnt - 1) * c.ay + c.th.cMax() - c.th.cMin() + 1));
-  };
-  auto tileBytes = [&](const ConvInstance &c, int64_t nb, int64_t cnt) {
-    int64_t rows = nb * cnt * c.OW2;
-    int64_t slab = nb * maxSlabRows(c, cnt) * c.IW * c.IC * xb;
-    return 2 * slab + 2 * rows * obw * (4 + (needCvt ? 2 : 0));
-  };
+  obw = std::min(C, c0.OC);
+  yOnChip = p.onChip(c0.y);
+  needCvt = !yOnChip && p.dtype(c0.y) != fb::DType::F32;
+  left = p.budget() - (p.onChip(c0.w) ? 0 : ocg * perOc) - 4096;
+  xb = p.bytes(p.dtype(c0.x));
+  return Status::ok();
+}
+
+Status ConvInstancesLowering::placeFilter() {
   // A resident filter is read in place, all output channels at once.
-  bool wOnChip = p.onChip(c0.w);
-  uint32_t wslot = 0;
+  wOnChip = p.onChip(c0.w);
   if (wOnChip) {
     wslot = p.home(c0.w);
     ocg = c0.OC;
-  } else {
-    KILN_RETURN_IF_ERROR(
-        p.slot("w", p.dtype(c0.w), ocg * c0.KH * c0.KW * wIC, wslot));
+    return Status::ok();
   }
-  // Tile shapes per instance, and the largest slot sizes among them.
-  struct Plan {
-    int64_t nb, cnt;
-  };
-  std::vector<Plan> plans;
-  int64_t maxSlab = 1, maxRows = 1;
+  return p.slot("w", p.dtype(c0.w), ocg * c0.KH * c0.KW * wIC, wslot);
+}
+
+Status ConvInstancesLowering::planTiles() {
   for (const ConvInstance &c : all) {
     if (c.OH2 <= 0 || c.OW2 <= 0) {
-      plans.push_back({0, 0});
+      shapes.push_back({0, 0});
       continue;
     }
     int64_t nb = 0, cnt = c.OH2;
@@ -281,87 +341,86 @@ Status lowerInstances(Planner &p, const std::vector<ConvInstance> &all) {
         return invalidArgumentError(
             "one output row does not fit in staging memory");
     }
-    plans.push_back({nb, cnt});
+    shapes.push_back({nb, cnt});
     maxSlab = std::max(maxSlab, nb * maxSlabRows(c, cnt) * c.IW * c.IC);
     maxRows = std::max(maxRows, nb * cnt * c.OW2);
   }
-  uint32_t slab[2], acc[2], cvt[2] = {0, 0};
+  return Status::ok();
+}
+
+Status ConvInstancesLowering::allocateSlots() {
   for (int k = 0; k < 2; ++k) {
     KILN_RETURN_IF_ERROR(p.slot("x", p.dtype(c0.x), maxSlab, slab[k]));
     KILN_RETURN_IF_ERROR(p.slot("acc", fb::DType::F32, maxRows * obw, acc[k]));
     if (needCvt)
       KILN_RETURN_IF_ERROR(p.slot("cvt", p.dtype(c0.y), maxRows * obw, cvt[k]));
   }
-  int64_t blockCounter = 0, tileCounter = 0;
-  for (int64_t oc0 = 0; oc0 < c0.OC; oc0 += ocg) {
-    int64_t g = std::min(ocg, c0.OC - oc0);
-    if (!wOnChip)
-      stageWeights(p, c0, oc0, g, wslot);
-    for (size_t ci = 0; ci < all.size(); ++ci) {
-      const ConvInstance &c = all[ci];
-      if (plans[ci].nb == 0)
-        continue;
-      std::vector<KTile> ktiles = kTiles(c, R, p.opt.packTaps);
-      for (int64_t n0 = 0; n0 < c.N; n0 += plans[ci].nb)
-        for (int64_t r0 = 0; r0 < c.OH2; r0 += plans[ci].cnt) {
-          Tile t = makeTile(c, n0, std::min(plans[ci].nb, c.N - n0), r0,
-                            std::min(plans[ci].cnt, c.OH2 - r0));
-          int64_t rows = t.nb * t.cnt * c.OW2;
-          uint32_t s = slab[tileCounter++ % 2];
-          // A resident input is read in place: the whole tensor is the slab.
-          bool xOnChip = p.onChip(c.x);
-          Tile view = t;
-          int64_t nOff = 0, nBound = t.nb;
-          if (xOnChip) {
-            s = p.home(c.x);
-            view.ih0 = 0;
-            view.slabRows = c.IH;
-            nOff = t.n0;
-            nBound = c.N;
-          }
-          if (!xOnChip && !ktiles.empty() && t.slabRows > 0) {
-            // The input rows of the tile, for every image of it.
-            OperandSpec src;
-            src.buffer = p.home(c.x);
-            src.rows = {t.nb};
-            src.cols = {t.slabRows * c.IW * c.IC};
-            src.coords = {
-                {c.IH * c.IW * c.IC, t.n0, c.N, {1}, {0}},
-                {1, t.ih0 * c.IW * c.IC, c.IH * c.IW * c.IC, {0}, {1}}};
-            p.b.dma(src,
-                    OperandSpec::matrix(s, 0, t.nb, t.slabRows * c.IW * c.IC,
-                                        t.slabRows * c.IW * c.IC));
-          }
-          for (int64_t ob0 = 0; ob0 < g; ob0 += obw, ++blockCounter) {
-            int64_t w = std::min(obw, g - ob0);
-            uint32_t a = acc[blockCounter % 2];
-            uint32_t mxu = uint32_t(blockCounter % p.t.mxuCount);
-            if (ktiles.empty() || t.slabRows == 0)
-              p.b.vector(fb::VectorOp::Fill, {}, {fb::Region(a, 0)}, rows, w,
-                         {0.0});
-            for (size_t kt = 0; kt < ktiles.size() && t.slabRows > 0; ++kt)
-              p.b.matmul(mxu, inputView(c, view, ktiles[kt], s, nOff, nBound),
-                         weightView(c, ktiles[kt], wslot, g, ob0, w),
-                         OperandSpec::matrix(a, 0, rows, w, w), kt > 0);
-            bool dense = c.sy == 1 && c.sx == 1 && c.OW2 == c.OW;
-            if (yOnChip && dense) {
-              p.storeBlock(c.y, a, (t.n0 * c.OH + t.r0) * c.OW, rows, oc0 + ob0,
-                           w, 0);
-              continue;
-            }
-            uint32_t src = a;
-            if (needCvt) {
-              src = cvt[blockCounter % 2];
-              p.b.vector(fb::VectorOp::Copy, {fb::Region(a, 0)},
-                         {fb::Region(src, 0)}, rows, w);
-            }
-            p.b.dma(OperandSpec::matrix(src, 0, rows, w, w),
-                    outputView(c, t, p.home(c.y), oc0 + ob0, w));
-          }
-        }
-    }
-  }
   return Status::ok();
+}
+
+void ConvInstancesLowering::lowerTile(const ConvInstance &c,
+                                      const std::vector<KTile> &ktiles,
+                                      const Tile &t, int64_t oc0, int64_t g) {
+  int64_t rows = t.nb * t.cnt * c.OW2;
+  uint32_t s = slab[tileCounter++ % 2];
+  // A resident input is read in place: the whole tensor is the slab.
+  bool xOnChip = p.onChip(c.x);
+  Tile view = t;
+  int64_t nOff = 0, nBound = t.nb;
+  if (xOnChip) {
+    s = p.home(c.x);
+    view.ih0 = 0;
+    view.slabRows = c.IH;
+    nOff = t.n0;
+    nBound = c.N;
+  }
+  if (!xOnChip && !ktiles.empty() && t.slabRows > 0) {
+    // The input rows of the tile, for every image of it.
+    OperandSpec src;
+    src.buffer = p.home(c.x);
+    src.rows = {t.nb};
+    src.cols = {t.slabRows * c.IW * c.IC};
+    src.coords = {{c.IH * c.IW * c.IC, t.n0, c.N, {1}, {0}},
+                  {1, t.ih0 * c.IW * c.IC, c.IH * c.IW * c.IC, {0}, {1}}};
+    p.b.dma(src, OperandSpec::matrix(s, 0, t.nb, t.slabRows * c.IW * c.IC,
+                                     t.slabRows * c.IW * c.IC));
+  }
+  for (int64_t ob0 = 0; ob0 < g; ob0 += obw, ++blockCounter) {
+    int64_t w = std::min(obw, g - ob0);
+    uint32_t a = acc[blockCounter % 2];
+    uint32_t mxu = uint32_t(blockCounter % p.t.mxuCount);
+    if (ktiles.empty() || t.slabRows == 0)
+      p.b.vector(fb::VectorOp::Fill, {}, {fb::Region(a, 0)}, rows, w, {0.0});
+    for (size_t kt = 0; kt < ktiles.size() && t.slabRows > 0; ++kt)
+      p.b.matmul(mxu, inputView(c, view, ktiles[kt], s, nOff, nBound),
+                 weightView(c, ktiles[kt], wslot, g, ob0, w),
+                 OperandSpec::matrix(a, 0, rows, w, w), kt > 0);
+    writeOutputBlock(c, t, a, rows, oc0 + ob0, w);
+  }
+}
+
+void ConvInstancesLowering::writeOutputBlock(const ConvInstance &c,
+                                             const Tile &t, uint32_t a,
+                                             int64_t rows, int64_t oc0,
+                                             int64_t w) {
+  bool dense = c.sy == 1 && c.sx == 1 && c.OW2 == c.OW;
+  if (yOnChip && dense) {
+    p.storeBlock(c.y, a, (t.n0 * c.OH + t.r0) * c.OW, rows, oc0, w, 0);
+    return;
+  }
+  uint32_t src = a;
+  if (needCvt) {
+    src = cvt[blockCounter % 2];
+    p.b.vector(fb::VectorOp::Copy, {fb::Region(a, 0)}, {fb::Region(src, 0)},
+               rows, w);
+  }
+  p.b.dma(OperandSpec::matrix(src, 0, rows, w, w),
+          outputView(c, t, p.home(c.y), oc0, w));
+}
+
+/// Lowers a set of instances sharing a filter and an output.
+Status lowerInstances(Planner &p, const std::vector<ConvInstance> &all) {
+  return ConvInstancesLowering(p, all).run();
 }
 
 /// The filter gradient dW^T = x^T dy (Planner::lowerConvBackwardFilter): the
