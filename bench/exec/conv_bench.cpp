@@ -241,7 +241,7 @@ int main(int argc, char **argv) {
     fmt::print("conv N={} {}x{}x{} -> {} {}x{}/{} {} {} weights={} "
                "threads={}{}\n",
                s.batch, layer.hw, layer.hw, layer.cin, layer.cout, layer.k,
-               layer.k, layer.stride, dtypeName(s.dtype), layoutName(s.layout),
+               layer.k, layer.stride, dtypeInfo(s.dtype).name, layoutName(s.layout),
                s.blocked ? "blocked" : "hwio", threads, s.cold ? " cold" : "");
     Result r = benchLayer(layer, s, s.seconds / 3);
     if (!r.error.empty()) {
@@ -257,7 +257,7 @@ int main(int argc, char **argv) {
   if (!batchSet)
     s.batch = 16;
   fmt::print("ResNet-50 v1.5 convolutions, N={} {} weights={} threads={}\n",
-             s.batch, dtypeName(s.dtype), s.blocked ? "blocked" : "hwio",
+             s.batch, dtypeInfo(s.dtype).name, s.blocked ? "blocked" : "hwio",
              threads);
   fmt::print("  {:>4} {:>5} {:>5} {:>3} {:>2} {:>3} {:>9} {:>9} {:>9}  GFLOP/s "
              "fwd/bwd-d/bwd-f\n",

@@ -10,6 +10,7 @@
 #include "kiln/ref/conv.h"
 
 #include "kiln/ref/check.h"
+#include "kiln/ref/window.h"
 
 #include <algorithm>
 #include <vector>
@@ -45,8 +46,8 @@ Status inferConv2dShape(const Shape &xShape, const Shape &wShape,
   for (int64_t p : attrs.padding)
     if (p < 0)
       return invalidArgumentError("conv2d: padding must be non-negative");
-  int64_t effH = attrs.dilations[0] * (wShape[0] - 1) + 1;
-  int64_t effW = attrs.dilations[1] * (wShape[1] - 1) + 1;
+  int64_t effH = dilatedWindowSize(wShape[0], attrs.dilations[0]);
+  int64_t effW = dilatedWindowSize(wShape[1], attrs.dilations[1]);
   int64_t padH = xShape[1] + attrs.padding[0] + attrs.padding[1];
   int64_t padW = xShape[2] + attrs.padding[2] + attrs.padding[3];
   if (padH < effH || padW < effW)
@@ -54,8 +55,14 @@ Status inferConv2dShape(const Shape &xShape, const Shape &wShape,
         "conv2d: dilated filter " + std::to_string(effH) + "x" +
         std::to_string(effW) + " larger than padded input " +
         std::to_string(padH) + "x" + std::to_string(padW));
-  yShape = {xShape[0], (padH - effH) / attrs.strides[0] + 1,
-            (padW - effW) / attrs.strides[1] + 1, wShape[3]};
+  yShape = {xShape[0],
+            slidingWindowOutputSize(xShape[1], attrs.padding[0],
+                                    attrs.padding[1], wShape[0],
+                                    attrs.strides[0], attrs.dilations[0]),
+            slidingWindowOutputSize(xShape[2], attrs.padding[2],
+                                    attrs.padding[3], wShape[1],
+                                    attrs.strides[1], attrs.dilations[1]),
+            wShape[3]};
   return Status::ok();
 }
 

@@ -7,6 +7,7 @@
 #include "kiln/ref/pool.h"
 
 #include "kiln/ref/check.h"
+#include "kiln/ref/window.h"
 
 #include <algorithm>
 #include <vector>
@@ -37,8 +38,14 @@ Status inferPool2dShape(const Shape &xShape, const Pool2dAttrs &attrs,
   int64_t padW = xShape[2] + attrs.padding[2] + attrs.padding[3];
   if (padH < attrs.window[0] || padW < attrs.window[1])
     return invalidArgumentError("pool: window larger than padded input");
-  yShape = {xShape[0], (padH - attrs.window[0]) / attrs.strides[0] + 1,
-            (padW - attrs.window[1]) / attrs.strides[1] + 1, xShape[3]};
+  yShape = {xShape[0],
+            slidingWindowOutputSize(xShape[1], attrs.padding[0],
+                                    attrs.padding[1], attrs.window[0],
+                                    attrs.strides[0], /*dilation=*/1),
+            slidingWindowOutputSize(xShape[2], attrs.padding[2],
+                                    attrs.padding[3], attrs.window[1],
+                                    attrs.strides[1], /*dilation=*/1),
+            xShape[3]};
   return Status::ok();
 }
 

@@ -76,7 +76,7 @@ std::string floatList(const std::vector<float> &values) {
 /// (the start-up broadcast copies [0, persistent_bytes) as it is) and the
 /// allreduce buckets (every rank reduces the same counts in the same order).
 std::string tensorKey(const TensorRef &t) {
-  return fmt::format("{}@{}[{}]{}", dtypeName(t.dtype), t.offset,
+  return fmt::format("{}@{}[{}]{}", dtypeInfo(t.dtype).name, t.offset,
                      fmt::join(t.shape, ","), layoutName(t.layout));
 }
 

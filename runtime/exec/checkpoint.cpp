@@ -246,7 +246,7 @@ loadNewestCheckpoint(const std::string &dir, const Manifest &manifest,
                         "in the model",
                         path, v.name, st::dtypeName(t->dtype),
                         fmt::format("[{}]", fmt::join(t->shape, ",")),
-                        dtypeName(v.tensor.dtype),
+                        dtypeInfo(v.tensor.dtype).name,
                         fmt::format("[{}]", fmt::join(v.tensor.shape, ","))));
     }
     if (file.tensors.size() != saved)

@@ -44,7 +44,7 @@ void packBucket(const BucketPlan &plan, const uint8_t *arena, void *staging) {
     const uint8_t *src = arena + t.offset;
     int64_t n = t.numElements();
     if (t.dtype == plan.reduceType) {
-      std::memcpy(static_cast<uint8_t *>(staging) + at * dtypeSize(t.dtype),
+      std::memcpy(static_cast<uint8_t *>(staging) + at * dtypeInfo(t.dtype).bytes,
                   src, static_cast<size_t>(t.byteSize()));
     } else if (plan.reduceType == DType::F32) {
       auto *dst = static_cast<float *>(staging) + at;
@@ -89,7 +89,7 @@ void finishBucket(const BucketPlan &plan, uint8_t *arena, void *staging,
     int64_t n = t.numElements();
     if (t.dtype == plan.reduceType) {
       std::memcpy(dst,
-                  static_cast<uint8_t *>(staging) + at * dtypeSize(t.dtype),
+                  static_cast<uint8_t *>(staging) + at * dtypeInfo(t.dtype).bytes,
                   static_cast<size_t>(t.byteSize()));
     } else {
       for (int64_t i = 0; i < n; ++i)

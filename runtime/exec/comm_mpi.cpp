@@ -53,7 +53,7 @@ public:
     startedAt.resize(plans.size());
     bytesPerStep = 0;
     for (size_t i = 0; i < plans.size(); ++i) {
-      bytesPerStep += plans[i].count * int64_t(dtypeSize(plans[i].reduceType));
+      bytesPerStep += plans[i].count * int64_t(dtypeInfo(plans[i].reduceType).bytes);
       if (plans[i].count > std::numeric_limits<int>::max())
         return KILN_STATUS(kUnimplemented,
                            fmt::format("bucket {} has {} elements; MPI counts "
@@ -61,7 +61,7 @@ public:
                                        i, plans[i].count));
       if (!plans[i].contiguous)
         staging[i].resize(static_cast<size_t>(plans[i].count) *
-                          dtypeSize(plans[i].reduceType));
+                          dtypeInfo(plans[i].reduceType).bytes);
     }
     return Status::ok();
   }
@@ -145,7 +145,7 @@ public:
     size_t largest = 0;
     for (const BucketPlan &plan : plans)
       largest = std::max(largest, size_t(plan.count) *
-                                      dtypeSize(plan.reduceType));
+                                      dtypeInfo(plan.reduceType).bytes);
     if (largest == 0)
       return 0.0;
     // Zeros: the values do not change the time, and sums of zeros stay

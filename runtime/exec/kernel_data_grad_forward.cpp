@@ -68,7 +68,7 @@ Status Kernels::Impl::planBackwardDataAsForward(const Call &call,
   // each tap is its own reorder: a [Cin, Cout] slice of the HWIO filter into
   // its place in the primitive's (blocked) weights.
   memory::desc flipped = pd.weights_desc();
-  int64_t tapBytes = cin * cout * int64_t(dtypeSize(w.dtype));
+  int64_t tapBytes = cin * cout * int64_t(dtypeInfo(w.dtype).bytes);
   memory::desc tap({cin, cout, 1, 1}, toDnnl(w.dtype), {cout, 1, 1, 1});
   for (int64_t a = 0; a < kh; ++a)
     for (int64_t b = 0; b < kw; ++b)

@@ -82,8 +82,8 @@ Status Kernels::Impl::planFilterGradientAsMatmuls(const Call &call,
       call.strides[0], call.strides[1], call.padding[0], call.padding[1],
       call.padding[2], call.padding[3]);
   memory::data_type xType = toDnnl(x.dtype), dyType = toDnnl(dy.dtype);
-  int64_t xElement = int64_t(dtypeSize(x.dtype));
-  int64_t dyElement = int64_t(dtypeSize(dy.dtype));
+  int64_t xElement = int64_t(dtypeInfo(x.dtype).bytes);
+  int64_t dyElement = int64_t(dtypeInfo(dy.dtype).bytes);
   memory::desc dwMd({columns, cout}, toDnnl(dw.dtype), {cout, 1});
   // Staging holds every part's columns, then the partial gradients of parts
   // 1.. (part 0's goes to dw itself), 64-byte aligned.
@@ -165,7 +165,7 @@ void Kernels::Impl::writeColumns(const Call &call, int64_t firstImage,
   int64_t h = x.shape[1], w = x.shape[2], cin = x.shape[3];
   int64_t ho = dy.shape[1], wo = dy.shape[2];
   int64_t kh = dw.shape[0], kw = dw.shape[1];
-  size_t rowBytes = size_t(cin) * dtypeSize(x.dtype);
+  size_t rowBytes = size_t(cin) * dtypeInfo(x.dtype).bytes;
   const uint8_t *in = arena + x.offset;
   for (int64_t b = firstImage; b < firstImage + images; ++b)
     for (int64_t i = 0; i < ho; ++i)

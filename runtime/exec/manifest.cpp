@@ -10,6 +10,7 @@
 #include "kiln/rt/model.h"
 
 #include "kiln/base/json.h"
+#include "kiln/ref/window.h"
 
 #include <fmt/format.h>
 
@@ -19,28 +20,6 @@
 #include <set>
 
 namespace kiln::rt::exec {
-
-const char *dtypeName(DType dtype) {
-  switch (dtype) {
-  case DType::F32: return "f32";
-  case DType::BF16: return "bf16";
-  case DType::F64: return "f64";
-  case DType::I32: return "i32";
-  case DType::I64: return "i64";
-  }
-  return "?";
-}
-
-size_t dtypeSize(DType dtype) {
-  switch (dtype) {
-  case DType::BF16: return 2;
-  case DType::F32:
-  case DType::I32: return 4;
-  case DType::F64:
-  case DType::I64: return 8;
-  }
-  return 0;
-}
 
 const char *layoutName(Layout layout) {
   switch (layout) {
@@ -89,7 +68,7 @@ int64_t TensorRef::byteSize() const {
   int64_t n = numElements();
   if (layout == Layout::NChw16c && shape.size() == 4 && shape[3] > 0)
     n = n / shape[3] * ((shape[3] + 15) / 16 * 16);
-  return n * static_cast<int64_t>(dtypeSize(dtype));
+  return n * static_cast<int64_t>(dtypeInfo(dtype).bytes);
 }
 
 const TensorRef *Function::input(std::string_view name) const {
@@ -153,15 +132,14 @@ Status inferConvOutputShape(const std::vector<int64_t> &input,
                            shapeString(filter) + ")");
   output = {input[0], 0, 0, filter[3]};
   for (int i = 0; i < 2; ++i) {
-    int64_t extent = input[1 + i] + call.padding[2 * i] +
-                     call.padding[2 * i + 1] -
-                     call.dilations[i] * (filter[i] - 1) - 1;
-    if (extent < 0)
+    output[1 + i] = ref::slidingWindowOutputSize(
+        input[1 + i], call.padding[2 * i], call.padding[2 * i + 1], filter[i],
+        call.strides[i], call.dilations[i]);
+    if (output[1 + i] == 0)
       return KILN_STATUS(kInvalidArgument,
                          "the dilated filter " + shapeString(filter) +
                              " does not fit the padded input " +
                              shapeString(input));
-    output[1 + i] = extent / call.strides[i] + 1;
   }
   return Status::ok();
 }
@@ -297,11 +275,11 @@ private:
                    "a layout is only meaningful for a 4-D tensor, not " +
                        shapeString(out.shape));
     if (out.offset < 0 ||
-        out.offset % static_cast<int64_t>(dtypeSize(out.dtype)) != 0)
+        out.offset % static_cast<int64_t>(dtypeInfo(out.dtype).bytes) != 0)
       return error(join(path, "offset"),
                    "offset " + std::to_string(out.offset) +
                        " is negative or not a multiple of the " +
-                       dtypeName(out.dtype) + " element size");
+                       dtypeInfo(out.dtype).name + " element size");
     int64_t bytes = out.byteSize();
     if (out.offset > m.arenaBytes || bytes > m.arenaBytes - out.offset)
       return error(path, "bytes [" + std::to_string(out.offset) + ", " +
@@ -393,14 +371,14 @@ Status Parser::parseVariable(const fbs::Variable &v, const std::string &path,
     if (!isFloat)
       return error(join(where, "dtype"),
                    std::string("a copy must be f32 or bf16, not ") +
-                       dtypeName(out.tensor.dtype));
+                       dtypeInfo(out.tensor.dtype).name);
   }
   if ((out.init == InitKind::Normal || out.init == InitKind::HeNormal) &&
       !isFloat)
     return error(join(where, "init"),
                  std::string(initKindName(out.init)) +
                      " needs an f32 or bf16 variable, not " +
-                     dtypeName(out.tensor.dtype));
+                     dtypeInfo(out.tensor.dtype).name);
   if (out.init == InitKind::HeNormal && out.tensor.shape.size() < 2)
     return error(join(where, "init"),
                  "he_normal needs a rank >= 2 shape, not " +
@@ -478,37 +456,37 @@ Status Parser::parseFunction(const fbs::Function &v, const std::string &path,
   if (images.shape.size() != 4 || !isFloat(images.dtype))
     return error(join(path, "inputs.images"),
                  "expected a 4-D f32 or bf16 image batch, got " +
-                     std::string(dtypeName(images.dtype)) +
+                     std::string(dtypeInfo(images.dtype).name) +
                      shapeString(images.shape));
   if (labels.shape != std::vector<int64_t>{images.shape[0]} ||
       labels.dtype != DType::I32)
     return error(join(path, "inputs.labels"),
                  "expected i32[" + std::to_string(images.shape[0]) +
-                     "], got " + dtypeName(labels.dtype) +
+                     "], got " + dtypeInfo(labels.dtype).name +
                      shapeString(labels.shape));
   if (!isScalar(loss) || !isFloat(loss.dtype))
     return error(join(path, "outputs.loss"),
                  "expected one f32 or bf16 value, got " +
-                     std::string(dtypeName(loss.dtype)) +
+                     std::string(dtypeInfo(loss.dtype).name) +
                      shapeString(loss.shape));
   if (logits.shape.size() != 2 || logits.shape[0] != images.shape[0] ||
       !isFloat(logits.dtype))
     return error(join(path, "outputs.logits"),
                  "expected f32 or bf16 [" + std::to_string(images.shape[0]) +
-                     ", classes], got " + dtypeName(logits.dtype) +
+                     ", classes], got " + dtypeInfo(logits.dtype).name +
                      shapeString(logits.shape));
   if (train) {
     const TensorRef &step = *out.input("step");
     if (!isScalar(step) || step.dtype != DType::I64)
       return error(join(path, "inputs.step"),
                    "expected one i64, got " +
-                       std::string(dtypeName(step.dtype)) +
+                       std::string(dtypeInfo(step.dtype).name) +
                        shapeString(step.shape));
     const TensorRef &lr = *out.output("learning_rate");
     if (!isScalar(lr) || !isFloat(lr.dtype))
       return error(join(path, "outputs.learning_rate"),
                    "expected one f32 value, got " +
-                       std::string(dtypeName(lr.dtype)) +
+                       std::string(dtypeInfo(lr.dtype).name) +
                        shapeString(lr.shape));
   }
   return Status::ok();
@@ -597,7 +575,7 @@ Status Parser::parseCall(const fbs::Call &v, const std::string &path,
     if (tensor.dtype != DType::F32 && tensor.dtype != DType::BF16)
       return error(join(opath, name),
                    std::string("library kernels take f32 or bf16, not ") +
-                       dtypeName(tensor.dtype));
+                       dtypeInfo(tensor.dtype).name);
   }
 
   if (isConv) {
@@ -640,7 +618,7 @@ Status Parser::checkPostOps(const Call &call, const std::string &path) {
       return error(path + ".operands.bias",
                    "must be f32[" + std::to_string(output.shape[3]) +
                        "] (one per output channel), not " +
-                       dtypeName(bias.dtype) + shapeString(bias.shape));
+                       dtypeInfo(bias.dtype).name + shapeString(bias.shape));
   }
   if (call.hasOperand("residual")) {
     const TensorRef &r = call.operand("residual");
@@ -656,7 +634,7 @@ Status Parser::checkPostOps(const Call &call, const std::string &path) {
       return error(path + ".operands.statistics",
                    "must be f32[2, " + std::to_string(output.shape[3]) +
                        "] (mean and variance per output channel), not " +
-                       dtypeName(s.dtype) + shapeString(s.shape));
+                       dtypeInfo(s.dtype).name + shapeString(s.shape));
   }
   return Status::ok();
 }
@@ -791,7 +769,7 @@ Status Parser::checkCopies() {
         source->tensor.dtype != DType::BF16)
       return error(path, "the source \"" + copy.source +
                              "\" must be f32 or bf16, not " +
-                             dtypeName(source->tensor.dtype));
+                             dtypeInfo(source->tensor.dtype).name);
     if (source->tensor.shape != copy.tensor.shape)
       return error(path, "the source \"" + copy.source + "\" is " +
                              shapeString(source->tensor.shape) + ", the copy " +
@@ -822,7 +800,7 @@ Status Parser::parseSchedule(const fbs::Schedule &v, const std::string &path) {
     return error(join(path, "variable"),
                  "\"" + s.variable + "\" must be f64[" +
                      std::to_string(s.slots.size()) + "] (one per slot), not " +
-                     dtypeName(var->tensor.dtype) +
+                     dtypeInfo(var->tensor.dtype).name +
                      shapeString(var->tensor.shape));
   m.schedule = std::move(s);
   return Status::ok();
@@ -931,7 +909,7 @@ Status Parser::parse(const fbs::Manifest &root) {
       if (t.dtype != DType::F32 && t.dtype != DType::BF16 &&
           t.dtype != DType::F64)
         return error(tpath, std::string("gradients are f32, bf16 or f64, "
-                                        "not ") + dtypeName(t.dtype));
+                                        "not ") + dtypeInfo(t.dtype).name);
       bucket.tensors.push_back(std::move(t));
     }
     m.buckets.push_back(std::move(bucket));

@@ -92,7 +92,7 @@ static Status initializeOne(const Variable &var, uint8_t *arena,
         return KILN_STATUS(kInvalidArgument,
                            "variable " + var.name + ": constant " +
                                std::to_string(v) + " is not an exact " +
-                               dtypeName(t.dtype));
+                               dtypeInfo(t.dtype).name);
       storeElement(base, t.dtype, i, v);
     }
     return Status::ok();

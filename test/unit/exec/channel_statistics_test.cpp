@@ -34,7 +34,7 @@ TEST(ChannelStatisticsTest, MatchesDoublePrecisionSums) {
   };
   for (const Case &c : cases) {
     SCOPED_TRACE(fmt::format("{} {} {}", ref::shapeToString(c.shape),
-                             layoutName(c.layout), dtypeName(c.dtype)));
+                             layoutName(c.layout), dtypeInfo(c.dtype).name));
     ArenaLayout layout;
     TensorRef y = layout.place(c.shape, c.dtype, c.layout);
     TensorRef statistics = layout.place({2, c.shape[3]});

@@ -103,7 +103,7 @@ int main() {
       double got = loadElement(arena.data() + t.offset, t.dtype, i);
       if (got != want) {
         expect(false, rank,
-               std::string(dtypeName(t.dtype)) + " tensor at " +
+               std::string(dtypeInfo(t.dtype).name) + " tensor at " +
                    std::to_string(t.offset) + " element " + std::to_string(i) +
                    ": " + std::to_string(got) + " != " + std::to_string(want));
         break;

@@ -63,7 +63,7 @@ TEST(BucketPlanTest, PackSumFinishAveragesEveryDtype) {
     BucketPlan plan = planBuckets({bucketOf(tensors)})[0];
     ASSERT_FALSE(plan.contiguous);
     std::vector<uint8_t> staging(static_cast<size_t>(plan.count) *
-                                 dtypeSize(plan.reduceType));
+                                 dtypeInfo(plan.reduceType).bytes);
     packBucket(plan, arena.data(), staging.data());
     // Clobber the arena: finish must write every element back.
     std::fill(arena.begin(), arena.end(), 0xff);
@@ -78,7 +78,7 @@ TEST(BucketPlanTest, PackSumFinishAveragesEveryDtype) {
     for (const TensorRef &t : tensors)
       EXPECT_EQ(0, std::memcmp(arena.data() + t.offset, before.data() + t.offset,
                                static_cast<size_t>(t.byteSize())))
-          << dtypeName(t.dtype);
+          << dtypeInfo(t.dtype).name;
     arena = before;
   }
 }

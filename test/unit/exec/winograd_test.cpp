@@ -56,7 +56,7 @@ std::string describe(const Param &p) {
   const Shape3x3 &s = p.shape;
   return fmt::format("{}x{}x{}x{}_to_{}_{}_{}", s.input[0], s.input[1],
                      s.input[2], s.input[3], s.outputs, layoutName(p.layout),
-                     dtypeName(p.dtype));
+                     dtypeInfo(p.dtype).name);
 }
 
 void PrintTo(const Param &p, std::ostream *os) { *os << describe(p); }

@@ -43,9 +43,6 @@ namespace kiln::rt::exec {
 
 /// Kiln's element types (kiln/base/dtype.h).
 using DType = kiln::DType;
-/// "f32", ... as written in the manifest.
-const char *dtypeName(DType dtype);
-size_t dtypeSize(DType dtype);
 
 /// Physical layout of a 4-D activation whose logical shape is NHWC. None
 /// (no "layout" member) means row-major: NHWC for an activation, HWIO for a
