@@ -112,34 +112,29 @@ struct Interval {
   unsigned begin, end;
   int64_t offset = -1;
 };
-} // namespace
 
-FailureOr<FunctionPlan> planFunction(func::FuncOp func,
-                                     const VariableLayout &variables,
-                                     int64_t scratchBegin) {
-  FunctionPlan plan;
-  plan.scratchBegin = scratchBegin;
-  Block &block = func.front();
-
-  // Op positions, with block arguments defined at position 0.
-  DenseMap<Operation *, unsigned> position;
-  unsigned index = 1;
-  for (Operation &op : block)
-    position[&op] = index++;
-  unsigned endOfFunction = index;
-
-  // Resolve aliases: each value maps to the root value owning its storage, or
-  // to a variable.
+/// Which values share storage: each value maps to the root value owning its
+/// storage, or to a variable.
+struct StorageAliases {
   DenseMap<Value, Value> rootOf;
   DenseMap<Value, StringRef> variableOf;
-  auto root = [&](Value v) {
+
+  Value root(Value v) const {
     auto it = rootOf.find(v);
     return it == rootOf.end() ? v : it->second;
-  };
-  // Whether the storage of `rootValue` (which `v` shares) is read by
-  // nothing after `op`: neither `v` nor any value aliasing it, and it is
-  // not an input, a variable or a result of the function.
-  auto diesAt = [&](Value v, Operation *op, Value rootValue) {
+  }
+
+  void alias(Value v, Value target) {
+    if (auto it = variableOf.find(target); it != variableOf.end())
+      variableOf[v] = it->second;
+    else
+      rootOf[v] = root(target);
+  }
+
+  /// Whether the storage of `rootValue` (which `v` shares) is read by
+  /// nothing after `op`: neither `v` nor any value aliasing it, and it is
+  /// not an input, a variable or a result of the function.
+  bool diesAt(Value v, Operation *op, Value rootValue) const {
     if (isa<BlockArgument>(rootValue) || variableOf.count(v))
       return false;
     auto readOnlyUntil = [&](Value u) {
@@ -153,14 +148,15 @@ FailureOr<FunctionPlan> planFunction(func::FuncOp func,
       if (target == rootValue && !readOnlyUntil(aliased))
         return false;
     return true;
-  };
-  auto alias = [&](Value v, Value target) {
-    if (auto it = variableOf.find(target); it != variableOf.end())
-      variableOf[v] = it->second;
-    else
-      rootOf[v] = root(target);
-  };
+  }
+};
+} // namespace
 
+/// Decides which results reuse another value's or a variable's storage, and
+/// which assigns become in place (recorded in `plan`).
+static LogicalResult resolveAliases(Block &block, StorageAliases &aliases,
+                                    FunctionPlan &plan) {
+  DenseMap<Value, StringRef> &variableOf = aliases.variableOf;
   for (Operation &op : block) {
     for (Value result : op.getResults())
       if (auto tensor = dyn_cast<RankedTensorType>(result.getType());
@@ -172,18 +168,18 @@ FailureOr<FunctionPlan> planFunction(func::FuncOp func,
       continue;
     }
     if (auto reshape = dyn_cast<ReshapeOp>(op)) {
-      alias(reshape.getOutput(), reshape.getInput());
+      aliases.alias(reshape.getOutput(), reshape.getInput());
       continue;
     }
     if (auto reorder = dyn_cast<ReorderOp>(op);
         reorder && isStorageNoOp(reorder)) {
-      alias(reorder.getOutput(), reorder.getInput());
+      aliases.alias(reorder.getOutput(), reorder.getInput());
       continue;
     }
     if (auto allreduce = dyn_cast<AllReduceOp>(op)) {
       for (auto [result, operand] :
            llvm::zip(allreduce.getResults(), allreduce.getOperands()))
-        alias(result, operand);
+        aliases.alias(result, operand);
       continue;
     }
     // A fused convolution adds its residual in place (the library's sum
@@ -192,8 +188,9 @@ FailureOr<FunctionPlan> planFunction(func::FuncOp func,
     // runtime copies the residual into the output first.
     if (auto fused = dyn_cast<FusedConv2DBatchNormOp>(op);
         fused && fused.getResidual() &&
-        diesAt(fused.getResidual(), &op, root(fused.getResidual()))) {
-      alias(fused.getOutput(), fused.getResidual());
+        aliases.diesAt(fused.getResidual(), &op,
+                       aliases.root(fused.getResidual()))) {
+      aliases.alias(fused.getOutput(), fused.getResidual());
       continue;
     }
     for (auto [resultIndex, operandIndex] : inPlacePairs(&op))
@@ -211,12 +208,24 @@ FailureOr<FunctionPlan> planFunction(func::FuncOp func,
             plan.inPlaceAssigns.insert(assign);
           }
   }
+  return success();
+}
 
-  // Live intervals of the roots.
+/// The live interval of every root value that needs scratch storage, in
+/// op positions (block arguments at 0; returned values and inputs live to
+/// the end of the function, where the runtime reads them).
+static SmallVector<Interval> liveIntervals(Block &block,
+                                           const StorageAliases &aliases) {
+  DenseMap<Operation *, unsigned> position;
+  unsigned index = 1;
+  for (Operation &op : block)
+    position[&op] = index++;
+  unsigned endOfFunction = index;
+
   DenseMap<Value, unsigned> intervalOf;
   SmallVector<Interval> intervals;
   auto define = [&](Value v, unsigned at) {
-    if (variableOf.count(v) || rootOf.count(v))
+    if (aliases.variableOf.count(v) || aliases.rootOf.count(v))
       return;
     intervalOf[v] = intervals.size();
     intervals.push_back({v, alignSlot(tensorBytes(v.getType())), at, at});
@@ -227,23 +236,27 @@ FailureOr<FunctionPlan> planFunction(func::FuncOp func,
     for (Value result : op.getResults())
       define(result, position[&op]);
   auto extend = [&](Value v, unsigned at) {
-    if (variableOf.count(v))
+    if (aliases.variableOf.count(v))
       return;
-    auto it = intervalOf.find(root(v));
+    auto it = intervalOf.find(aliases.root(v));
     if (it != intervalOf.end())
       intervals[it->second].end = std::max(intervals[it->second].end, at);
   };
   for (Operation &op : block) {
-    // Returned values (outputs) and inputs stay until the runtime reads them.
     unsigned at = isa<func::ReturnOp>(op) ? endOfFunction : position[&op];
     for (Value operand : op.getOperands())
       extend(operand, at);
   }
   for (BlockArgument arg : block.getArguments())
     extend(arg, endOfFunction);
+  return intervals;
+}
 
-  // Best fit by decreasing size: each interval takes the lowest offset that
-  // does not overlap an already placed interval alive at the same time.
+/// Best fit by decreasing size: each interval takes the lowest offset that
+/// does not overlap an already placed interval alive at the same time.
+/// Returns the end of the scratch space used.
+static int64_t placeBestFit(MutableArrayRef<Interval> intervals,
+                            FunctionPlan &plan) {
   SmallVector<unsigned> order(intervals.size());
   for (unsigned i = 0; i < order.size(); ++i)
     order[i] = i;
@@ -272,12 +285,26 @@ FailureOr<FunctionPlan> planFunction(func::FuncOp func,
     plan.unplannedBytes += cur.bytes;
     placed.push_back(i);
   }
+  return end;
+}
+
+FailureOr<FunctionPlan> planFunction(func::FuncOp func,
+                                     const VariableLayout &variables,
+                                     int64_t scratchBegin) {
+  FunctionPlan plan;
+  plan.scratchBegin = scratchBegin;
+  Block &block = func.front();
+  StorageAliases aliases;
+  if (failed(resolveAliases(block, aliases, plan)))
+    return failure();
+  SmallVector<Interval> intervals = liveIntervals(block, aliases);
+  int64_t end = placeBestFit(intervals, plan);
 
   for (const Interval &interval : intervals)
     plan.offsets[interval.root] = scratchBegin + interval.offset;
-  for (auto [value, target] : rootOf)
+  for (auto [value, target] : aliases.rootOf)
     plan.offsets[value] = plan.offsets.lookup(target);
-  for (auto [value, name] : variableOf)
+  for (auto [value, name] : aliases.variableOf)
     plan.offsets[value] = variables.offsets.lookup(name);
   plan.scratchEnd = scratchBegin + end;
   return plan;
