@@ -47,6 +47,52 @@ Value emitConvolutionWithStatistics(Lowering &l,
   return statistics;
 }
 
+/// The eval step's convolution + batch norm (+ residual, + ReLU) as one
+/// library convolution.
+static void lowerFusedConvBatchNorm(Lowering &l, FusedConv2DBatchNormOp fused) {
+  Location loc = fused.getLoc();
+  // Batch norm with fixed statistics is conv(x, w) * scale + shift per
+  // output channel = conv(x, w * scale) + shift: the filter is scaled here
+  // and the shift becomes the convolution's bias, which the library adds
+  // for free (post-op multiplies and adds would be slower).
+  auto filterType = fused.getFilter().getType();
+  int64_t channels = filterType.getDimSize(3);
+  Type f32 = l.b.getF32Type();
+  Value scale = l.temporary(loc, {channels}, f32);
+  Value bias = l.temporary(loc, {channels}, f32);
+  emitBatchNormCoefficients(
+      l, loc, l.view(fused.getScale()), l.view(fused.getOffset()),
+      l.view(fused.getMean()), l.view(fused.getVariance()),
+      fused.getEpsilon().convertToFloat(), scale, bias);
+  Value filter = l.view(fused.getFilter());
+  Value scaled =
+      l.temporary(loc, filterType.getShape(), filterType.getElementType());
+  MLIRContext *ctx = l.b.getContext();
+  l.generic(
+      loc, ValueRange{filter, scale}, scaled,
+      {AffineMap::getMultiDimIdentityMap(4, ctx),
+       AffineMap::get(4, 0, getAffineDimExpr(3, ctx)),
+       AffineMap::getMultiDimIdentityMap(4, ctx)},
+      SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location loc, ValueRange a) {
+        Value w =
+            arith::MulFOp::create(nb, loc, widenToF32(nb, loc, a[0]), a[1]);
+        linalg::YieldOp::create(
+            nb, loc, narrowTo(nb, loc, w, filterType.getElementType()));
+      });
+  llvm::json::Object operands{{"input", l.describe(fused.getInput())},
+                              {"filter", l.describeTemporary(scaled)},
+                              {"bias", l.describeTemporary(bias)},
+                              {"output", l.describe(fused.getOutput())}};
+  if (Value residual = fused.getResidual())
+    operands["residual"] = l.describe(residual);
+  llvm::json::Object call =
+      convCall(fused, "conv2d_forward", std::move(operands));
+  if (fused.getRelu())
+    call["relu"] = true;
+  l.emitLibraryCall(loc, std::move(call));
+}
+
 LogicalResult lowerLibraryCall(Lowering &l, Operation *op) {
   Location loc = op->getLoc();
   if (auto conv = dyn_cast<Conv2DOp>(op)) {
@@ -57,46 +103,7 @@ LogicalResult lowerLibraryCall(Lowering &l, Operation *op) {
     return success();
   }
   if (auto fused = dyn_cast<FusedConv2DBatchNormOp>(op)) {
-    // Batch norm with fixed statistics is conv(x, w) * scale + shift per
-    // output channel = conv(x, w * scale) + shift: the filter is scaled here
-    // and the shift becomes the convolution's bias, which the library adds
-    // for free (post-op multiplies and adds would be slower).
-    auto filterType = fused.getFilter().getType();
-    int64_t channels = filterType.getDimSize(3);
-    Type f32 = l.b.getF32Type();
-    Value scale = l.temporary(loc, {channels}, f32);
-    Value bias = l.temporary(loc, {channels}, f32);
-    emitBatchNormCoefficients(
-        l, loc, l.view(fused.getScale()), l.view(fused.getOffset()),
-        l.view(fused.getMean()), l.view(fused.getVariance()),
-        fused.getEpsilon().convertToFloat(), scale, bias);
-    Value filter = l.view(fused.getFilter());
-    Value scaled =
-        l.temporary(loc, filterType.getShape(), filterType.getElementType());
-    MLIRContext *ctx = l.b.getContext();
-    l.generic(
-        loc, ValueRange{filter, scale}, scaled,
-        {AffineMap::getMultiDimIdentityMap(4, ctx),
-         AffineMap::get(4, 0, getAffineDimExpr(3, ctx)),
-         AffineMap::getMultiDimIdentityMap(4, ctx)},
-        SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
-        [&](OpBuilder &nb, Location loc, ValueRange a) {
-          Value w =
-              arith::MulFOp::create(nb, loc, widenToF32(nb, loc, a[0]), a[1]);
-          linalg::YieldOp::create(
-              nb, loc, narrowTo(nb, loc, w, filterType.getElementType()));
-        });
-    llvm::json::Object operands{{"input", l.describe(fused.getInput())},
-                                {"filter", l.describeTemporary(scaled)},
-                                {"bias", l.describeTemporary(bias)},
-                                {"output", l.describe(fused.getOutput())}};
-    if (Value residual = fused.getResidual())
-      operands["residual"] = l.describe(residual);
-    llvm::json::Object call =
-        convCall(fused, "conv2d_forward", std::move(operands));
-    if (fused.getRelu())
-      call["relu"] = true;
-    l.emitLibraryCall(loc, std::move(call));
+    lowerFusedConvBatchNorm(l, fused);
     return success();
   }
   if (auto conv = dyn_cast<Conv2DBackwardDataOp>(op)) {
