@@ -31,6 +31,37 @@ private:
   FailureOr<Tensor> newTensor(Value v, TensorKind kind, bool activation);
   LogicalResult addNode(Operation *op, Node node, bool activationResults);
   LogicalResult lower(Operation *op);
+
+  // The steps of run().
+  LogicalResult addVariables();
+  LogicalResult findStemInput();
+  LogicalResult addArguments();
+  LogicalResult lowerBody(Block &body);
+  LogicalResult markResults(Block &body);
+  LogicalResult addAssignments(Block &body);
+  bool assignsInPlace(Block &body, AssignOp assign, Operation *producer,
+                      int val);
+  void setBatch();
+
+  // The steps of lower(), one per op family.
+  LogicalResult addInputs(Node &n, ValueRange operands);
+  LogicalResult addNodeOf(Operation *op, Node n, bool activationResults);
+  LogicalResult lowerRead(ReadOp read);
+  LogicalResult lowerConstant(arith::ConstantOp c);
+  LogicalResult lowerReshape(ReshapeOp r);
+  LogicalResult lowerConv(Conv2DOp conv);
+  LogicalResult lowerConv(Conv2DBackwardDataOp conv);
+  LogicalResult lowerConv(Conv2DBackwardFilterOp conv);
+  LogicalResult lowerBatchNorm(BatchNormTrainOp bn);
+  LogicalResult lowerBatchNorm(BatchNormBackwardOp bn);
+  template <typename PoolOp> LogicalResult lowerPool(PoolOp p, NodeKind kind);
+  LogicalResult lowerDense(DenseOp d);
+  LogicalResult lowerMatmul(MatmulOp m);
+  template <typename LossOp> LogicalResult lowerLoss(LossOp l, NodeKind kind);
+  LogicalResult lowerSgd(SgdUpdateOp u);
+  LogicalResult lowerLars(LarsUpdateOp u);
+  LogicalResult lowerLearningRate(LearningRateOp lr);
+  LogicalResult lowerAllReduce(AllReduceOp ar);
   std::string layerFromRead(Value v) {
     // Through the precision casts of --kiln-bf16.
     while (auto cast = v.getDefiningOp<CastOp>())
@@ -120,160 +151,233 @@ template <typename T> std::array<int64_t, 4> quad(T values) {
   return {values[0], values[1], values[2], values[3]};
 }
 
-LogicalResult GraphBuilder::lower(Operation *op) {
-  auto inputs = [&](Node &n, ValueRange operands) -> LogicalResult {
-    for (Value v : operands) {
-      FailureOr<int> id = tensorOf(v);
-      if (failed(id))
-        return failure();
-      n.inputs.push_back(*id);
-    }
-    return success();
-  };
-  auto simple = [&](NodeKind kind, bool activation) -> LogicalResult {
-    Node n{kind};
-    if (failed(inputs(n, op->getOperands())))
+/// Sets the strides, padding and dilations of a convolution node.
+template <typename ConvOp> void setConvAttrs(Node &n, ConvOp conv) {
+  n.strides = pair(conv.getStrides());
+  n.padding = quad(conv.getPadding());
+  n.dilations = pair(conv.getDilations());
+}
+
+/// Appends the tensors of `operands` to `n`'s inputs.
+LogicalResult GraphBuilder::addInputs(Node &n, ValueRange operands) {
+  for (Value v : operands) {
+    FailureOr<int> id = tensorOf(v);
+    if (failed(id))
       return failure();
-    return addNode(op, n, activation);
-  };
-  auto convAttrs = [](Node &n, auto conv) {
-    n.strides = pair(conv.getStrides());
-    n.padding = quad(conv.getPadding());
-    n.dilations = pair(conv.getDilations());
+    n.inputs.push_back(*id);
+  }
+  return success();
+}
+
+/// Adds `n` with all of `op`'s operands as its inputs.
+LogicalResult GraphBuilder::addNodeOf(Operation *op, Node n,
+                                      bool activationResults) {
+  if (failed(addInputs(n, op->getOperands())))
+    return failure();
+  return addNode(op, n, activationResults);
+}
+
+LogicalResult GraphBuilder::lowerRead(ReadOp read) {
+  auto it = variables.find(read.getVariable());
+  if (it == variables.end())
+    return read.emitError("kiln-convert-to-sa: unknown variable");
+  values[read.getResult()] = it->second;
+  return success();
+}
+
+LogicalResult GraphBuilder::lowerConstant(arith::ConstantOp c) {
+  auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+  if (!dense)
+    return c.emitError("kiln-convert-to-sa: unsupported constant");
+  FailureOr<Tensor> t = newTensor(c.getResult(), TensorKind::Constant, false);
+  if (failed(t))
+    return failure();
+  t->name = "const" + std::to_string(g.tensors.size());
+  for (APFloat v : dense.getValues<APFloat>())
+    t->data.push_back(float(v.convertToDouble()));
+  values[c.getResult()] = g.addTensor(*t);
+  return success();
+}
+
+/// A reshape is no node: its result aliases its input.
+LogicalResult GraphBuilder::lowerReshape(ReshapeOp r) {
+  FailureOr<int> in = tensorOf(r.getInput());
+  if (failed(in))
+    return failure();
+  FailureOr<Tensor> t = newTensor(r.getResult(), TensorKind::Temp, false);
+  if (failed(t))
+    return failure();
+  t->name = "t" + std::to_string(g.tensors.size());
+  t->dtype = g.tensors[size_t(*in)].dtype;
+  t->aliasOf = *in;
+  values[r.getResult()] = g.addTensor(*t);
+  layers.resize(g.tensors.size());
+  return success();
+}
+
+LogicalResult GraphBuilder::lowerConv(Conv2DOp conv) {
+  Node n{NodeKind::Conv2d};
+  setConvAttrs(n, conv);
+  n.layer = layerFromRead(conv.getFilter());
+  n.spaceToDepth = stemInput && conv.getInput() == stemInput;
+  convLayerByInput[conv.getInput()] = n.layer;
+  return addNodeOf(conv, n, true);
+}
+
+LogicalResult GraphBuilder::lowerConv(Conv2DBackwardDataOp conv) {
+  Node n{NodeKind::Conv2dBackwardData};
+  setConvAttrs(n, conv);
+  n.layer = layerFromRead(conv.getFilter());
+  return addNodeOf(conv, n, true);
+}
+
+LogicalResult GraphBuilder::lowerConv(Conv2DBackwardFilterOp conv) {
+  Node n{NodeKind::Conv2dBackwardFilter};
+  setConvAttrs(n, conv);
+  n.layer = convLayerByInput.lookup(conv.getInput());
+  n.spaceToDepth = stemInput && conv.getInput() == stemInput;
+  return addNodeOf(conv, n, false);
+}
+
+LogicalResult GraphBuilder::lowerBatchNorm(BatchNormTrainOp bn) {
+  // The fused forms of --kiln-fuse would lose their relu and
+  // residual here.
+  if (bn.getRelu() || bn.getResidual())
+    return bn.emitError("kiln-convert-to-sa: batch norm fused with "
+                        "relu or a residual (--kiln-fuse) is not "
+                        "lowered; convert the unfused step");
+  Node n{NodeKind::BatchNormTrain};
+  n.epsilon = bn.getEpsilonAttr().getValueAsDouble();
+  n.momentum = bn.getMomentumAttr().getValueAsDouble();
+  n.layer = layerFromRead(bn.getScale());
+  return addNodeOf(bn, n, true);
+}
+
+LogicalResult GraphBuilder::lowerBatchNorm(BatchNormBackwardOp bn) {
+  if (bn.getReluOffset())
+    return bn.emitError("kiln-convert-to-sa: batch norm backward fused "
+                        "with relu backward (--kiln-fuse) is not "
+                        "lowered; convert the unfused step");
+  Node n{NodeKind::BatchNormBackward};
+  n.epsilon = bn.getEpsilonAttr().getValueAsDouble();
+  n.layer = layerFromRead(bn.getScale());
+  return addNodeOf(bn, n, true);
+}
+
+/// The windowed pools and their gradients.
+template <typename PoolOp>
+LogicalResult GraphBuilder::lowerPool(PoolOp p, NodeKind kind) {
+  Node n{kind};
+  n.window = pair(p.getWindow());
+  n.strides = pair(p.getStrides());
+  n.padding = quad(p.getPadding());
+  return addNodeOf(p, n, true);
+}
+
+LogicalResult GraphBuilder::lowerDense(DenseOp d) {
+  Node n{NodeKind::Matmul};
+  n.layer = layerFromRead(d.getWeight());
+  return addNodeOf(d, n, false);
+}
+
+LogicalResult GraphBuilder::lowerMatmul(MatmulOp m) {
+  Node n{NodeKind::Matmul};
+  n.transposeA = m.getTransposeLhs();
+  n.transposeB = m.getTransposeRhs();
+  n.layer = layerFromRead(m.getRhs());
+  return addNodeOf(m, n, false);
+}
+
+/// The softmax cross entropy and its gradient.
+template <typename LossOp>
+LogicalResult GraphBuilder::lowerLoss(LossOp l, NodeKind kind) {
+  Node n{kind};
+  n.labelSmoothing = l.getLabelSmoothingAttr().getValueAsDouble();
+  n.layer = "loss";
+  return addNodeOf(l, n, false);
+}
+
+LogicalResult GraphBuilder::lowerSgd(SgdUpdateOp u) {
+  Node n{NodeKind::SgdUpdate};
+  n.momentum = u.getMomentumAttr().getValueAsDouble();
+  n.weightDecay = u.getWeightDecayAttr().getValueAsDouble();
+  n.nesterov = u.getNesterov();
+  n.layer = "optimizer";
+  return addNodeOf(u, n, false);
+}
+
+LogicalResult GraphBuilder::lowerLars(LarsUpdateOp u) {
+  // The device's LarsUpdate instruction is the tf2 form, and its skip
+  // flag drops the decay with the trust ratio (MLPerf TF2's skip list).
+  if (u.getForm() != LarsForm::Tf2)
+    return u.emitError("kiln-convert-to-sa: the systolic target runs "
+                       "LARS in the tf2 form only, not ")
+           << stringifyLarsForm(u.getForm())
+           << " (compile with --lars-form=tf2)";
+  if (u.getSkipAdaptation() && !u.getWeightDecayAttr().getValue().isZero())
+    return u.emitError("kiln-convert-to-sa: the systolic target's LARS "
+                       "cannot decay a parameter that skips the trust "
+                       "ratio (weight_decay ")
+           << u.getWeightDecayAttr().getValueAsDouble()
+           << " with skip_adaptation; list its kind in both "
+              "--no-decay and --lars-skip)";
+  Node n{NodeKind::LarsUpdate};
+  n.momentum = u.getMomentumAttr().getValueAsDouble();
+  n.weightDecay = u.getWeightDecayAttr().getValueAsDouble();
+  n.eta = u.getEtaAttr().getValueAsDouble();
+  n.epsilon = u.getEpsilonAttr().getValueAsDouble();
+  n.skip = u.getSkipAdaptation();
+  n.layer = "optimizer";
+  return addNodeOf(u, n, false);
+}
+
+LogicalResult GraphBuilder::lowerLearningRate(LearningRateOp lr) {
+  Node n{NodeKind::LearningRate};
+  n.schedule = int64_t(lr.getSchedule());
+  n.layer = "optimizer";
+  return addNodeOf(lr, n, false);
+}
+
+LogicalResult GraphBuilder::lowerAllReduce(AllReduceOp ar) {
+  Node n{NodeKind::AllReduce};
+  n.layer = "allreduce";
+  if (failed(addInputs(n, ar.getGradients())))
+    return failure();
+  // In place: each result is its operand's storage.
+  for (auto [in, out] : llvm::zip(ar.getGradients(), ar.getResults()))
+    values[out] = values[in];
+  g.nodes.push_back(n);
+  g.nodes.back().opName = "allreduce";
+  return success();
+}
+
+LogicalResult GraphBuilder::lower(Operation *op) {
+  auto simple = [&](NodeKind kind, bool activation) {
+    return addNodeOf(op, Node{kind}, activation);
   };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case([&](ReadOp read) -> LogicalResult {
-        auto it = variables.find(read.getVariable());
-        if (it == variables.end())
-          return read.emitError("kiln-convert-to-sa: unknown variable");
-        values[read.getResult()] = it->second;
-        return success();
-      })
+      .Case([&](ReadOp read) { return lowerRead(read); })
       .Case([&](AssignOp) -> LogicalResult {
         return success();
       }) // handled after the walk
-      .Case([&](arith::ConstantOp c) -> LogicalResult {
-        auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
-        if (!dense)
-          return c.emitError("kiln-convert-to-sa: unsupported constant");
-        FailureOr<Tensor> t =
-            newTensor(c.getResult(), TensorKind::Constant, false);
-        if (failed(t))
-          return failure();
-        t->name = "const" + std::to_string(g.tensors.size());
-        for (APFloat v : dense.getValues<APFloat>())
-          t->data.push_back(float(v.convertToDouble()));
-        values[c.getResult()] = g.addTensor(*t);
-        return success();
-      })
-      .Case([&](Conv2DOp conv) -> LogicalResult {
-        Node n{NodeKind::Conv2d};
-        convAttrs(n, conv);
-        n.layer = layerFromRead(conv.getFilter());
-        n.spaceToDepth = stemInput && conv.getInput() == stemInput;
-        convLayerByInput[conv.getInput()] = n.layer;
-        if (failed(inputs(n, conv->getOperands())))
-          return failure();
-        return addNode(op, n, true);
-      })
-      .Case([&](Conv2DBackwardDataOp conv) -> LogicalResult {
-        Node n{NodeKind::Conv2dBackwardData};
-        convAttrs(n, conv);
-        n.layer = layerFromRead(conv.getFilter());
-        if (failed(inputs(n, conv->getOperands())))
-          return failure();
-        return addNode(op, n, true);
-      })
-      .Case([&](Conv2DBackwardFilterOp conv) -> LogicalResult {
-        Node n{NodeKind::Conv2dBackwardFilter};
-        convAttrs(n, conv);
-        n.layer = convLayerByInput.lookup(conv.getInput());
-        n.spaceToDepth = stemInput && conv.getInput() == stemInput;
-        if (failed(inputs(n, conv->getOperands())))
-          return failure();
-        return addNode(op, n, false);
-      })
-      .Case([&](BatchNormTrainOp bn) -> LogicalResult {
-        // The fused forms of --kiln-fuse would lose their relu and
-        // residual here.
-        if (bn.getRelu() || bn.getResidual())
-          return bn.emitError("kiln-convert-to-sa: batch norm fused with "
-                              "relu or a residual (--kiln-fuse) is not "
-                              "lowered; convert the unfused step");
-        Node n{NodeKind::BatchNormTrain};
-        n.epsilon = bn.getEpsilonAttr().getValueAsDouble();
-        n.momentum = bn.getMomentumAttr().getValueAsDouble();
-        n.layer = layerFromRead(bn.getScale());
-        if (failed(inputs(n, bn->getOperands())))
-          return failure();
-        return addNode(op, n, true);
-      })
-      .Case([&](BatchNormBackwardOp bn) -> LogicalResult {
-        if (bn.getReluOffset())
-          return bn.emitError("kiln-convert-to-sa: batch norm backward fused "
-                              "with relu backward (--kiln-fuse) is not "
-                              "lowered; convert the unfused step");
-        Node n{NodeKind::BatchNormBackward};
-        n.epsilon = bn.getEpsilonAttr().getValueAsDouble();
-        n.layer = layerFromRead(bn.getScale());
-        if (failed(inputs(n, bn->getOperands())))
-          return failure();
-        return addNode(op, n, true);
-      })
+      .Case([&](arith::ConstantOp c) { return lowerConstant(c); })
+      .Case<Conv2DOp, Conv2DBackwardDataOp, Conv2DBackwardFilterOp>(
+          [&](auto conv) { return lowerConv(conv); })
+      .Case<BatchNormTrainOp, BatchNormBackwardOp>(
+          [&](auto bn) { return lowerBatchNorm(bn); })
       .Case([&](ReluOp) { return simple(NodeKind::Relu, true); })
       .Case(
           [&](ReluBackwardOp) { return simple(NodeKind::ReluBackward, true); })
       .Case([&](AddOp) { return simple(NodeKind::Add, true); })
       .Case([&](CastOp) { return simple(NodeKind::Copy, false); })
-      .Case([&](ReshapeOp r) -> LogicalResult {
-        FailureOr<int> in = tensorOf(r.getInput());
-        if (failed(in))
-          return failure();
-        FailureOr<Tensor> t = newTensor(r.getResult(), TensorKind::Temp, false);
-        if (failed(t))
-          return failure();
-        t->name = "t" + std::to_string(g.tensors.size());
-        t->dtype = g.tensors[size_t(*in)].dtype;
-        t->aliasOf = *in;
-        values[r.getResult()] = g.addTensor(*t);
-        layers.resize(g.tensors.size());
-        return success();
+      .Case([&](ReshapeOp r) { return lowerReshape(r); })
+      .Case([&](MaxPoolOp p) { return lowerPool(p, NodeKind::MaxPool); })
+      .Case([&](AvgPoolOp p) { return lowerPool(p, NodeKind::AvgPool); })
+      .Case([&](MaxPoolBackwardOp p) {
+        return lowerPool(p, NodeKind::MaxPoolBackward);
       })
-      .Case([&](MaxPoolOp p) -> LogicalResult {
-        Node n{NodeKind::MaxPool};
-        n.window = pair(p.getWindow());
-        n.strides = pair(p.getStrides());
-        n.padding = quad(p.getPadding());
-        if (failed(inputs(n, p->getOperands())))
-          return failure();
-        return addNode(op, n, true);
-      })
-      .Case([&](AvgPoolOp p) -> LogicalResult {
-        Node n{NodeKind::AvgPool};
-        n.window = pair(p.getWindow());
-        n.strides = pair(p.getStrides());
-        n.padding = quad(p.getPadding());
-        if (failed(inputs(n, p->getOperands())))
-          return failure();
-        return addNode(op, n, true);
-      })
-      .Case([&](MaxPoolBackwardOp p) -> LogicalResult {
-        Node n{NodeKind::MaxPoolBackward};
-        n.window = pair(p.getWindow());
-        n.strides = pair(p.getStrides());
-        n.padding = quad(p.getPadding());
-        if (failed(inputs(n, p->getOperands())))
-          return failure();
-        return addNode(op, n, true);
-      })
-      .Case([&](AvgPoolBackwardOp p) -> LogicalResult {
-        Node n{NodeKind::AvgPoolBackward};
-        n.window = pair(p.getWindow());
-        n.strides = pair(p.getStrides());
-        n.padding = quad(p.getPadding());
-        if (failed(inputs(n, p->getOperands())))
-          return failure();
-        return addNode(op, n, true);
+      .Case([&](AvgPoolBackwardOp p) {
+        return lowerPool(p, NodeKind::AvgPoolBackward);
       })
       .Case([&](GlobalAvgPoolOp) {
         return simple(NodeKind::GlobalAvgPool, true);
@@ -281,96 +385,19 @@ LogicalResult GraphBuilder::lower(Operation *op) {
       .Case([&](GlobalAvgPoolBackwardOp) {
         return simple(NodeKind::GlobalAvgPoolBackward, true);
       })
-      .Case([&](DenseOp d) -> LogicalResult {
-        Node n{NodeKind::Matmul};
-        n.layer = layerFromRead(d.getWeight());
-        if (failed(inputs(n, d->getOperands())))
-          return failure();
-        return addNode(op, n, false);
-      })
-      .Case([&](MatmulOp m) -> LogicalResult {
-        Node n{NodeKind::Matmul};
-        n.transposeA = m.getTransposeLhs();
-        n.transposeB = m.getTransposeRhs();
-        n.layer = layerFromRead(m.getRhs());
-        if (failed(inputs(n, m->getOperands())))
-          return failure();
-        return addNode(op, n, false);
-      })
+      .Case([&](DenseOp d) { return lowerDense(d); })
+      .Case([&](MatmulOp m) { return lowerMatmul(m); })
       .Case([&](ReduceSumOp) { return simple(NodeKind::ReduceSum, false); })
-      .Case([&](SoftmaxCrossEntropyOp l) -> LogicalResult {
-        Node n{NodeKind::SoftmaxXent};
-        n.labelSmoothing = l.getLabelSmoothingAttr().getValueAsDouble();
-        n.layer = "loss";
-        if (failed(inputs(n, l->getOperands())))
-          return failure();
-        return addNode(op, n, false);
+      .Case([&](SoftmaxCrossEntropyOp l) {
+        return lowerLoss(l, NodeKind::SoftmaxXent);
       })
-      .Case([&](SoftmaxCrossEntropyBackwardOp l) -> LogicalResult {
-        Node n{NodeKind::SoftmaxXentBackward};
-        n.labelSmoothing = l.getLabelSmoothingAttr().getValueAsDouble();
-        n.layer = "loss";
-        if (failed(inputs(n, l->getOperands())))
-          return failure();
-        return addNode(op, n, false);
+      .Case([&](SoftmaxCrossEntropyBackwardOp l) {
+        return lowerLoss(l, NodeKind::SoftmaxXentBackward);
       })
-      .Case([&](SgdUpdateOp u) -> LogicalResult {
-        Node n{NodeKind::SgdUpdate};
-        n.momentum = u.getMomentumAttr().getValueAsDouble();
-        n.weightDecay = u.getWeightDecayAttr().getValueAsDouble();
-        n.nesterov = u.getNesterov();
-        n.layer = "optimizer";
-        if (failed(inputs(n, u->getOperands())))
-          return failure();
-        return addNode(op, n, false);
-      })
-      .Case([&](LarsUpdateOp u) -> LogicalResult {
-        // The device's LarsUpdate instruction is the tf2 form, and its skip
-        // flag drops the decay with the trust ratio (MLPerf TF2's skip list).
-        if (u.getForm() != LarsForm::Tf2)
-          return u.emitError("kiln-convert-to-sa: the systolic target runs "
-                             "LARS in the tf2 form only, not ")
-                 << stringifyLarsForm(u.getForm())
-                 << " (compile with --lars-form=tf2)";
-        if (u.getSkipAdaptation() &&
-            !u.getWeightDecayAttr().getValue().isZero())
-          return u.emitError("kiln-convert-to-sa: the systolic target's LARS "
-                             "cannot decay a parameter that skips the trust "
-                             "ratio (weight_decay ")
-                 << u.getWeightDecayAttr().getValueAsDouble()
-                 << " with skip_adaptation; list its kind in both "
-                    "--no-decay and --lars-skip)";
-        Node n{NodeKind::LarsUpdate};
-        n.momentum = u.getMomentumAttr().getValueAsDouble();
-        n.weightDecay = u.getWeightDecayAttr().getValueAsDouble();
-        n.eta = u.getEtaAttr().getValueAsDouble();
-        n.epsilon = u.getEpsilonAttr().getValueAsDouble();
-        n.skip = u.getSkipAdaptation();
-        n.layer = "optimizer";
-        if (failed(inputs(n, u->getOperands())))
-          return failure();
-        return addNode(op, n, false);
-      })
-      .Case([&](LearningRateOp lr) -> LogicalResult {
-        Node n{NodeKind::LearningRate};
-        n.schedule = int64_t(lr.getSchedule());
-        n.layer = "optimizer";
-        if (failed(inputs(n, lr->getOperands())))
-          return failure();
-        return addNode(op, n, false);
-      })
-      .Case([&](AllReduceOp ar) -> LogicalResult {
-        Node n{NodeKind::AllReduce};
-        n.layer = "allreduce";
-        if (failed(inputs(n, ar.getGradients())))
-          return failure();
-        // In place: each result is its operand's storage.
-        for (auto [in, out] : llvm::zip(ar.getGradients(), ar.getResults()))
-          values[out] = values[in];
-        g.nodes.push_back(n);
-        g.nodes.back().opName = "allreduce";
-        return success();
-      })
+      .Case([&](SgdUpdateOp u) { return lowerSgd(u); })
+      .Case([&](LarsUpdateOp u) { return lowerLars(u); })
+      .Case([&](LearningRateOp lr) { return lowerLearningRate(lr); })
+      .Case([&](AllReduceOp ar) { return lowerAllReduce(ar); })
       .Case([&](func::ReturnOp) -> LogicalResult { return success(); })
       .Default([&](Operation *other) -> LogicalResult {
         return other->emitError("kiln-convert-to-sa: '")
@@ -379,9 +406,45 @@ LogicalResult GraphBuilder::lower(Operation *op) {
       });
 }
 
-LogicalResult GraphBuilder::run() {
-  g.name = module.getSymName() ? module.getSymName()->str() : "program";
-  // Variables.
+/// The initializer of a variable's tensor.
+LogicalResult setInitializer(VariableOp var, Tensor &t) {
+  switch (var.getInit()) {
+  case Initializer::Zeros:
+    t.init = fb::Init::Zeros;
+    break;
+  case Initializer::Ones:
+    t.init = fb::Init::Ones;
+    break;
+  case Initializer::HeNormal:
+    t.init = fb::Init::HeNormal;
+    break;
+  case Initializer::Normal:
+    t.init = fb::Init::Normal;
+    t.initStd =
+        var.getStdAttr() ? float(var.getStdAttr().getValueAsDouble()) : 0;
+    break;
+  case Initializer::Constant: {
+    t.init = fb::Init::Value;
+    auto dense = dyn_cast_or_null<DenseElementsAttr>(var.getValueAttr());
+    if (!dense)
+      return var.emitError("kiln-convert-to-sa: constant variable needs "
+                           "dense values");
+    for (APFloat v : dense.getValues<APFloat>())
+      t.data.push_back(float(v.convertToDouble()));
+    if (dense.isSplat())
+      t.data.assign(size_t(t.numElements()), t.data.front());
+    break;
+  }
+  case Initializer::Copy:
+    return var.emitError("kiln-convert-to-sa: copy variables "
+                         "(--kiln-bf16-weight-copies) are for x86; the "
+                         "device program casts the weights itself");
+  }
+  return success();
+}
+
+/// A tensor for each of the module's variables.
+LogicalResult GraphBuilder::addVariables() {
   for (auto var : module.getOps<VariableOp>()) {
     Tensor t;
     RankedTensorType type = var.getTensorType();
@@ -392,66 +455,42 @@ LogicalResult GraphBuilder::run() {
     t.kind = TensorKind::Variable;
     t.name = var.getSymName().str();
     t.variableRole = var.isParameter() ? fb::Role::Parameter : fb::Role::State;
-    switch (var.getInit()) {
-    case Initializer::Zeros:
-      t.init = fb::Init::Zeros;
-      break;
-    case Initializer::Ones:
-      t.init = fb::Init::Ones;
-      break;
-    case Initializer::HeNormal:
-      t.init = fb::Init::HeNormal;
-      break;
-    case Initializer::Normal:
-      t.init = fb::Init::Normal;
-      t.initStd =
-          var.getStdAttr() ? float(var.getStdAttr().getValueAsDouble()) : 0;
-      break;
-    case Initializer::Constant: {
-      t.init = fb::Init::Value;
-      auto dense = dyn_cast_or_null<DenseElementsAttr>(var.getValueAttr());
-      if (!dense)
-        return var.emitError("kiln-convert-to-sa: constant variable needs "
-                             "dense values");
-      for (APFloat v : dense.getValues<APFloat>())
-        t.data.push_back(float(v.convertToDouble()));
-      if (dense.isSplat())
-        t.data.assign(size_t(t.numElements()), t.data.front());
-      break;
-    }
-    case Initializer::Copy:
-      return var.emitError("kiln-convert-to-sa: copy variables "
-                           "(--kiln-bf16-weight-copies) are for x86; the "
-                           "device program casts the weights itself");
-    }
+    if (failed(setInitializer(var, t)))
+      return failure();
     variables[t.name] = g.addTensor(t);
   }
-  // The stem the space-to-depth rewrite applies to: a 7x7/2 convolution of
-  // an image argument with at most 4 channels and even sides.
-  if (options.spaceToDepthStem) {
-    for (BlockArgument arg : step.getArguments()) {
-      auto type = dyn_cast<RankedTensorType>(arg.getType());
-      if (!type || type.getRank() != 4 || type.getDimSize(3) > 4 ||
-          type.getDimSize(1) % 2 || type.getDimSize(2) % 2)
-        continue;
-      bool ok = !arg.use_empty();
-      for (Operation *user : arg.getUsers()) {
-        auto conv = dyn_cast<Conv2DOp>(user);
-        auto bwd = dyn_cast<Conv2DBackwardFilterOp>(user);
-        ArrayRef<int64_t> strides = conv  ? conv.getStrides()
-                                    : bwd ? bwd.getStrides()
-                                          : ArrayRef<int64_t>();
-        ok &= (conv || bwd) && strides.size() == 2 && strides[0] == 2 &&
-              strides[1] == 2;
-      }
-      if (ok)
-        stemInput = arg;
+  return success();
+}
+
+/// The stem the space-to-depth rewrite applies to: a 7x7/2 convolution of
+/// an image argument with at most 4 channels and even sides.
+LogicalResult GraphBuilder::findStemInput() {
+  for (BlockArgument arg : step.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || type.getRank() != 4 || type.getDimSize(3) > 4 ||
+        type.getDimSize(1) % 2 || type.getDimSize(2) % 2)
+      continue;
+    bool ok = !arg.use_empty();
+    for (Operation *user : arg.getUsers()) {
+      auto conv = dyn_cast<Conv2DOp>(user);
+      auto bwd = dyn_cast<Conv2DBackwardFilterOp>(user);
+      ArrayRef<int64_t> strides = conv  ? conv.getStrides()
+                                  : bwd ? bwd.getStrides()
+                                        : ArrayRef<int64_t>();
+      ok &= (conv || bwd) && strides.size() == 2 && strides[0] == 2 &&
+            strides[1] == 2;
     }
-    if (!stemInput)
-      return step.emitError("kiln-convert-to-sa: space-to-depth-stem found no "
-                            "stride-2 stem convolution of an image argument");
+    if (ok)
+      stemInput = arg;
   }
-  // Arguments.
+  if (!stemInput)
+    return step.emitError("kiln-convert-to-sa: space-to-depth-stem found no "
+                          "stride-2 stem convolution of an image argument");
+  return success();
+}
+
+/// An input tensor for each of the step's arguments.
+LogicalResult GraphBuilder::addArguments() {
   for (BlockArgument arg : step.getArguments()) {
     FailureOr<Tensor> t = newTensor(arg, TensorKind::Input, false);
     if (failed(t))
@@ -465,15 +504,22 @@ LogicalResult GraphBuilder::run() {
     }
     values[arg] = g.addTensor(*t);
   }
-  layers.resize(g.tensors.size());
-  Block &body = step.getBody().front();
+  return success();
+}
+
+/// Numbers the body's ops, then lowers each in order.
+LogicalResult GraphBuilder::lowerBody(Block &body) {
   int64_t index = 0;
   for (Operation &op : body)
     position[&op] = index++;
   for (Operation &op : body)
     if (failed(lower(&op)))
       return failure();
-  // Results.
+  return success();
+}
+
+/// Numbers the tensors the step returns.
+LogicalResult GraphBuilder::markResults(Block &body) {
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     FailureOr<int> id = tensorOf(v);
@@ -486,8 +532,32 @@ LogicalResult GraphBuilder::run() {
     }
     t.result = int(i);
   }
-  // Assignments: in place when no read of the variable comes after the
-  // producer, otherwise a copy at the end of the step.
+  return success();
+}
+
+/// Whether `assign` can write its value in place: `producer` is an update
+/// that computes into fresh storage and no read of the variable comes after
+/// it.
+bool GraphBuilder::assignsInPlace(Block &body, AssignOp assign,
+                                  Operation *producer, int val) {
+  bool inPlace =
+      producer && isa<SgdUpdateOp, LarsUpdateOp, BatchNormTrainOp>(producer) &&
+      g.tensors[size_t(val)].aliasOf < 0 && g.tensors[size_t(val)].result < 0;
+  if (inPlace) {
+    for (auto read : body.getOps<ReadOp>()) {
+      if (read.getVariable() != assign.getVariable())
+        continue;
+      for (Operation *user : read->getUsers())
+        if (position.lookup(user) > position.lookup(producer))
+          inPlace = false;
+    }
+  }
+  return inPlace;
+}
+
+/// Assignments: in place when no read of the variable comes after the
+/// producer, otherwise a copy at the end of the step.
+LogicalResult GraphBuilder::addAssignments(Block &body) {
   for (auto assign : body.getOps<AssignOp>()) {
     int var = variables.lookup(assign.getVariable());
     FailureOr<int> val = tensorOf(assign.getValue());
@@ -496,20 +566,7 @@ LogicalResult GraphBuilder::run() {
     if (g.root(*val) == var)
       continue;
     Operation *producer = assign.getValue().getDefiningOp();
-    bool inPlace = producer &&
-                   isa<SgdUpdateOp, LarsUpdateOp, BatchNormTrainOp>(producer) &&
-                   g.tensors[size_t(*val)].aliasOf < 0 &&
-                   g.tensors[size_t(*val)].result < 0;
-    if (inPlace) {
-      for (auto read : body.getOps<ReadOp>()) {
-        if (read.getVariable() != assign.getVariable())
-          continue;
-        for (Operation *user : read->getUsers())
-          if (position.lookup(user) > position.lookup(producer))
-            inPlace = false;
-      }
-    }
-    if (inPlace) {
+    if (assignsInPlace(body, assign, producer, *val)) {
       g.tensors[size_t(*val)].aliasOf = var;
       continue;
     }
@@ -520,12 +577,32 @@ LogicalResult GraphBuilder::run() {
     copy.layer = assign.getVariable().str();
     g.nodes.push_back(copy);
   }
-  // The batch: the leading dimension of the first image-like argument.
+  return success();
+}
+
+/// The batch: the leading dimension of the first image-like argument.
+void GraphBuilder::setBatch() {
   for (const Tensor &t : g.tensors)
     if (t.kind == TensorKind::Input && t.shape.size() == 4) {
       g.batch = t.shape[0];
       break;
     }
+}
+
+LogicalResult GraphBuilder::run() {
+  g.name = module.getSymName() ? module.getSymName()->str() : "program";
+  if (failed(addVariables()))
+    return failure();
+  if (options.spaceToDepthStem && failed(findStemInput()))
+    return failure();
+  if (failed(addArguments()))
+    return failure();
+  layers.resize(g.tensors.size());
+  Block &body = step.getBody().front();
+  if (failed(lowerBody(body)) || failed(markResults(body)) ||
+      failed(addAssignments(body)))
+    return failure();
+  setBatch();
   return success();
 }
 
