@@ -23,133 +23,191 @@ static std::string formatNumber(double value) {
   return text;
 }
 
-FailureOr<ScheduleSlots> scheduleSlots(const ScheduleConfig &c,
-                                       std::string &error) {
-  auto fail = [&](std::string message) -> FailureOr<ScheduleSlots> {
-    error = std::move(message);
-    return failure();
-  };
+/// Whether the schedule `kind` decays over a horizon (total steps or
+/// decay epochs).
+static bool hasDecayHorizon(Schedule kind) {
+  return kind == Schedule::LinearWarmupLinearDecay ||
+         kind == Schedule::WarmupPolynomialDecay ||
+         kind == Schedule::CosineDecay;
+}
+
+/// Stores `message` in `error` and fails.
+static LogicalResult scheduleError(std::string &error, std::string message) {
+  error = std::move(message);
+  return failure();
+}
+
+/// Rejects negative settings, settings the schedule has no slot for (they
+/// would be silently ignored) and settings that exclude each other.
+static LogicalResult checkScheduleOptions(const ScheduleConfig &c,
+                                          std::string &error) {
   if (c.lr < 0 || !(std::isfinite(c.warmupSteps) && c.warmupSteps >= 0))
-    return fail("the learning rate and warmup steps must be non-negative");
+    return scheduleError(
+        error, "the learning rate and warmup steps must be non-negative");
   auto notEpochs = [](double e) { return !std::isfinite(e) || e < 0; };
   if (notEpochs(c.warmupEpochs) || notEpochs(c.decayEpochs) ||
       llvm::any_of(c.boundaryEpochs, notEpochs))
-    return fail("warmup-epochs, decay-epochs and boundary-epochs must be "
-                "non-negative numbers");
+    return scheduleError(error,
+                         "warmup-epochs, decay-epochs and boundary-epochs must "
+                         "be non-negative numbers");
   std::string kind = stringifySchedule(c.kind).str();
-  bool decays = c.kind == Schedule::LinearWarmupLinearDecay ||
-                c.kind == Schedule::WarmupPolynomialDecay ||
-                c.kind == Schedule::CosineDecay;
-  // Epochs where the schedule has no such slot would be silently ignored.
   if (c.warmupEpochs > 0 && c.kind == Schedule::Constant)
-    return fail("warmup-epochs: the constant schedule has no warmup");
-  if (c.decayEpochs > 0 && !decays)
-    return fail("decay-epochs: the " + kind + " schedule has no decay horizon" +
-                (c.kind == Schedule::StepDecay
-                     ? " (give its boundaries in epochs: boundary-epochs)"
-                     : ""));
+    return scheduleError(error,
+                         "warmup-epochs: the constant schedule has no warmup");
+  if (c.decayEpochs > 0 && !hasDecayHorizon(c.kind))
+    return scheduleError(
+        error, "decay-epochs: the " + kind + " schedule has no decay horizon" +
+                   (c.kind == Schedule::StepDecay
+                        ? " (give its boundaries in epochs: boundary-epochs)"
+                        : ""));
   if (!c.boundaryEpochs.empty() && c.kind != Schedule::StepDecay)
-    return fail("boundary-epochs: the " + kind +
-                " schedule has no boundaries (only step_decay has)");
+    return scheduleError(error, "boundary-epochs: the " + kind +
+                                    " schedule has no boundaries (only "
+                                    "step_decay has)");
   if (c.warmupSteps > 0 && c.warmupEpochs > 0)
-    return fail("warmup-steps and warmup-epochs exclude each other");
+    return scheduleError(error,
+                         "warmup-steps and warmup-epochs exclude each other");
   if (c.totalSteps > 0 && c.decayEpochs > 0)
-    return fail("total-steps and decay-epochs exclude each other");
+    return scheduleError(error,
+                         "total-steps and decay-epochs exclude each other");
   if (!c.boundaries.empty() && !c.boundaryEpochs.empty())
-    return fail("boundaries and boundary-epochs exclude each other");
+    return scheduleError(error,
+                         "boundaries and boundary-epochs exclude each other");
+  return success();
+}
 
-  // Lengths in the same unit are checked here; the runtime checks the
-  // others once it has resolved them.
+/// Checks that the decay horizon exceeds the warmup where both are in the
+/// same unit; the runtime checks the others once it has resolved them.
+static LogicalResult checkScheduleLengths(const ScheduleConfig &c,
+                                          std::string &error) {
   bool warmupInEpochs = c.warmupEpochs > 0;
   bool horizonInEpochs = c.decayEpochs > 0;
-  bool horizonFromRun = decays && !horizonInEpochs && c.totalSteps == 0;
-  if (decays && c.totalSteps > 0 && !warmupInEpochs &&
+  if (hasDecayHorizon(c.kind) && c.totalSteps > 0 && !warmupInEpochs &&
       double(c.totalSteps) <= c.warmupSteps)
-    return fail("total-steps (" + std::to_string(c.totalSteps) +
-                ") must exceed warmup-steps (" + formatNumber(c.warmupSteps) +
-                ")");
+    return scheduleError(error, "total-steps (" + std::to_string(c.totalSteps) +
+                                    ") must exceed warmup-steps (" +
+                                    formatNumber(c.warmupSteps) + ")");
   if (horizonInEpochs && warmupInEpochs && c.decayEpochs <= c.warmupEpochs)
-    return fail("decay-epochs (" + formatNumber(c.decayEpochs) +
-                ") must exceed warmup-epochs (" + formatNumber(c.warmupEpochs) +
-                ")");
+    return scheduleError(error, "decay-epochs (" + formatNumber(c.decayEpochs) +
+                                    ") must exceed warmup-epochs (" +
+                                    formatNumber(c.warmupEpochs) + ")");
+  return success();
+}
 
-  // Slot values, and the epochs of those the runtime resolves.
+/// Whether the decay horizon is the run's length, which the runtime fills in.
+static bool horizonFromRun(const ScheduleConfig &c) {
+  bool horizonInEpochs = c.decayEpochs > 0;
+  return hasDecayHorizon(c.kind) && !horizonInEpochs && c.totalSteps == 0;
+}
+
+namespace {
+/// A schedule's slot values in order, and the epochs of those the runtime
+/// resolves.
+struct SlotList {
   std::vector<double> values;
   std::vector<std::optional<double>> epochs;
-  auto slot = [&](double value, std::optional<double> inEpochs = {}) {
+  /// The index of the decay horizon's slot, or -1.
+  int64_t horizon = -1;
+
+  void add(double value, std::optional<double> inEpochs = {}) {
     values.push_back(inEpochs ? kUnresolvedSteps : value);
     epochs.push_back(inEpochs);
+  }
+  void addHorizon(double value, std::optional<double> inEpochs) {
+    horizon = int64_t(values.size());
+    add(value, inEpochs);
+  }
+};
+} // namespace
+
+/// step_decay's slots: the warmup, the factor, then the boundaries in steps
+/// and those in epochs.
+static LogicalResult addStepDecaySlots(const ScheduleConfig &c,
+                                       std::optional<double> warmupEpochs,
+                                       SlotList &slots, std::string &error) {
+  if (c.boundaries.empty() && c.boundaryEpochs.empty())
+    return scheduleError(error,
+                         "step_decay needs boundaries (or boundary-epochs)");
+  slots.add(c.lr);
+  slots.add(c.warmupInitLr);
+  slots.add(c.warmupSteps, warmupEpochs);
+  slots.add(c.factor);
+  auto increasing = [](const auto &list) {
+    for (size_t i = 1; i < list.size(); ++i)
+      if (list[i] <= list[i - 1])
+        return false;
+    return true;
   };
+  if (!increasing(c.boundaries) || !increasing(c.boundaryEpochs))
+    return scheduleError(error, "step_decay boundaries must increase");
+  for (int64_t b : c.boundaries)
+    slots.add(double(b));
+  for (double e : c.boundaryEpochs)
+    slots.add(0, e);
+  return success();
+}
+
+/// The slots of `c`'s schedule, in the order getScheduleSlotNames names them.
+static LogicalResult addSlots(const ScheduleConfig &c, SlotList &slots,
+                              std::string &error) {
   std::optional<double> warmupEpochs;
-  if (warmupInEpochs)
+  if (c.warmupEpochs > 0)
     warmupEpochs = c.warmupEpochs;
   std::optional<double> decayEpochs;
-  if (horizonInEpochs)
+  if (c.decayEpochs > 0)
     decayEpochs = c.decayEpochs;
   double w = c.warmupSteps;
-  double t = horizonFromRun ? kUnresolvedSteps : double(c.totalSteps);
-  int64_t horizonSlot = -1;
+  double t = horizonFromRun(c) ? kUnresolvedSteps : double(c.totalSteps);
   switch (c.kind) {
   case Schedule::Constant:
-    slot(c.lr);
+    slots.add(c.lr);
     break;
   case Schedule::LinearWarmupLinearDecay:
     if (c.peakLr <= 0)
-      return fail("linear_warmup_linear_decay needs peak-lr");
-    slot(c.lr);
-    slot(w, warmupEpochs);
-    slot(c.peakLr);
-    horizonSlot = int64_t(values.size());
-    slot(t, decayEpochs);
+      return scheduleError(error, "linear_warmup_linear_decay needs peak-lr");
+    slots.add(c.lr);
+    slots.add(w, warmupEpochs);
+    slots.add(c.peakLr);
+    slots.addHorizon(t, decayEpochs);
     break;
   case Schedule::WarmupPolynomialDecay:
-    slot(c.lr);
-    slot(w, warmupEpochs);
-    horizonSlot = int64_t(values.size());
-    slot(t, decayEpochs);
-    slot(c.endLr);
-    slot(c.power);
+    slots.add(c.lr);
+    slots.add(w, warmupEpochs);
+    slots.addHorizon(t, decayEpochs);
+    slots.add(c.endLr);
+    slots.add(c.power);
     break;
-  case Schedule::StepDecay: {
-    if (c.boundaries.empty() && c.boundaryEpochs.empty())
-      return fail("step_decay needs boundaries (or boundary-epochs)");
-    slot(c.lr);
-    slot(c.warmupInitLr);
-    slot(w, warmupEpochs);
-    slot(c.factor);
-    auto increasing = [](const auto &list) {
-      for (size_t i = 1; i < list.size(); ++i)
-        if (list[i] <= list[i - 1])
-          return false;
-      return true;
-    };
-    if (!increasing(c.boundaries) || !increasing(c.boundaryEpochs))
-      return fail("step_decay boundaries must increase");
-    for (int64_t b : c.boundaries)
-      slot(double(b));
-    for (double e : c.boundaryEpochs)
-      slot(0, e);
-    break;
-  }
+  case Schedule::StepDecay:
+    return addStepDecaySlots(c, warmupEpochs, slots, error);
   case Schedule::CosineDecay:
-    slot(c.lr);
-    slot(c.warmupInitLr);
-    slot(w, warmupEpochs);
-    horizonSlot = int64_t(values.size());
-    slot(t, decayEpochs);
-    slot(c.endLr);
+    slots.add(c.lr);
+    slots.add(c.warmupInitLr);
+    slots.add(w, warmupEpochs);
+    slots.addHorizon(t, decayEpochs);
+    slots.add(c.endLr);
     break;
   }
+  return success();
+}
+
+FailureOr<ScheduleSlots> scheduleSlots(const ScheduleConfig &c,
+                                       std::string &error) {
+  if (failed(checkScheduleOptions(c, error)) ||
+      failed(checkScheduleLengths(c, error)))
+    return failure();
+  SlotList slots;
+  if (failed(addSlots(c, slots, error)))
+    return failure();
 
   SmallVector<std::string> names =
-      getScheduleSlotNames(c.kind, int64_t(values.size()));
+      getScheduleSlotNames(c.kind, int64_t(slots.values.size()));
   ScheduleSlots result;
-  for (size_t i = 0; i < values.size(); ++i)
-    if (epochs[i])
-      result.epochs.push_back({names[i], *epochs[i]});
-  if (horizonFromRun)
-    result.runLength = names[size_t(horizonSlot)];
-  result.values = std::move(values);
+  for (size_t i = 0; i < slots.values.size(); ++i)
+    if (slots.epochs[i])
+      result.epochs.push_back({names[i], *slots.epochs[i]});
+  if (horizonFromRun(c))
+    result.runLength = names[size_t(slots.horizon)];
+  result.values = std::move(slots.values);
   return result;
 }
 
@@ -283,14 +341,10 @@ static VariableOp declareState(OpBuilder &builder, Operation *anchor,
       FlatSymbolRefAttr());
 }
 
-LogicalResult applyOptimizer(func::FuncOp step, const OptimizerConfig &config) {
-  auto module = step->getParentOfType<ModuleOp>();
-  SymbolTable symbols(module);
-  MLIRContext *context = module.getContext();
-  OpBuilder builder(context);
-
-  // The gradients the step returns, by result index.
-  SmallVector<std::pair<unsigned, VariableOp>> gradients;
+/// The gradients `step` returns, by result index, with their parameters.
+static LogicalResult
+collectGradients(func::FuncOp step, SymbolTable &symbols,
+                 SmallVectorImpl<std::pair<unsigned, VariableOp>> &gradients) {
   for (unsigned i = 0; i < step.getNumResults(); ++i) {
     auto name = step.getResultAttrOfType<FlatSymbolRefAttr>(i, kGradientOfAttr);
     if (!name)
@@ -304,55 +358,54 @@ LogicalResult applyOptimizer(func::FuncOp step, const OptimizerConfig &config) {
   }
   if (gradients.empty())
     return step.emitOpError("returns no gradients: run --kiln-autodiff first");
-  if (symbols.lookup(kScheduleVariable))
-    return step.emitOpError("already has an optimizer (@")
-           << kScheduleVariable << " exists)";
+  return success();
+}
 
-  std::string error;
-  FailureOr<ScheduleSlots> params = scheduleSlots(config.schedule, error);
-  if (failed(params))
-    return step.emitOpError("invalid learning-rate schedule: ") << error;
-
-  // Schedule parameters as state the runtime may override, and fills in
-  // where the lengths are in epochs or the run's.
-  auto paramsType = RankedTensorType::get({int64_t(params->values.size())},
-                                          builder.getF64Type());
+/// Declares the schedule parameters as state the runtime may override, and
+/// notes the slots it fills in where the lengths are in epochs or the run's.
+static void declareSchedule(OpBuilder &builder, func::FuncOp step,
+                            RankedTensorType paramsType,
+                            const ScheduleSlots &params) {
   VariableOp schedule = declareState(
       builder, step, kScheduleVariable, paramsType, Initializer::Constant,
-      DenseElementsAttr::get(paramsType, ArrayRef<double>(params->values)));
-  if (!params->epochs.empty()) {
+      DenseElementsAttr::get(paramsType, ArrayRef<double>(params.values)));
+  if (!params.epochs.empty()) {
     SmallVector<NamedAttribute> epochs;
-    for (const auto &[slot, value] : params->epochs)
-      epochs.push_back(builder.getNamedAttr(slot, builder.getF64FloatAttr(value)));
+    for (const auto &[slot, value] : params.epochs)
+      epochs.push_back(
+          builder.getNamedAttr(slot, builder.getF64FloatAttr(value)));
     schedule->setAttr(kScheduleEpochsAttr, builder.getDictionaryAttr(epochs));
   }
-  if (!params->runLength.empty())
+  if (!params.runLength.empty())
     schedule->setAttr(kScheduleRunLengthAttr,
-                      builder.getStringAttr(params->runLength));
+                      builder.getStringAttr(params.runLength));
+}
 
-  Block &block = step.front();
-  auto ret = cast<func::ReturnOp>(block.getTerminator());
-  Location loc = ret.getLoc();
-  auto stepType = RankedTensorType::get({}, builder.getI64Type());
-  Value stepArg = block.addArgument(stepType, step.getLoc());
+/// Sets the label smoothing on every cross entropy of `step` and its
+/// backward.
+static void setLabelSmoothing(func::FuncOp step, FloatAttr smoothing) {
+  step.walk(
+      [&](SoftmaxCrossEntropyOp op) { op.setLabelSmoothingAttr(smoothing); });
+  step.walk([&](SoftmaxCrossEntropyBackwardOp op) {
+    op.setLabelSmoothingAttr(smoothing);
+  });
+}
 
-  builder.setInsertionPoint(ret);
-  Value scheduleValues = ReadOp::create(
-      builder, loc, paramsType,
-      FlatSymbolRefAttr::get(context, kScheduleVariable));
-  Value lr = LearningRateOp::create(builder, loc, stepArg, scheduleValues,
-                                    config.schedule.kind);
+namespace {
+/// Builds each parameter's update before the step's return.
+struct ParameterUpdates {
+  func::FuncOp step;
+  const OptimizerConfig &config;
+  SymbolTable &symbols;
+  OpBuilder &builder;
+  Location loc;
+  Value lr;
 
-  if (config.labelSmoothing > 0) {
-    auto smoothing = builder.getF32FloatAttr(config.labelSmoothing);
-    step.walk([&](SoftmaxCrossEntropyOp op) { op.setLabelSmoothingAttr(smoothing); });
-    step.walk([&](SoftmaxCrossEntropyBackwardOp op) {
-      op.setLabelSmoothingAttr(smoothing);
-    });
-  }
+  FloatAttr f32(double v) { return builder.getF32FloatAttr(v); }
 
-  auto f32 = [&](double v) { return builder.getF32FloatAttr(v); };
-  for (auto [index, parameter] : gradients) {
+  /// Declares the momentum of `parameter` and assigns it and the parameter
+  /// their updated values, computed from `gradient`.
+  LogicalResult update(VariableOp parameter, Value gradient) {
     RankedTensorType type = parameter.getTensorType();
     std::string momentumName = (parameter.getSymName() + kMomentumSuffix).str();
     if (symbols.lookup(momentumName))
@@ -360,51 +413,85 @@ LogicalResult applyOptimizer(func::FuncOp step, const OptimizerConfig &config) {
              << momentumName << " already exists";
     declareState(builder, step, momentumName, type, Initializer::Zeros);
 
-    Value gradient = ret.getOperand(index);
-    Value weight = ReadOp::create(builder, loc, type,
-                                  FlatSymbolRefAttr::get(parameter.getSymNameAttr()));
-    Value velocity = ReadOp::create(builder, loc, type,
-                                    FlatSymbolRefAttr::get(context, momentumName));
+    MLIRContext *context = builder.getContext();
+    Value weight = ReadOp::create(
+        builder, loc, type, FlatSymbolRefAttr::get(parameter.getSymNameAttr()));
+    Value velocity = ReadOp::create(
+        builder, loc, type, FlatSymbolRefAttr::get(context, momentumName));
     // Exemptions go by what the parameter is (batch norm, bias), as the
     // references decide by variable name, never by rank.
     FailureOr<ParameterKind> kind = classifyParameter(parameter);
     if (failed(kind))
       return failure();
-    bool exempt = config.noDecay.contains(*kind);
-    double decay = exempt ? 0.0 : config.weightDecay;
     Value newWeight, newVelocity;
     if (config.kind == OptimizerKind::Sgd) {
-      auto update = SgdUpdateOp::create(
-          builder, loc, type, type, weight, gradient, velocity, lr,
-          f32(config.momentum), f32(decay),
-          config.nesterov ? builder.getUnitAttr() : UnitAttr());
-      newWeight = update.getNewWeight();
-      newVelocity = update.getNewVelocity();
+      std::tie(newWeight, newVelocity) =
+          createSgd(*kind, type, weight, gradient, velocity);
     } else {
-      bool skipTrust = config.larsSkip.contains(*kind);
-      // The trust ratio's denominator holds wd*|w|: both references compute
-      // it only for parameters they decay.
-      if (exempt && !skipTrust && config.weightDecay != 0.0)
-        return parameter.emitOpError("is a ")
-               << kindName(*kind)
-               << " parameter, exempt from weight decay (no-decay) but not "
-                  "from LARS's trust ratio (lars-skip), whose denominator "
-                  "holds the decay; list '"
-               << kindName(*kind) << "' in both or in neither";
-      auto update = LarsUpdateOp::create(
-          builder, loc, type, type, /*new_copy=*/Type(), weight, gradient,
-          velocity, lr, f32(config.momentum), f32(config.larsEta), f32(decay),
-          f32(config.larsEpsilon),
-          LarsFormAttr::get(context, config.larsForm),
-          skipTrust ? builder.getUnitAttr() : UnitAttr());
-      newWeight = update.getNewWeight();
-      newVelocity = update.getNewVelocity();
+      FailureOr<std::pair<Value, Value>> lars =
+          createLars(parameter, *kind, type, weight, gradient, velocity);
+      if (failed(lars))
+        return failure();
+      std::tie(newWeight, newVelocity) = *lars;
     }
     AssignOp::create(builder, loc, parameter.getSymName(), newWeight);
     AssignOp::create(builder, loc, momentumName, newVelocity);
+    return success();
   }
 
-  // Return the forward results and the learning rate; gradients are consumed.
+  /// The weight decay of a parameter of `kind`: none if it is exempt.
+  double decayOf(ParameterKind kind) {
+    bool exempt = config.noDecay.contains(kind);
+    return exempt ? 0.0 : config.weightDecay;
+  }
+
+  /// kiln.sgd_update's new weight and velocity.
+  std::pair<Value, Value> createSgd(ParameterKind kind, RankedTensorType type,
+                                    Value weight, Value gradient,
+                                    Value velocity) {
+    auto update = SgdUpdateOp::create(
+        builder, loc, type, type, weight, gradient, velocity, lr,
+        f32(config.momentum), f32(decayOf(kind)),
+        config.nesterov ? builder.getUnitAttr() : UnitAttr());
+    return {update.getNewWeight(), update.getNewVelocity()};
+  }
+
+  /// kiln.lars_update's new weight and velocity, or failure if `parameter`
+  /// is exempt from weight decay but not from the trust ratio.
+  FailureOr<std::pair<Value, Value>>
+  createLars(VariableOp parameter, ParameterKind kind, RankedTensorType type,
+             Value weight, Value gradient, Value velocity) {
+    bool exempt = config.noDecay.contains(kind);
+    bool skipTrust = config.larsSkip.contains(kind);
+    // The trust ratio's denominator holds wd*|w|: both references compute
+    // it only for parameters they decay.
+    if (exempt && !skipTrust && config.weightDecay != 0.0)
+      return parameter.emitOpError("is a ")
+             << kindName(kind)
+             << " parameter, exempt from weight decay (no-decay) but not "
+                "from LARS's trust ratio (lars-skip), whose denominator "
+                "holds the decay; list '"
+             << kindName(kind) << "' in both or in neither";
+    auto update = LarsUpdateOp::create(
+        builder, loc, type, type, /*new_copy=*/Type(), weight, gradient,
+        velocity, lr, f32(config.momentum), f32(config.larsEta),
+        f32(decayOf(kind)), f32(config.larsEpsilon),
+        LarsFormAttr::get(builder.getContext(), config.larsForm),
+        skipTrust ? builder.getUnitAttr() : UnitAttr());
+    return std::make_pair(Value(update.getNewWeight()),
+                          Value(update.getNewVelocity()));
+  }
+};
+} // namespace
+
+/// Makes `step` return its forward results and the learning rate `lr`
+/// instead of the gradients, which the updates consume, and marks its last
+/// argument as the step number.
+static void returnLearningRate(func::FuncOp step, OpBuilder &builder,
+                               Value lr) {
+  MLIRContext *context = builder.getContext();
+  Block &block = step.front();
+  auto ret = cast<func::ReturnOp>(block.getTerminator());
   SmallVector<Value> results;
   SmallVector<DictionaryAttr> resultAttrs;
   for (unsigned i = 0; i < step.getNumResults(); ++i) {
@@ -422,6 +509,51 @@ LogicalResult applyOptimizer(func::FuncOp step, const OptimizerConfig &config) {
   step.setAllResultAttrs(resultAttrs);
   step.setArgAttr(block.getNumArguments() - 1, "kiln.step",
                   builder.getUnitAttr());
+}
+
+LogicalResult applyOptimizer(func::FuncOp step, const OptimizerConfig &config) {
+  auto module = step->getParentOfType<ModuleOp>();
+  SymbolTable symbols(module);
+  MLIRContext *context = module.getContext();
+  OpBuilder builder(context);
+
+  SmallVector<std::pair<unsigned, VariableOp>> gradients;
+  if (failed(collectGradients(step, symbols, gradients)))
+    return failure();
+  if (symbols.lookup(kScheduleVariable))
+    return step.emitOpError("already has an optimizer (@")
+           << kScheduleVariable << " exists)";
+
+  std::string error;
+  FailureOr<ScheduleSlots> params = scheduleSlots(config.schedule, error);
+  if (failed(params))
+    return step.emitOpError("invalid learning-rate schedule: ") << error;
+  auto paramsType = RankedTensorType::get({int64_t(params->values.size())},
+                                          builder.getF64Type());
+  declareSchedule(builder, step, paramsType, *params);
+
+  Block &block = step.front();
+  auto ret = cast<func::ReturnOp>(block.getTerminator());
+  Location loc = ret.getLoc();
+  auto stepType = RankedTensorType::get({}, builder.getI64Type());
+  Value stepArg = block.addArgument(stepType, step.getLoc());
+
+  builder.setInsertionPoint(ret);
+  Value scheduleValues = ReadOp::create(
+      builder, loc, paramsType,
+      FlatSymbolRefAttr::get(context, kScheduleVariable));
+  Value lr = LearningRateOp::create(builder, loc, stepArg, scheduleValues,
+                                    config.schedule.kind);
+
+  if (config.labelSmoothing > 0)
+    setLabelSmoothing(step, builder.getF32FloatAttr(config.labelSmoothing));
+
+  ParameterUpdates updates{step, config, symbols, builder, loc, lr};
+  for (auto [index, parameter] : gradients)
+    if (failed(updates.update(parameter, ret.getOperand(index))))
+      return failure();
+
+  returnLearningRate(step, builder, lr);
   return success();
 }
 
