@@ -290,7 +290,7 @@ LogicalResult evalSoftmaxCrossEntropy(SoftmaxCrossEntropyOp op,
   if (failed(ctx.check(
           op, ref::softmaxCrossEntropy(logits, labels, smoothing, loss))))
     return failure();
-  HostTensor result = HostTensor::zeros(ElementType::F32, {});
+  HostTensor result = HostTensor::zeros(DType::F32, {});
   result.floats[0] = static_cast<float>(loss);
   result.wide = loss;
   ctx.set(op.getLoss(), std::move(result));

@@ -85,7 +85,7 @@ LogicalResult evalLearningRate(LearningRateOp op, EvalContext &ctx) {
     return failure();
   if (step.ints[0] < 0)
     return ctx.error(op) << "step " << step.ints[0] << " is negative";
-  HostTensor lr = HostTensor::zeros(ElementType::F32, {});
+  HostTensor lr = HostTensor::zeros(DType::F32, {});
   double value = ref::learningRate(schedule, step.ints[0]);
   lr.floats[0] = static_cast<float>(value);
   lr.wide = value;

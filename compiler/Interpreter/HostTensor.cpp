@@ -11,25 +11,21 @@ namespace kiln::interp {
 
 namespace st = rt::safetensors;
 
-const char *elementTypeName(ElementType type) {
-  return dtypeInfo(type).name;
-}
-
-HostTensor HostTensor::zeros(ElementType type, ref::Shape shape) {
+HostTensor HostTensor::zeros(DType type, ref::Shape shape) {
   HostTensor t;
   t.type = type;
   t.shape = std::move(shape);
   auto n = static_cast<size_t>(t.numElements());
   if (isFloat(type))
     t.floats.assign(n, 0.0f);
-  else if (type == ElementType::F64)
+  else if (type == DType::F64)
     t.doubles.assign(n, 0.0);
   else
     t.ints.assign(n, 0);
   return t;
 }
 
-HostTensor HostTensor::fromRef(ref::Tensor tensor, ElementType type) {
+HostTensor HostTensor::fromRef(ref::Tensor tensor, DType type) {
   HostTensor t;
   t.type = type;
   t.shape = std::move(tensor.shape);
@@ -43,7 +39,7 @@ std::string typeString(const HostTensor &tensor) {
   std::string s;
   for (int64_t d : tensor.shape)
     s += std::to_string(d) + "x";
-  return s + elementTypeName(tensor.type);
+  return s + dtypeInfo(tensor.type).name;
 }
 
 std::string formatValues(const HostTensor &tensor, size_t limit) {
@@ -55,7 +51,7 @@ std::string formatValues(const HostTensor &tensor, size_t limit) {
       s += ", ";
     if (isInteger(tensor.type))
       std::snprintf(buffer, sizeof(buffer), "%" PRId64, tensor.ints[i]);
-    else if (tensor.type == ElementType::F64)
+    else if (tensor.type == DType::F64)
       std::snprintf(buffer, sizeof(buffer), "%.17g", tensor.doubles[i]);
     else
       std::snprintf(buffer, sizeof(buffer), "%.9g",
@@ -69,21 +65,21 @@ std::string formatValues(const HostTensor &tensor, size_t limit) {
 
 st::Tensor toSafetensors(const HostTensor &tensor, std::string name) {
   switch (tensor.type) {
-  case ElementType::F32:
+  case DType::F32:
     return st::fromF32(std::move(name), tensor.shape, tensor.floats);
-  case ElementType::BF16: {
+  case DType::BF16: {
     std::vector<uint16_t> bits(tensor.floats.size());
     for (size_t i = 0; i < bits.size(); ++i)
       bits[i] = ref::floatToBf16Bits(tensor.floats[i]);
     return st::fromBf16Bits(std::move(name), tensor.shape, bits);
   }
-  case ElementType::F64:
+  case DType::F64:
     return st::fromF64(std::move(name), tensor.shape, tensor.doubles);
-  case ElementType::I32: {
+  case DType::I32: {
     std::vector<int32_t> values(tensor.ints.begin(), tensor.ints.end());
     return st::fromI32(std::move(name), tensor.shape, values);
   }
-  case ElementType::I64:
+  case DType::I64:
     return st::fromI64(std::move(name), tensor.shape, tensor.ints);
   }
   return {};
@@ -94,11 +90,11 @@ Status fromSafetensors(const st::Tensor &entry, HostTensor &tensor) {
   tensor.shape = entry.shape;
   switch (entry.dtype) {
   case st::DType::F32:
-    tensor.type = ElementType::F32;
+    tensor.type = DType::F32;
     tensor.floats = st::toF32(entry);
     return Status::ok();
   case st::DType::BF16: {
-    tensor.type = ElementType::BF16;
+    tensor.type = DType::BF16;
     std::vector<uint16_t> bits = st::toBf16Bits(entry);
     tensor.floats.resize(bits.size());
     for (size_t i = 0; i < bits.size(); ++i)
@@ -106,17 +102,17 @@ Status fromSafetensors(const st::Tensor &entry, HostTensor &tensor) {
     return Status::ok();
   }
   case st::DType::F64:
-    tensor.type = ElementType::F64;
+    tensor.type = DType::F64;
     tensor.doubles = st::toF64(entry);
     return Status::ok();
   case st::DType::I32: {
-    tensor.type = ElementType::I32;
+    tensor.type = DType::I32;
     std::vector<int32_t> values = st::toI32(entry);
     tensor.ints.assign(values.begin(), values.end());
     return Status::ok();
   }
   case st::DType::I64:
-    tensor.type = ElementType::I64;
+    tensor.type = DType::I64;
     tensor.ints = st::toI64(entry);
     return Status::ok();
   default:

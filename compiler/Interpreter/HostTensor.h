@@ -23,22 +23,17 @@
 
 namespace kiln::interp {
 
-/// Kiln's element types (kiln/base/dtype.h).
-using ElementType = kiln::DType;
-
-/// "f32", "bf16", ... as in MLIR types.
-const char *elementTypeName(ElementType type);
 /// True for the types stored as float (f32, bf16).
-inline bool isFloat(ElementType type) {
-  return type == ElementType::F32 || type == ElementType::BF16;
+inline bool isFloat(DType type) {
+  return type == DType::F32 || type == DType::BF16;
 }
 /// True for the types stored as int64_t (i32, i64).
-inline bool isInteger(ElementType type) {
-  return type == ElementType::I32 || type == ElementType::I64;
+inline bool isInteger(DType type) {
+  return type == DType::I32 || type == DType::I64;
 }
 
 struct HostTensor {
-  ElementType type = ElementType::F32;
+  DType type = DType::F32;
   ref::Shape shape;
   /// F32 and BF16 elements.
   std::vector<float> floats;
@@ -52,10 +47,10 @@ struct HostTensor {
   std::optional<double> wide;
 
   /// A zero tensor of `type` and `shape`.
-  static HostTensor zeros(ElementType type, ref::Shape shape);
+  static HostTensor zeros(DType type, ref::Shape shape);
   /// Takes over a reference-kernel result (f32 or bf16 values).
   static HostTensor fromRef(ref::Tensor tensor,
-                            ElementType type = ElementType::F32);
+                            DType type = DType::F32);
 
   int64_t numElements() const { return ref::numElements(shape); }
   /// A copy of the float data as a reference-kernel tensor (F32/BF16 only).

@@ -51,7 +51,7 @@ FailureOr<int64_t> getLabelClasses(BlockArgument labels) {
 }
 
 HostTensor makeStepTensor(int64_t step) {
-  HostTensor t = HostTensor::zeros(ElementType::I64, {});
+  HostTensor t = HostTensor::zeros(DType::I64, {});
   t.ints[0] = step;
   return t;
 }
@@ -67,7 +67,7 @@ FailureOr<HostTensor> synthesize(func::FuncOp function, unsigned index,
   for (int64_t &d : shape)
     if (ShapedType::isDynamic(d))
       d = options.batch;
-  FailureOr<ElementType> element = getElementType(type);
+  FailureOr<DType> element = getElementType(type);
   // Each argument draws from its own stream, so adding an argument does not
   // change the others.
   ref::SyntheticArgument stream(options.seed, argName(index));
@@ -75,19 +75,19 @@ FailureOr<HostTensor> synthesize(func::FuncOp function, unsigned index,
     HostTensor t = HostTensor::zeros(*element, shape);
     for (size_t i = 0; i < t.floats.size(); ++i) {
       t.floats[i] = stream.value(i);
-      if (*element == ElementType::BF16)
+      if (*element == DType::BF16)
         t.floats[i] = ref::roundToBf16(t.floats[i]);
     }
     return t;
   }
-  if (succeeded(element) && *element == ElementType::I32 && shape.size() == 1) {
+  if (succeeded(element) && *element == DType::I32 && shape.size() == 1) {
     FailureOr<int64_t> classes = getLabelClasses(function.getArgument(index));
     if (failed(classes))
       return function.emitError()
              << "cannot synthesize argument " << index << " (" << type
              << "): no kiln.softmax_cross_entropy with static logits takes it "
                 "as labels; pass --inputs";
-    HostTensor t = HostTensor::zeros(ElementType::I32, shape);
+    HostTensor t = HostTensor::zeros(DType::I32, shape);
     for (size_t i = 0; i < t.ints.size(); ++i)
       t.ints[i] = static_cast<int64_t>(
           stream.label(i, static_cast<uint64_t>(*classes)));

@@ -23,21 +23,21 @@ using namespace mlir;
 
 namespace kiln::interp {
 
-FailureOr<ElementType> getElementType(Type type) {
+FailureOr<DType> getElementType(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor)
     return failure();
   Type e = tensor.getElementType();
   if (e.isF32())
-    return ElementType::F32;
+    return DType::F32;
   if (e.isBF16())
-    return ElementType::BF16;
+    return DType::BF16;
   if (e.isF64())
-    return ElementType::F64;
+    return DType::F64;
   if (e.isSignlessInteger(32))
-    return ElementType::I32;
+    return DType::I32;
   if (e.isSignlessInteger(64))
-    return ElementType::I64;
+    return DType::I64;
   return failure();
 }
 
@@ -49,7 +49,7 @@ std::string describeMismatch(const HostTensor &value, RankedTensorType type) {
        << ">, but its type is " << type;
     return s;
   };
-  FailureOr<ElementType> element = getElementType(type);
+  FailureOr<DType> element = getElementType(type);
   if (failed(element) || *element != value.type ||
       type.getRank() != static_cast<int64_t>(value.shape.size()))
     return describe();
@@ -73,7 +73,7 @@ FailureOr<HostTensor> tensorFromAttr(ElementsAttr attr) {
   if (!dense)
     return failure();
   auto type = cast<ShapedType>(dense.getType());
-  FailureOr<ElementType> element = getElementType(type);
+  FailureOr<DType> element = getElementType(type);
   if (failed(element) || !type.hasStaticShape())
     return failure();
   HostTensor t = HostTensor::zeros(
@@ -86,7 +86,7 @@ FailureOr<HostTensor> tensorFromAttr(ElementsAttr attr) {
     size_t i = 0;
     for (const APFloat &v : dense.getValues<APFloat>()) {
       double d = toDouble(v);
-      if (*element == ElementType::F64)
+      if (*element == DType::F64)
         t.doubles[i++] = d;
       else
         t.floats[i++] = static_cast<float>(d);
@@ -123,9 +123,9 @@ void EvalContext::set(Value v, HostTensor tensor) {
 }
 
 void EvalContext::setFloat(Value v, ref::Tensor tensor) {
-  FailureOr<ElementType> type = getElementType(v.getType());
+  FailureOr<DType> type = getElementType(v.getType());
   set(v, HostTensor::fromRef(std::move(tensor),
-                             succeeded(type) ? *type : ElementType::F32));
+                             succeeded(type) ? *type : DType::F32));
 }
 
 InFlightDiagnostic EvalContext::error(Operation *op) {

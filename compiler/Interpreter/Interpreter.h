@@ -24,7 +24,7 @@ namespace kiln::interp {
 
 /// The element type of an MLIR tensor type; failure for anything kiln-run
 /// does not hold (reported by the caller).
-mlir::FailureOr<ElementType> getElementType(mlir::Type type);
+mlir::FailureOr<DType> getElementType(mlir::Type type);
 
 /// The value of a dense elements attribute (arith.constant, a variable's
 /// `constant` initializer); failure for other attributes or element types.

@@ -23,7 +23,7 @@ func::FuncOp findFunction(ModuleOp module, StringRef name) {
 }
 
 bool isScalarF32(const HostTensor &t) {
-  return t.type == ElementType::F32 && t.shape.empty();
+  return t.type == DType::F32 && t.shape.empty();
 }
 
 /// The learning-rate result: the one marked `kiln.learning_rate` (as

@@ -20,7 +20,7 @@ FailureOr<VariableStore> VariableStore::declare(ModuleOp module) {
   store.module = module;
   for (auto variable : module.getOps<VariableOp>()) {
     RankedTensorType type = variable.getTensorType();
-    FailureOr<ElementType> element = getElementType(type);
+    FailureOr<DType> element = getElementType(type);
     if (failed(element))
       return variable.emitOpError("has element type ")
              << type.getElementType()
@@ -57,7 +57,7 @@ void VariableStore::refreshCopies() {
     const HostTensor &source = values[copy.getOfAttr().getValue()];
     // HostTensor holds bf16 as floats, rounded; widening is exact.
     value.floats = source.floats;
-    if (value.type == ElementType::BF16)
+    if (value.type == DType::BF16)
       for (float &f : value.floats)
         f = ref::roundToBf16(f);
   }
@@ -100,7 +100,7 @@ LogicalResult VariableStore::initialize(uint64_t seed) {
     else
       ref::fillNormal(t, variable.getStd()->convertToFloat(), seed,
                       variable.getSymName());
-    if (value.type == ElementType::BF16)
+    if (value.type == DType::BF16)
       t = ref::roundToBf16(t);
     value.floats = std::move(t.data);
   }
