@@ -39,6 +39,7 @@
 #include <vector>
 
 using namespace kiln::rt::exec;
+using kiln::DType;
 
 namespace {
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 using namespace kiln::rt::exec;
+using kiln::DType;
 
 namespace {
 

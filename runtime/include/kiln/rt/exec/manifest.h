@@ -41,9 +41,6 @@ struct Manifest; // kiln/rt/manifest_generated.h
 
 namespace kiln::rt::exec {
 
-/// Kiln's element types (kiln/base/dtype.h).
-using DType = kiln::DType;
-
 /// Physical layout of a 4-D activation whose logical shape is NHWC. None
 /// (no "layout" member) means row-major: NHWC for an activation, HWIO for a
 /// filter.
