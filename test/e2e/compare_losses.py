@@ -2,6 +2,9 @@
 """Compiles a model with kilnc, trains it with the executable and with the
 reference interpreter kiln-run on the same seed and synthetic batch, and
 checks that every step's loss agrees to a relative tolerance. With
+--param-rtol, every floating-point variable after the last step (the
+executable's checkpoint against kiln-run --save) must agree too, each
+tensor's largest difference relative to its largest magnitude. With
 --eval-rtol, both then evaluate the trained variables (the executable's
 checkpoint) on that batch with the eval step, and the losses must agree too.
 
@@ -10,9 +13,11 @@ and both initialize the variables with the reference initializers, so the
 two runs start from identical states."""
 
 import argparse
+import array
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 import tempfile
@@ -26,6 +31,45 @@ def run(cmd, **kwargs):
     return result.stdout
 
 
+def read_safetensors(path):
+    """The F32 and F64 tensors of a safetensors file, as flat lists by name."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (size,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + size])
+    body = data[8 + size:]
+    tensors = {}
+    for name, info in header.items():
+        code = {"F32": "f", "F64": "d"}.get(info.get("dtype") if name != "__metadata__" else None)
+        if code:
+            begin, end = info["data_offsets"]
+            tensors[name] = array.array(code, body[begin:end]).tolist()
+    return tensors
+
+
+def compare_variables(compiled_path, reference_path, rtol):
+    compiled = read_safetensors(compiled_path)
+    reference = read_safetensors(reference_path)
+    missing = sorted(set(reference) - set(compiled))
+    if missing:
+        sys.exit(f"FAIL: the checkpoint lacks {len(missing)} variable(s) kiln-run has, "
+                 f"e.g. {missing[0]}")
+    worst, worst_name = 0.0, None
+    for name, r in reference.items():
+        c = compiled[name]
+        if len(c) != len(r):
+            sys.exit(f"FAIL: {name} has {len(c)} elements compiled, {len(r)} in kiln-run")
+        scale = max(max((abs(v) for v in r), default=0.0), 1e-12)
+        err = max((abs(a - b) for a, b in zip(c, r)), default=0.0) / scale
+        if err > worst:
+            worst, worst_name = err, name
+    if worst > rtol:
+        sys.exit(f"FAIL: variable {worst_name} differs by {worst:.3e} of its largest "
+                 f"magnitude > {rtol:g}")
+    print(f"PASS: {len(reference)} variables, max relative difference {worst:.3e}"
+          + (f" ({worst_name})" if worst_name else ""))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--kilnc", required=True)
@@ -37,6 +81,8 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--run-flag", action="append", default=[],
                    help="a flag for the executable (repeatable)")
+    p.add_argument("--param-rtol", type=float,
+                   help="also compare every variable after the last step")
     p.add_argument("--eval-rtol", type=float,
                    help="also compare the eval step's loss after training")
     p.add_argument("kilnc_flags", nargs="*", help="training-step flags, after --")
@@ -63,9 +109,15 @@ def main():
             reference_eval = [float(m.group(1))
                               for m in re.finditer(r"^step \d+ loss (\S+)", out, re.M)]
 
+        saved = os.path.join(tmp, "kiln-run.safetensors")
         out = run([args.kiln_run, step_ir, "--synthetic-inputs", f"--batch={args.batch}",
-                   f"--steps={args.steps}"])
+                   f"--steps={args.steps}"]
+                  + ([f"--save={saved}"] if args.param_rtol is not None else []))
         reference = [float(m.group(1)) for m in re.finditer(r"^step \d+ loss (\S+)", out, re.M)]
+        if args.param_rtol is not None:
+            # The checkpoint of the last step.
+            checkpoint = os.path.join(model_dir, f"ckpt-{args.steps:010d}.safetensors")
+            compare_variables(checkpoint, saved, args.param_rtol)
 
     if len(compiled) != args.steps or len(reference) != args.steps:
         sys.exit(f"expected {args.steps} losses, got {len(compiled)} compiled and "
