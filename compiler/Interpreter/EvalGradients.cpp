@@ -112,6 +112,22 @@ LogicalResult evalBiasAddBackward(BiasAddBackwardOp op, EvalContext &ctx) {
   return success();
 }
 
+LogicalResult evalSliceBackward(SliceBackwardOp op, EvalContext &ctx) {
+  ref::Tensor dy = ctx.get(op.getOutputGrad()).toRef();
+  int64_t axis = int64_t(op.getAxis()), start = int64_t(op.getStart()),
+          inputSize = int64_t(op.getInputSize());
+  ref::Shape xShape = dy.shape;
+  if (axis < int64_t(xShape.size()))
+    xShape[size_t(axis)] = inputSize;
+  if (failed(ctx.check(op, ref::checkSlice(xShape, axis, start,
+                                           axis < dy.rank() ? dy.dim(axis)
+                                                            : 0))))
+    return failure();
+  ctx.setFloat(op.getInputGrad(),
+               ref::sliceBackward(dy, axis, start, inputSize));
+  return success();
+}
+
 LogicalResult evalReluBackward(ReluBackwardOp op, EvalContext &ctx) {
   const HostTensor &dy = ctx.get(op.getOutputGrad());
   const HostTensor &y = ctx.get(op.getOutput());
@@ -266,6 +282,7 @@ std::optional<LogicalResult> evaluateGradientOp(Operation *op,
       .Case(
           [&](BatchNormBackwardOp o) { return evalBatchNormBackward(o, ctx); })
       .Case([&](ReluBackwardOp o) { return evalReluBackward(o, ctx); })
+      .Case([&](SliceBackwardOp o) { return evalSliceBackward(o, ctx); })
       .Case([&](BiasAddBackwardOp o) { return evalBiasAddBackward(o, ctx); })
       .Case([&](BroadcastMulBackwardOp o) {
         return evalBroadcastMulBackward(o, ctx);

@@ -272,6 +272,50 @@ LogicalResult evalReshape(ReshapeOp op, EvalContext &ctx) {
   return success();
 }
 
+LogicalResult evalConcat(ConcatOp op, EvalContext &ctx) {
+  std::vector<ref::Tensor> inputs;
+  std::vector<ref::Shape> shapes;
+  for (Value input : op.getInputs()) {
+    inputs.push_back(ctx.get(input).toRef());
+    shapes.push_back(inputs.back().shape);
+  }
+  ref::Shape shape;
+  int64_t axis = int64_t(op.getAxis());
+  if (failed(ctx.check(op, ref::inferConcatShape(shapes, axis, shape))))
+    return failure();
+  ctx.setFloat(op.getOutput(), ref::concat(inputs, axis));
+  return success();
+}
+
+LogicalResult evalSlice(SliceOp op, EvalContext &ctx) {
+  ref::Tensor x = ctx.get(op.getInput()).toRef();
+  int64_t axis = int64_t(op.getAxis()), start = int64_t(op.getStart()),
+          size = int64_t(op.getSize());
+  if (failed(ctx.check(op, ref::checkSlice(x.shape, axis, start, size))))
+    return failure();
+  ctx.setFloat(op.getOutput(), ref::slice(x, axis, start, size));
+  return success();
+}
+
+LogicalResult evalChannelShuffle(ChannelShuffleOp op, EvalContext &ctx) {
+  ref::Tensor x = ctx.get(op.getInput()).toRef();
+  int64_t groups = int64_t(op.getGroups());
+  if (failed(ctx.check(op, ref::checkChannelShuffle(x.shape, groups))))
+    return failure();
+  ctx.setFloat(op.getOutput(), ref::channelShuffle(x, groups));
+  return success();
+}
+
+LogicalResult evalTranspose(TransposeOp op, EvalContext &ctx) {
+  ref::Tensor x = ctx.get(op.getInput()).toRef();
+  std::vector<int64_t> permutation(op.getPermutation().begin(),
+                                   op.getPermutation().end());
+  if (failed(ctx.check(op, ref::checkTranspose(x.shape, permutation))))
+    return failure();
+  ctx.setFloat(op.getOutput(), ref::transpose(x, permutation));
+  return success();
+}
+
 LogicalResult evalCast(CastOp op, EvalContext &ctx) {
   // The walker rounds the result if its type is bf16; widening is exact.
   ctx.setFloat(op.getOutput(), ctx.get(op.getInput()).toRef());
@@ -323,6 +367,10 @@ std::optional<LogicalResult> evaluateLayerOp(Operation *op, EvalContext &ctx) {
       .Case([&](DenseOp o) { return evalDense(o, ctx); })
       .Case([&](ReshapeOp o) { return evalReshape(o, ctx); })
       .Case([&](CastOp o) { return evalCast(o, ctx); })
+      .Case([&](ConcatOp o) { return evalConcat(o, ctx); })
+      .Case([&](SliceOp o) { return evalSlice(o, ctx); })
+      .Case([&](ChannelShuffleOp o) { return evalChannelShuffle(o, ctx); })
+      .Case([&](TransposeOp o) { return evalTranspose(o, ctx); })
       .Case([&](SoftmaxCrossEntropyOp o) {
         return evalSoftmaxCrossEntropy(o, ctx);
       })

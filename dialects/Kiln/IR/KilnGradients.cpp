@@ -180,3 +180,59 @@ LogicalResult SoftmaxCrossEntropyOp::buildGradients(
         getLabelSmoothingAttr());
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Data movement: each gradient moves dy back.
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConcatOp::buildGradients(OpBuilder &b,
+                                       ArrayRef<Value> resultGradients,
+                                       SmallVectorImpl<Value> &operandGradients) {
+  Value dy = prepare(*this, resultGradients, operandGradients);
+  if (!dy)
+    return success();
+  int64_t axis = getAxis(), offset = 0;
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    int64_t size = cast<RankedTensorType>(input.getType()).getDimSize(axis);
+    operandGradients[i] =
+        SliceOp::create(b, getLoc(), dy, axis, offset, size);
+    offset += size;
+  }
+  return success();
+}
+
+LogicalResult SliceOp::buildGradients(OpBuilder &b,
+                                      ArrayRef<Value> resultGradients,
+                                      SmallVectorImpl<Value> &operandGradients) {
+  if (Value dy = prepare(*this, resultGradients, operandGradients))
+    operandGradients[0] = SliceBackwardOp::create(
+        b, getLoc(), dy, getAxis(), getStart(),
+        cast<RankedTensorType>(getInput().getType()).getDimSize(getAxis()));
+  return success();
+}
+
+LogicalResult
+ChannelShuffleOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGradients,
+                                 SmallVectorImpl<Value> &operandGradients) {
+  // Shuffling C channels in g groups transposes a [g, C/g] matrix; the
+  // shuffle in C/g groups transposes it back.
+  if (Value dy = prepare(*this, resultGradients, operandGradients)) {
+    int64_t channels = cast<RankedTensorType>(dy.getType()).getDimSize(3);
+    operandGradients[0] =
+        ChannelShuffleOp::create(b, getLoc(), dy, channels / getGroups());
+  }
+  return success();
+}
+
+LogicalResult
+TransposeOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGradients,
+                            SmallVectorImpl<Value> &operandGradients) {
+  if (Value dy = prepare(*this, resultGradients, operandGradients)) {
+    ArrayRef<int64_t> permutation = getPermutation();
+    SmallVector<int64_t> inverse(permutation.size());
+    for (auto [i, p] : llvm::enumerate(permutation))
+      inverse[p] = int64_t(i);
+    operandGradients[0] = TransposeOp::create(b, getLoc(), dy, inverse);
+  }
+  return success();
+}

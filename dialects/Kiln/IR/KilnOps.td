@@ -502,5 +502,6 @@ def Kiln_SoftmaxCrossEntropyOp : Kiln_Op<"softmax_cross_entropy", [Pure, Declare
 include "dialects/Kiln/IR/KilnGradientOps.td"
 include "dialects/Kiln/IR/KilnTrainingOps.td"
 include "dialects/Kiln/IR/KilnFusionOps.td"
+include "dialects/Kiln/IR/KilnDataMovementOps.td"
 
 #endif // KILN_DIALECT_KILN_IR_KILNOPS_TD

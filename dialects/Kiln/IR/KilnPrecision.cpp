@@ -37,6 +37,16 @@ Bf16Policy GlobalAvgPoolOp::getBf16Policy() { return Bf16Policy::Follow; }
 Bf16Policy ReshapeOp::getBf16Policy() { return Bf16Policy::Follow; }
 Bf16Policy SoftmaxCrossEntropyOp::getBf16Policy() { return Bf16Policy::F32; }
 
+// Data movement runs in whatever precision arrives; a concat of mixed inputs
+// is bf16 (rounding its f32 inputs as any bf16 follow op does).
+Bf16Policy ConcatOp::getBf16Policy() { return Bf16Policy::Follow; }
+SmallVector<unsigned> ConcatOp::getPrecisionOperands() {
+  return llvm::to_vector(llvm::seq<unsigned>(0, getNumOperands()));
+}
+Bf16Policy SliceOp::getBf16Policy() { return Bf16Policy::Follow; }
+Bf16Policy ChannelShuffleOp::getBf16Policy() { return Bf16Policy::Follow; }
+Bf16Policy TransposeOp::getBf16Policy() { return Bf16Policy::Follow; }
+
 OpFoldResult CastOp::fold(FoldAdaptor) {
   Value input = getInput();
   if (input.getType() == getType())

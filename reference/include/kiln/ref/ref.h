@@ -16,6 +16,7 @@
 #include "kiln/ref/dense.h"
 #include "kiln/ref/elementwise.h"
 #include "kiln/ref/loss.h"
+#include "kiln/ref/movement.h"
 #include "kiln/ref/optimizer.h"
 #include "kiln/ref/pool.h"
 #include "kiln/ref/schedule.h"
