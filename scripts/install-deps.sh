@@ -7,6 +7,8 @@ packages=(
   # Compiler toolchain: LLVM/MLIR 22 (libMLIR.so, mlir-tblgen, lit, FileCheck), clang + lld.
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 lld-22 libclang-rt-22-dev
   cmake ninja-build ccache git python3
+  # The interop tests' virtual environment of pinned PyPI tools (scripts/interop-venv.sh).
+  python3-venv
   # Runtime libraries.
   # Debian builds oneDNN with its OpenCL GPU runtime, so its CMake package needs OpenCL.
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libflatbuffers-dev flatbuffers-compiler libopenmpi-dev openmpi-bin libfmt-dev

@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
+# test/interop's real tools (TensorBoard, ...), pinned, from PyPI.
+bash scripts/interop-venv.sh build || echo "test.sh: no interop environment: test/interop will fail" >&2
 cd build
 set +e
 ctest --output-on-failure -j "${KILN_JOBS:-$(nproc)}" 2>&1 | tee ctest.log

@@ -43,6 +43,13 @@ try:
 except OSError:
     pass
 
+# test/interop checks Kiln's files with the real tools (TensorBoard, ...) from
+# PyPI, pinned, in the virtual environment scripts/interop-venv.sh makes (the
+# test script runs it). No feature gates them: without the environment they
+# fail, saying the interpreter is missing, rather than pass unchecked.
+config.substitutions.append(
+    ("%interop_python", os.path.join(config.kiln_obj_root, "interop-venv", "bin", "python")))
+
 # End-to-end tests link compiled models with the runtime.
 if config.kiln_build_runtime:
     config.available_features.add("runtime")

@@ -1,19 +1,12 @@
 //===- example.cpp - tf.train.Example wire-format parser and builder ------===//
 #include "kiln/rt/example.h"
 
+#include "kiln/rt/protobuf_wire.h"
+
 #include <cstring>
 
 namespace kiln::rt {
 namespace {
-
-enum WireType : uint32_t {
-  kVarint = 0,
-  kFixed64 = 1,
-  kLengthDelimited = 2,
-  kStartGroup = 3,
-  kEndGroup = 4,
-  kFixed32 = 5,
-};
 
 /// Reads protobuf primitives from a slice of the record, remembering where
 /// the slice started so errors can give the absolute byte position.
@@ -311,25 +304,6 @@ StatusOr<int64_t> Example::getInt64(std::string_view key) const {
 //===----------------------------------------------------------------------===//
 // Encoding
 //===----------------------------------------------------------------------===//
-
-void appendVarint(std::string &out, uint64_t value) {
-  while (value >= 0x80) {
-    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
-    value >>= 7;
-  }
-  out.push_back(static_cast<char>(value));
-}
-
-void appendTag(std::string &out, uint32_t field, uint32_t wireType) {
-  appendVarint(out, (uint64_t(field) << 3) | wireType);
-}
-
-void appendLengthDelimited(std::string &out, uint32_t field,
-                           std::string_view payload) {
-  appendTag(out, field, kLengthDelimited);
-  appendVarint(out, payload.size());
-  out.append(payload.data(), payload.size());
-}
 
 namespace {
 void appendEntry(std::string &entries, std::string_view key,

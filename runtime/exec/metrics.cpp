@@ -20,15 +20,16 @@ namespace kiln::rt::exec {
 
 JsonField JsonField::number(std::string key, double v) {
   // JSON has no NaN/Inf; null says "not a number" without breaking readers.
-  return {std::move(key), std::isfinite(v) ? fmt::format("{:.9g}", v) : "null"};
+  return {std::move(key),
+          std::isfinite(v) ? fmt::format("{:.9g}", v) : "null", true, v, {}};
 }
 
 JsonField JsonField::integer(std::string key, long long v) {
-  return {std::move(key), std::to_string(v)};
+  return {std::move(key), std::to_string(v), true, double(v), {}};
 }
 
 JsonField JsonField::text(std::string key, const std::string &v) {
-  return {std::move(key), json::quote(v)};
+  return {std::move(key), json::quote(v), false, 0, v};
 }
 
 MetricsLog::~MetricsLog() {
@@ -58,8 +59,10 @@ StatusOr<off_t> lastCompleteLine(int fd, off_t size, const std::string &path) {
 
 } // namespace
 
-Status MetricsLog::open(const std::string &dir) {
+Status MetricsLog::open(const std::string &dir, bool tensorboard) {
   KILN_RETURN_IF_ERROR(makeDirectories(dir));
+  if (tensorboard)
+    KILN_RETURN_IF_ERROR(events_.open(dir));
   path_ = dir + "/metrics.jsonl";
   fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   KILN_CHECK_LIBC(fd_, "open " + path_ + " for appending");
@@ -88,6 +91,28 @@ Status MetricsLog::open(const std::string &dir) {
 }
 
 Status MetricsLog::write(const std::vector<JsonField> &fields) {
+  KILN_RETURN_IF_ERROR(writeLine(fields));
+  return events_.isOpen() ? writeEvent(fields) : Status::ok();
+}
+
+Status MetricsLog::writeEvent(const std::vector<JsonField> &fields) {
+  std::string kind = "metrics", prefix;
+  for (const JsonField &f : fields) {
+    if (f.key == "step" && f.isNumber)
+      lastStep_ = static_cast<long long>(f.numeric);
+    else if (f.key == "kind")
+      kind = f.textValue;
+    else if (f.key == "loc")
+      prefix = f.textValue + "/";
+  }
+  std::vector<Scalar> scalars;
+  for (const JsonField &f : fields)
+    if (f.isNumber && f.key != "step")
+      scalars.push_back({kind + "/" + prefix + f.key, f.numeric});
+  return scalars.empty() ? Status::ok() : events_.write(lastStep_, scalars);
+}
+
+Status MetricsLog::writeLine(const std::vector<JsonField> &fields) {
   std::string line = "{";
   for (size_t i = 0; i < fields.size(); ++i)
     line += fmt::format("{}\"{}\":{}", i ? "," : "", fields[i].key,

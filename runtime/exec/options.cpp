@@ -187,6 +187,8 @@ void addRunFlags(flags::Parser &parser, RunOptions &o) {
         }}},
       {"--profile", flags::switchFlag(o.profile, true)},
       {"--model-dir", flags::stringFlag(o.modelDir)},
+      {"--tensorboard", flags::enumFlag(o.tensorboard,
+                                        {{"on", true}, {"off", false}})},
       {"--log-every", intFlag(o.logEvery, 0, kMaxSteps)},
       {"--checkpoint-every", intFlag(o.checkpointEvery, 0, kMaxSteps)},
       {"--keep-checkpoints", intFlag(o.keepCheckpoints, 1, kMaxSteps)},
@@ -370,6 +372,8 @@ compute:
 
 output:
   --model-dir DIR          metrics.jsonl and checkpoints (rank 0 writes)
+  --tensorboard on|off     also write the metrics as a TensorBoard event file
+                           in --model-dir (default on)
   --log-every N            progress line every N steps (default 10; 0: none)
   --checkpoint-every N     checkpoint every N steps (default: only at the end)
   --keep-checkpoints K     checkpoints kept (default 3)

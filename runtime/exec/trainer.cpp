@@ -216,7 +216,7 @@ Status Trainer::setup() {
   KILN_RETURN_IF_ERROR(checkScheduleAgrees(manifest, arena->data(), comm));
 
   if (!options.modelDir.empty() && isRoot())
-    KILN_RETURN_IF_ERROR(metrics.open(options.modelDir));
+    KILN_RETURN_IF_ERROR(metrics.open(options.modelDir, options.tensorboard));
   checkpoints = std::make_unique<Checkpointer>(options, comm, manifest,
                                                arena->data(), run);
 

@@ -372,7 +372,7 @@ Status SimTrainer::setup() {
   }
 
   if (!options.modelDir.empty() && isRoot())
-    KILN_RETURN_IF_ERROR(metrics.open(options.modelDir));
+    KILN_RETURN_IF_ERROR(metrics.open(options.modelDir, options.tensorboard));
   // The variables live in the simulator: each checkpoint and snapshot reads
   // them into the host arena first.
   checkpoints = std::make_unique<Checkpointer>(

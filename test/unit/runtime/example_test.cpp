@@ -1,5 +1,6 @@
 //===- example_test.cpp - tf.train.Example parsing of hand-encoded bytes --===//
 #include "kiln/rt/example.h"
+#include "kiln/rt/protobuf_wire.h"
 
 #include <gtest/gtest.h>
 

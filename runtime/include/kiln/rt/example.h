@@ -74,12 +74,6 @@ private:
   std::string entries_; // serialized map entries (Features field 1)
 };
 
-/// Protobuf varint helpers, exposed for tests that hand-encode messages.
-void appendVarint(std::string &out, uint64_t value);
-void appendTag(std::string &out, uint32_t field, uint32_t wireType);
-void appendLengthDelimited(std::string &out, uint32_t field,
-                           std::string_view payload);
-
 } // namespace kiln::rt
 
 #endif // KILN_RT_EXAMPLE_H

@@ -15,11 +15,17 @@
 // last complete line and is an error naming the file, and opening the file
 // removes a torn last line that a killed run left.
 //
+// Unless turned off (--tensorboard off), every row also goes to a TensorBoard
+// event file beside it (events.h): each numeric field becomes the scalar
+// "<kind>/<key>" at the row's step (the last step seen for rows without
+// one), and a row's "loc" names its layer: "profile_layer/<loc>/library_sec".
+//
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RT_EXEC_METRICS_H
 #define KILN_RT_EXEC_METRICS_H
 
 #include "kiln/base/status.h"
+#include "kiln/rt/exec/events.h"
 
 #include <sys/types.h>
 
@@ -30,9 +36,13 @@
 namespace kiln::rt::exec {
 
 /// A JSON value already rendered: numbers via number(), strings via text().
+/// Numbers and strings keep their values for the event file too.
 struct JsonField {
   std::string key;
   std::string value;
+  bool isNumber = false;
+  double numeric = 0;
+  std::string textValue; ///< a string's value, unquoted
   static JsonField number(std::string key, double v);
   static JsonField integer(std::string key, long long v);
   static JsonField text(std::string key, const std::string &v);
@@ -45,17 +55,23 @@ public:
   MetricsLog(const MetricsLog &) = delete;
   MetricsLog &operator=(const MetricsLog &) = delete;
 
-  /// Opens <dir>/metrics.jsonl for appending (creates dir).
-  Status open(const std::string &dir);
+  /// Opens <dir>/metrics.jsonl for appending (creates dir) and, with
+  /// `tensorboard`, a new event file in dir.
+  Status open(const std::string &dir, bool tensorboard = true);
   bool isOpen() const { return fd_ >= 0; }
-  /// Appends one line holding `fields`.
+  /// Appends one line holding `fields`, and their numbers to the event file.
   Status write(const std::vector<JsonField> &fields);
   const std::string &path() const { return path_; }
 
 private:
+  Status writeLine(const std::vector<JsonField> &fields);
+  Status writeEvent(const std::vector<JsonField> &fields);
+
   int fd_ = -1;
   std::string path_;
   off_t complete_ = 0; ///< bytes up to the end of the last complete line
+  EventFile events_;
+  long long lastStep_ = 0;
 };
 
 /// "1h02m03s", "5m07s", "42s".

@@ -65,6 +65,7 @@ struct RunOptions {
   bool blockedWeights = true;
   std::string convAlgorithm = "auto"; ///< auto | winograd | direct | library
   bool profile = false;
+  bool tensorboard = true; ///< an event file beside metrics.jsonl
 
   // Output.
   std::string modelDir;

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Creates build/interop-venv, a virtual environment of Debian's python3 with
+# the pinned packages of scripts/interop-requirements.txt from PyPI (the
+# real TensorBoard, ... that test/interop checks Kiln's files against). Kept
+# while the requirements are unchanged; pip's cache (~/.cache/pip) makes a
+# fresh clone's venv a matter of seconds after the first download. Never
+# needed to build or run Kiln.
+#
+#   scripts/interop-venv.sh [BUILD_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+venv=$build/interop-venv
+requirements=scripts/interop-requirements.txt
+stamp=$venv/requirements.sha256
+want=$(sha256sum <"$requirements" | cut -d' ' -f1)
+if [[ -f $stamp && $(cat "$stamp") == "$want" ]]; then
+  exit 0
+fi
+rm -rf "$venv"
+/usr/bin/python3 -m venv "$venv"
+"$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$requirements"
+"$venv/bin/pip" check --disable-pip-version-check >/dev/null
+echo "$want" >"$stamp"
+echo "interop-venv: $venv ready ($(grep -c '==' "$requirements") packages)"
