@@ -37,21 +37,12 @@ for precision in fp32 bf16; do
     /usr/bin/time -f "%M" -o "$out/rss_$precision" "$out/resnet50_$precision" \
       --synthetic --steps $((steps + 2)) --threads 2 --log-every 1 \
       --model-dir "$run" > "$out/kiln_$precision.log" 2>&1
-    python3 - "$run/metrics.jsonl" "$precision" "$compile" \
-      "$(cat "$out/rss_$precision")" "$round" >> "$results" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if json.loads(l).get("kind") == "train"]
-# The first two steps touch fresh memory and warm the caches.
-steady = rows[2:]
-seconds = steady[-1]["elapsed_sec"] - rows[1]["elapsed_sec"]
-ips = 32 * len(steady) / seconds
-print(json.dumps({"system": "kiln", "precision": sys.argv[2], "images_per_sec": ips,
-                  "compile_sec": float(sys.argv[3]), "peak_rss_mib": int(sys.argv[4]) / 1024,
-                  "round": int(sys.argv[5])}))
-PY
+    /usr/bin/python3 bench/kiln_rate.py "$run/metrics.jsonl" --precision "$precision" \
+      --batch 32 --compile-sec "$compile" --peak-rss-kib "$(cat "$out/rss_$precision")" \
+      --round "$round" >> "$results"
     GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736 \
-      /usr/bin/python3 bench/resnet50/pytorch_resnet50.py --precision $precision \
-      --steps "$steps" --round "$round" >> "$results"
+      /usr/bin/python3 bench/pytorch_step.py --model resnet50 --memory-format channels_last \
+      --precision $precision --steps "$steps" --round "$round" >> "$results"
   done
 done
 # Debian's python3 has the python3-matplotlib installed above.
