@@ -24,24 +24,6 @@ uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> ctr,
-                                      std::array<uint32_t, 2> key) {
-  constexpr uint64_t kM0 = 0xD2511F53, kM1 = 0xCD9E8D57;
-  constexpr uint32_t kW0 = 0x9E3779B9, kW1 = 0xBB67AE85;
-  for (int round = 0; round < 10; ++round) {
-    if (round > 0) {
-      key[0] += kW0;
-      key[1] += kW1;
-    }
-    uint64_t p0 = kM0 * ctr[0];
-    uint64_t p1 = kM1 * ctr[2];
-    auto hi0 = static_cast<uint32_t>(p0 >> 32), lo0 = static_cast<uint32_t>(p0);
-    auto hi1 = static_cast<uint32_t>(p1 >> 32), lo1 = static_cast<uint32_t>(p1);
-    ctr = {hi1 ^ ctr[1] ^ key[0], lo1, hi0 ^ ctr[3] ^ key[1], lo0};
-  }
-  return ctr;
-}
-
 RandomStream::RandomStream(uint64_t seed, std::string_view name) {
   uint64_t k = splitmix64(fnv1a64(name) ^ splitmix64(seed));
   key = {static_cast<uint32_t>(k), static_cast<uint32_t>(k >> 32)};

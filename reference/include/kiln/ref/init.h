@@ -36,6 +36,7 @@
 #ifndef KILN_REF_INIT_H
 #define KILN_REF_INIT_H
 
+#include "kiln/ref/philox.h"
 #include "kiln/ref/tensor.h"
 
 #include <array>
@@ -49,10 +50,6 @@ uint64_t fnv1a64(std::string_view bytes);
 
 /// The splitmix64 finalizer (Steele et al.): a bijective 64-bit mixer.
 uint64_t splitmix64(uint64_t x);
-
-/// Philox4x32 with 10 rounds (Random123's philox4x32_10).
-std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> counter,
-                                      std::array<uint32_t, 2> key);
 
 /// A counter-based random stream: the values of one variable (or one
 /// synthetic input) for one seed.

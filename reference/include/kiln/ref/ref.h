@@ -13,6 +13,7 @@
 #include "kiln/ref/bf16.h"
 #include "kiln/ref/check.h"
 #include "kiln/ref/conv.h"
+#include "kiln/ref/dropout.h"
 #include "kiln/ref/dense.h"
 #include "kiln/ref/elementwise.h"
 #include "kiln/ref/loss.h"
