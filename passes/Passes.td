@@ -207,7 +207,11 @@ def KilnFuse : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
        convolution whose x86 kernel takes its output's statistics and whose
        output a training batch norm reads becomes
        `kiln.fused_conv2d_batch_norm_train` with that batch norm, and the
-       batch norm's statistics pass disappears.
+       batch norm's statistics pass disappears. Grouped convolutions and
+       convolutions with a bias do not fuse with batch norm. Last in the
+       round, a `kiln.bias_add` that alone consumes a convolution's output
+       becomes the convolution's `bias` operand (its f32 value, before a
+       bf16 step's cast).
     2. Chains of ops implementing `ElementwiseOpInterface` (a residual add
        and its relu; a gradient sum and the relu mask after it; casts)
        become one `kiln.fused_elementwise`. A value of the chain used

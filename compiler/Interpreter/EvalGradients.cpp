@@ -23,7 +23,8 @@ LogicalResult evalConvBackwardData(Conv2DBackwardDataOp op, EvalContext &ctx) {
   ref::Tensor dy = ctx.get(op.getOutputGrad()).toRef();
   ref::Tensor w = ctx.get(op.getFilter()).toRef();
   ref::Conv2dAttrs attrs =
-      convAttrs(op.getStrides(), op.getPadding(), op.getDilations());
+      convAttrs(op.getStrides(), op.getPadding(), op.getDilations(),
+                int64_t(op.getGroups()));
   ref::Shape xShape = resolveShape(op.getInputGrad().getType(), dy.dim(0));
   ref::Shape yShape;
   if (failed(ctx.check(
@@ -40,7 +41,8 @@ LogicalResult evalConvBackwardFilter(Conv2DBackwardFilterOp op,
   ref::Tensor x = ctx.get(op.getInput()).toRef();
   ref::Tensor dy = ctx.get(op.getOutputGrad()).toRef();
   ref::Conv2dAttrs attrs =
-      convAttrs(op.getStrides(), op.getPadding(), op.getDilations());
+      convAttrs(op.getStrides(), op.getPadding(), op.getDilations(),
+                int64_t(op.getGroups()));
   ref::Shape wShape = resolveShape(op.getFilterGrad().getType(), 0);
   ref::Shape yShape;
   if (failed(ctx.check(

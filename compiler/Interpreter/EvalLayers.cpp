@@ -41,22 +41,30 @@ std::vector<int64_t> maxPoolWinners(const ref::Tensor &x,
   return winners;
 }
 
-/// The convolution of a conv2d or a fused convolution, in f32.
+/// The convolution of a conv2d or a fused convolution, in f32, with the
+/// groups and the bias of a conv2d (the fused ones have neither).
 template <typename ConvOp>
-FailureOr<ref::Tensor> convolve(ConvOp op, EvalContext &ctx) {
+FailureOr<ref::Tensor> convolve(ConvOp op, EvalContext &ctx,
+                                int64_t groups = 1, Value bias = {}) {
   ref::Tensor x = ctx.get(op.getInput()).toRef();
   ref::Tensor w = ctx.get(op.getFilter()).toRef();
   ref::Conv2dAttrs attrs =
-      convAttrs(op.getStrides(), op.getPadding(), op.getDilations());
+      convAttrs(op.getStrides(), op.getPadding(), op.getDilations(), groups);
   ref::Shape yShape;
   if (failed(ctx.check(op,
                        ref::inferConv2dShape(x.shape, w.shape, attrs, yShape))))
     return failure();
-  return ref::conv2d(x, w, attrs);
+  if (!bias)
+    return ref::conv2d(x, w, attrs);
+  ref::Tensor b = ctx.get(bias).toRef();
+  if (failed(ctx.checkSameShape(op, "the bias", b.shape, {yShape[3]})))
+    return failure();
+  return ref::conv2d(x, w, attrs, &b);
 }
 
 LogicalResult evalConv(Conv2DOp op, EvalContext &ctx) {
-  FailureOr<ref::Tensor> y = convolve(op, ctx);
+  FailureOr<ref::Tensor> y =
+      convolve(op, ctx, int64_t(op.getGroups()), op.getBias());
   if (failed(y))
     return failure();
   ctx.setFloat(op.getOutput(), std::move(*y));

@@ -79,7 +79,8 @@ ref::Shape resolveShape(mlir::Type type, int64_t batch);
 /// The reference kernels' attribute structs from an op's attributes.
 ref::Conv2dAttrs convAttrs(llvm::ArrayRef<int64_t> strides,
                            llvm::ArrayRef<int64_t> padding,
-                           llvm::ArrayRef<int64_t> dilations);
+                           llvm::ArrayRef<int64_t> dilations,
+                           int64_t groups = 1);
 ref::Activation activationOf(ActivationKind kind);
 template <typename PoolOp> ref::Pool2dAttrs poolAttrs(PoolOp op) {
   ref::Pool2dAttrs attrs;

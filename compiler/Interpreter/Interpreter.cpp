@@ -213,7 +213,7 @@ ref::Activation activationOf(ActivationKind kind) {
 }
 
 ref::Conv2dAttrs convAttrs(ArrayRef<int64_t> strides, ArrayRef<int64_t> padding,
-                           ArrayRef<int64_t> dilations) {
+                           ArrayRef<int64_t> dilations, int64_t groups) {
   ref::Conv2dAttrs attrs;
   std::copy(strides.begin(), strides.end(), attrs.strides.begin());
   std::copy(padding.begin(), padding.end(), attrs.padding.begin());
@@ -278,6 +278,7 @@ LogicalResult evaluateFusedElementwise(FusedElementwiseOp fused,
   for (Operation &op : body.without_terminator())
     if (failed(evaluateAndCheck(&op, ctx)))
       return failure();
+  attrs.groups = groups;
   for (auto [result, value] : llvm::zip(
            fused.getResults(), cast<YieldOp>(body.getTerminator()).getValues()))
     ctx.set(result, ctx.get(value));

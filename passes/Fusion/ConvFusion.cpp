@@ -1,6 +1,6 @@
 //===- ConvFusion.cpp - Convolution fusion --------------------------------===//
 //
-// Convolutions with the batch norm, residual add and relu after them
+// Convolutions with the bias, batch norm, residual add and relu after them
 // (--kiln-fuse).
 //
 //===----------------------------------------------------------------------===//
@@ -14,6 +14,15 @@ using namespace mlir;
 
 namespace kiln {
 
+/// Whether a batch norm may fuse with `conv`: the fused ops carry neither
+/// groups nor a bias (a grouped convolution stays unfused: its kernels,
+/// depthwise ones above all, are not those the fused ops were built and
+/// measured for; a biased one is conv2d(x, w) + b, whose batch norm folds
+/// the bias away, a rewrite of its own that no exporter needs).
+static bool batchNormFusible(Conv2DOp conv) {
+  return conv.getGroups() == 1 && !conv.getBias();
+}
+
 namespace {
 /// batch_norm_inference(conv2d(x, w)) -> fused_conv2d_batch_norm, when the
 /// batch norm is the convolution's only user: fixed statistics make the
@@ -23,7 +32,7 @@ struct FuseConvBatchNormInference : OpRewritePattern<BatchNormInferenceOp> {
   LogicalResult matchAndRewrite(BatchNormInferenceOp bn,
                                 PatternRewriter &rewriter) const override {
     auto conv = bn.getInput().getDefiningOp<Conv2DOp>();
-    if (!conv || !conv->hasOneUse() ||
+    if (!conv || !conv->hasOneUse() || !batchNormFusible(conv) ||
         conv.getOutput().getType() != bn.getOutput().getType())
       return failure();
     rewriter.replaceOpWithNewOp<FusedConv2DBatchNormOp>(
@@ -80,7 +89,7 @@ struct FuseConvBatchNormTrain : OpRewritePattern<BatchNormTrainOp> {
                                 PatternRewriter &rewriter) const override {
     auto conv = bn.getInput().getDefiningOp<Conv2DOp>();
     if (!conv || conv->getBlock() != bn->getBlock() ||
-        !kernelTakesStatistics(conv))
+        !batchNormFusible(conv) || !kernelTakesStatistics(conv))
       return failure();
     for (Operation *user : conv->getUsers())
       if (user != bn &&
@@ -157,7 +166,49 @@ struct FuseReluIntoConv : OpRewritePattern<ReluOp> {
     return success();
   }
 };
+
+/// bias_add(conv2d(x, w), b) -> conv2d(x, w) bias b, when the bias add is
+/// the convolution's only user: the library adds the bias as it writes each
+/// output block (oneDNN's convolution with bias) instead of a pass over the
+/// output. The bias gradient, a reduction of dy that autodiff built from
+/// the bias add, stays as it is. A bf16 step rounds the bias to bf16 for the
+/// bias add; the convolution takes the f32 value before that cast, as it
+/// takes a fused batch norm's shift.
+struct FuseBiasIntoConv : OpRewritePattern<BiasAddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BiasAddOp add,
+                                PatternRewriter &rewriter) const override {
+    auto conv = add.getInput().getDefiningOp<Conv2DOp>();
+    if (!conv || !conv->hasOneUse() || conv.getBias() ||
+        conv.getOutput().getType() != add.getOutput().getType())
+      return failure();
+    Value bias = add.getBias();
+    if (!cast<RankedTensorType>(bias.getType()).getElementType().isF32()) {
+      auto rounded = bias.getDefiningOp<CastOp>();
+      if (!rounded ||
+          !cast<RankedTensorType>(rounded.getInput().getType())
+               .getElementType()
+               .isF32())
+        return failure();
+      bias = rounded.getInput();
+    }
+    // The bias add's place: the bias is defined before it.
+    rewriter.setInsertionPoint(add);
+    auto biased = Conv2DOp::create(
+        rewriter, conv.getLoc(), add.getOutput().getType(), conv.getInput(),
+        conv.getFilter(), bias, conv.getStridesAttr(), conv.getPaddingAttr(),
+        conv.getDilationsAttr(), conv.getGroupsAttr());
+    biased->setDiscardableAttrs(conv->getDiscardableAttrDictionary());
+    rewriter.replaceOp(add, biased.getOutput());
+    rewriter.eraseOp(conv);
+    return success();
+  }
+};
 } // namespace
+
+void populateConvBiasFusionPatterns(RewritePatternSet &patterns) {
+  patterns.add<FuseBiasIntoConv>(patterns.getContext());
+}
 
 void populateConvBatchNormFusionPatterns(RewritePatternSet &patterns) {
   patterns

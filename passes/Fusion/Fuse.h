@@ -17,6 +17,10 @@ void populateBatchNormReluFusionPatterns(mlir::RewritePatternSet &patterns);
 /// kiln.fused_dense_backward_weights, which reads that gradient once.
 void populateDenseGradientFusionPatterns(mlir::RewritePatternSet &patterns);
 
+/// bias_add(conv2d) becomes conv2d with its bias operand, which a backend
+/// adds as the convolution writes its output.
+void populateConvBiasFusionPatterns(mlir::RewritePatternSet &patterns);
+
 /// In the evaluation step: conv2d + batch_norm_inference, and the residual
 /// add and relu after them, become kiln.fused_conv2d_batch_norm, which a
 /// backend runs as one library convolution with post-ops.

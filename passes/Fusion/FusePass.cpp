@@ -34,6 +34,7 @@ struct FusePass : impl::KilnFuseBase<FusePass> {
         (convBatchNorm && failed(apply(populateConvBatchNormFusionPatterns))) ||
         (convBatchNormTrain &&
          failed(apply(populateConvBatchNormTrainFusionPatterns))) ||
+        failed(apply(populateConvBiasFusionPatterns)) ||
         (elementwiseChains &&
          failed(apply(populateElementwiseFusionPatterns))) ||
         (optimizerUpdates && failed(apply(populateOptimizerFusionPatterns))))

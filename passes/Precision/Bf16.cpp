@@ -146,7 +146,7 @@ struct FoldCastIntoFilterGradient : OpRewritePattern<CastOp> {
     auto f32Grad = Conv2DBackwardFilterOp::create(
         rewriter, grad.getLoc(), cast.getOutput().getType(), grad.getInput(),
         grad.getOutputGrad(), grad.getStridesAttr(), grad.getPaddingAttr(),
-        grad.getDilationsAttr());
+        grad.getDilationsAttr(), grad.getGroupsAttr());
     rewriter.replaceOp(cast, f32Grad);
     rewriter.eraseOp(grad);
     return success();

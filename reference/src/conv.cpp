@@ -25,10 +25,22 @@ Status inferConv2dShape(const Shape &xShape, const Shape &wShape,
   if (wShape.size() != 4)
     return invalidArgumentError("conv2d: filter must be HWIO (rank 4), got " +
                                 shapeToString(wShape));
-  if (xShape[3] != wShape[2])
+  if (attrs.groups <= 0)
+    return invalidArgumentError("conv2d: groups must be positive, got " +
+                                std::to_string(attrs.groups));
+  if (attrs.groups == 1 && xShape[3] != wShape[2])
     return invalidArgumentError(
         "conv2d: input channels " + std::to_string(xShape[3]) +
         " do not match filter input channels " + std::to_string(wShape[2]));
+  if (xShape[3] != wShape[2] * attrs.groups)
+    return invalidArgumentError(
+        "conv2d: input channels " + std::to_string(xShape[3]) +
+        " do not match " + std::to_string(attrs.groups) + " groups of " +
+        std::to_string(wShape[2]) + " filter input channels");
+  if (wShape[3] % attrs.groups != 0)
+    return invalidArgumentError(
+        "conv2d: filter output channels " + std::to_string(wShape[3]) +
+        " are not a multiple of " + std::to_string(attrs.groups) + " groups");
   for (int64_t d : xShape)
     if (d < 0)
       return invalidArgumentError("conv2d: negative input dimension");
@@ -68,10 +80,13 @@ Status inferConv2dShape(const Shape &xShape, const Shape &wShape,
 
 namespace {
 
-/// The geometry shared by the three kernels.
+/// The geometry shared by the three kernels. `ci` is the input channels
+/// of the input tensor; `cig` and `cog` are the input and output channels
+/// of one group (the filter's I and O / groups).
 struct ConvGeometry {
   int64_t n, h, w, ci, kh, kw, co, oh, ow;
   int64_t sh, sw, pt, pl, dh, dw;
+  int64_t groups, cig, cog;
 
   ConvGeometry(const Shape &xShape, const Shape &wShape,
                const Conv2dAttrs &attrs) {
@@ -83,6 +98,7 @@ struct ConvGeometry {
     sh = attrs.strides[0], sw = attrs.strides[1];
     pt = attrs.padding[0], pl = attrs.padding[2];
     dh = attrs.dilations[0], dw = attrs.dilations[1];
+    groups = attrs.groups, cig = wShape[2], cog = co / groups;
   }
   Shape yShape() const { return {n, oh, ow, co}; }
   /// Input row read by output row y and filter row k (may be out of range).
@@ -95,24 +111,29 @@ struct ConvGeometry {
 
 } // namespace
 
-Tensor conv2d(const Tensor &x, const Tensor &w, const Conv2dAttrs &attrs) {
+Tensor conv2d(const Tensor &x, const Tensor &w, const Conv2dAttrs &attrs,
+              const Tensor *bias) {
   ConvGeometry g(x.shape, w.shape, attrs);
+  if (bias)
+    KILN_REF_CHECK_OK(checkShape(*bias, {g.co}, "conv2d bias"));
   Tensor y(g.yShape());
   std::vector<double> acc(static_cast<size_t>(g.co));
   for (int64_t b = 0; b < g.n; ++b)
     for (int64_t oy = 0; oy < g.oh; ++oy)
       for (int64_t ox = 0; ox < g.ow; ++ox) {
-        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t o = 0; o < g.co; ++o)
+          acc[static_cast<size_t>(o)] = bias ? bias->data[size_t(o)] : 0.0;
         for (int64_t ky = 0; ky < g.kh; ++ky)
           for (int64_t kx = 0; kx < g.kw; ++kx) {
             int64_t r = g.inRow(oy, ky), c = g.inCol(ox, kx);
             if (!g.inside(r, c))
               continue;
-            for (int64_t i = 0; i < g.ci; ++i) {
-              double xv = x.at(b, r, c, i);
-              for (int64_t o = 0; o < g.co; ++o)
-                acc[static_cast<size_t>(o)] += xv * w.at(ky, kx, i, o);
-            }
+            for (int64_t gi = 0; gi < g.groups; ++gi)
+              for (int64_t i = 0; i < g.cig; ++i) {
+                double xv = x.at(b, r, c, gi * g.cig + i);
+                for (int64_t o = gi * g.cog; o < (gi + 1) * g.cog; ++o)
+                  acc[static_cast<size_t>(o)] += xv * w.at(ky, kx, i, o);
+              }
           }
         for (int64_t o = 0; o < g.co; ++o)
           y.at(b, oy, ox, o) = static_cast<float>(acc[static_cast<size_t>(o)]);
@@ -135,13 +156,14 @@ Tensor conv2dBackwardData(const Tensor &dy, const Tensor &w,
             if (!g.inside(r, c))
               continue;
             size_t base = static_cast<size_t>(((b * g.h + r) * g.w + c) * g.ci);
-            for (int64_t i = 0; i < g.ci; ++i) {
-              double s = 0.0;
-              for (int64_t o = 0; o < g.co; ++o)
-                s += static_cast<double>(dy.at(b, oy, ox, o)) *
-                     w.at(ky, kx, i, o);
-              dx[base + static_cast<size_t>(i)] += s;
-            }
+            for (int64_t gi = 0; gi < g.groups; ++gi)
+              for (int64_t i = 0; i < g.cig; ++i) {
+                double s = 0.0;
+                for (int64_t o = gi * g.cog; o < (gi + 1) * g.cog; ++o)
+                  s += static_cast<double>(dy.at(b, oy, ox, o)) *
+                       w.at(ky, kx, i, o);
+                dx[base + static_cast<size_t>(gi * g.cig + i)] += s;
+              }
           }
   Tensor out(xShape);
   for (size_t i = 0; i < dx.size(); ++i)
@@ -163,13 +185,14 @@ Tensor conv2dBackwardFilter(const Tensor &x, const Tensor &dy,
             int64_t r = g.inRow(oy, ky), c = g.inCol(ox, kx);
             if (!g.inside(r, c))
               continue;
-            for (int64_t i = 0; i < g.ci; ++i) {
-              double xv = x.at(b, r, c, i);
-              size_t base =
-                  static_cast<size_t>(((ky * g.kw + kx) * g.ci + i) * g.co);
-              for (int64_t o = 0; o < g.co; ++o)
-                dw[base + static_cast<size_t>(o)] += xv * dy.at(b, oy, ox, o);
-            }
+            for (int64_t gi = 0; gi < g.groups; ++gi)
+              for (int64_t i = 0; i < g.cig; ++i) {
+                double xv = x.at(b, r, c, gi * g.cig + i);
+                size_t base =
+                    static_cast<size_t>(((ky * g.kw + kx) * g.cig + i) * g.co);
+                for (int64_t o = gi * g.cog; o < (gi + 1) * g.cog; ++o)
+                  dw[base + static_cast<size_t>(o)] += xv * dy.at(b, oy, ox, o);
+              }
           }
   Tensor out(wShape);
   for (size_t i = 0; i < dw.size(); ++i)

@@ -32,9 +32,14 @@ memory::desc activationDesc(const TensorRef &t) {
   return activationDesc(t, t.dtype);
 }
 
-memory::desc filterDesc(const TensorRef &t) {
-  Dims dims = {t.shape[3], t.shape[2], t.shape[0], t.shape[1]};
-  return memory::desc(dims, toDnnl(t.dtype), memory::format_tag::hwio);
+memory::desc filterDesc(const TensorRef &t, int64_t groups) {
+  if (groups == 1) {
+    Dims dims = {t.shape[3], t.shape[2], t.shape[0], t.shape[1]};
+    return memory::desc(dims, toDnnl(t.dtype), memory::format_tag::hwio);
+  }
+  Dims dims = {groups, t.shape[3] / groups, t.shape[2], t.shape[0],
+               t.shape[1]};
+  return memory::desc(dims, toDnnl(t.dtype), memory::format_tag::hwigo);
 }
 
 memory::desc anyFormat(const memory::desc &md) {
@@ -90,7 +95,7 @@ Status Kernels::Impl::planConvWith(const Call &call, CallPlan &plan,
   Dims padR = {call.padding[1], call.padding[3]};
 
   memory::desc xMd = activationDesc(x), yMd = activationDesc(y);
-  memory::desc wUser = filterDesc(w);
+  memory::desc wUser = filterDesc(w, call.groups);
   memory::desc wMd = options.blockedWeights ? anyFormat(wUser) : wUser;
   plan.macs = double(y.numElements()) * double(w.shape[0] * w.shape[1] *
                                                 w.shape[2]);
@@ -99,6 +104,8 @@ Status Kernels::Impl::planConvWith(const Call &call, CallPlan &plan,
                              shapeString(y.shape), call.strides[0],
                              call.strides[1], call.padding[0], call.padding[1],
                              call.padding[2], call.padding[3]);
+  if (call.groups != 1)
+    plan.summary += fmt::format(" groups {}", call.groups);
 
   // The forward descriptor is also the hint backward primitives need. Its
   // input and weights share a type, as in the forward pass the gradient
@@ -109,7 +116,8 @@ Status Kernels::Impl::planConvWith(const Call &call, CallPlan &plan,
       call.kind == CallKind::Conv2dBackwardFilter
           ? memory::desc(wMd.dims(), toDnnl(x.dtype),
                          options.blockedWeights ? memory::format_tag::any
-                                                : memory::format_tag::hwio)
+                         : call.groups == 1     ? memory::format_tag::hwio
+                                                : memory::format_tag::hwigo)
           : wMd;
   dnnl::convolution_forward::desc fwdDesc(dnnl::prop_kind::forward_training,
                                           algorithm, xFwd, wFwd, yMd, strides,

@@ -54,6 +54,10 @@ Status Kernels::Impl::planConv(const Call &call, CallPlan &plan) {
 }
 
 Status Kernels::Impl::planConvPasses(const Call &call, CallPlan &plan) {
+  // The runtime's own kernels and oneDNN's Winograd take ungrouped
+  // convolutions only; oneDNN's direct kernels cover grouped and depthwise.
+  if (call.groups != 1)
+    return planConvWith(call, plan, dnnl::algorithm::convolution_direct);
   if ((options.convAlgorithm == ConvAlgorithm::Auto ||
        options.convAlgorithm == ConvAlgorithm::Winograd) &&
       isFusedTileWinograd(call)) {

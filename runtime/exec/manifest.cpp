@@ -123,14 +123,23 @@ Status inferConvOutputShape(const std::vector<int64_t> &input,
                        "a convolution needs a 4-D NHWC input and a 4-D HWIO "
                        "filter, got " + shapeString(input) + " and " +
                            shapeString(filter));
-  if (input[3] != filter[2])
+  if (input[3] != filter[2] * call.groups)
     return KILN_STATUS(kInvalidArgument,
                        "input channels " + std::to_string(input[3]) +
                            " differ from the filter's " +
-                           std::to_string(filter[2]) + " (input " +
-                           shapeString(input) + ", filter " +
+                           std::to_string(filter[2]) +
+                           (call.groups == 1
+                                ? std::string()
+                                : " times " + std::to_string(call.groups) +
+                                      " groups") +
+                           " (input " + shapeString(input) + ", filter " +
                            shapeString(filter) + ")");
   output = {input[0], 0, 0, filter[3]};
+  if (filter[3] % call.groups != 0)
+    return KILN_STATUS(kInvalidArgument,
+                       "the filter's " + std::to_string(filter[3]) +
+                           " output channels are not a multiple of " +
+                           std::to_string(call.groups) + " groups");
   for (int i = 0; i < 2; ++i) {
     output[1 + i] = ref::slidingWindowOutputSize(
         input[1 + i], call.padding[2 * i], call.padding[2 * i + 1], filter[i],
@@ -579,6 +588,8 @@ Status Parser::parseCall(const fbs::Call &v, const std::string &path,
   }
 
   if (isConv) {
+    if (v.groups())
+      return unknown("groups");
     auto atLeast = [&](const char *member, int64_t value,
                        int64_t minValue) -> Status {
       if (value < minValue)
@@ -631,6 +642,9 @@ Status Parser::checkPostOps(const Call &call, const std::string &path) {
     const TensorRef &s = call.operand("statistics");
     if (s.dtype != DType::F32 ||
         s.shape != std::vector<int64_t>{2, output.shape[3]})
+    if (v.groups())
+      out.groups = v.groups();
+    KILN_RETURN_IF_ERROR(atLeast("groups", out.groups, 1));
       return error(path + ".operands.statistics",
                    "must be f32[2, " + std::to_string(output.shape[3]) +
                        "] (mean and variance per output channel), not " +

@@ -654,18 +654,30 @@ LogicalResult Importer::importConv(const onnx::NodeProto &node) {
   FailureOr<const Constant *> w = constant(node, 1);
   if (failed(x) || failed(w))
     return failure();
-  if (intAttr(node, "group", 1) != 1)
-    return nodeError(node) << "grouped convolutions (group "
-                           << intAttr(node, "group", 1)
-                           << ") are not supported yet";
   const Constant &filter = **w;
   if (x->shape.size() != 4 || filter.dims.size() != 4 || !filter.isFloat)
     return nodeError(node) << "Kiln imports 2-D convolutions of float "
-                              "[N, C, H, W] inputs and [O, C, KH, KW] filters";
-  if (filter.dims[1] != x->shape[1])
+                              "[N, C, H, W] inputs and [O, C/group, KH, KW] "
+                              "filters";
+  // Grouped and depthwise: the filter has C / group input channels, and
+  // both C and O split into the groups (kiln.conv2d's `groups`).
+  int64_t group = intAttr(node, "group", 1);
+  if (group < 1 || x->shape[1] % group != 0 || filter.dims[0] % group != 0)
+    return nodeError(node) << "group " << group << " must divide the "
+                           << x->shape[1] << " input channels of '"
+                           << node.input(0) << "' and the " << filter.dims[0]
+                           << " output channels of '" << node.input(1) << "'";
+  if (filter.dims[1] * group != x->shape[1])
     return nodeError(node) << "filter '" << node.input(1) << "' has "
-                           << filter.dims[1] << " input channels, input '"
-                           << node.input(0) << "' has " << x->shape[1];
+                           << filter.dims[1] << " input channels"
+                           << (group == 1 ? "" : " per group") << ", input '"
+                           << node.input(0) << "' has " << x->shape[1]
+                           << (group == 1
+                                   ? std::string()
+                                   : " (" + std::to_string(group) +
+                                         " groups of " +
+                                         std::to_string(x->shape[1] / group) +
+                                         ")");
   int64_t o = filter.dims[0], c = filter.dims[1], kh = filter.dims[2],
           kw = filter.dims[3];
   SmallVector<int64_t> strides = intsAttr(node, "strides", {1, 1});
@@ -690,7 +702,8 @@ LogicalResult Importer::importConv(const onnx::NodeProto &node) {
   Value y = Conv2DOp::create(builder, nodeLoc(node), x->value, weight,
                              builder.getDenseI64ArrayAttr(strides),
                              builder.getDenseI64ArrayAttr(kilnPadding(pads)),
-                             builder.getDenseI64ArrayAttr(dilations));
+                             builder.getDenseI64ArrayAttr(dilations),
+                             builder.getI64IntegerAttr(group));
   if (hasInput(node, 2)) {
     FailureOr<const Constant *> b = constant(node, 2);
     if (failed(b))
@@ -749,6 +762,7 @@ LogicalResult Importer::importBatchNorm(const onnx::NodeProto &node) {
   Location loc = nodeLoc(node);
   auto bn = BatchNormTrainOp::create(
       builder, loc, x->value, operands[0], operands[1], operands[2],
+                             /*bias=*/Value(),
       operands[3], /*residual=*/Value(),
       builder.getF32FloatAttr(floatAttr(node, "epsilon", 1e-5f)),
       builder.getF32FloatAttr(floatAttr(node, "momentum", 0.9f)), UnitAttr());

@@ -177,7 +177,8 @@ static bool fromJSON(const Value &e, std::unique_ptr<CallT> &out, Path p) {
       !o.mapOptional("function", out->function) ||
       !o.mapOptional("relu", out->relu) ||
       !o.mapOptional("transpose_lhs", out->transpose_lhs) ||
-      !o.mapOptional("transpose_rhs", out->transpose_rhs))
+      !o.mapOptional("transpose_rhs", out->transpose_rhs) ||
+      !o.mapOptional("groups", out->groups))
     return false;
   const Value *operands = object->get("operands");
   if (!operands) {

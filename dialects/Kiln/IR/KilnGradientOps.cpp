@@ -39,10 +39,11 @@ static LogicalResult verifyWindowInverse(Operation *op, RankedTensorType input,
 LogicalResult Conv2DBackwardDataOp::verify() {
   RankedTensorType filter = getFilter().getType();
   RankedTensorType inputGrad = getInputGrad().getType();
-  if (inputGrad.getDimSize(3) != filter.getDimSize(2))
-    return emitOpError("input gradient has ")
-           << inputGrad.getDimSize(3) << " channels but the filter expects "
-           << filter.getDimSize(2);
+  if (failed(checkConvGroups(getLoc(), getOperationName(), "input gradient",
+                             inputGrad.getDimSize(3), "filter",
+                             filter.getDimSize(2), filter.getDimSize(3),
+                             int64_t(getGroups()))))
+    return failure();
   return verifyWindowInverse(*this, inputGrad, getOutputGrad().getType(),
                              filter.getShape().take_front(2), getStrides(),
                              getPadding(), getDilations(),
@@ -60,11 +61,11 @@ LogicalResult Conv2DBackwardFilterOp::verify() {
   RankedTensorType input = getInput().getType();
   if (!filterGrad.hasStaticShape())
     return emitOpError("the filter gradient shape must be static");
-  if (!ShapedType::isDynamic(input.getDimSize(3)) &&
-      input.getDimSize(3) != filterGrad.getDimSize(2))
-    return emitOpError("input has ")
-           << input.getDimSize(3) << " channels but the filter gradient has "
-           << filterGrad.getDimSize(2);
+  if (failed(checkConvGroups(getLoc(), getOperationName(), "input",
+                             input.getDimSize(3), "filter gradient",
+                             filterGrad.getDimSize(2), filterGrad.getDimSize(3),
+                             int64_t(getGroups()))))
+    return failure();
   return verifyWindowInverse(*this, input, getOutputGrad().getType(),
                              filterGrad.getShape().take_front(2), getStrides(),
                              getPadding(), getDilations(),

@@ -19,7 +19,8 @@ def Kiln_Conv2DBackwardDataOp : Kiln_BackwardOp<"conv2d_backward_data", [
   let description = [{
     The transposed convolution of `dy` with `filter`; the result type is the
     forward input's (a strided forward convolution may have dropped rows, so
-    it does not follow from `dy`).
+    it does not follow from `dy`). With `groups` G, each group's input
+    channels take the gradient through that group's filter slice only.
 
     ```mlir
     %dx = kiln.conv2d_backward_data %dy, %w stride [2, 2] pad [1, 1, 1, 1]
@@ -31,12 +32,14 @@ def Kiln_Conv2DBackwardDataOp : Kiln_BackwardOp<"conv2d_backward_data", [
     Kiln_ActivationTensor:$filter,
     Kiln_Positive2:$strides,
     Kiln_Padding4:$padding,
-    DefaultValuedAttr<Kiln_Positive2, "{1, 1}">:$dilations
+    DefaultValuedAttr<Kiln_Positive2, "{1, 1}">:$dilations,
+    DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>, "1">:$groups
   );
   let results = (outs Kiln_ActivationTensor:$input_grad);
   let assemblyFormat = [{
     $output_grad `,` $filter `stride` $strides `pad` $padding
-    (`dilation` $dilations^)? attr-dict `:` functional-type(operands, results)
+    (`dilation` $dilations^)? (`groups` $groups^)? attr-dict
+    `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -47,7 +50,9 @@ def Kiln_Conv2DBackwardFilterOp : Kiln_BackwardOp<"conv2d_backward_filter", [
   let summary = "gradient of conv2d with respect to its filter";
   let description = [{
     `filter_grad[kh, kw, c, o] = sum over n, oh, ow of
-       input[n, oh*sh + kh*dh - pt, ow*sw + kw*dw - pl, c] * dy[n, oh, ow, o]`.
+       input[n, oh*sh + kh*dh - pt, ow*sw + kw*dw - pl, g*(C/G) + c] * dy[n, oh, ow, o]`
+    with `g = o / (O/G)` the group of output channel `o` (`groups` G,
+    default 1).
 
     ```mlir
     %dw = kiln.conv2d_backward_filter %x, %dy stride [1, 1] pad [1, 1, 1, 1]
@@ -59,12 +64,14 @@ def Kiln_Conv2DBackwardFilterOp : Kiln_BackwardOp<"conv2d_backward_filter", [
     Kiln_ActivationTensor:$output_grad,
     Kiln_Positive2:$strides,
     Kiln_Padding4:$padding,
-    DefaultValuedAttr<Kiln_Positive2, "{1, 1}">:$dilations
+    DefaultValuedAttr<Kiln_Positive2, "{1, 1}">:$dilations,
+    DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>, "1">:$groups
   );
   let results = (outs Kiln_ActivationTensor:$filter_grad);
   let assemblyFormat = [{
     $input `,` $output_grad `stride` $strides `pad` $padding
-    (`dilation` $dilations^)? attr-dict `:` functional-type(operands, results)
+    (`dilation` $dilations^)? (`groups` $groups^)? attr-dict
+    `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -26,10 +26,13 @@ LogicalResult Conv2DOp::buildGradients(OpBuilder &b,
     return success();
   operandGradients[0] = Conv2DBackwardDataOp::create(
       b, getLoc(), getInput().getType(), dy, getFilter(), getStridesAttr(),
-      getPaddingAttr(), getDilationsAttr());
+      getPaddingAttr(), getDilationsAttr(), getGroupsAttr());
   operandGradients[1] = Conv2DBackwardFilterOp::create(
       b, getLoc(), getFilter().getType(), getInput(), dy, getStridesAttr(),
-      getPaddingAttr(), getDilationsAttr());
+      getPaddingAttr(), getDilationsAttr(), getGroupsAttr());
+  // A fused bias is a bias_add's: its gradient is the same reduction.
+  if (getBias())
+    operandGradients[2] = BiasAddBackwardOp::create(b, getLoc(), dy);
   return success();
 }
 

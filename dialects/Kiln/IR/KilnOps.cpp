@@ -139,11 +139,18 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *context,
                              filter.getElementType());
   if (filter.hasStaticShape() == false)
     return emitOptionalError(loc, name, ": the filter shape must be static");
-  int64_t channels = input.getDimSize(3);
-  if (!isDynamic(channels) && channels != filter.getDimSize(2))
-    return emitOptionalError(loc, name, ": input has ", channels,
-                             " channels but the filter (HWIO) expects ",
-                             filter.getDimSize(2));
+  int64_t outChannels = filter.getDimSize(3);
+  if (failed(checkConvGroups(loc, name, "input", input.getDimSize(3),
+                             "filter (HWIO)", filter.getDimSize(2),
+                             outChannels, int64_t(adaptor.getGroups()))))
+    return failure();
+  if (Value bias = adaptor.getBias()) {
+    int64_t biasSize = cast<RankedTensorType>(bias.getType()).getDimSize(0);
+    if (biasSize != outChannels)
+      return emitOptionalError(loc, name, ": bias has ", biasSize,
+                               " elements but the filter has ", outChannels,
+                               " output channels");
+  }
   SmallVector<int64_t> spatial;
   if (failed(inferWindowSpatialSize(loc, name, input, filter.getShape().take_front(2),
                           adaptor.getStrides(), adaptor.getPadding(),
@@ -157,7 +164,8 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *context,
 
 int64_t Conv2DOp::getMultiplyAdds(int64_t dynamicDimSize) {
   auto filter = getFilter().getType();
-  // Each output element costs KH * KW * Cin multiply-adds.
+  // Each output element costs KH * KW * Cin / groups multiply-adds: the
+  // filter's input dimension is already per group.
   return numElementsWith(getOutput().getType(), dynamicDimSize) *
          filter.getDimSize(0) * filter.getDimSize(1) * filter.getDimSize(2);
 }

@@ -110,31 +110,48 @@ def Kiln_AssignOp : Kiln_Op<"assign", [
 def Kiln_Conv2DOp : Kiln_Op<"conv2d", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface, ["getPrecisionOperands"]>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
     InferTypeOpAdaptor, DeclareOpInterfaceMethods<Kiln_LayoutOpInterface, ["getLayoutOperands", "getLayoutResults"]>,
     DeclareOpInterfaceMethods<Kiln_CostOpInterface>]> {
-  let summary = "2-D convolution, NHWC input and HWIO filter";
+  let summary = "2-D convolution, NHWC input and HWIO filter, grouped, with an optional bias";
   let description = [{
-    `output[n, oh, ow, o] = sum over kh, kw, c of
-       input[n, oh*sh + kh*dh - pt, ow*sw + kw*dw - pl, c] * filter[kh, kw, c, o]`
-    with zero padding `pad [top, bottom, left, right]`. The output height is
-    `(H + top + bottom - dh*(KH-1) - 1) / sh + 1`, likewise the width.
+    `output[n, oh, ow, o] = sum over kh, kw, c < C/G of
+       input[n, oh*sh + kh*dh - pt, ow*sw + kw*dw - pl, g*(C/G) + c] * filter[kh, kw, c, o]
+       (+ bias[o])`
+    with `g = o / (O/G)` the group of output channel `o`, `G` = `groups`
+    (default 1), zero padding `pad [top, bottom, left, right]`. The filter is
+    HWIO with `I = C/G` input channels per group; `C` and `O` are multiples
+    of `G`. A depthwise convolution has `G = C` (and `O = C * multiplier`).
+    The output height is `(H + top + bottom - dh*(KH-1) - 1) / sh + 1`,
+    likewise the width.
+
+    The optional f32 `bias` (one per output channel) is added to the result
+    before it is rounded to the element type. Importers write
+    `kiln.bias_add` after the convolution; `--kiln-fuse` folds the pair into
+    this operand after autodiff, so that a backend adds it as the
+    convolution writes its output (oneDNN's convolution with bias). Its
+    gradient is `kiln.bias_add_backward`, a reduction of `dy`.
 
     Example:
 
     ```mlir
     %y = kiln.conv2d %x, %w stride [2, 2] pad [3, 3, 3, 3]
         : (tensor<?x224x224x3xf32>, tensor<7x7x3x64xf32>) -> tensor<?x112x112x64xf32>
+    %d = kiln.conv2d %y, %dw bias %b stride [1, 1] pad [1, 1, 1, 1] groups 64
+        : (tensor<?x112x112x64xf32>, tensor<3x3x1x64xf32>, tensor<64xf32>)
+        -> tensor<?x112x112x64xf32>
     ```
   }];
   let arguments = (ins
     Kiln_ActivationTensor:$input,
     Kiln_ActivationTensor:$filter,
+    Optional<Kiln_VectorF32>:$bias,
     Kiln_Positive2:$strides,
     Kiln_Padding4:$padding,
-    DefaultValuedAttr<Kiln_Positive2, "{1, 1}">:$dilations
+    DefaultValuedAttr<Kiln_Positive2, "{1, 1}">:$dilations,
+    DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>, "1">:$groups
   );
   let results = (outs Kiln_ActivationTensor:$output);
   let assemblyFormat = [{
-    $input `,` $filter `stride` $strides `pad` $padding
-    (`dilation` $dilations^)? attr-dict
+    $input `,` $filter (`bias` $bias^)? `stride` $strides `pad` $padding
+    (`dilation` $dilations^)? (`groups` $groups^)? attr-dict
     `:` functional-type(operands, results)
   }];
 }

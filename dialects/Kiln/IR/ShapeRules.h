@@ -35,6 +35,20 @@ llvm::LogicalResult inferWindowSpatialSize(
     llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> padding,
     llvm::ArrayRef<int64_t> dilations, llvm::SmallVectorImpl<int64_t> &out);
 
+/// Checks the channels of a grouped convolution (conv2d and its gradients):
+/// `groups` positive, the filter's output channels `filterOut` a multiple of
+/// it, and `inputChannels` (skipped when dynamic) equal to `groups` times the
+/// filter's per-group input channels `filterIn`. `what` names the operand
+/// with `inputChannels` ("input", "input gradient") and `filterWhat` the
+/// filter operand ("filter (HWIO)", "filter gradient").
+llvm::LogicalResult checkConvGroups(std::optional<mlir::Location> loc,
+                                    llvm::StringRef opName,
+                                    llvm::StringRef what,
+                                    int64_t inputChannels,
+                                    llvm::StringRef filterWhat,
+                                    int64_t filterIn, int64_t filterOut,
+                                    int64_t groups);
+
 /// Checks that `operand` broadcasts to `full` (numpy's rule without rank
 /// extension: one rank, each dimension equal to `full`'s or 1; a dynamic
 /// dimension matches a dynamic one or 1) and that both have one element

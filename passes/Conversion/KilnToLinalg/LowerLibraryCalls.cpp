@@ -23,12 +23,17 @@ static llvm::json::Array toJson(ArrayRef<int64_t> values) {
 
 template <typename ConvOp>
 static llvm::json::Object convCall(ConvOp op, StringRef kind,
-                                   llvm::json::Object operands) {
-  return llvm::json::Object{{"kind", kind},
-                            {"operands", std::move(operands)},
-                            {"strides", toJson(op.getStrides())},
-                            {"padding", toJson(op.getPadding())},
-                            {"dilations", toJson(op.getDilations())}};
+                                   llvm::json::Object operands,
+                                   int64_t groups = 1) {
+  llvm::json::Object call{{"kind", kind},
+                          {"operands", std::move(operands)},
+                          {"strides", toJson(op.getStrides())},
+                          {"padding", toJson(op.getPadding())},
+                          {"dilations", toJson(op.getDilations())}};
+  // Absent means 1: ungrouped convolutions' manifests stay as they were.
+  if (groups != 1)
+    call["groups"] = groups;
+  return call;
 }
 
 Value emitConvolutionWithStatistics(Lowering &l,
@@ -96,10 +101,14 @@ static void lowerFusedConvBatchNorm(Lowering &l, FusedConv2DBatchNormOp fused) {
 LogicalResult lowerLibraryCall(Lowering &l, Operation *op) {
   Location loc = op->getLoc();
   if (auto conv = dyn_cast<Conv2DOp>(op)) {
-    l.emitLibraryCall(loc, convCall(conv, "conv2d_forward",
-                                    llvm::json::Object{{"input", l.describe(conv.getInput())},
-                                     {"filter", l.describe(conv.getFilter(), /*activation=*/false)},
-                                     {"output", l.describe(conv.getOutput())}}));
+    llvm::json::Object operands{
+        {"input", l.describe(conv.getInput())},
+        {"filter", l.describe(conv.getFilter(), /*activation=*/false)},
+        {"output", l.describe(conv.getOutput())}};
+    if (Value bias = conv.getBias())
+      operands["bias"] = l.describe(bias);
+    l.emitLibraryCall(loc, convCall(conv, "conv2d_forward", std::move(operands),
+                                    int64_t(conv.getGroups())));
     return success();
   }
   if (auto fused = dyn_cast<FusedConv2DBatchNormOp>(op)) {
@@ -111,7 +120,8 @@ LogicalResult lowerLibraryCall(Lowering &l, Operation *op) {
         loc, convCall(conv, "conv2d_backward_data",
                       llvm::json::Object{{"output_grad", l.describe(conv.getOutputGrad())},
                        {"filter", l.describe(conv.getFilter(), /*activation=*/false)},
-                       {"input_grad", l.describe(conv.getInputGrad())}}));
+                       {"input_grad", l.describe(conv.getInputGrad())}},
+                      int64_t(conv.getGroups())));
     return success();
   }
   if (auto conv = dyn_cast<Conv2DBackwardFilterOp>(op)) {
@@ -119,7 +129,8 @@ LogicalResult lowerLibraryCall(Lowering &l, Operation *op) {
         loc, convCall(conv, "conv2d_backward_filter",
                       llvm::json::Object{{"input", l.describe(conv.getInput())},
                        {"output_grad", l.describe(conv.getOutputGrad())},
-                       {"filter_grad", l.describe(conv.getFilterGrad(), /*activation=*/false)}}));
+                       {"filter_grad", l.describe(conv.getFilterGrad(), /*activation=*/false)}},
+                      int64_t(conv.getGroups())));
     return success();
   }
   if (auto dense = dyn_cast<DenseOp>(op)) {

@@ -154,6 +154,19 @@ template <typename T> std::array<int64_t, 4> quad(T values) {
 /// Sets the strides, padding and dilations of a convolution node.
 template <typename ConvOp> void setConvAttrs(Node &n, ConvOp conv) {
   n.strides = pair(conv.getStrides());
+/// The systolic planner maps a convolution onto the array as one matrix
+/// product over all input channels; a grouped one would be a product per
+/// group (for depthwise convolutions, one channel each, which leaves all
+/// but one column of the array idle), which it does not plan yet.
+template <typename ConvOp> LogicalResult checkUngrouped(ConvOp conv) {
+  if (conv.getGroups() == 1)
+    return success();
+  return conv.emitError("kiln-convert-to-sa: '")
+         << conv->getName() << "' with groups " << conv.getGroups()
+         << " (a grouped or depthwise convolution) is not supported on the "
+         << "systolic target";
+}
+
   n.padding = quad(conv.getPadding());
   n.dilations = pair(conv.getDilations());
 }
@@ -219,6 +232,13 @@ LogicalResult GraphBuilder::lowerConv(Conv2DOp conv) {
   Node n{NodeKind::Conv2d};
   setConvAttrs(n, conv);
   n.layer = layerFromRead(conv.getFilter());
+  if (failed(checkUngrouped(conv)))
+    return failure();
+  // --kiln-fuse, which folds a bias into a convolution, is x86-only.
+  if (conv.getBias())
+    return conv.emitError("kiln-convert-to-sa: 'kiln.conv2d' with a fused "
+                          "bias is not supported on the systolic target; "
+                          "convert the unfused step");
   n.spaceToDepth = stemInput && conv.getInput() == stemInput;
   convLayerByInput[conv.getInput()] = n.layer;
   return addNodeOf(conv, n, true);
@@ -228,6 +248,8 @@ LogicalResult GraphBuilder::lowerConv(Conv2DBackwardDataOp conv) {
   Node n{NodeKind::Conv2dBackwardData};
   setConvAttrs(n, conv);
   n.layer = layerFromRead(conv.getFilter());
+  if (failed(checkUngrouped(conv)))
+    return failure();
   return addNodeOf(conv, n, true);
 }
 
@@ -235,6 +257,8 @@ LogicalResult GraphBuilder::lowerConv(Conv2DBackwardFilterOp conv) {
   Node n{NodeKind::Conv2dBackwardFilter};
   setConvAttrs(n, conv);
   n.layer = convLayerByInput.lookup(conv.getInput());
+  if (failed(checkUngrouped(conv)))
+    return failure();
   n.spaceToDepth = stemInput && conv.getInput() == stemInput;
   return addNodeOf(conv, n, false);
 }

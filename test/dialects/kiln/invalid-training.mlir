@@ -43,7 +43,7 @@ func.func @data_types(%dy: tensor<1x4x4x8xbf16>, %w: tensor<3x3x3x8xbf16>) {
 // -----
 
 func.func @filter_channels(%x: tensor<1x4x4x4xf32>, %dy: tensor<1x4x4x8xf32>) {
-  // expected-error @+1 {{input has 4 channels but the filter gradient has 3}}
+  // expected-error @+1 {{input has 4 channels but the filter gradient expects 3}}
   %0 = kiln.conv2d_backward_filter %x, %dy stride [1, 1] pad [1, 1, 1, 1] : (tensor<1x4x4x4xf32>, tensor<1x4x4x8xf32>) -> tensor<3x3x3x8xf32>
   return
 }

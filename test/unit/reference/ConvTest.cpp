@@ -98,6 +98,55 @@ TEST(Conv2dTest, ShapeErrors) {
   EXPECT_NE(s.message().find("strides"), std::string::npos);
 }
 
+TEST(Conv2dTest, GroupedSumsItsOwnGroup) {
+  // 4 input channels in 2 groups, 4 outputs (2 per group), 1x1 filter
+  // [I=2, O=4] = [[1,2,3,4],[5,6,7,8]]: outputs 0,1 read inputs 0,1 and
+  // outputs 2,3 read inputs 2,3.
+  Conv2dAttrs attrs;
+  attrs.groups = 2;
+  Tensor y = conv2d(Tensor({1, 1, 1, 4}, {1, 10, 100, 1000}),
+                    Tensor({1, 1, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}), attrs);
+  EXPECT_EQ(y.shape, (Shape{1, 1, 1, 4}));
+  EXPECT_EQ(y.data, (std::vector<float>{1 * 1 + 10 * 5, 1 * 2 + 10 * 6,
+                                        100 * 3 + 1000 * 7,
+                                        100 * 4 + 1000 * 8}));
+}
+
+TEST(Conv2dTest, DepthwiseWithMultiplierAndBias) {
+  // groups = C = 2, multiplier 2: outputs 0,1 filter channel 0, outputs 2,3
+  // channel 1; a 2x1 window down the column, padding 1 at the bottom.
+  Conv2dAttrs attrs;
+  attrs.groups = 2;
+  attrs.padding = {0, 1, 0, 0};
+  // x[r, 0, c] = {1, 2} then {3, 4}; w[kh, 0, 0, o].
+  Tensor x({1, 2, 1, 2}, {1, 2, 3, 4});
+  Tensor w({2, 1, 1, 4}, {1, 2, 3, 4, 10, 20, 30, 40});
+  Tensor bias({4}, {0.5f, 0.25f, -1, 2});
+  Tensor y = conv2d(x, w, attrs, &bias);
+  EXPECT_EQ(y.shape, (Shape{1, 2, 1, 4}));
+  EXPECT_EQ(y.data,
+            (std::vector<float>{1 * 1 + 3 * 10 + 0.5f, 1 * 2 + 3 * 20 + 0.25f,
+                                2 * 3 + 4 * 30 - 1, 2 * 4 + 4 * 40 + 2,
+                                3 * 1 + 0.5f, 3 * 2 + 0.25f, 4 * 3 - 1,
+                                4 * 4 + 2}));
+}
+
+TEST(Conv2dTest, GroupErrors) {
+  Shape y;
+  Conv2dAttrs attrs;
+  attrs.groups = 2;
+  // 6 channels are 3 groups of 2, not 2.
+  Status s = inferConv2dShape({1, 4, 4, 6}, {1, 1, 2, 4}, attrs, y);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("2 groups of 2"), std::string::npos);
+  // 3 outputs do not split into 2 groups.
+  s = inferConv2dShape({1, 4, 4, 4}, {1, 1, 2, 3}, attrs, y);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("not a multiple of 2 groups"), std::string::npos);
+  attrs.groups = 0;
+  EXPECT_FALSE(inferConv2dShape({1, 4, 4, 4}, {1, 1, 4, 4}, attrs, y).isOk());
+}
+
 struct ConvCase {
   const char *name;
   Shape xShape, wShape;
@@ -124,11 +173,12 @@ TEST_P(Conv2dGradTest, MatchesFiniteDifferences) {
 }
 
 Conv2dAttrs makeAttrs(std::array<int64_t, 2> s, std::array<int64_t, 4> p,
-                      std::array<int64_t, 2> d) {
+                      std::array<int64_t, 2> d, int64_t groups = 1) {
   Conv2dAttrs a;
   a.strides = s;
   a.padding = p;
   a.dilations = d;
+  a.groups = groups;
   return a;
 }
 
@@ -150,7 +200,13 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"stem7x7s2", {1, 9, 9, 1}, {7, 7, 1, 2},
                  makeAttrs({2, 2}, {3, 3, 3, 3}, {1, 1})},
         ConvCase{"strideSkipsRows", {1, 8, 8, 1}, {2, 2, 1, 2},
-                 makeAttrs({3, 3}, {0, 0, 0, 0}, {1, 1})}),
+                 makeAttrs({3, 3}, {0, 0, 0, 0}, {1, 1})},
+        ConvCase{"grouped2", {2, 5, 5, 4}, {3, 3, 2, 6},
+                 makeAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 2)},
+        ConvCase{"depthwise", {1, 6, 6, 3}, {3, 3, 1, 3},
+                 makeAttrs({2, 2}, {1, 1, 1, 1}, {1, 1}, 3)},
+        ConvCase{"depthwiseMultiplier2", {1, 5, 5, 2}, {3, 3, 1, 4},
+                 makeAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 2)}),
     [](const ::testing::TestParamInfo<ConvCase> &info) {
       return std::string(info.param.name);
     });

@@ -10,6 +10,11 @@
 //
 // (out-of-range x reads as 0). Sums are accumulated in double.
 //
+// Grouped (G = groups): the filter is [KH,KW,Cin/G,Cout], output channel co
+// belongs to group g = co / (Cout/G) and sums only that group's inputs:
+//   y[n,oh,ow,co] = sum_{kh,kw,ci < Cin/G} x[..., g*(Cin/G) + ci] * w[kh,kw,ci,co]
+// G = Cin is a depthwise convolution (Cout = Cin * multiplier).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_REF_CONV_H
@@ -28,6 +33,8 @@ struct Conv2dAttrs {
   std::array<int64_t, 4> padding{0, 0, 0, 0};
   /// {dh, dw}
   std::array<int64_t, 2> dilations{1, 1};
+  /// Cin and Cout are multiples of it; the filter has Cin / groups inputs.
+  int64_t groups = 1;
 };
 
 /// Validates the operand shapes and attributes of a convolution and computes
@@ -35,8 +42,9 @@ struct Conv2dAttrs {
 Status inferConv2dShape(const Shape &xShape, const Shape &wShape,
                         const Conv2dAttrs &attrs, Shape &yShape);
 
-/// y = conv2d(x, w).
-Tensor conv2d(const Tensor &x, const Tensor &w, const Conv2dAttrs &attrs);
+/// y = conv2d(x, w) (+ bias[Cout], added to the double sum before rounding).
+Tensor conv2d(const Tensor &x, const Tensor &w, const Conv2dAttrs &attrs,
+              const Tensor *bias = nullptr);
 
 /// dx = dL/dx given dy = dL/dy, the filter and the input shape.
 Tensor conv2dBackwardData(const Tensor &dy, const Tensor &w,

@@ -40,8 +40,11 @@ memory::data_type toDnnl(DType dtype);
 memory::desc activationDesc(const TensorRef &t, DType dtype);
 memory::desc activationDesc(const TensorRef &t);
 
-/// An HWIO filter [KH,KW,Cin,Cout]; oneDNN's logical dims are OIHW.
-memory::desc filterDesc(const TensorRef &t);
+/// An HWIO filter [KH,KW,Cin,Cout]; oneDNN's logical dims are OIHW. With
+/// groups > 1 (Cin per group, output channel o in group o / (Cout/groups))
+/// they are GOIHW, {groups, Cout/groups, Cin, KH, KW}: the same bytes are
+/// oneDNN's hwigo.
+memory::desc filterDesc(const TensorRef &t, int64_t groups = 1);
 
 /// The same logical tensor in a format oneDNN picks.
 memory::desc anyFormat(const memory::desc &md);

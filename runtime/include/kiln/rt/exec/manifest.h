@@ -141,6 +141,9 @@ struct Call {
   // [2, Cout]), written with each output channel's mean and biased variance
   // over the batch and pixels of the output as stored.
   bool relu = false;
+  // Convolutions: channel groups; the filter is [KH, KW, Cin/groups, Cout]
+  // and output channel o reads group o / (Cout/groups) of the input.
+  int64_t groups = 1;
   // Matmul: operands stored transposed (the last two dims swapped).
   bool transposeLhs = false;
   bool transposeRhs = false;
