@@ -427,12 +427,20 @@ static FailureOr<LayoutMode> checkOptions(const CompileOptions &options) {
 static OwningOpRef<ModuleOp> loadModel(const CompileOptions &options,
                                        MLIRContext &context,
                                        llvm::SourceMgr &sourceMgr) {
+  OwningOpRef<ModuleOp> module;
   if (isOnnxFile(options.input)) {
     OnnxImportOptions onnx;
     onnx.freshInit = options.onnxFreshInit;
-    return importOnnxFile(options.input, context, onnx);
+    module = importOnnxFile(options.input, context, onnx);
+  } else {
+    module = parseSourceFile<ModuleOp>(options.input, sourceMgr, &context);
   }
-  return parseSourceFile<ModuleOp>(options.input, sourceMgr, &context);
+  if (module && options.dropoutSeed) {
+    IntegerAttr seed = Builder(&context).getI64IntegerAttr(
+        static_cast<int64_t>(*options.dropoutSeed));
+    module->walk([&](DropoutOp op) { op.setSeedAttr(seed); });
+  }
+  return module;
 }
 
 /// The batch-norm momentum is the model's (build_model.py --bn-momentum),

@@ -11,6 +11,8 @@
 
 #include "compiler/Pipelines.h"
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 namespace kiln {
@@ -25,6 +27,10 @@ struct CompileOptions {
   /// An ONNX model's parameters start from fresh initializers (the model
   /// builder's rules) instead of its initializers' values.
   bool onnxFreshInit = false;
+  /// The seed of every kiln.dropout's mask (replacing the model's), when
+  /// given; otherwise each keeps its own (0 from the ONNX importer unless
+  /// the node has a seed attribute).
+  std::optional<uint64_t> dropoutSeed;
   std::string output;
   /// x86, or systolic (the simulated device: docs/systolic.md).
   std::string target = "x86";

@@ -202,6 +202,22 @@ LogicalResult evalBiasAdd(BiasAddOp op, EvalContext &ctx) {
   return success();
 }
 
+LogicalResult evalDropout(DropoutOp op, EvalContext &ctx) {
+  const HostTensor &x = ctx.get(op.getInput());
+  const HostTensor &step = ctx.get(op.getStep());
+  if (step.ints[0] < 0)
+    return ctx.error(op) << "step " << step.ints[0] << " is negative";
+  ref::DropoutAttrs attrs;
+  attrs.ratio = op.getRatio().convertToFloat();
+  attrs.seed = static_cast<uint64_t>(op.getSeed());
+  attrs.step = static_cast<uint64_t>(step.ints[0]);
+  attrs.stream = static_cast<uint32_t>(op.getStream());
+  if (failed(ctx.check(op, ref::checkDropout(attrs))))
+    return failure();
+  ctx.setFloat(op.getOutput(), ref::dropout(x.toRef(), attrs));
+  return success();
+}
+
 LogicalResult evalAdd(AddOp op, EvalContext &ctx) {
   const HostTensor &a = ctx.get(op.getLhs());
   const HostTensor &b = ctx.get(op.getRhs());
@@ -366,6 +382,7 @@ std::optional<LogicalResult> evaluateLayerOp(Operation *op, EvalContext &ctx) {
       })
       .Case([&](ReluOp o) { return evalRelu(o, ctx); })
       .Case([&](ActivationOp o) { return evalActivation(o, ctx); })
+      .Case([&](DropoutOp o) { return evalDropout(o, ctx); })
       .Case([&](AddOp o) { return evalAdd(o, ctx); })
       .Case([&](BiasAddOp o) { return evalBiasAdd(o, ctx); })
       .Case([&](BroadcastMulOp o) { return evalBroadcastMul(o, ctx); })

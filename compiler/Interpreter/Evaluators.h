@@ -20,6 +20,7 @@
 #include "kiln/base/status.h"
 #include "kiln/ref/activation.h"
 #include "kiln/ref/conv.h"
+#include "kiln/ref/dropout.h"
 #include "kiln/ref/pool.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Operation.h"

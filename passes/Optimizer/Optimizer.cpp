@@ -485,8 +485,7 @@ struct ParameterUpdates {
 } // namespace
 
 /// Makes `step` return its forward results and the learning rate `lr`
-/// instead of the gradients, which the updates consume, and marks its last
-/// argument as the step number.
+/// instead of the gradients, which the updates consume.
 static void returnLearningRate(func::FuncOp step, OpBuilder &builder,
                                Value lr) {
   MLIRContext *context = builder.getContext();
@@ -507,8 +506,6 @@ static void returnLearningRate(func::FuncOp step, OpBuilder &builder,
   step.setFunctionType(FunctionType::get(context, block.getArgumentTypes(),
                                          ValueRange(results).getTypes()));
   step.setAllResultAttrs(resultAttrs);
-  step.setArgAttr(block.getNumArguments() - 1, "kiln.step",
-                  builder.getUnitAttr());
 }
 
 LogicalResult applyOptimizer(func::FuncOp step, const OptimizerConfig &config) {
@@ -535,8 +532,20 @@ LogicalResult applyOptimizer(func::FuncOp step, const OptimizerConfig &config) {
   Block &block = step.front();
   auto ret = cast<func::ReturnOp>(block.getTerminator());
   Location loc = ret.getLoc();
-  auto stepType = RankedTensorType::get({}, builder.getI64Type());
-  Value stepArg = block.addArgument(stepType, step.getLoc());
+  // A model with dropout already takes the step (its masks depend on it):
+  // the schedule reads the same argument.
+  BlockArgument stepArg;
+  for (BlockArgument arg : block.getArguments())
+    if (step.getArgAttr(arg.getArgNumber(), "kiln.step"))
+      stepArg = arg;
+  if (!stepArg) {
+    auto stepType = RankedTensorType::get({}, builder.getI64Type());
+    stepArg = block.addArgument(stepType, step.getLoc());
+    step.setFunctionType(FunctionType::get(context, block.getArgumentTypes(),
+                                           step.getResultTypes()));
+    step.setArgAttr(stepArg.getArgNumber(), "kiln.step",
+                    builder.getUnitAttr());
+  }
 
   builder.setInsertionPoint(ret);
   Value scheduleValues = ReadOp::create(

@@ -60,9 +60,20 @@ struct DeriveEvalPass : impl::KilnDeriveEvalBase<DeriveEvalPass> {
     });
     if (failedOp)
       return signalPassFailure();
+    // Evaluation keeps every element: dropout is the identity (its inverted
+    // scaling made the training outputs' expectation the input already).
+    eval.walk([](DropoutOp op) {
+      op.getOutput().replaceAllUsesWith(op.getInput());
+      op.erase();
+    });
     // The batch-statistics reads and updates are now dead.
     IRRewriter rewriter(&getContext());
     (void)runRegionDCE(rewriter, eval->getRegions());
+    // The step only fed the dropout masks: without them the evaluation step
+    // takes the images and labels alone, as for a model without dropout.
+    for (unsigned i = eval.getNumArguments(); i-- > 0;)
+      if (eval.getArgAttr(i, "kiln.step") && eval.getArgument(i).use_empty())
+        (void)eval.eraseArgument(i);
   }
 };
 } // namespace

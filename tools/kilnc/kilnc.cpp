@@ -87,6 +87,11 @@ static cl::opt<std::string> initFlag(
     cl::desc("An ONNX model's parameters: onnx (its initializers, the "
              "default) or fresh (models/build_model.py's initializers)"),
     cl::init("onnx"), cl::cat(category));
+static cl::opt<uint64_t> dropoutSeed(
+    "dropout-seed",
+    cl::desc("The seed of every dropout mask (kiln.dropout's seed; the "
+             "model's own when not given: 0 for an ONNX model)"),
+    cl::cat(category));
 static cl::opt<std::string> recipeFlag(
     "recipe",
     cl::desc("A reference run's training recipe: surfsara-xeon or "
@@ -158,6 +163,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.onnxFreshInit = initFlag == "fresh";
+  if (dropoutSeed.getNumOccurrences())
+    options.dropoutSeed = dropoutSeed;
   options.output = output.empty()
                        ? (emit == kiln::EmitStage::Executable ? "a.out" : "-")
                        : output.getValue();

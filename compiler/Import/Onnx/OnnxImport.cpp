@@ -112,6 +112,7 @@ private:
   LogicalResult importConv(const onnx::NodeProto &node);
   LogicalResult importBatchNorm(const onnx::NodeProto &node);
   LogicalResult importRelu(const onnx::NodeProto &node);
+  LogicalResult importDropout(const onnx::NodeProto &node);
   LogicalResult importSigmoid(const onnx::NodeProto &node);
   LogicalResult importHardSigmoid(const onnx::NodeProto &node);
   LogicalResult importHardSwish(const onnx::NodeProto &node);
@@ -177,6 +178,11 @@ private:
   /// Variables declared so far, by name (an initializer read twice is one
   /// variable).
   llvm::StringMap<VariableOp> variables;
+  /// The forward function's step argument, added with the first dropout
+  /// (its masks depend on the step), and the dropouts imported so far (each
+  /// one's stream is its position).
+  Value step;
+  int64_t dropouts = 0;
 };
 
 } // namespace
@@ -194,6 +200,7 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
       {"Concat", &Importer::importConcat},
       {"Constant", &Importer::importConstant},
       {"Conv", &Importer::importConv},
+      {"Dropout", &Importer::importDropout},
       {"Flatten", &Importer::importFlatten},
       {"Gather", &Importer::importGather},
       {"Gemm", &Importer::importGemm},
@@ -464,10 +471,21 @@ static FailureOr<Constant> readTensor(const onnx::TensorProto &t,
     c.ints.assign(ints.begin(), ints.end());
     break;
   }
+  case onnx::TensorProto::BOOL:
+    // Dropout's training_mode. libonnx has no ParseData<bool>: one byte a
+    // value in raw_data, else one int32_data entry a value.
+    c.isFloat = false;
+    if (t.has_raw_data())
+      for (char b : t.raw_data())
+        c.ints.push_back(b != 0);
+    else
+      for (int32_t v : t.int32_data())
+        c.ints.push_back(v != 0);
+    break;
   default:
     error = "its element type (ONNX data type " +
             std::to_string(t.data_type()) +
-            ") is not one Kiln imports (float, int64, int32)";
+            ") is not one Kiln imports (float, int64, int32, bool)";
     return failure();
   }
   if (!ok)
@@ -784,6 +802,59 @@ LogicalResult Importer::importRelu(const onnx::NodeProto &node) {
   if (failed(x))
     return failure();
   define(node, 0, ReluOp::create(builder, nodeLoc(node), x->value), x->shape);
+  return success();
+}
+
+/// Training dropout whatever the export's mode: a TRAINING export's Dropout
+/// has training_mode true, a PRESERVE export from eval mode false or no
+/// such input; Kiln trains the model either way, so training_mode is not
+/// read (--kiln-derive-eval makes the evaluation step's dropout the
+/// identity).
+LogicalResult Importer::importDropout(const onnx::NodeProto &node) {
+  FailureOr<Activation> x = activation(node, 0);
+  if (failed(x))
+    return failure();
+  float ratio = floatAttr(node, "ratio", 0.5f);
+  if (hasInput(node, 1)) {
+    if (!constants.count(node.input(1)))
+      return nodeError(node) << "the ratio '" << node.input(1)
+                             << "' is computed at run time; Kiln needs a "
+                                "constant ratio";
+    const Constant &c = constants.find(node.input(1))->second;
+    if (!c.isFloat || c.numElements() != 1)
+      return nodeError(node) << "the ratio must be one float";
+    ratio = c.floats[0];
+  }
+  if (!(ratio >= 0.0f && ratio < 1.0f))
+    return nodeError(node) << "ratio " << ratio << " is outside [0, 1)";
+  if (node.output_size() > 1 && !node.output(1).empty() &&
+      readers.lookup(node.output(1)) > 0)
+    return nodeError(node) << "its mask output '" << node.output(1)
+                           << "' is read; Kiln regenerates masks and never "
+                              "stores them";
+  // A seed attribute is honoured as the op's Philox key; without one the
+  // model's dropouts share seed 0 and differ by stream (kilnc
+  // --dropout-seed sets them all).
+  int64_t seed = intAttr(node, "seed", 0);
+  if (ratio == 0.0f) {
+    define(node, 0, x->value, x->shape);
+    return success();
+  }
+  if (!step) {
+    auto stepType = RankedTensorType::get({}, builder.getI64Type());
+    unsigned index = forward.getNumArguments();
+    (void)forward.insertArgument(
+        index, stepType,
+        builder.getDictionaryAttr(
+            builder.getNamedAttr("kiln.step", builder.getUnitAttr())),
+        fileLoc);
+    step = forward.getArgument(index);
+  }
+  Value y = DropoutOp::create(builder, nodeLoc(node), x->value, step,
+                              builder.getF32FloatAttr(ratio),
+                              builder.getI64IntegerAttr(seed),
+                              builder.getI64IntegerAttr(dropouts++));
+  define(node, 0, y, x->shape);
   return success();
 }
 

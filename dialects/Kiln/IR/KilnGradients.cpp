@@ -102,6 +102,19 @@ BiasAddOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGradients,
   return success();
 }
 
+/// The derivative of x -> mask * x / (1 - ratio) is the same map: the
+/// gradient is the dropout of dy with the same step and attributes, which
+/// regenerates the mask rather than keeping it from the forward pass.
+LogicalResult DropoutOp::buildGradients(OpBuilder &b,
+                                        ArrayRef<Value> resultGradients,
+                                        SmallVectorImpl<Value> &operandGradients) {
+  if (Value dy = prepare(*this, resultGradients, operandGradients))
+    operandGradients[0] =
+        DropoutOp::create(b, getLoc(), dy, getStep(), getRatioAttr(),
+                          getSeedAttr(), getStreamAttr());
+  return success();
+}
+
 LogicalResult AddOp::buildGradients(OpBuilder &b,
                                     ArrayRef<Value> resultGradients,
                                     SmallVectorImpl<Value> &operandGradients) {

@@ -305,6 +305,30 @@ LogicalResult BiasAddOp::inferReturnTypes(MLIRContext *context,
 }
 
 //===----------------------------------------------------------------------===//
+// DropoutOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult DropoutOp::inferReturnTypes(MLIRContext *context,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  results.push_back(adaptor.getInput().getType());
+  return success();
+}
+
+LogicalResult DropoutOp::verify() {
+  // A ratio of 1 would scale by infinity; importers turn ratio 0 into the
+  // identity, but the op accepts it (every element kept, scale 1).
+  float ratio = getRatio().convertToFloat();
+  if (!(ratio >= 0.0f && ratio < 1.0f))
+    return emitOpError("ratio ") << ratio << " is outside [0, 1)";
+  // The stream is one 32-bit word of the Philox counter (kiln/ref/philox.h).
+  if (getStream() < 0 || getStream() > 0xffffffffLL)
+    return emitOpError("stream ") << getStream() << " is outside [0, 2^32)";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // DenseOp
 //===----------------------------------------------------------------------===//
 

@@ -291,6 +291,52 @@ def Kiln_ActivationOp : Kiln_Op<"activation", [Pure, Kiln_LayoutOpInterface, Dec
   let assemblyFormat = "$kind $input attr-dict `:` type($input)";
 }
 
+def Kiln_DropoutOp : Kiln_Op<"dropout", [Pure, Kiln_LayoutOpInterface, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
+    InferTypeOpAdaptor]> {
+  let summary = "training dropout with a counter-based mask: keep with probability 1 - ratio, scale by 1 / (1 - ratio)";
+  let description = [{
+    Inverted dropout (as PyTorch's): each element is kept with probability
+    `1 - ratio` and then multiplied by `1 / (1 - ratio)`, or set to zero.
+    The mask is a pure function of the op's attributes, the step and the
+    element's logical (NHWC, row-major) index, through Philox4x32-10
+    (`kiln/ref/philox.h`, which states the rule):
+
+    ```
+    key     = {lo32(seed), hi32(seed)}
+    counter = {lo32(i), hi32(i), lo32(step), stream}
+    keep    = philox4x32_10(counter, key)[0] >= round(ratio * 2^32)
+    ```
+
+    So the op is `Pure` (no hidden generator state): kiln-run and the
+    compiled step draw the same mask bit for bit, every MPI rank draws the
+    same mask at the same step, and a resumed run continues the sequence.
+    `step` is the training step's `kiln.step` argument (optimizer steps
+    taken); `stream` tells the dropouts of one model apart (the importer
+    numbers them in graph order) and `seed` is the user's (kilnc
+    `--dropout-seed`, default 0). The gradient is this op again on `dy`,
+    with the same step and attributes: it regenerates the mask instead of
+    keeping it alive from the forward pass to the backward pass.
+
+    `--kiln-derive-eval` makes it the identity in the evaluation step.
+    Elementwise, so it computes in any layout (the mask follows the logical
+    index whatever the physical layout); bf16 follows the input.
+
+    Example (a classifier's dropout, the second of the model):
+
+    ```mlir
+    %y = kiln.dropout %x, %step ratio 2.000000e-01 seed 0 stream 1 : tensor<?x1280xf32>, tensor<i64>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, 0DTensorOf<[I64]>:$step,
+                       F32Attr:$ratio, I64Attr:$seed, I64Attr:$stream);
+  let results = (outs Kiln_FloatTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $step `ratio` $ratio `seed` $seed `stream` $stream attr-dict
+    `:` type($input) `,` type($step)
+  }];
+  let hasVerifier = 1;
+}
+
 def Kiln_AddOp : Kiln_Op<"add", [Pure, Kiln_LayoutOpInterface, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface, ["getPrecisionOperands"]>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>, Elementwise, Commutative,
     DeclareOpInterfaceMethods<Kiln_ElementwiseOpInterface>,
     SameOperandsAndResultType]> {

@@ -31,6 +31,7 @@ Bf16Policy BatchNormTrainOp::getBf16Policy() { return Bf16Policy::Follow; }
 Bf16Policy BatchNormInferenceOp::getBf16Policy() { return Bf16Policy::Follow; }
 Bf16Policy ReluOp::getBf16Policy() { return Bf16Policy::Follow; }
 Bf16Policy ActivationOp::getBf16Policy() { return Bf16Policy::Follow; }
+Bf16Policy DropoutOp::getBf16Policy() { return Bf16Policy::Follow; }
 Bf16Policy MaxPoolOp::getBf16Policy() { return Bf16Policy::Follow; }
 Bf16Policy AvgPoolOp::getBf16Policy() { return Bf16Policy::Follow; }
 Bf16Policy GlobalAvgPoolOp::getBf16Policy() { return Bf16Policy::Follow; }

@@ -236,6 +236,7 @@ LogicalResult lowerOp(Lowering &l, Operation *op) {
           [&](Operation *op) { return lowerBatchNorm(l, op); })
       .Case<MaxPoolOp, MaxPoolBackwardOp, AvgPoolOp, AvgPoolBackwardOp>(
           [&](Operation *op) { return lowerPooling(l, op); })
+      .Case<DropoutOp>([&](Operation *op) { return lowerDropout(l, op); })
       .Case<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyBackwardOp>(
           [&](Operation *op) { return lowerLoss(l, op); })
       .Case<SgdUpdateOp, FusedSgdUpdateOp, LarsUpdateOp, LearningRateOp>(

@@ -172,6 +172,7 @@ llvm::LogicalResult lowerPooling(Lowering &l, mlir::Operation *op);
 llvm::LogicalResult lowerLoss(Lowering &l, mlir::Operation *op);
 llvm::LogicalResult lowerOptimizer(Lowering &l, mlir::Operation *op);
 llvm::LogicalResult lowerLibraryCall(Lowering &l, mlir::Operation *op);
+llvm::LogicalResult lowerDropout(Lowering &l, mlir::Operation *op);
 
 /// The convolution of a kiln.fused_conv2d_batch_norm_train as a library
 /// call that also writes its output's batch statistics: returns them, a
