@@ -13,11 +13,14 @@
 
 #include "compiler/Interpreter/Evaluators.h"
 
+#include "dialects/Kiln/IR/InitialValue.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "kiln/ref/bf16.h"
 #include "kiln/ref/check.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <cstring>
 
 using namespace mlir;
 
@@ -68,7 +71,50 @@ static double toDouble(APFloat value) {
   return value.convertToDouble();
 }
 
+/// A dense_resource (an imported model's large initializer) from its bytes.
+static FailureOr<HostTensor> tensorFromBytes(ShapedType type,
+                                             ArrayRef<char> bytes) {
+  FailureOr<DType> element = getElementType(type);
+  if (failed(element) || !type.hasStaticShape())
+    return failure();
+  HostTensor t = HostTensor::zeros(
+      *element, ref::Shape(type.getShape().begin(), type.getShape().end()));
+  auto load = [&](auto zero, int64_t i) {
+    std::memcpy(&zero, bytes.data() + i * sizeof(zero), sizeof(zero));
+    return zero;
+  };
+  int64_t n = t.numElements();
+  switch (*element) {
+  case DType::F32:
+    std::memcpy(t.floats.data(), bytes.data(), bytes.size());
+    break;
+  case DType::BF16:
+    for (int64_t i = 0; i < n; ++i)
+      t.floats[i] = ref::bf16BitsToFloat(load(uint16_t(), i));
+    break;
+  case DType::F64:
+    std::memcpy(t.doubles.data(), bytes.data(), bytes.size());
+    break;
+  case DType::I32:
+    for (int64_t i = 0; i < n; ++i)
+      t.ints[i] = load(int32_t(), i);
+    break;
+  case DType::I64:
+    std::memcpy(t.ints.data(), bytes.data(), bytes.size());
+    break;
+  }
+  return t;
+}
+
 FailureOr<HostTensor> tensorFromAttr(ElementsAttr attr) {
+  if (isa<DenseResourceElementsAttr>(attr)) {
+    llvm::Expected<ArrayRef<char>> bytes = getInitialValueBytes(attr);
+    if (!bytes) {
+      llvm::consumeError(bytes.takeError());
+      return failure();
+    }
+    return tensorFromBytes(cast<ShapedType>(attr.getType()), *bytes);
+  }
   auto dense = dyn_cast<DenseElementsAttr>(attr);
   if (!dense)
     return failure();

@@ -2,6 +2,7 @@
 
 #include "compiler/Interpreter/Interpreter.h"
 
+#include "dialects/Kiln/IR/InitialValue.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "kiln/ref/bf16.h"
 #include "kiln/ref/init.h"
@@ -71,6 +72,14 @@ LogicalResult VariableStore::initialize(uint64_t seed) {
     if (init == Initializer::Copy)
       continue;
     if (init == Initializer::Constant) {
+      // A dense_resource says why it has no values (elided when printed).
+      if (isa<DenseResourceElementsAttr>(*variable.getValue()))
+        if (llvm::Expected<ArrayRef<char>> bytes =
+                getInitialValueBytes(*variable.getValue());
+            !bytes)
+          return variable.emitOpError("has a constant initializer kiln-run "
+                                      "cannot read: ")
+                 << llvm::toString(bytes.takeError());
       FailureOr<HostTensor> constant = tensorFromAttr(*variable.getValue());
       if (failed(constant) || constant->type != value.type)
         return variable.emitOpError(

@@ -6,6 +6,7 @@
 // a schema cannot say.
 
 #include "kiln/rt/exec/manifest.h"
+#include "kiln/rt/exec/variables.h"
 #include "kiln/rt/manifest_generated.h"
 #include "kiln/rt/model.h"
 
@@ -403,10 +404,38 @@ Status Parser::parseVariable(const fbs::Variable &v, const std::string &path,
     // both start from identical values whatever digits the compiler wrote.
     out.stddev = static_cast<double>(static_cast<float>(out.stddev));
   }
-  if (out.init == InitKind::Constant) {
+  if (out.init != InitKind::Constant && v.data())
+    return error(join(where, "data"),
+                 std::string("only init \"constant\" takes data, not \"") +
+                     initKindName(out.init) + "\"");
+  if (out.init == InitKind::Constant && v.data()) {
+    std::string dpath = join(where, "data");
+    if (v.value())
+      return error(where, "both \"value\" and \"data\": give one");
+    // The verifier has checked that the block lies inside the buffer; its
+    // length must be the variable's, or the values would be shifted or cut.
+    auto bytes = static_cast<int64_t>(v.data()->size());
+    if (bytes != out.tensor.byteSize())
+      return error(dpath,
+                   fmt::format("{} bytes for a variable of {}{} ({} bytes): "
+                               "the initial values are truncated or "
+                               "corrupted",
+                               bytes, dtypeInfo(out.tensor.dtype).name,
+                               shapeString(out.tensor.shape),
+                               out.tensor.byteSize()));
+    out.data = std::string_view(reinterpret_cast<const char *>(v.data()->data()),
+                                v.data()->size());
+    // As for "value" and checkpoints: a non-finite start is refused.
+    if (std::optional<NonFinite> bad =
+            findNonFinite(v.data()->data(), out.tensor.dtype,
+                          out.tensor.numElements()))
+      return error(index(dpath, static_cast<size_t>(bad->index)),
+                   fmt::format("{} is not a finite initial value",
+                               nonFiniteName(bad->value)));
+  } else if (out.init == InitKind::Constant) {
     std::string vpath = join(where, "value");
     if (!v.value())
-      return error(where, "missing member \"value\"");
+      return error(where, "missing member \"value\" (or \"data\")");
     for (size_t i = 0; i < v.value()->size(); ++i) {
       double x = v.value()->Get(static_cast<flatbuffers::uoffset_t>(i));
       if (!std::isfinite(x))

@@ -83,6 +83,11 @@ static Status initializeOne(const Variable &var, uint8_t *arena,
       storeElement(base, t.dtype, i, var.init == InitKind::Ones ? 1.0 : 0.0);
     return Status::ok();
   case InitKind::Constant:
+    // Raw values, checked against the variable's size by parseManifest.
+    if (!var.data.empty()) {
+      std::memcpy(base, var.data.data(), var.data.size());
+      return Status::ok();
+    }
     for (int64_t i = 0; i < n; ++i) {
       double v = var.value.size() == 1 ? var.value[0]
                                        : var.value[static_cast<size_t>(i)];

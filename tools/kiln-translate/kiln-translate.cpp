@@ -2,6 +2,7 @@
 //
 // kiln-translate --import-onnx MODEL.onnx [-o FILE] [--label-smoothing=F]
 //                [--init=onnx|fresh] [--split-input-file]
+//                [--elide-values-larger-than=BYTES]
 // kiln-translate --export-sa-program SA.mlir [-o FILE.ksap]
 //                [--split-input-file]
 //
@@ -49,6 +50,12 @@ static cl::opt<std::string>
          cl::desc("Parameter initializers: onnx (the model's initializers, the "
                   "default) or fresh (models/build_model.py's rules)"),
          cl::init("onnx"), cl::cat(category));
+static cl::opt<int64_t> elideValues(
+    "elide-values-larger-than",
+    cl::desc("Leave initial values (dense_resource blobs) of more than this "
+             "many bytes out of the printed IR, which then shows their names "
+             "and types but does not compile; -1 prints every value"),
+    cl::value_desc("bytes"), cl::init(64 << 10), cl::cat(category));
 static cl::opt<bool> splitInputFile(
     "split-input-file",
     cl::desc("Import each chunk between '# -----' lines as its own model"),
@@ -102,7 +109,11 @@ int main(int argc, char **argv) {
         kiln::importOnnx(*named, context, options);
     if (!module)
       return mlir::failure();
-    module->print(os);
+    // A large model's values would print as hundreds of MB of hex.
+    mlir::OpPrintingFlags flags;
+    if (elideValues >= 0)
+      flags.elideLargeResourceString(2 * elideValues + 10); // "0x", alignment
+    module->print(os, flags);
     os << "\n";
     return mlir::success();
   };

@@ -13,10 +13,12 @@
 
 #include "compiler/Import/Onnx/OnnxImport.h"
 
+#include "dialects/Kiln/IR/InitialValue.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "kiln/ref/window.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -322,6 +324,30 @@ RankedTensorType Importer::kilnType(ArrayRef<int64_t> onnxShape) {
   return RankedTensorType::get(shape, builder.getF32Type());
 }
 
+/// An initializer of more than this many elements becomes a dense_resource
+/// blob; smaller ones stay inline, readable in the IR and in tests.
+static constexpr int64_t kInlineInitialValueLimit = 1024;
+
+/// A variable's initial value: inline when small, else a dense_resource
+/// blob made from the raw floats in one copy, so that a large model is not
+/// hashed and interned element by element, nor printed as numbers
+/// (docs/onnx.md, "Initial values"). The blob is named after the variable
+/// (characters a bare resource key cannot hold become '_'; MLIR makes keys
+/// unique).
+static ElementsAttr initialValue(RankedTensorType type, ArrayRef<float> values,
+                                 StringRef name) {
+  if (type.getNumElements() <= kInlineInitialValueLimit)
+    return DenseElementsAttr::get(type, values);
+  std::string key = name.str();
+  for (char &ch : key)
+    if (!llvm::isAlnum(ch) && ch != '_' && ch != '.')
+      ch = '_';
+  if (key.empty() || llvm::isDigit(key.front()))
+    key.insert(0, "v");
+  return DenseResourceElementsAttr::get(
+      type, key, HeapAsmResourceBlob::allocateAndCopyInferAlign(values));
+}
+
 Value Importer::readVariable(const onnx::NodeProto &node, const Constant &c,
                              VariableKind kind, RankedTensorType type,
                              ArrayRef<float> values, Initializer freshInit,
@@ -335,7 +361,7 @@ Value Importer::readVariable(const onnx::NodeProto &node, const Constant &c,
     Initializer init = fresh ? freshInit : Initializer::Constant;
     ElementsAttr value;
     if (!fresh)
-      value = DenseElementsAttr::get(type, values);
+      value = initialValue(type, values, name);
     FloatAttr std;
     if (fresh && freshInit == Initializer::Normal)
       std = builder.getF32FloatAttr(freshStd);
@@ -506,13 +532,17 @@ LogicalResult Importer::declareInputs() {
       ++readers[input];
   for (const onnx::ValueInfoProto &output : graph.output())
     ++readers[output.name()];
-  for (const onnx::TensorProto &init : graph.initializer()) {
+  for (onnx::TensorProto &init : *model.mutable_graph()->mutable_initializer()) {
     std::string error;
     FailureOr<Constant> c = readTensor(init, error);
     if (failed(c))
       return emitError(fileLoc)
              << "initializer '" << init.name() << "': " << error;
     constants[init.name()] = std::move(*c);
+    // The values live on in `constants`: keeping the protobuf's copy too
+    // would hold a large model twice for the rest of the import.
+    init.clear_raw_data();
+    init.clear_float_data();
   }
   const onnx::ValueInfoProto *images = nullptr;
   for (const onnx::ValueInfoProto &input : graph.input()) {

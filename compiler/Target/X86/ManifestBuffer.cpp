@@ -259,6 +259,75 @@ static bool fromJSON(const Value &e, std::unique_ptr<SiteT> &out, Path p) {
          o.mapOptional("parallel", out->parallel);
 }
 
+/// Manifest::Pack (the generated CreateManifest, member for member and in
+/// its order, so that a manifest without data has the bytes Pack gives it),
+/// except that the variables' data go from `data` (one entry per variable,
+/// empty for none) straight into the builder: through VariableT they would
+/// be copied once more, which for a large model is hundreds of MB.
+static flatbuffers::Offset<Manifest>
+packManifest(flatbuffers::FlatBufferBuilder &fbb, const ManifestT &o,
+             llvm::ArrayRef<llvm::ArrayRef<char>> data) {
+  auto model = fbb.CreateString(o.model);
+  std::vector<flatbuffers::Offset<Variable>> variableOffsets;
+  for (size_t i = 0; i < o.variables.size(); ++i) {
+    const VariableT &v = *o.variables[i];
+    if (data[i].empty()) {
+      variableOffsets.push_back(CreateVariable(fbb, &v));
+      continue;
+    }
+    // CreateVariable(fbb, &v), with the data.
+    auto name = fbb.CreateString(v.name);
+    auto tensor = v.tensor ? CreateTensor(fbb, v.tensor.get()) : 0;
+    auto value = v.value.size() ? fbb.CreateVector(v.value) : 0;
+    auto of = v.of.empty() ? 0 : fbb.CreateString(v.of);
+    auto bytes = fbb.CreateVector(
+        reinterpret_cast<const uint8_t *>(data[i].data()), data[i].size());
+    variableOffsets.push_back(CreateVariable(fbb, name, v.kind, tensor, v.init,
+                                             v.std, value, of, bytes));
+  }
+  auto variables = fbb.CreateVector(variableOffsets);
+  auto schedule = o.schedule ? CreateSchedule(fbb, o.schedule.get()) : 0;
+  auto pack = [&](const auto &objects, auto create) {
+    using Object = typename std::decay_t<decltype(objects)>::value_type;
+    std::vector<decltype(create(fbb, std::declval<Object &>().get(),
+                                nullptr))>
+        offsets;
+    for (const auto &object : objects)
+      offsets.push_back(create(fbb, object.get(), nullptr));
+    return fbb.CreateVector(offsets);
+  };
+  auto functions = pack(
+      o.functions, [](auto &b, const FunctionT *f, auto r) {
+        return CreateFunction(b, f, r);
+      });
+  auto calls = pack(o.calls, [](auto &b, const CallT *c, auto r) {
+    return CreateCall(b, c, r);
+  });
+  auto buckets = pack(o.buckets, [](auto &b, const BucketT *c, auto r) {
+    return CreateBucket(b, c, r);
+  });
+  auto createSite = [](auto &b, const SiteT *s, auto r) {
+    return CreateSite(b, s, r);
+  };
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<OptimizerEntry>>>
+      optimizer = 0;
+  if (!o.optimizer.empty())
+    optimizer = pack(o.optimizer, [](auto &b, const OptimizerEntryT *e,
+                                     auto r) {
+      return CreateOptimizerEntry(b, e, r);
+    });
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<Site>>> sites = 0,
+                                                                     callSites =
+                                                                         0;
+  if (!o.sites.empty())
+    sites = pack(o.sites, createSite);
+  if (!o.call_sites.empty())
+    callSites = pack(o.call_sites, createSite);
+  return CreateManifest(fbb, o.abi, model, o.batch, o.arena_bytes,
+                        o.persistent_bytes, variables, schedule, functions,
+                        calls, buckets, optimizer, sites, callSites);
+}
+
 static bool manifestFromJSON(const Value &e, ManifestT &out, Path p) {
   ObjectMapper o(e, p);
   if (!o || !o.map("abi", out.abi) || !o.map("model", out.model) ||
@@ -297,8 +366,8 @@ static bool manifestFromJSON(const Value &e, ManifestT &out, Path p) {
 
 } // namespace kiln::rt::fb
 
-llvm::Expected<std::vector<uint8_t>>
-kiln::buildManifestBuffer(llvm::StringRef json) {
+llvm::Expected<flatbuffers::DetachedBuffer>
+kiln::buildManifestBuffer(llvm::StringRef json, InitialValueLookup lookup) {
   llvm::Expected<Value> value = llvm::json::parse(json);
   if (!value)
     return value.takeError();
@@ -306,9 +375,49 @@ kiln::buildManifestBuffer(llvm::StringRef json) {
   llvm::json::Path::Root root("manifest");
   if (!rt::fb::manifestFromJSON(*value, manifest, root))
     return root.getError();
-  flatbuffers::FlatBufferBuilder builder;
+  // Each variable's raw values, from where "data" refers to.
+  const llvm::json::Array &variables =
+      *value->getAsObject()->getArray("variables");
+  std::vector<llvm::ArrayRef<char>> data(variables.size());
+  uint64_t dataBytes = 0;
+  for (size_t i = 0; i < variables.size(); ++i) {
+    const Value *ref = variables[i].getAsObject()->get("data");
+    if (!ref)
+      continue;
+    const llvm::json::Object *object = ref->getAsObject();
+    std::optional<int64_t> bytes =
+        object ? object->getInteger("bytes") : std::nullopt;
+    const std::string &name = manifest.variables[i]->name;
+    std::string where = "manifest.variables[" + std::to_string(i) + "] (" +
+                        name + ").data";
+    if (!bytes)
+      return llvm::createStringError(where + ": expected {\"bytes\": N, ...}");
+    llvm::Expected<llvm::ArrayRef<char>> values = lookup(name);
+    if (!values)
+      return llvm::createStringError(where + ": " +
+                                     llvm::toString(values.takeError()));
+    if (static_cast<int64_t>(values->size()) != *bytes)
+      return llvm::createStringError(
+          where + ": " + std::to_string(values->size()) +
+          " bytes of initial values for the " + std::to_string(*bytes) +
+          " the manifest states");
+    data[i] = *values;
+    dataBytes += values->size();
+  }
+  // FlatBuffers addresses its buffer with 32-bit offsets; leave room for the
+  // rest of the manifest (well below a MiB for ResNet-50) rather than let
+  // the builder abort.
+  constexpr uint64_t kMaxDataBytes = FLATBUFFERS_MAX_BUFFER_SIZE - (64u << 20);
+  if (dataBytes > kMaxDataBytes)
+    return llvm::createStringError(
+        "the initial values take " + std::to_string(dataBytes) +
+        " bytes, more than the " + std::to_string(kMaxDataBytes) +
+        " one manifest can hold (FlatBuffers' 2 GiB); compile with "
+        "--init=fresh and load the values as a checkpoint "
+        "(docs/onnx.md, \"Initial values\")");
+  flatbuffers::FlatBufferBuilder builder(
+      std::max<size_t>(1024, static_cast<size_t>(dataBytes) + json.size()));
   rt::fb::FinishManifestBuffer(builder,
-                               rt::fb::Manifest::Pack(builder, &manifest));
-  return std::vector<uint8_t>(builder.GetBufferPointer(),
-                              builder.GetBufferPointer() + builder.GetSize());
+                               rt::fb::packManifest(builder, manifest, data));
+  return builder.Release();
 }

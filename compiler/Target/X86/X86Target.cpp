@@ -3,6 +3,7 @@
 #include "compiler/Target/X86/X86Target.h"
 
 #include "compiler/Target/X86/ManifestBuffer.h"
+#include "dialects/Kiln/IR/InitialValue.h"
 
 #include "passes/Conversion/KilnToLinalg/KilnToLinalg.h"
 #include "passes/Passes.h"
@@ -101,18 +102,34 @@ std::unique_ptr<llvm::Module> translateToLLVMIR(ModuleOp module,
       fn.addFnAttr(llvm::Attribute::NoInline);
   // The manifest, as the FlatBuffers buffer of its schema behind an accessor
   // that also gives its size (model.h).
-  std::vector<uint8_t> manifest;
+  flatbuffers::DetachedBuffer manifest;
   if (auto attr = module->getAttrOfType<StringAttr>(kManifestAttr)) {
-    llvm::Expected<std::vector<uint8_t>> bytes =
-        buildManifestBuffer(attr.getValue());
+    // The initial values the manifest refers to ("data"): raw bytes of the
+    // attributes in kiln.initial_values, not copied until the builder's.
+    auto values = module->getAttrOfType<DictionaryAttr>(kInitialValuesAttr);
+    auto lookup = [&](StringRef name) -> llvm::Expected<ArrayRef<char>> {
+      auto value =
+          values ? dyn_cast_or_null<ElementsAttr>(values.get(name)) : nullptr;
+      if (!value)
+        return llvm::createStringError(
+            ("no initial value under this name in " + kInitialValuesAttr)
+                .str());
+      return getInitialValueBytes(value);
+    };
+    llvm::Expected<flatbuffers::DetachedBuffer> bytes =
+        buildManifestBuffer(attr.getValue(), lookup);
     if (!bytes) {
-      module.emitError("kiln.manifest does not have the schema's shape: ")
-          << llvm::toString(bytes.takeError());
+      module.emitError("kiln.manifest: ") << llvm::toString(bytes.takeError());
       return nullptr;
     }
     manifest = std::move(*bytes);
   }
-  auto *data = llvm::ConstantDataArray::get(context, manifest);
+  // getRaw: one copy of the bytes (LLVM owns its constants), not one
+  // ConstantInt per byte.
+  auto *data = llvm::ConstantDataArray::getRaw(
+      StringRef(reinterpret_cast<const char *>(manifest.data()),
+                manifest.size()),
+      manifest.size(), llvm::Type::getInt8Ty(context));
   auto *global = new llvm::GlobalVariable(
       *llvmModule, data->getType(), /*isConstant=*/true,
       llvm::GlobalValue::PrivateLinkage, data, "kiln_model_manifest_data");

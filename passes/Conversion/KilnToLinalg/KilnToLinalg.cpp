@@ -31,8 +31,13 @@ static llvm::json::Array shapeJson(ArrayRef<int64_t> shape) {
   return array;
 }
 
-static llvm::json::Array describeVariables(ModuleOp module,
-                                           const VariableLayout &layout) {
+/// The manifest's variables. A constant initializer above
+/// kManifestValueLimit elements goes into `initialValues` (name -> value
+/// attribute) and the JSON only refers to it: a large model's values would
+/// otherwise be ~15 bytes of text per parameter, in the IR and the object.
+static llvm::json::Array
+describeVariables(ModuleOp module, const VariableLayout &layout,
+                  SmallVectorImpl<NamedAttribute> &initialValues) {
   llvm::json::Array variables;
   for (auto variable : module.getOps<VariableOp>()) {
     RankedTensorType type = variable.getTensorType();
@@ -48,10 +53,23 @@ static llvm::json::Array describeVariables(ModuleOp module,
     if (auto std = variable.getStd())
       object["std"] = std->convertToDouble();
     if (ElementsAttr value = variable.getValueAttr()) {
-      llvm::json::Array values;
-      for (APFloat v : value.getValues<APFloat>())
-        values.push_back(v.convertToDouble());
-      object["value"] = std::move(values);
+      auto dense = dyn_cast<DenseElementsAttr>(value);
+      if (value.getNumElements() > kManifestValueLimit &&
+          !(dense && dense.isSplat())) {
+        object["data"] = llvm::json::Object{{"bytes", tensorBytes(type)},
+                                            {"in", kInitialValuesAttr}};
+        initialValues.push_back(
+            NamedAttribute(variable.getSymNameAttr(), value));
+      } else if (value.getNumElements() > kManifestValueLimit) {
+        // A large splat: the schema's single value for all elements.
+        object["value"] = llvm::json::Array{
+            (*dense.getValues<APFloat>().begin()).convertToDouble()};
+      } else {
+        llvm::json::Array values;
+        for (APFloat v : value.getValues<APFloat>())
+          values.push_back(v.convertToDouble());
+        object["value"] = std::move(values);
+      }
     }
     variables.push_back(std::move(object));
   }
@@ -317,6 +335,7 @@ static void declareRuntime(ModuleOp module) {
 
 LogicalResult lowerKilnToLinalg(ModuleOp module) {
   VariableLayout variables = layOutVariables(module);
+  SmallVector<NamedAttribute> initialValues;
   llvm::json::Array optimizer = describeOptimizer(module);
   int64_t scratchBegin = alignSlot(variables.bytes);
   llvm::json::Array calls, buckets;
@@ -352,7 +371,7 @@ LogicalResult lowerKilnToLinalg(ModuleOp module) {
       {"batch", batch},
       {"arena_bytes", arenaBytes},
       {"persistent_bytes", variables.bytes},
-      {"variables", describeVariables(module, variables)},
+      {"variables", describeVariables(module, variables, initialValues)},
       {"functions", std::move(functions)},
       {"calls", std::move(calls)},
       {"buckets", std::move(buckets)}};
@@ -374,6 +393,11 @@ LogicalResult lowerKilnToLinalg(ModuleOp module) {
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(std::move(manifest));
   module->setAttr(kManifestAttr, StringAttr::get(module.getContext(), text));
+  // The attributes themselves (a dense_resource is a handle: nothing is
+  // copied), so that the values live as long as the module that needs them.
+  if (!initialValues.empty())
+    module->setAttr(kInitialValuesAttr,
+                    DictionaryAttr::get(module.getContext(), initialValues));
   return success();
 }
 

@@ -13,6 +13,18 @@ namespace kiln {
 /// it (ManifestBuffer.h, docs/model-abi.md).
 inline constexpr llvm::StringLiteral kManifestAttr = "kiln.manifest";
 
+/// The module attribute holding the initial values the manifest refers to
+/// instead of carrying them ("data" of a variable): a dictionary from the
+/// variable's name to its `value` attribute, usually a dense_resource blob,
+/// which the object's manifest takes as raw bytes.
+inline constexpr llvm::StringLiteral kInitialValuesAttr = "kiln.initial_values";
+
+/// A constant initializer of at most this many elements travels in the
+/// manifest as numbers ("value", the schedule's slots, which the runtime
+/// reads by name); a larger one as raw bytes ("data"), or as one number when
+/// it is a splat.
+inline constexpr int64_t kManifestValueLimit = 16;
+
 /// Lowers `@train_step` and `@eval_step` (static shapes) into
 /// `@kiln_model_train_step(ctx, arena)` / `@kiln_model_eval_step(ctx, arena)`
 /// over linalg, scf, memref and runtime calls, with every tensor at the

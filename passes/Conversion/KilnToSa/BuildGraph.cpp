@@ -2,10 +2,13 @@
 
 #include "KilnToSa.h"
 
+#include "dialects/Kiln/IR/InitialValue.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <cstring>
 
 using namespace mlir;
 
@@ -449,6 +452,21 @@ LogicalResult setInitializer(VariableOp var, Tensor &t) {
     break;
   case Initializer::Constant: {
     t.init = fb::Init::Value;
+    // An imported model's large initializer is a dense_resource: its f32
+    // bytes are the data as they are.
+    if (auto resource =
+            dyn_cast_or_null<DenseResourceElementsAttr>(var.getValueAttr())) {
+      llvm::Expected<ArrayRef<char>> bytes = getInitialValueBytes(resource);
+      if (!bytes)
+        return var.emitError("kiln-convert-to-sa: constant variable: ")
+               << llvm::toString(bytes.takeError());
+      if (!var.getTensorType().getElementType().isF32())
+        return var.emitError("kiln-convert-to-sa: a constant variable's "
+                             "dense_resource must be f32");
+      t.data.resize(bytes->size() / sizeof(float));
+      std::memcpy(t.data.data(), bytes->data(), bytes->size());
+      break;
+    }
     auto dense = dyn_cast_or_null<DenseElementsAttr>(var.getValueAttr());
     if (!dense)
       return var.emitError("kiln-convert-to-sa: constant variable needs "

@@ -9,7 +9,11 @@
 #include "manifest_test_util.h"
 
 #include "kiln/rt/exec/manifest.h"
+#include "kiln/rt/exec/variables.h"
 #include "kiln/rt/model.h"
+
+#include <cmath>
+#include <cstring>
 
 namespace kiln::rt::exec::test {
 namespace {
@@ -616,6 +620,99 @@ TEST(ManifestTest, CopyVariableErrors) {
        "variables[1] (w.bf16).kind: a copy must be a state variable"},
   };
   for (const Case &c : cases) {
+    SCOPED_TRACE(c.name);
+    auto m = parseManifest(c.bytes);
+    ASSERT_FALSE(m.isOk());
+    EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(m.status().message().find(c.message), std::string::npos)
+        << m.status().message();
+  }
+}
+
+/// A constant variable whose values are the raw bytes `data` (an imported
+/// model's initializer, docs/onnx.md "Initial values").
+std::unique_ptr<fb::VariableT> withData(const char *name, int64_t offset,
+                                        std::vector<int64_t> shape,
+                                        fb::DType dtype,
+                                        std::vector<uint8_t> data) {
+  auto v = variableT(name, fb::VariableKind::parameter, offset,
+                     std::move(shape), dtype, fb::InitKind::constant);
+  v->data = std::move(data);
+  return v;
+}
+
+template <typename T> std::vector<uint8_t> bytesOf(std::vector<T> values) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(T));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+Variables one(std::unique_ptr<fb::VariableT> v) {
+  Variables list;
+  list.push_back(std::move(v));
+  return list;
+}
+
+TEST(ManifestTest, ConstantDataIsCopiedAsItIs) {
+  // Values no decimal round trip would need to keep: subnormals, -0, the
+  // largest finite float.
+  std::vector<float> w = {1.0f, -0.0f, 1e-45f, 3.4028235e38f, 0.1f, -2.5f};
+  std::vector<int64_t> steps = {-1, int64_t(1) << 60};
+  std::string bytes = withVariables(
+      list(withData("w", 0, {2, 3}, fb::DType::f32, bytesOf(w)),
+           withData("steps", 64, {2}, fb::DType::i64, bytesOf(steps))));
+  auto m = parseManifest(bytes);
+  ASSERT_TRUE(m.isOk()) << m.status().toString();
+  EXPECT_EQ(m->findVariable("w")->data.size(), 24u);
+  EXPECT_TRUE(m->findVariable("w")->value.empty());
+  std::vector<uint8_t> arena(512, 0xAB);
+  ASSERT_TRUE(initializeVariables(*m, arena.data(), 1).isOk());
+  EXPECT_EQ(std::memcmp(arena.data(), w.data(), 24), 0);
+  EXPECT_EQ(std::memcmp(arena.data() + 64, steps.data(), 16), 0);
+}
+
+TEST(ManifestTest, ConstantDataErrors) {
+  using V = fb::VariableT;
+  std::vector<float> w(6, 0.5f);
+  auto good = [&] { return withData("w", 0, {2, 3}, fb::DType::f32, bytesOf(w)); };
+  std::vector<float> nan = w;
+  nan[4] = std::nanf("");
+  const struct {
+    const char *name;
+    std::string bytes;
+    const char *message;
+  } cases[] = {
+      {"truncated",
+       withVariables(one(changed(good(), [](V &v) { v.data.resize(20); }))),
+       "variables[0] (w).data: 20 bytes for a variable of f32[2,3] (24 "
+       "bytes): the initial values are truncated or corrupted"},
+      {"too_long",
+       withVariables(one(changed(good(), [](V &v) { v.data.resize(48); }))),
+       "variables[0] (w).data: 48 bytes for a variable of f32[2,3]"},
+      {"bf16_size",
+       withVariables(one(changed(good(),
+                                  [](V &v) {
+                                    v.tensor->dtype = fb::DType::bf16;
+                                  }))),
+       "variables[0] (w).data: 24 bytes for a variable of bf16[2,3] (12 "
+       "bytes)"},
+      {"both",
+       withVariables(one(changed(good(), [](V &v) { v.value = {1.0}; }))),
+       "variables[0] (w): both \"value\" and \"data\": give one"},
+      {"not_constant",
+       withVariables(one(changed(good(),
+                                  [](V &v) { v.init = fb::InitKind::ones; }))),
+       "variables[0] (w).data: only init \"constant\" takes data, not "
+       "\"ones\""},
+      {"non_finite",
+       withVariables(
+           one(withData("w", 0, {2, 3}, fb::DType::f32, bytesOf(nan)))),
+       "variables[0] (w).data[4]: NaN is not a finite initial value"},
+      {"neither",
+       withVariables(one(changed(good(), [](V &v) { v.data.clear(); }))),
+       "variables[0] (w): missing member \"value\" (or \"data\")"},
+  };
+  for (const auto &c : cases) {
     SCOPED_TRACE(c.name);
     auto m = parseManifest(c.bytes);
     ASSERT_FALSE(m.isOk());

@@ -76,6 +76,12 @@ struct Variable {
   double stddev = 0;
   /// constant: one value per element, or a single value for all.
   std::vector<double> value;
+  /// constant, instead of `value`: the values as the little-endian bytes of
+  /// the dtype (tensor.byteSize() of them). A view into the buffer given to
+  /// parseManifest (the executable's read-only data), so a large model's
+  /// initial values are copied once, into the arena, and that buffer must
+  /// outlive the Manifest.
+  std::string_view data;
   /// copy: the variable this one mirrors, converted to its dtype (a bf16
   /// copy of an f32 master weight). Derived state: refilled from the source
   /// after initialization, loading and broadcast, left out of checkpoints.
