@@ -120,29 +120,17 @@ LogicalResult SliceBackwardOp::inferReturnTypes(
 /// A slice along the channels (the last axis of a 4-D activation) moves
 /// whole nChw16c blocks only from a block boundary; the blocked layout's
 /// rule (every activation a multiple of 16 channels, canComputeIn) covers
-/// the rest. Elsewhere the slice declares no layout values and stays NHWC.
-static SmallVector<unsigned> sliceLayoutValues(RankedTensorType type,
-                                               int64_t axis, int64_t start) {
-  if (type.getRank() != 4 || (axis == 3 && start % 16 != 0))
-    return {};
-  return {0};
+/// the rest.
+static bool takesWholeBlocks(Type type, int64_t axis, int64_t start) {
+  return cast<RankedTensorType>(type).getRank() != 4 || axis != 3 ||
+         start % 16 == 0;
 }
 
-SmallVector<unsigned> SliceOp::getLayoutOperands() {
-  return sliceLayoutValues(cast<RankedTensorType>(getInput().getType()),
-                           getAxis(), getStart());
+bool SliceOp::canComputeBlocked() {
+  return takesWholeBlocks(getInput().getType(), getAxis(), getStart());
 }
-SmallVector<unsigned> SliceOp::getLayoutResults() {
-  return sliceLayoutValues(cast<RankedTensorType>(getInput().getType()),
-                           getAxis(), getStart());
-}
-SmallVector<unsigned> SliceBackwardOp::getLayoutOperands() {
-  return sliceLayoutValues(cast<RankedTensorType>(getOutputGrad().getType()),
-                           getAxis(), getStart());
-}
-SmallVector<unsigned> SliceBackwardOp::getLayoutResults() {
-  return sliceLayoutValues(cast<RankedTensorType>(getOutputGrad().getType()),
-                           getAxis(), getStart());
+bool SliceBackwardOp::canComputeBlocked() {
+  return takesWholeBlocks(getOutputGrad().getType(), getAxis(), getStart());
 }
 
 //===----------------------------------------------------------------------===//

@@ -45,7 +45,7 @@ def Kiln_ConcatOp : Kiln_Op<"concat", [Pure, Kiln_LayoutOpInterface,
 }
 
 def Kiln_SliceOp : Kiln_Op<"slice", [Pure,
-    DeclareOpInterfaceMethods<Kiln_LayoutOpInterface, ["getLayoutOperands", "getLayoutResults"]>,
+    DeclareOpInterfaceMethods<Kiln_LayoutOpInterface, ["canComputeBlocked"]>,
     DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface>,
     DeclareOpInterfaceMethods<Kiln_GradientOpInterface>, InferTypeOpAdaptor]> {
   let summary = "the elements [start, start + size) along one axis";
@@ -61,9 +61,8 @@ def Kiln_SliceOp : Kiln_Op<"slice", [Pure,
 
     nChw16c when the slice takes whole channel blocks (a channel slice
     starting at a multiple of 16; `kiln.layout` already requires 16-channel
-    multiples of the input and the result); a slice that does not declares
-    no layout operands, so it reads and writes NHWC and `--kiln-layout`
-    reorders around it. bf16 follows.
+    multiples of the input and the result); otherwise it computes in NHWC
+    and `--kiln-layout` reorders around it. bf16 follows.
 
     Example (the first half of ShuffleNet v2's channel split):
 
@@ -84,7 +83,7 @@ def Kiln_SliceOp : Kiln_Op<"slice", [Pure,
 }
 
 def Kiln_SliceBackwardOp : Kiln_BackwardOp<"slice_backward", [
-    DeclareOpInterfaceMethods<Kiln_LayoutOpInterface, ["getLayoutOperands", "getLayoutResults"]>,
+    DeclareOpInterfaceMethods<Kiln_LayoutOpInterface, ["canComputeBlocked"]>,
     InferTypeOpAdaptor]> {
   let summary = "gradient of slice: dy placed into zeros of the input's shape";
   let description = [{

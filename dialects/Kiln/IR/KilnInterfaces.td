@@ -121,7 +121,13 @@ def Kiln_LayoutOpInterface : OpInterface<"LayoutOpInterface"> {
         result that is a 4-D float tensor.
       }],
       "::llvm::SmallVector<unsigned>", "getLayoutResults", (ins), [{}],
-      [{ return ::kiln::detail::fourDimensionalFloats($_op->getResultTypes()); }]>
+      [{ return ::kiln::detail::fourDimensionalFloats($_op->getResultTypes()); }]>,
+    InterfaceMethod<[{
+        Whether the op can compute in nChw16c beyond what every op needs
+        for it (a multiple of 16 channels in each activation): a slice of
+        the channels must also start at a block boundary.
+      }],
+      "bool", "canComputeBlocked", (ins), [{}], [{ return true; }]>
   ];
 }
 

@@ -65,7 +65,7 @@ bool canComputeIn(Operation *op, Layout layout) {
     return layout == Layout::NHWC;
   if (layout == Layout::NHWC)
     return true;
-  if (layout != Layout::NChw16c)
+  if (layout != Layout::NChw16c || !layoutOp.canComputeBlocked())
     return false;
   auto blockable = [](Type type) {
     return cast<RankedTensorType>(type).getDimSize(3) % 16 == 0;

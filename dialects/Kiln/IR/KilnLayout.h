@@ -23,7 +23,8 @@ inline constexpr llvm::StringLiteral kLayoutAttrName = "kiln.layout";
 
 /// Whether `op` can compute in `layout`: NHWC always; nChw16c if it is a
 /// LayoutOpInterface op whose activations all have a multiple of 16
-/// channels (so blocking pads nothing).
+/// channels (so blocking pads nothing) and that can otherwise
+/// (canComputeBlocked).
 bool canComputeIn(mlir::Operation *op, Layout layout);
 
 /// The layout `op` computes in.
