@@ -13,6 +13,8 @@
 #include "kiln/ref/ref.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <optional>
+
 using namespace mlir;
 
 namespace kiln::interp::detail {
@@ -94,17 +96,25 @@ LogicalResult evalActivationBackward(ActivationBackwardOp op,
   return success();
 }
 
-LogicalResult evalBroadcastMulBackward(BroadcastMulBackwardOp op,
-                                       EvalContext &ctx) {
+LogicalResult evalBroadcastBinaryBackward(BroadcastBinaryBackwardOp op,
+                                          EvalContext &ctx) {
   ref::Tensor dy = ctx.get(op.getOutputGrad()).toRef();
-  ref::Tensor a = ctx.get(op.getLhs()).toRef();
-  ref::Shape bShape =
-      resolveShape(op.getRhsGrad().getType(), dy.shape.empty() ? 1 : dy.dim(0));
-  if (failed(
-          ctx.checkSameShape(op, "the output gradient", dy.shape, a.shape)) ||
-      failed(ctx.check(op, ref::checkBroadcast(bShape, a.shape))))
+  std::optional<ref::Tensor> a, b;
+  if (op.getLhs())
+    a = ctx.get(op.getLhs()).toRef();
+  if (op.getRhs())
+    b = ctx.get(op.getRhs()).toRef();
+  ref::Shape gradShape = resolveShape(op.getOperandGrad().getType(),
+                                      dy.shape.empty() ? 1 : dy.dim(0));
+  for (const std::optional<ref::Tensor> &t : {a, b})
+    if (t && failed(ctx.check(op, ref::checkBroadcast(t->shape, dy.shape))))
+      return failure();
+  if (failed(ctx.check(op, ref::checkBroadcast(gradShape, dy.shape))))
     return failure();
-  ctx.setFloat(op.getRhsGrad(), ref::broadcastMulBackward(dy, a, bShape));
+  ctx.setFloat(op.getOperandGrad(),
+               ref::broadcastBinaryBackward(
+                   binaryKindOf(op.getKind()), op.getWrt() == BinaryOperand::Rhs,
+                   dy, a ? &*a : nullptr, b ? &*b : nullptr, gradShape));
   return success();
 }
 
@@ -286,8 +296,8 @@ std::optional<LogicalResult> evaluateGradientOp(Operation *op,
       .Case([&](ReluBackwardOp o) { return evalReluBackward(o, ctx); })
       .Case([&](SliceBackwardOp o) { return evalSliceBackward(o, ctx); })
       .Case([&](BiasAddBackwardOp o) { return evalBiasAddBackward(o, ctx); })
-      .Case([&](BroadcastMulBackwardOp o) {
-        return evalBroadcastMulBackward(o, ctx);
+      .Case([&](BroadcastBinaryBackwardOp o) {
+        return evalBroadcastBinaryBackward(o, ctx);
       })
       .Case([&](ActivationBackwardOp o) {
         return evalActivationBackward(o, ctx);

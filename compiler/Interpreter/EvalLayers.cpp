@@ -183,12 +183,14 @@ LogicalResult evalActivation(ActivationOp op, EvalContext &ctx) {
   return success();
 }
 
-LogicalResult evalBroadcastMul(BroadcastMulOp op, EvalContext &ctx) {
+LogicalResult evalBroadcastBinary(BroadcastBinaryOp op, EvalContext &ctx) {
   ref::Tensor a = ctx.get(op.getLhs()).toRef();
   ref::Tensor b = ctx.get(op.getRhs()).toRef();
-  if (failed(ctx.check(op, ref::checkBroadcast(b.shape, a.shape))))
+  ref::Shape shape;
+  if (failed(ctx.check(op, ref::inferBroadcast(a.shape, b.shape, shape))))
     return failure();
-  ctx.setFloat(op.getOutput(), ref::broadcastMul(a, b));
+  ctx.setFloat(op.getOutput(),
+               ref::broadcastBinary(binaryKindOf(op.getKind()), a, b));
   return success();
 }
 
@@ -385,7 +387,7 @@ std::optional<LogicalResult> evaluateLayerOp(Operation *op, EvalContext &ctx) {
       .Case([&](DropoutOp o) { return evalDropout(o, ctx); })
       .Case([&](AddOp o) { return evalAdd(o, ctx); })
       .Case([&](BiasAddOp o) { return evalBiasAdd(o, ctx); })
-      .Case([&](BroadcastMulOp o) { return evalBroadcastMul(o, ctx); })
+      .Case([&](BroadcastBinaryOp o) { return evalBroadcastBinary(o, ctx); })
       .Case([&](MaxPoolOp o) { return evalPool(o, ctx); })
       .Case([&](AvgPoolOp o) { return evalPool(o, ctx); })
       .Case([&](GlobalAvgPoolOp o) { return evalGlobalAvgPool(o, ctx); })

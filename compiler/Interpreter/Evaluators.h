@@ -21,6 +21,7 @@
 #include "kiln/ref/activation.h"
 #include "kiln/ref/conv.h"
 #include "kiln/ref/dropout.h"
+#include "kiln/ref/elementwise.h"
 #include "kiln/ref/pool.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Operation.h"
@@ -83,6 +84,7 @@ ref::Conv2dAttrs convAttrs(llvm::ArrayRef<int64_t> strides,
                            llvm::ArrayRef<int64_t> dilations,
                            int64_t groups = 1);
 ref::Activation activationOf(ActivationKind kind);
+ref::BinaryKind binaryKindOf(BinaryKind kind);
 template <typename PoolOp> ref::Pool2dAttrs poolAttrs(PoolOp op) {
   ref::Pool2dAttrs attrs;
   std::copy(op.getWindow().begin(), op.getWindow().end(), attrs.window.begin());
@@ -90,6 +92,7 @@ template <typename PoolOp> ref::Pool2dAttrs poolAttrs(PoolOp op) {
             attrs.strides.begin());
   std::copy(op.getPadding().begin(), op.getPadding().end(),
             attrs.padding.begin());
+  attrs.ceilMode = op.getCeilMode();
   return attrs;
 }
 

@@ -258,12 +258,27 @@ ref::Activation activationOf(ActivationKind kind) {
   llvm_unreachable("unknown activation kind");
 }
 
+ref::BinaryKind binaryKindOf(BinaryKind kind) {
+  switch (kind) {
+  case BinaryKind::Add:
+    return ref::BinaryKind::Add;
+  case BinaryKind::Sub:
+    return ref::BinaryKind::Sub;
+  case BinaryKind::Mul:
+    return ref::BinaryKind::Mul;
+  case BinaryKind::Div:
+    return ref::BinaryKind::Div;
+  }
+  llvm_unreachable("unknown binary kind");
+}
+
 ref::Conv2dAttrs convAttrs(ArrayRef<int64_t> strides, ArrayRef<int64_t> padding,
                            ArrayRef<int64_t> dilations, int64_t groups) {
   ref::Conv2dAttrs attrs;
   std::copy(strides.begin(), strides.end(), attrs.strides.begin());
   std::copy(padding.begin(), padding.end(), attrs.padding.begin());
   std::copy(dilations.begin(), dilations.end(), attrs.dilations.begin());
+  attrs.groups = groups;
   return attrs;
 }
 

@@ -69,26 +69,85 @@ std::vector<int64_t> broadcastIndices(const Shape &small, const Shape &full) {
 }
 } // namespace
 
-Tensor broadcastMul(const Tensor &a, const Tensor &b) {
-  std::vector<int64_t> at = broadcastIndices(b.shape, a.shape);
-  Tensor y(a.shape);
-  for (int64_t i = 0; i < a.size(); ++i)
-    y[i] = a[i] * b[at[static_cast<size_t>(i)]];
+Status inferBroadcast(const Shape &a, const Shape &b, Shape &out) {
+  bool ok = a.size() == b.size();
+  out.clear();
+  for (size_t i = 0; ok && i < a.size(); ++i) {
+    ok = a[i] == b[i] || a[i] == 1 || b[i] == 1;
+    out.push_back(a[i] == 1 ? b[i] : a[i]);
+  }
+  if (!ok)
+    return invalidArgumentError("broadcast: " + shapeToString(a) + " and " +
+                                shapeToString(b) + " do not broadcast");
+  return Status::ok();
+}
+
+namespace {
+float binary(BinaryKind kind, float a, float b) {
+  switch (kind) {
+  case BinaryKind::Add:
+    return a + b;
+  case BinaryKind::Sub:
+    return a - b;
+  case BinaryKind::Mul:
+    return a * b;
+  case BinaryKind::Div:
+    return a / b;
+  }
+  return 0.0f;
+}
+} // namespace
+
+Tensor broadcastBinary(BinaryKind kind, const Tensor &a, const Tensor &b) {
+  Shape shape;
+  KILN_REF_CHECK_OK(inferBroadcast(a.shape, b.shape, shape));
+  std::vector<int64_t> atA = broadcastIndices(a.shape, shape);
+  std::vector<int64_t> atB = broadcastIndices(b.shape, shape);
+  Tensor y(shape);
+  for (size_t i = 0; i < y.data.size(); ++i)
+    y.data[i] = binary(kind, a.data[static_cast<size_t>(atA[i])],
+                       b.data[static_cast<size_t>(atB[i])]);
   return y;
 }
 
-Tensor broadcastMulBackward(const Tensor &dy, const Tensor &a,
-                            const Shape &bShape) {
-  KILN_REF_CHECK_OK(checkShape(dy, a.shape, "broadcastMulBackward dy"));
-  std::vector<int64_t> at = broadcastIndices(bShape, a.shape);
-  std::vector<double> sum(static_cast<size_t>(numElements(bShape)), 0.0);
-  for (int64_t i = 0; i < a.size(); ++i)
-    sum[static_cast<size_t>(at[static_cast<size_t>(i)])] +=
-        static_cast<double>(dy[i]) * a[i];
-  Tensor db(bShape);
+Tensor broadcastBinaryBackward(BinaryKind kind, bool wrtRhs, const Tensor &dy,
+                               const Tensor *a, const Tensor *b,
+                               const Shape &gradShape) {
+  bool needA = (kind == BinaryKind::Mul || kind == BinaryKind::Div) && wrtRhs;
+  bool needB = (kind == BinaryKind::Mul && !wrtRhs) || kind == BinaryKind::Div;
+  KILN_REF_CHECK((!needA || a) && (!needB || b),
+                 "broadcastBinaryBackward: a forward operand is missing");
+  std::vector<int64_t> atGrad = broadcastIndices(gradShape, dy.shape);
+  std::vector<int64_t> atA, atB;
+  if (needA)
+    atA = broadcastIndices(a->shape, dy.shape);
+  if (needB)
+    atB = broadcastIndices(b->shape, dy.shape);
+  std::vector<double> sum(static_cast<size_t>(numElements(gradShape)), 0.0);
+  for (size_t i = 0; i < dy.data.size(); ++i) {
+    double g = dy.data[i];
+    double x = needA ? a->data[static_cast<size_t>(atA[i])] : 0.0;
+    double y = needB ? b->data[static_cast<size_t>(atB[i])] : 0.0;
+    double term = g;
+    switch (kind) {
+    case BinaryKind::Add:
+      break;
+    case BinaryKind::Sub:
+      term = wrtRhs ? -g : g;
+      break;
+    case BinaryKind::Mul:
+      term = g * (wrtRhs ? x : y);
+      break;
+    case BinaryKind::Div:
+      term = wrtRhs ? -g * x / (y * y) : g / y;
+      break;
+    }
+    sum[static_cast<size_t>(atGrad[i])] += term;
+  }
+  Tensor grad(gradShape);
   for (size_t i = 0; i < sum.size(); ++i)
-    db.data[i] = static_cast<float>(sum[i]);
-  return db;
+    grad.data[i] = static_cast<float>(sum[i]);
+  return grad;
 }
 
 Tensor biasAdd(const Tensor &x, const Tensor &b) {

@@ -38,13 +38,17 @@ Status inferPool2dShape(const Shape &xShape, const Pool2dAttrs &attrs,
   int64_t padW = xShape[2] + attrs.padding[2] + attrs.padding[3];
   if (padH < attrs.window[0] || padW < attrs.window[1])
     return invalidArgumentError("pool: window larger than padded input");
+  // In ceil mode a last window may overhang the padding; windowAt clips it
+  // to the input like the padding itself.
   yShape = {xShape[0],
             slidingWindowOutputSize(xShape[1], attrs.padding[0],
                                     attrs.padding[1], attrs.window[0],
-                                    attrs.strides[0], /*dilation=*/1),
+                                    attrs.strides[0], /*dilation=*/1,
+                                    attrs.ceilMode),
             slidingWindowOutputSize(xShape[2], attrs.padding[2],
                                     attrs.padding[3], attrs.window[1],
-                                    attrs.strides[1], /*dilation=*/1),
+                                    attrs.strides[1], /*dilation=*/1,
+                                    attrs.ceilMode),
             xShape[3]};
   return Status::ok();
 }

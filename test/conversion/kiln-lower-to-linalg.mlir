@@ -493,7 +493,7 @@ func.func @train_step(%x: tensor<2x4x4x16xf32>) -> tensor<2x4x4x16xf32> {
 
 // -----
 
-// kiln.broadcast_mul is one parallel linalg.generic reading the broadcast
+// kiln.broadcast_binary is one parallel linalg.generic reading the broadcast
 // operand with 0 for its unit dimensions; its backward sums dy * x in f32
 // over them (reduction loops) into a zeroed temporary, then stores it.
 // 32 channels: 16 to a vector<16xf32> element.
@@ -513,8 +513,8 @@ func.func @train_step(%x: tensor<2x4x4x16xf32>) -> tensor<2x4x4x16xf32> {
 // CHECK: linalg.generic {{.*}} ins(%[[SUM]] : memref<2x1x1x2xvector<16xf32>>)
 module @broadcast_mul {
   func.func @train_step(%x: tensor<2x3x3x32xf32>, %s: tensor<2x1x1x32xf32>) -> (tensor<2x3x3x32xf32>, tensor<2x1x1x32xf32>) {
-    %y = kiln.broadcast_mul %x, %s : (tensor<2x3x3x32xf32>, tensor<2x1x1x32xf32>) -> tensor<2x3x3x32xf32>
-    %ds = kiln.broadcast_mul_backward %y, %x : (tensor<2x3x3x32xf32>, tensor<2x3x3x32xf32>) -> tensor<2x1x1x32xf32>
+    %y = kiln.broadcast_binary mul %x, %s : (tensor<2x3x3x32xf32>, tensor<2x1x1x32xf32>) -> tensor<2x3x3x32xf32>
+    %ds = kiln.broadcast_binary_backward mul wrt rhs %y lhs %x : (tensor<2x3x3x32xf32>, tensor<2x3x3x32xf32>) -> tensor<2x1x1x32xf32>
     return %y, %ds : tensor<2x3x3x32xf32>, tensor<2x1x1x32xf32>
   }
 }
@@ -526,17 +526,66 @@ module @broadcast_mul {
 // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : memref<2x3x3x3xf32>, memref<2x1x1x3xf32>) outs(%{{.*}} : memref<2x3x3x3xf32>)
 module @broadcast_mul_scalar {
   func.func @train_step(%x: tensor<2x3x3x3xf32>, %s: tensor<2x1x1x3xf32>) -> tensor<2x3x3x3xf32> {
-    %y = kiln.broadcast_mul %x, %s : (tensor<2x3x3x3xf32>, tensor<2x1x1x3xf32>) -> tensor<2x3x3x3xf32>
+    %y = kiln.broadcast_binary mul %x, %s : (tensor<2x3x3x3xf32>, tensor<2x1x1x3xf32>) -> tensor<2x3x3x3xf32>
     return %y : tensor<2x3x3x3xf32>
   }
 }
 
 // -----
 
-// Negative case: broadcast_mul computes NHWC only.
+// Both operands broadcast ([2, 1, 3, 3] / [1, 3, 1, 3]; 3 channels, scalar
+// loops); division's rhs gradient -dy * lhs / rhs^2 reads both and sums
+// over the batch and the width; sub's lhs gradient (an operand of dy's
+// shape) is dy itself and its rhs gradient -dy summed.
+// CHECK-DAG: #[[$ID:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-DAG: #[[$A:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, 0, d2, d3)>
+// CHECK-DAG: #[[$B:.*]] = affine_map<(d0, d1, d2, d3) -> (0, d1, 0, d3)>
+// CHECK-LABEL: module @broadcast_div
+// CHECK: linalg.generic {indexing_maps = [#[[$A]], #[[$B]], #[[$ID]]], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%{{.*}}, %{{.*}} : memref<2x1x3x3xf32>, memref<1x3x1x3xf32>) outs(%{{.*}} : memref<2x3x3x3xf32>)
+// CHECK-NEXT: ^bb0(%[[A:.*]]: f32, %[[B:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[Q:.*]] = arith.divf %[[A]], %[[B]]
+// CHECK-NEXT: linalg.yield %[[Q]]
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[SUM:.*]] : memref<1x3x1x3xf32>)
+// CHECK: linalg.generic {indexing_maps = [#[[$ID]], #[[$A]], #[[$B]], #[[$B]]], iterator_types = ["reduction", "parallel", "reduction", "parallel"]} {{.*}} outs(%[[SUM]] : memref<1x3x1x3xf32>)
+// CHECK-NEXT: ^bb0(%[[DY:.*]]: f32, %[[L:.*]]: f32, %[[R:.*]]: f32, %[[ACC:.*]]: f32):
+// CHECK-NEXT: %[[N:.*]] = arith.mulf %[[DY]], %[[L]]
+// CHECK-NEXT: %[[SQ:.*]] = arith.mulf %[[R]], %[[R]]
+// CHECK-NEXT: %[[D:.*]] = arith.divf %[[N]], %[[SQ]]
+// CHECK-NEXT: %[[NEG:.*]] = arith.negf %[[D]]
+// CHECK-NEXT: %[[S:.*]] = arith.addf %[[NEG]], %[[ACC]]
+// CHECK-NEXT: linalg.yield %[[S]]
+module @broadcast_div {
+  func.func @train_step(%a: tensor<2x1x3x3xf32>, %b: tensor<1x3x1x3xf32>) -> (tensor<2x3x3x3xf32>, tensor<1x3x1x3xf32>) {
+    %y = kiln.broadcast_binary div %a, %b : (tensor<2x1x3x3xf32>, tensor<1x3x1x3xf32>) -> tensor<2x3x3x3xf32>
+    %db = kiln.broadcast_binary_backward div wrt rhs %y lhs %a rhs %b : (tensor<2x3x3x3xf32>, tensor<2x1x3x3xf32>, tensor<1x3x1x3xf32>) -> tensor<1x3x1x3xf32>
+    return %y, %db : tensor<2x3x3x3xf32>, tensor<1x3x1x3xf32>
+  }
+}
+
+// -----
+
+// A gradient with nothing to sum (mul's lhs of dy's shape) is one parallel
+// loop writing dy * rhs straight to its result: no temporary.
+// CHECK-LABEL: module @broadcast_mul_lhs_gradient
+// CHECK-NOT: linalg.fill
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%{{.*}}, %{{.*}} : memref<2x3x3x2xvector<16xf32>>, memref<2x1x1x2xvector<16xf32>>)
+// CHECK-NEXT: ^bb0(%[[DY:.*]]: vector<16xf32>, %[[S:.*]]: vector<16xf32>, %{{.*}}: vector<16xf32>):
+// CHECK-NEXT: %[[M:.*]] = arith.mulf %[[DY]], %[[S]]
+// CHECK-NEXT: linalg.yield %[[M]]
+// CHECK-NOT: linalg.fill
+module @broadcast_mul_lhs_gradient {
+  func.func @train_step(%dy: tensor<2x3x3x32xf32>, %s: tensor<2x1x1x32xf32>) -> tensor<2x3x3x32xf32> {
+    %dx = kiln.broadcast_binary_backward mul wrt lhs %dy rhs %s : (tensor<2x3x3x32xf32>, tensor<2x1x1x32xf32>) -> tensor<2x3x3x32xf32>
+    return %dx : tensor<2x3x3x32xf32>
+  }
+}
+
+// -----
+
+// Negative case: broadcast_binary computes NHWC only.
 func.func @train_step(%x: tensor<2x4x4x16xf32>, %s: tensor<2x1x1x16xf32>) -> tensor<2x4x4x16xf32> {
   // expected-error @+1 {{'kiln.layout' on an op that computes in NHWC only}}
-  %y = kiln.broadcast_mul %x, %s {kiln.layout = #kiln.layout<nChw16c>} : (tensor<2x4x4x16xf32>, tensor<2x1x1x16xf32>) -> tensor<2x4x4x16xf32>
+  %y = kiln.broadcast_binary mul %x, %s {kiln.layout = #kiln.layout<nChw16c>} : (tensor<2x4x4x16xf32>, tensor<2x1x1x16xf32>) -> tensor<2x4x4x16xf32>
   return %y : tensor<2x4x4x16xf32>
 }
 

@@ -132,9 +132,10 @@ func.func @forward(%x: tensor<2x4xf32>, %labels: tensor<2xi32>) -> tensor<f32> {
 
 // -----
 
-// kiln.broadcast_mul (squeeze-and-excitation): the full operand's gradient
-// is dy times the broadcast one, the broadcast operand's a
-// kiln.broadcast_mul_backward summing dy * x over the spatial dimensions.
+// kiln.broadcast_binary mul (squeeze-and-excitation): each operand's
+// gradient is a kiln.broadcast_binary_backward given the other operand: dy
+// times the broadcast one for the full operand (nothing to sum), dy * x
+// summed over the spatial dimensions for the broadcast one.
 kiln.variable parameter @w : tensor<1x1x4x4xf32> init he_normal
 kiln.variable parameter @fc : tensor<4x4xf32> init he_normal
 // CHECK-LABEL: func.func @train_step
@@ -148,16 +149,47 @@ func.func @forward(%x: tensor<2x3x3x4xf32>, %labels: tensor<2xi32>) -> tensor<f3
   %g = kiln.activation sigmoid %p : tensor<2x4xf32>
   // CHECK: %[[S:.*]] = kiln.reshape %[[G]]
   %s = kiln.reshape %g : tensor<2x4xf32> to tensor<2x1x1x4xf32>
-  // CHECK: %[[Y:.*]] = kiln.broadcast_mul %[[C]], %[[S]]
-  %y = kiln.broadcast_mul %c, %s : (tensor<2x3x3x4xf32>, tensor<2x1x1x4xf32>) -> tensor<2x3x3x4xf32>
+  // CHECK: %[[Y:.*]] = kiln.broadcast_binary mul %[[C]], %[[S]]
+  %y = kiln.broadcast_binary mul %c, %s : (tensor<2x3x3x4xf32>, tensor<2x1x1x4xf32>) -> tensor<2x3x3x4xf32>
   %q = kiln.global_avg_pool %y : (tensor<2x3x3x4xf32>) -> tensor<2x4xf32>
   %fc = kiln.read @fc : tensor<4x4xf32>
   %l = kiln.dense %q, %fc : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
   %loss = kiln.softmax_cross_entropy %l, %labels : (tensor<2x4xf32>, tensor<2xi32>) -> tensor<f32>
   // CHECK: %[[DY:.*]] = kiln.global_avg_pool_backward
-  // CHECK-DAG: %[[DC1:.*]] = kiln.broadcast_mul %[[DY]], %[[S]] : (tensor<2x3x3x4xf32>, tensor<2x1x1x4xf32>) -> tensor<2x3x3x4xf32>
-  // CHECK-DAG: %[[DS:.*]] = kiln.broadcast_mul_backward %[[DY]], %[[C]] : (tensor<2x3x3x4xf32>, tensor<2x3x3x4xf32>) -> tensor<2x1x1x4xf32>
+  // CHECK-DAG: %[[DC1:.*]] = kiln.broadcast_binary_backward mul wrt lhs %[[DY]] rhs %[[S]] : (tensor<2x3x3x4xf32>, tensor<2x1x1x4xf32>) -> tensor<2x3x3x4xf32>
+  // CHECK-DAG: %[[DS:.*]] = kiln.broadcast_binary_backward mul wrt rhs %[[DY]] lhs %[[C]] : (tensor<2x3x3x4xf32>, tensor<2x3x3x4xf32>) -> tensor<2x1x1x4xf32>
   // CHECK: kiln.reshape %[[DS]] : tensor<2x1x1x4xf32> to tensor<2x4xf32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// Add passes dy to an operand of dy's shape and sums it for a broadcast one
+// (no forward operand read); div's lhs gradient reads rhs, its rhs
+// gradient both.
+kiln.variable parameter @b : tensor<1x1x1x4xf32> init ones
+kiln.variable parameter @d : tensor<1x3x1x1xf32> init ones
+kiln.variable parameter @fc : tensor<4x4xf32> init he_normal
+// CHECK-LABEL: func.func @train_step
+func.func @forward(%x: tensor<2x3x3x4xf32>, %labels: tensor<2xi32>) -> tensor<f32> {
+  // CHECK: %[[B:.*]] = kiln.read @b
+  %b = kiln.read @b : tensor<1x1x1x4xf32>
+  // CHECK: %[[A:.*]] = kiln.broadcast_binary add %[[X:.*]], %[[B]]
+  %a = kiln.broadcast_binary add %x, %b : (tensor<2x3x3x4xf32>, tensor<1x1x1x4xf32>) -> tensor<2x3x3x4xf32>
+  // CHECK: %[[D:.*]] = kiln.read @d
+  %d = kiln.read @d : tensor<1x3x1x1xf32>
+  // CHECK: %[[Q:.*]] = kiln.broadcast_binary div %[[A]], %[[D]]
+  %q = kiln.broadcast_binary div %a, %d : (tensor<2x3x3x4xf32>, tensor<1x3x1x1xf32>) -> tensor<2x3x3x4xf32>
+  %p = kiln.global_avg_pool %q : (tensor<2x3x3x4xf32>) -> tensor<2x4xf32>
+  %fc = kiln.read @fc : tensor<4x4xf32>
+  %l = kiln.dense %p, %fc : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %loss = kiln.softmax_cross_entropy %l, %labels : (tensor<2x4xf32>, tensor<2xi32>) -> tensor<f32>
+  // CHECK: %[[DY:.*]] = kiln.global_avg_pool_backward
+  // CHECK-DAG: %[[DA:.*]] = kiln.broadcast_binary_backward div wrt lhs %[[DY]] rhs %[[D]] : (tensor<2x3x3x4xf32>, tensor<1x3x1x1xf32>) -> tensor<2x3x3x4xf32>
+  // CHECK-DAG: %[[DD:.*]] = kiln.broadcast_binary_backward div wrt rhs %[[DY]] lhs %[[A]] rhs %[[D]] : (tensor<2x3x3x4xf32>, tensor<2x3x3x4xf32>, tensor<1x3x1x1xf32>) -> tensor<1x3x1x1xf32>
+  // CHECK-DAG: %[[DB:.*]] = kiln.broadcast_binary_backward add wrt rhs %[[DA]] : (tensor<2x3x3x4xf32>) -> tensor<1x1x1x4xf32>
+  // CHECK-NOT: kiln.broadcast_binary_backward add wrt lhs
+  // CHECK: return %{{.*}}, %[[DB]], %[[DD]], %{{.*}} :
   return %loss : tensor<f32>
 }
 

@@ -80,8 +80,8 @@ func.func @broadcast_mul(%x: tensor<2x3x3x4xf32>, %s: tensor<2x1x1x4xf32>) -> te
   %w = kiln.read @w : tensor<1x1x4x4xf32>
   // CHECK: %[[C:.*]] = kiln.conv2d {{.*}} -> tensor<2x3x3x4xbf16>
   %c = kiln.conv2d %x, %w stride [1, 1] pad [0, 0, 0, 0] : (tensor<2x3x3x4xf32>, tensor<1x1x4x4xf32>) -> tensor<2x3x3x4xf32>
-  // CHECK: kiln.broadcast_mul %[[C]], %{{.*}} : (tensor<2x3x3x4xbf16>, tensor<2x1x1x4xbf16>) -> tensor<2x3x3x4xbf16>
-  %y = kiln.broadcast_mul %c, %s : (tensor<2x3x3x4xf32>, tensor<2x1x1x4xf32>) -> tensor<2x3x3x4xf32>
+  // CHECK: kiln.broadcast_binary mul %[[C]], %{{.*}} : (tensor<2x3x3x4xbf16>, tensor<2x1x1x4xbf16>) -> tensor<2x3x3x4xbf16>
+  %y = kiln.broadcast_binary mul %c, %s : (tensor<2x3x3x4xf32>, tensor<2x1x1x4xf32>) -> tensor<2x3x3x4xf32>
   return %y : tensor<2x3x3x4xf32>
 }
 

@@ -520,3 +520,20 @@ func.func @activation_chain(%a: tensor<2x4xf32>, %b: tensor<2x4xf32>) -> tensor<
   %g = kiln.activation_backward sigmoid %h, %a : tensor<2x4xf32>
   return %g : tensor<2x4xf32>
 }
+
+// -----
+
+// Negative case: kiln.broadcast_binary (a broadcast operand is not
+// elementwise) does not join a chain, which stops on either side of it.
+// CHECK-LABEL: func.func @broadcast_binary_not_fused
+// CHECK: %[[R:.*]] = kiln.relu %{{.*}} : tensor<2x3x3x4xf32>
+// CHECK-NEXT: %[[M:.*]] = kiln.broadcast_binary mul %[[R]], %{{.*}} :
+// CHECK-NEXT: %[[H:.*]] = kiln.activation sigmoid %[[M]] : tensor<2x3x3x4xf32>
+// CHECK-NEXT: return %[[H]]
+// CHECK-NOT: kiln.fused_elementwise
+func.func @broadcast_binary_not_fused(%x: tensor<2x3x3x4xf32>, %s: tensor<2x1x1x4xf32>) -> tensor<2x3x3x4xf32> {
+  %r = kiln.relu %x : tensor<2x3x3x4xf32>
+  %m = kiln.broadcast_binary mul %r, %s : (tensor<2x3x3x4xf32>, tensor<2x1x1x4xf32>) -> tensor<2x3x3x4xf32>
+  %h = kiln.activation sigmoid %m : tensor<2x3x3x4xf32>
+  return %h : tensor<2x3x3x4xf32>
+}

@@ -178,12 +178,12 @@ func.func @activation(%x: tensor<8x16x16x16xf32>, %w: tensor<1x1x16x16xf32>) -> 
 // BLOCKED-LABEL: func.func @broadcast_mul
 // BLOCKED: %[[C1:[a-z0-9_]+]] = kiln.conv2d {{.*}} {kiln.layout = #kiln.layout<nChw16c>}
 // BLOCKED: %[[R:[a-z0-9_]+]] = kiln.reorder %[[C1]] to nhwc
-// BLOCKED: %[[M:[a-z0-9_]+]] = kiln.broadcast_mul %[[R]], %{{.*}} :
+// BLOCKED: %[[M:[a-z0-9_]+]] = kiln.broadcast_binary mul %[[R]], %{{.*}} :
 // BLOCKED-NOT: kiln.layout
 // BLOCKED: kiln.reorder %[[M]] to nChw16c
 func.func @broadcast_mul(%x: tensor<8x16x16x16xf32>, %w: tensor<1x1x16x16xf32>, %s: tensor<8x1x1x16xf32>) -> tensor<8x16x16x16xf32> {
   %c1 = kiln.conv2d %x, %w stride [1, 1] pad [0, 0, 0, 0] : (tensor<8x16x16x16xf32>, tensor<1x1x16x16xf32>) -> tensor<8x16x16x16xf32>
-  %m = kiln.broadcast_mul %c1, %s : (tensor<8x16x16x16xf32>, tensor<8x1x1x16xf32>) -> tensor<8x16x16x16xf32>
+  %m = kiln.broadcast_binary mul %c1, %s : (tensor<8x16x16x16xf32>, tensor<8x1x1x16xf32>) -> tensor<8x16x16x16xf32>
   %c2 = kiln.conv2d %m, %w stride [1, 1] pad [0, 0, 0, 0] : (tensor<8x16x16x16xf32>, tensor<1x1x16x16xf32>) -> tensor<8x16x16x16xf32>
   return %c2 : tensor<8x16x16x16xf32>
 }

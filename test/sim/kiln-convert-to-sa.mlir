@@ -164,12 +164,23 @@ module @activation {
 
 // -----
 
-// Negative case: nor for kiln.broadcast_mul.
-module @broadcast_mul {
+// Negative case: nor for kiln.broadcast_binary.
+module @broadcast_binary {
   func.func @train_step(%x: tensor<2x2x2x4xf32>, %s: tensor<2x1x1x4xf32>) -> tensor<2x2x2x4xf32> {
-    // expected-error @+1 {{kiln-convert-to-sa: 'kiln.broadcast_mul' is not supported on the systolic target}}
-    %r = kiln.broadcast_mul %x, %s : (tensor<2x2x2x4xf32>, tensor<2x1x1x4xf32>) -> tensor<2x2x2x4xf32>
+    // expected-error @+1 {{kiln-convert-to-sa: 'kiln.broadcast_binary' is not supported on the systolic target}}
+    %r = kiln.broadcast_binary mul %x, %s : (tensor<2x2x2x4xf32>, tensor<2x1x1x4xf32>) -> tensor<2x2x2x4xf32>
     return %r : tensor<2x2x2x4xf32>
+  }
+}
+
+// -----
+
+// Negative case: nor for pooling in ceil mode.
+module @ceil_mode {
+  func.func @train_step(%x: tensor<2x8x8x4xf32>) -> tensor<2x4x4x4xf32> {
+    // expected-error @+1 {{kiln-convert-to-sa: 'kiln.max_pool' with ceil_mode is not supported on the systolic target}}
+    %r = kiln.max_pool %x window [3, 3] stride [2, 2] pad [0, 0, 0, 0] ceil_mode : (tensor<2x8x8x4xf32>) -> tensor<2x4x4x4xf32>
+    return %r : tensor<2x4x4x4xf32>
   }
 }
 

@@ -106,6 +106,24 @@ def Kiln_ActivationKind : I32EnumAttr<"ActivationKind",
   let cppNamespace = "::kiln";
 }
 
+def Kiln_BinaryKind : I32EnumAttr<"BinaryKind",
+    "the arithmetic of kiln.broadcast_binary", [
+      I32EnumAttrCase<"Add", 0, "add">,
+      I32EnumAttrCase<"Sub", 1, "sub">,
+      I32EnumAttrCase<"Mul", 2, "mul">,
+      I32EnumAttrCase<"Div", 3, "div">
+    ]> {
+  let cppNamespace = "::kiln";
+}
+
+def Kiln_BinaryOperand : I32EnumAttr<"BinaryOperand",
+    "which operand of kiln.broadcast_binary a gradient is taken with respect to", [
+      I32EnumAttrCase<"Lhs", 0, "lhs">,
+      I32EnumAttrCase<"Rhs", 1, "rhs">
+    ]> {
+  let cppNamespace = "::kiln";
+}
+
 def Kiln_Schedule : I32EnumAttr<"Schedule",
     "learning-rate schedule; the parameter slots of each are in the op docs", [
       I32EnumAttrCase<"Constant", 0, "constant">,

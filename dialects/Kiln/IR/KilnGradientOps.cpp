@@ -18,14 +18,15 @@ static LogicalResult verifyWindowInverse(Operation *op, RankedTensorType input,
                                          ArrayRef<int64_t> strides,
                                          ArrayRef<int64_t> padding,
                                          ArrayRef<int64_t> dilations,
-                                         int64_t outChannels) {
+                                         int64_t outChannels,
+                                         bool ceilMode = false) {
   if (input.getElementType() != outputGrad.getElementType())
     return op->emitOpError("gradient element types differ: ")
            << input.getElementType() << " and " << outputGrad.getElementType();
   SmallVector<int64_t> spatial;
   if (failed(inferWindowSpatialSize(op->getLoc(), op->getName().getStringRef(),
                                     input, window, strides, padding, dilations,
-                                    spatial)))
+                                    spatial, ceilMode)))
     return failure();
   SmallVector<int64_t> expected = {input.getDimSize(0), spatial[0], spatial[1],
                                    outChannels};
@@ -109,14 +110,15 @@ LogicalResult MaxPoolBackwardOp::verify() {
   return verifyWindowInverse(*this, getInput().getType(),
                              getOutputGrad().getType(), getWindow(),
                              getStrides(), getPadding(), {1, 1},
-                             getInput().getType().getDimSize(3));
+                             getInput().getType().getDimSize(3),
+                             getCeilMode());
 }
 
 LogicalResult AvgPoolBackwardOp::verify() {
   RankedTensorType inputGrad = getInputGrad().getType();
   return verifyWindowInverse(*this, inputGrad, getOutputGrad().getType(),
                              getWindow(), getStrides(), getPadding(), {1, 1},
-                             inputGrad.getDimSize(3));
+                             inputGrad.getDimSize(3), getCeilMode());
 }
 
 LogicalResult GlobalAvgPoolBackwardOp::verify() {
@@ -131,13 +133,47 @@ LogicalResult GlobalAvgPoolBackwardOp::verify() {
   return success();
 }
 
-LogicalResult BroadcastMulBackwardOp::verify() {
+std::pair<bool, bool>
+BroadcastBinaryBackwardOp::operandsRead(BinaryKind kind, BinaryOperand wrt) {
+  bool lhs = wrt == BinaryOperand::Lhs;
+  switch (kind) {
+  case BinaryKind::Add:
+  case BinaryKind::Sub:
+    return {false, false};
+  case BinaryKind::Mul:
+    return {!lhs, lhs};
+  case BinaryKind::Div:
+    return {!lhs, true};
+  }
+  llvm_unreachable("unknown binary kind");
+}
+
+LogicalResult BroadcastBinaryBackwardOp::verify() {
+  StringRef name = "kiln.broadcast_binary_backward";
+  auto [needLhs, needRhs] = operandsRead(getKind(), getWrt());
+  if (needLhs != static_cast<bool>(getLhs()) ||
+      needRhs != static_cast<bool>(getRhs()))
+    return emitOpError("the gradient of ")
+           << stringifyBinaryKind(getKind()) << " with respect to "
+           << stringifyBinaryOperand(getWrt()) << " reads "
+           << (needLhs && needRhs ? "lhs and rhs"
+               : needLhs          ? "lhs only"
+               : needRhs          ? "rhs only"
+                                  : "no forward operand");
   RankedTensorType dy = getOutputGrad().getType();
-  if (getLhs().getType() != dy)
-    return emitOpError("the output gradient and lhs must have one type, got ")
-           << dy << " and " << getLhs().getType();
-  return checkBroadcastsTo(getLoc(), "kiln.broadcast_mul_backward",
-                           "the result", getRhsGrad().getType(), dy);
+  for (auto [what, value] :
+       {std::pair<StringRef, Value>{"lhs", getLhs()}, {"rhs", getRhs()}})
+    if (value && failed(checkBroadcastsTo(
+                     getLoc(), name, what,
+                     cast<RankedTensorType>(value.getType()), dy)))
+      return failure();
+  RankedTensorType grad = getOperandGrad().getType();
+  Value operand = getWrt() == BinaryOperand::Lhs ? getLhs() : getRhs();
+  if (operand && operand.getType() != grad)
+    return emitOpError("the result must have the type of ")
+           << stringifyBinaryOperand(getWrt()) << ", " << operand.getType()
+           << ", not " << grad;
+  return checkBroadcastsTo(getLoc(), name, "the result", grad, dy);
 }
 
 LogicalResult BiasAddBackwardOp::inferReturnTypes(

@@ -154,21 +154,47 @@ def Kiln_ActivationBackwardOp : Kiln_BackwardOp<"activation_backward", [Kiln_Lay
   let assemblyFormat = "$kind $output_grad `,` $input attr-dict `:` type($input_grad)";
 }
 
-def Kiln_BroadcastMulBackwardOp : Kiln_BackwardOp<"broadcast_mul_backward"> {
-  let summary = "gradient of broadcast_mul with respect to its broadcast operand";
+def Kiln_BroadcastBinaryBackwardOp : Kiln_BackwardOp<"broadcast_binary_backward", [AttrSizedOperandSegments]> {
+  let summary = "gradient of broadcast_binary with respect to one operand";
   let description = [{
-    `dy * lhs` summed over the dimensions where the result (the type of
-    `broadcast_mul`'s `rhs`) is 1 and `dy` is not, accumulated in f32: for
-    squeeze-and-excitation, per image and channel over the spatial
-    dimensions. NHWC only.
+    `dy` times the partial derivative of `lhs <kind> rhs` with respect to
+    the operand `wrt`, summed over the dimensions where that operand (the
+    result type) is 1 and `dy` is not, accumulated in f32:
+
+    | kind  | wrt lhs    | wrt rhs             | operands read |
+    |-------|------------|---------------------|---------------|
+    | `add` | `dy`       | `dy`                | none          |
+    | `sub` | `dy`       | `-dy`               | none          |
+    | `mul` | `dy * rhs` | `dy * lhs`          | the other one |
+    | `div` | `dy / rhs` | `-dy * lhs / rhs^2` | `rhs`; both   |
+
+    Exactly the forward operands the formula reads are given (so an add's
+    gradient keeps no activation alive); they broadcast to `dy`'s shape.
+    For squeeze-and-excitation's `mul` wrt the scale, a sum per image and
+    channel over the spatial dimensions. NHWC only.
 
     ```mlir
-    %ds = kiln.broadcast_mul_backward %dy, %x : (tensor<?x14x14x96xf32>, tensor<?x14x14x96xf32>) -> tensor<?x1x1x96xf32>
+    %ds = kiln.broadcast_binary_backward mul wrt rhs %dy lhs %x
+        : (tensor<?x14x14x96xf32>, tensor<?x14x14x96xf32>) -> tensor<?x1x1x96xf32>
+    %db = kiln.broadcast_binary_backward sub wrt rhs %dy
+        : (tensor<?x14x14x96xf32>) -> tensor<1x1x1x96xf32>
     ```
   }];
-  let arguments = (ins Kiln_FloatTensor:$output_grad, Kiln_FloatTensor:$lhs);
-  let results = (outs Kiln_FloatTensor:$rhs_grad);
-  let assemblyFormat = "$output_grad `,` $lhs attr-dict `:` functional-type(operands, results)";
+  let arguments = (ins Kiln_BinaryKind:$kind, Kiln_BinaryOperand:$wrt,
+                       Kiln_FloatTensor:$output_grad,
+                       Optional<Kiln_FloatTensor>:$lhs,
+                       Optional<Kiln_FloatTensor>:$rhs);
+  let results = (outs Kiln_FloatTensor:$operand_grad);
+  let assemblyFormat = [{
+    $kind `wrt` $wrt $output_grad (`lhs` $lhs^)? (`rhs` $rhs^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// Which forward operands the gradient of `kind` with respect to `wrt`
+    /// reads (the table above): {lhs, rhs}.
+    static std::pair<bool, bool> operandsRead(BinaryKind kind,
+                                              BinaryOperand wrt);
+  }];
   let hasVerifier = 1;
 }
 
@@ -201,12 +227,13 @@ def Kiln_MaxPoolBackwardOp : Kiln_BackwardOp<"max_pool_backward", [Kiln_LayoutOp
     Kiln_ActivationTensor:$input,
     Kiln_Positive2:$window,
     Kiln_Positive2:$strides,
-    Kiln_Padding4:$padding
+    Kiln_Padding4:$padding,
+    UnitAttr:$ceil_mode
   );
   let results = (outs Kiln_ActivationTensor:$input_grad);
   let assemblyFormat = [{
     $output_grad `,` $input `window` $window `stride` $strides `pad` $padding
-    attr-dict `:` functional-type(operands, results)
+    (`ceil_mode` $ceil_mode^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -223,12 +250,13 @@ def Kiln_AvgPoolBackwardOp : Kiln_BackwardOp<"avg_pool_backward", [Kiln_LayoutOp
     Kiln_ActivationTensor:$output_grad,
     Kiln_Positive2:$window,
     Kiln_Positive2:$strides,
-    Kiln_Padding4:$padding
+    Kiln_Padding4:$padding,
+    UnitAttr:$ceil_mode
   );
   let results = (outs Kiln_ActivationTensor:$input_grad);
   let assemblyFormat = [{
     $output_grad `window` $window `stride` $strides `pad` $padding
-    attr-dict `:` functional-type(operands, results)
+    (`ceil_mode` $ceil_mode^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

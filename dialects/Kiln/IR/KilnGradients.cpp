@@ -79,15 +79,32 @@ ActivationOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGradients,
   return success();
 }
 
-LogicalResult
-BroadcastMulOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGradients,
-                               SmallVectorImpl<Value> &operandGradients) {
+/// Each operand's gradient is one kiln.broadcast_binary_backward given the
+/// forward operands its formula reads, except the gradient of an add (or a
+/// sub's lhs) with respect to an operand of dy's shape: dy itself.
+LogicalResult BroadcastBinaryOp::buildGradients(
+    OpBuilder &b, ArrayRef<Value> resultGradients,
+    SmallVectorImpl<Value> &operandGradients) {
   Value dy = prepare(*this, resultGradients, operandGradients);
   if (!dy)
     return success();
-  operandGradients[0] = BroadcastMulOp::create(b, getLoc(), dy, getRhs());
-  operandGradients[1] = BroadcastMulBackwardOp::create(
-      b, getLoc(), getRhs().getType(), dy, getLhs());
+  BinaryKind kind = getKind();
+  for (BinaryOperand wrt : {BinaryOperand::Lhs, BinaryOperand::Rhs}) {
+    bool isLhs = wrt == BinaryOperand::Lhs;
+    Value operand = isLhs ? getLhs() : getRhs();
+    bool passesDy = kind == BinaryKind::Add ||
+                    (kind == BinaryKind::Sub && isLhs);
+    if (passesDy && operand.getType() == dy.getType()) {
+      operandGradients[isLhs ? 0 : 1] = dy;
+      continue;
+    }
+    auto [readsLhs, readsRhs] =
+        BroadcastBinaryBackwardOp::operandsRead(kind, wrt);
+    operandGradients[isLhs ? 0 : 1] = BroadcastBinaryBackwardOp::create(
+        b, getLoc(), operand.getType(), getKindAttr(),
+        BinaryOperandAttr::get(b.getContext(), wrt), dy,
+        readsLhs ? getLhs() : Value(), readsRhs ? getRhs() : Value());
+  }
   return success();
 }
 
@@ -129,7 +146,7 @@ LogicalResult MaxPoolOp::buildGradients(OpBuilder &b,
   if (Value dy = prepare(*this, resultGradients, operandGradients))
     operandGradients[0] = MaxPoolBackwardOp::create(
         b, getLoc(), getInput().getType(), dy, getInput(), getWindowAttr(),
-        getStridesAttr(), getPaddingAttr());
+        getStridesAttr(), getPaddingAttr(), getCeilModeAttr());
   return success();
 }
 
@@ -139,7 +156,7 @@ LogicalResult AvgPoolOp::buildGradients(OpBuilder &b,
   if (Value dy = prepare(*this, resultGradients, operandGradients))
     operandGradients[0] = AvgPoolBackwardOp::create(
         b, getLoc(), getInput().getType(), dy, getWindowAttr(),
-        getStridesAttr(), getPaddingAttr());
+        getStridesAttr(), getPaddingAttr(), getCeilModeAttr());
   return success();
 }
 

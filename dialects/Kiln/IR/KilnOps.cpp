@@ -231,7 +231,8 @@ static LogicalResult inferPool(std::optional<Location> loc, StringRef name,
   SmallVector<int64_t> spatial;
   SmallVector<int64_t> unitDilations = {1, 1};
   if (failed(inferWindowSpatialSize(loc, name, input, window, adaptor.getStrides(),
-                          padding, unitDilations, spatial)))
+                          padding, unitDilations, spatial,
+                          static_cast<bool>(adaptor.getCeilMode()))))
     return failure();
   results.push_back(RankedTensorType::get({input.getDimSize(0), spatial[0],
                                            spatial[1], input.getDimSize(3)},
@@ -263,18 +264,19 @@ LogicalResult GlobalAvgPoolOp::inferReturnTypes(
 }
 
 //===----------------------------------------------------------------------===//
-// BroadcastMulOp
+// BroadcastBinaryOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult BroadcastMulOp::inferReturnTypes(MLIRContext *context,
-                                               std::optional<Location> loc,
-                                               Adaptor adaptor,
-                                               SmallVectorImpl<Type> &results) {
+LogicalResult BroadcastBinaryOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
   auto lhs = cast<RankedTensorType>(adaptor.getLhs().getType());
   auto rhs = cast<RankedTensorType>(adaptor.getRhs().getType());
-  if (failed(checkBroadcastsTo(loc, "kiln.broadcast_mul", "rhs", rhs, lhs)))
+  FailureOr<RankedTensorType> type =
+      inferBroadcast(loc, "kiln.broadcast_binary", lhs, rhs);
+  if (failed(type))
     return failure();
-  results.push_back(lhs);
+  results.push_back(*type);
   return success();
 }
 

@@ -353,33 +353,42 @@ def Kiln_AddOp : Kiln_Op<"add", [Pure, Kiln_LayoutOpInterface, DeclareOpInterfac
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($output)";
 }
 
-def Kiln_BroadcastMulOp : Kiln_Op<"broadcast_mul", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface, ["getPrecisionOperands"]>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
+def Kiln_BroadcastBinaryOp : Kiln_Op<"broadcast_binary", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface, ["getPrecisionOperands"]>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
     InferTypeOpAdaptor]> {
-  let summary = "product of a tensor and a tensor broadcast to its shape";
+  let summary = "add, sub, mul or div of two tensors with numpy broadcasting";
   let description = [{
-    `lhs * rhs`, `rhs` broadcast to `lhs`'s shape: it has `lhs`'s rank and
-    each of its dimensions is `lhs`'s or 1 (numpy's rule, without rank
-    extension: the importer reshapes a lower-rank operand first). The
-    result has `lhs`'s type. Squeeze-and-excitation scales every channel
-    of every image, [N, H, W, C] x [N, 1, 1, C]; an operand of `lhs`'s
-    shape makes it an elementwise product.
+    `lhs <kind> rhs` where each operand is broadcast to the result's shape:
+    both have one rank (without numpy's rank extension: the importer
+    reshapes a lower-rank operand first) and along each dimension their
+    sizes are equal or one of them is 1; the result takes the larger.
+    Squeeze-and-excitation scales every channel of every image,
+    [N, H, W, C] x [N, 1, 1, C]; a per-channel constant is [1, 1, 1, C].
+    Both operands have one element type, the result's.
 
-    The gradients: `dlhs = broadcast_mul(dy, rhs)`, and `drhs` is
-    `kiln.broadcast_mul_backward` (dy * lhs summed over the broadcast
-    dimensions).
+    The gradient with respect to each operand is
+    `kiln.broadcast_binary_backward`: the partial derivative times `dy`,
+    summed over the dimensions that operand broadcasts (add: `dy`, sub:
+    `dy` and `-dy`, mul: `dy * rhs` and `dy * lhs`, div: `dy / rhs` and
+    `-dy * lhs / rhs^2`). One op with a kind rather than four: they share
+    the broadcasting rule, the gradient's reduction and the lowering.
+    Operands of one shape are `kiln.add`'s business when adding (it fuses
+    into elementwise chains); this op is for shapes that differ.
 
     NHWC only (no `LayoutOpInterface`): `--kiln-layout` reorders around it.
-    Not fused: a broadcast operand is not elementwise.
+    Not fused: a broadcast operand is not elementwise. bf16 follows both
+    operands.
 
     Example:
 
     ```mlir
-    %y = kiln.broadcast_mul %x, %s : (tensor<?x14x14x96xf32>, tensor<?x1x1x96xf32>) -> tensor<?x14x14x96xf32>
+    %y = kiln.broadcast_binary mul %x, %s : (tensor<?x14x14x96xf32>, tensor<?x1x1x96xf32>) -> tensor<?x14x14x96xf32>
+    %z = kiln.broadcast_binary div %x, %c : (tensor<?x14x14x96xf32>, tensor<1x1x1x96xf32>) -> tensor<?x14x14x96xf32>
     ```
   }];
-  let arguments = (ins Kiln_FloatTensor:$lhs, Kiln_FloatTensor:$rhs);
+  let arguments = (ins Kiln_BinaryKind:$kind, Kiln_FloatTensor:$lhs,
+                       Kiln_FloatTensor:$rhs);
   let results = (outs Kiln_FloatTensor:$output);
-  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = "$kind $lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
 def Kiln_BiasAddOp : Kiln_Op<"bias_add", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface, ["getPrecisionOperands"]>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
@@ -416,18 +425,24 @@ class Kiln_PoolOp<string mnemonic, string what> : Kiln_Op<mnemonic, [Pure, Kiln_
     Kiln_ActivationTensor:$input,
     Kiln_Positive2:$window,
     Kiln_Positive2:$strides,
-    Kiln_Padding4:$padding
+    Kiln_Padding4:$padding,
+    UnitAttr:$ceil_mode
   );
   let results = (outs Kiln_ActivationTensor:$output);
   let assemblyFormat = [{
     $input `window` $window `stride` $strides `pad` $padding
-    attr-dict `:` functional-type(operands, results)
+    (`ceil_mode` $ceil_mode^)? attr-dict `:` functional-type(operands, results)
   }];
 }
 
 def Kiln_MaxPoolOp : Kiln_PoolOp<"max_pool", "max"> {
   let description = [{
-    Padded positions never win the maximum. Example (the ResNet stem):
+    Padded positions never win the maximum. With `ceil_mode` the output
+    size rounds up (PyTorch's and ONNX's `ceil_mode`, SqueezeNet's pools):
+    a last window that would overhang the bottom/right padding is kept
+    when it starts inside the input or the top/left padding
+    (`kiln/ref/window.h`); its overhang is padding like the rest, so it
+    never wins either. Example (the ResNet stem):
 
     ```mlir
     %y = kiln.max_pool %x window [3, 3] stride [2, 2] pad [1, 1, 1, 1]
@@ -438,7 +453,11 @@ def Kiln_MaxPoolOp : Kiln_PoolOp<"max_pool", "max"> {
 
 def Kiln_AvgPoolOp : Kiln_PoolOp<"avg_pool", "average"> {
   let description = [{
-    Averages the non-padding elements of each window (TensorFlow semantics).
+    Averages the non-padding elements of each window (TensorFlow semantics,
+    PyTorch's `count_include_pad=False`). `ceil_mode` as in `max_pool`:
+    the overhang of a last window is not counted either, which is also
+    what PyTorch does with `count_include_pad=True` when there is no
+    explicit padding (it counts explicit padding, never the overhang).
 
     ```mlir
     %y = kiln.avg_pool %x window [2, 2] stride [2, 2] pad [0, 0, 0, 0]

@@ -21,8 +21,10 @@ SmallVector<unsigned> DenseOp::getPrecisionOperands() { return {0, 1}; }
 Bf16Policy AddOp::getBf16Policy() { return Bf16Policy::Follow; }
 SmallVector<unsigned> AddOp::getPrecisionOperands() { return {0, 1}; }
 
-Bf16Policy BroadcastMulOp::getBf16Policy() { return Bf16Policy::Follow; }
-SmallVector<unsigned> BroadcastMulOp::getPrecisionOperands() { return {0, 1}; }
+Bf16Policy BroadcastBinaryOp::getBf16Policy() { return Bf16Policy::Follow; }
+SmallVector<unsigned> BroadcastBinaryOp::getPrecisionOperands() {
+  return {0, 1};
+}
 
 Bf16Policy BiasAddOp::getBf16Policy() { return Bf16Policy::Follow; }
 SmallVector<unsigned> BiasAddOp::getPrecisionOperands() { return {0, 1}; }

@@ -48,6 +48,29 @@ LogicalResult checkBroadcastsTo(std::optional<Location> loc, StringRef opName,
   return success();
 }
 
+FailureOr<RankedTensorType> inferBroadcast(std::optional<Location> loc,
+                                           StringRef opName,
+                                           RankedTensorType lhs,
+                                           RankedTensorType rhs) {
+  if (lhs.getElementType() != rhs.getElementType())
+    return emitOptionalError(loc, opName, ": operand element types differ: ",
+                             lhs.getElementType(), " and ",
+                             rhs.getElementType());
+  bool ok = lhs.getRank() == rhs.getRank();
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; ok && i < lhs.getRank(); ++i) {
+    int64_t a = lhs.getDimSize(i), b = rhs.getDimSize(i);
+    ok = a == b || a == 1 || b == 1;
+    shape.push_back(a == 1 ? b : a);
+  }
+  if (!ok)
+    return emitOptionalError(loc, opName, ": [", formatShape(lhs.getShape()),
+                             "] and [", formatShape(rhs.getShape()),
+                             "] do not broadcast (one rank, each dimension "
+                             "equal or 1)");
+  return RankedTensorType::get(shape, lhs.getElementType());
+}
+
 //===----------------------------------------------------------------------===//
 
 
@@ -64,11 +87,12 @@ int64_t numElementsWith(ShapedType type, int64_t dynamicDimSize) {
 /// non-positive value when the window does not fit.
 static int64_t slidingOutputSize(int64_t in, int64_t padBefore,
                                  int64_t padAfter, int64_t window,
-                                 int64_t stride, int64_t dilation) {
+                                 int64_t stride, int64_t dilation,
+                                 bool ceilMode) {
   if (ShapedType::isDynamic(in))
     return ShapedType::kDynamic;
   return ref::slidingWindowOutputSize(in, padBefore, padAfter, window, stride,
-                                      dilation);
+                                      dilation, ceilMode);
 }
 
 /// Infers the spatial output size of a window op, or emits an error.
@@ -76,7 +100,8 @@ LogicalResult
 inferWindowSpatialSize(std::optional<Location> loc, StringRef opName,
              RankedTensorType input, ArrayRef<int64_t> window,
              ArrayRef<int64_t> strides, ArrayRef<int64_t> padding,
-             ArrayRef<int64_t> dilations, SmallVectorImpl<int64_t> &out) {
+             ArrayRef<int64_t> dilations, SmallVectorImpl<int64_t> &out,
+             bool ceilMode) {
   if (window.size() != 2 || strides.size() != 2 || padding.size() != 4 ||
       dilations.size() != 2)
     return emitOptionalError(loc, opName,
@@ -86,7 +111,8 @@ inferWindowSpatialSize(std::optional<Location> loc, StringRef opName,
   for (int i = 0; i < 2; ++i) {
     int64_t in = input.getDimSize(1 + i);
     int64_t size = slidingOutputSize(in, padding[2 * i], padding[2 * i + 1],
-                                     window[i], strides[i], dilations[i]);
+                                     window[i], strides[i], dilations[i],
+                                     ceilMode);
     if (!ShapedType::isDynamic(size) && size <= 0)
       return emitOptionalError(loc, opName, ": window of ", dimNames[i], " ",
                                ref::dilatedWindowSize(window[i], dilations[i]),

@@ -29,11 +29,13 @@ std::string formatShape(llvm::ArrayRef<int64_t> shape);
 
 /// The output height and width of a sliding-window op (conv2d, pools) over
 /// an NHWC `input`; fails with a diagnostic when the window does not fit.
+/// `ceilMode` is pooling's (kiln/ref/window.h).
 llvm::LogicalResult inferWindowSpatialSize(
     std::optional<mlir::Location> loc, llvm::StringRef opName,
     mlir::RankedTensorType input, llvm::ArrayRef<int64_t> window,
     llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> padding,
-    llvm::ArrayRef<int64_t> dilations, llvm::SmallVectorImpl<int64_t> &out);
+    llvm::ArrayRef<int64_t> dilations, llvm::SmallVectorImpl<int64_t> &out,
+    bool ceilMode = false);
 
 /// Checks the channels of a grouped convolution (conv2d and its gradients):
 /// `groups` positive, the filter's output channels `filterOut` a multiple of
@@ -58,6 +60,14 @@ llvm::LogicalResult checkBroadcastsTo(std::optional<mlir::Location> loc,
                                       llvm::StringRef what,
                                       mlir::RankedTensorType operand,
                                       mlir::RankedTensorType full);
+
+/// The shape both `lhs` and `rhs` broadcast to (numpy's rule without rank
+/// extension: one rank and element type; along each dimension the sizes
+/// are equal or one is 1, and the result takes the other; a dynamic size
+/// pairs with itself or 1).
+llvm::FailureOr<mlir::RankedTensorType>
+inferBroadcast(std::optional<mlir::Location> loc, llvm::StringRef opName,
+               mlir::RankedTensorType lhs, mlir::RankedTensorType rhs);
 
 /// Checks a batch-norm input (NHWC or NC, static channels) and that each
 /// named per-channel vector has one element per channel; returns the channel

@@ -75,91 +75,147 @@ struct SpatialView {
 } // namespace
 
 namespace {
-/// The loops of a broadcast_mul, a bias_add or their backward ops: one per
-/// dimension of the full shape, the broadcast operand (a bias viewed as
-/// [1, ..., 1, C]) indexed with 0 where it is 1. When the
-/// channels (the last dimension) are a multiple of 16 and not broadcast,
-/// both views take 16 channels to a vector<16xT> element, as the flat
-/// elementwise loops do.
-struct BroadcastView {
-  Value full0, full1, small;
-  AffineMap fullMap, smallMap;
-  SmallVector<utils::IteratorType> reduceIterators;
-  /// f32, or vector<16xf32> with vector elements.
+/// The loops of a broadcast_binary, a bias_add or their backward ops: one
+/// per dimension of the full (result or dy) shape; an operand that
+/// broadcasts (a bias viewed as [1, ..., 1, C]) is indexed with 0 where it
+/// is 1 and the full shape is not. When the channels (the last dimension)
+/// are a multiple of 16 and no operand broadcasts them, every view takes 16
+/// channels to a vector<16xT> element, as the flat elementwise loops do.
+struct BroadcastLoops {
+  SmallVector<int64_t> full;
+  bool lanes;
+  /// f32, or vector<16xf32> with lanes.
   Type f32;
+  MLIRContext *ctx;
 
-  /// `smallShape` overrides `smallValue`'s shape (same size, full rank).
-  BroadcastView(Lowering &l, Value fullValue0, Value fullValue1,
-                Value smallValue, ArrayRef<int64_t> smallShape = {}) {
-    MLIRContext *ctx = l.b.getContext();
-    auto fullType = cast<RankedTensorType>(fullValue0.getType());
-    auto smallType = cast<RankedTensorType>(smallValue.getType());
-    SmallVector<int64_t> full(fullType.getShape()),
-        part(smallShape.empty() ? smallType.getShape() : smallShape);
+  BroadcastLoops(Lowering &l, ArrayRef<int64_t> fullShape,
+                 ArrayRef<ArrayRef<int64_t>> parts)
+      : full(fullShape), ctx(l.b.getContext()) {
+    lanes = !full.empty() && full.back() % 16 == 0 &&
+            llvm::all_of(parts, [&](ArrayRef<int64_t> part) {
+              return part.back() == full.back();
+            });
     f32 = l.b.getF32Type();
-    auto viewOf = [&](Value v, ArrayRef<int64_t> shape, bool lanes) {
-      Type element = cast<RankedTensorType>(v.getType()).getElementType();
-      return lanes ? l.viewAs(v, shape, channelLanes(element))
-                   : l.viewAs(v, shape);
-    };
-    bool lanes =
-        !full.empty() && full.back() % 16 == 0 && part.back() == full.back();
     if (lanes) {
       full.back() /= 16;
-      part.back() /= 16;
       f32 = channelLanes(f32);
     }
-    full0 = viewOf(fullValue0, full, lanes);
-    if (fullValue1)
-      full1 = viewOf(fullValue1, full, lanes);
-    small = viewOf(smallValue, part, lanes);
-    unsigned rank = full.size();
-    fullMap = AffineMap::getMultiDimIdentityMap(rank, ctx);
-    SmallVector<AffineExpr> exprs;
-    for (unsigned d = 0; d < rank; ++d) {
-      bool broadcast = part[d] == 1 && full[d] != 1;
-      exprs.push_back(broadcast ? getAffineConstantExpr(0, ctx)
-                                : getAffineDimExpr(d, ctx));
-      reduceIterators.push_back(broadcast ? utils::IteratorType::reduction
-                                          : utils::IteratorType::parallel);
-    }
-    smallMap = AffineMap::get(rank, 0, exprs, ctx);
   }
+
+  /// `shape` (of `v`'s size, at full rank) in loop units.
+  SmallVector<int64_t> units(ArrayRef<int64_t> shape) const {
+    SmallVector<int64_t> out(shape);
+    if (lanes)
+      out.back() /= 16;
+    return out;
+  }
+
+  /// `v` viewed as `shape` (its own type's when empty).
+  Value view(Lowering &l, Value v, ArrayRef<int64_t> shape = {}) const {
+    auto type = cast<RankedTensorType>(v.getType());
+    SmallVector<int64_t> s = units(shape.empty() ? type.getShape() : shape);
+    return lanes ? l.viewAs(v, s, channelLanes(type.getElementType()))
+                 : l.viewAs(v, s);
+  }
+
+  /// The indexing map of an operand of `shape` (at full rank).
+  AffineMap map(ArrayRef<int64_t> shape) const {
+    SmallVector<int64_t> part = units(shape);
+    SmallVector<AffineExpr> exprs;
+    for (unsigned d = 0; d < full.size(); ++d)
+      exprs.push_back(broadcasts(part, d) ? getAffineConstantExpr(0, ctx)
+                                          : getAffineDimExpr(d, ctx));
+    return AffineMap::get(full.size(), 0, exprs, ctx);
+  }
+
+  AffineMap fullMap() const {
+    return AffineMap::getMultiDimIdentityMap(full.size(), ctx);
+  }
+
+  /// Reductions over the dimensions an operand of `shape` broadcasts.
+  SmallVector<utils::IteratorType> iterators(ArrayRef<int64_t> shape) const {
+    SmallVector<int64_t> part = units(shape);
+    SmallVector<utils::IteratorType> out;
+    for (unsigned d = 0; d < full.size(); ++d)
+      out.push_back(broadcasts(part, d) ? utils::IteratorType::reduction
+                                        : utils::IteratorType::parallel);
+    return out;
+  }
+
+private:
+  bool broadcasts(ArrayRef<int64_t> part, unsigned d) const {
+    return part[d] == 1 && full[d] != 1;
+  }
+};
+
+/// An operand of a broadcast loop nest: its view and indexing map.
+struct BroadcastOperand {
+  Value view;
+  AffineMap map;
 };
 } // namespace
 
-/// `v.full1` = combine(`v.full0`, `v.small`) at every element, in f32.
+static BroadcastOperand operandOf(Lowering &l, const BroadcastLoops &loops,
+                                  Value v, ArrayRef<int64_t> shape = {}) {
+  ArrayRef<int64_t> s =
+      shape.empty() ? cast<RankedTensorType>(v.getType()).getShape() : shape;
+  return {loops.view(l, v, shape), loops.map(s)};
+}
+
+/// `output` (full-shaped) = combine(`inputs`) at every element, in f32.
 static void
-emitBroadcastCombine(Lowering &l, Location loc, const BroadcastView &v,
-                     function_ref<Value(OpBuilder &, Location, Value, Value)>
+emitBroadcastCombine(Lowering &l, Location loc, const BroadcastLoops &loops,
+                     ArrayRef<BroadcastOperand> inputs, Value output,
+                     function_ref<Value(OpBuilder &, Location, ValueRange)>
                          combine) {
-  Type element = elementTypeOf(v.full1);
-  l.generic(loc, {v.full0, v.small}, v.full1,
-            {v.fullMap, v.smallMap, v.fullMap},
-            SmallVector<utils::IteratorType>(v.reduceIterators.size(),
+  Type element = elementTypeOf(output);
+  SmallVector<Value> views;
+  SmallVector<AffineMap> maps;
+  for (const BroadcastOperand &in : inputs) {
+    views.push_back(in.view);
+    maps.push_back(in.map);
+  }
+  maps.push_back(loops.fullMap());
+  l.generic(loc, views, output, maps,
+            SmallVector<utils::IteratorType>(loops.full.size(),
                                              utils::IteratorType::parallel),
             [&](OpBuilder &nb, Location loc, ValueRange args) {
-              Value y = combine(nb, loc, widenToF32(nb, loc, args[0]),
-                                widenToF32(nb, loc, args[1]));
+              SmallVector<Value> wide;
+              for (Value a : args.drop_back())
+                wide.push_back(widenToF32(nb, loc, a));
+              Value y = combine(nb, loc, wide);
               linalg::YieldOp::create(
                   nb, loc, ValueRange{narrowTo(nb, loc, y, element)});
             });
 }
 
-/// `v.small` = the sum over the broadcast dimensions of `term` of the
-/// full-shaped `inputs` (widened to f32), accumulated in an f32 temporary of
-/// `v.small`'s shape, then rounded.
+/// `small` (of `smallShape` at full rank) = the sum over the dimensions it
+/// broadcasts of `term` of the `inputs` (widened to f32), accumulated in an
+/// f32 temporary of its shape, then rounded. Without such dimensions the
+/// term is written directly: the same bits as a sum of one element.
 static void
-emitBroadcastSum(Lowering &l, Location loc, const BroadcastView &v,
-                 ValueRange inputs,
+emitBroadcastSum(Lowering &l, Location loc, const BroadcastLoops &loops,
+                 ArrayRef<BroadcastOperand> inputs, Value small,
+                 ArrayRef<int64_t> smallShape,
                  function_ref<Value(OpBuilder &, Location, ValueRange)> term) {
-  Type element = elementTypeOf(v.small);
-  Value sum =
-      l.temporary(loc, cast<MemRefType>(v.small.getType()).getShape(), v.f32);
+  if (loops.units(smallShape) == loops.full) {
+    emitBroadcastCombine(l, loc, loops, inputs,
+                         loops.view(l, small, smallShape), term);
+    return;
+  }
+  Value target = loops.view(l, small, smallShape);
+  Type element = elementTypeOf(target);
+  Value sum = l.temporary(loc, cast<MemRefType>(target.getType()).getShape(),
+                          loops.f32);
   l.fill(loc, sum, 0.0);
-  SmallVector<AffineMap> maps(inputs.size(), v.fullMap);
-  maps.push_back(v.smallMap);
-  l.generic(loc, inputs, sum, maps, v.reduceIterators,
+  SmallVector<Value> views;
+  SmallVector<AffineMap> maps;
+  for (const BroadcastOperand &in : inputs) {
+    views.push_back(in.view);
+    maps.push_back(in.map);
+  }
+  maps.push_back(loops.map(smallShape));
+  l.generic(loc, views, sum, maps, loops.iterators(smallShape),
             [&](OpBuilder &nb, Location loc, ValueRange args) {
               SmallVector<Value> wide;
               for (Value a : args.drop_back())
@@ -169,7 +225,7 @@ emitBroadcastSum(Lowering &l, Location loc, const BroadcastView &v,
                   nb, loc,
                   ValueRange{arith::AddFOp::create(nb, loc, t, args.back())});
             });
-  l.elementwise(loc, sum, v.small,
+  l.elementwise(loc, sum, target,
                 [&](OpBuilder &nb, Location loc, ValueRange args) {
                   linalg::YieldOp::create(
                       nb, loc, ValueRange{narrowTo(nb, loc, args[0], element)});
@@ -184,42 +240,112 @@ static SmallVector<int64_t> biasShapeOf(Value full) {
   return shape;
 }
 
-/// broadcast_mul and bias_add: one parallel loop nest over the result;
-/// their broadcast operand's gradients (dy * lhs, or dy) summed in f32 over
-/// the broadcast dimensions, then rounded.
-static LogicalResult lowerBroadcastMul(Lowering &l, Operation *op) {
+static ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// The scalar arithmetic of broadcast_binary.
+static Value binaryScalar(OpBuilder &b, Location loc, BinaryKind kind,
+                          Value x, Value y) {
+  switch (kind) {
+  case BinaryKind::Add:
+    return arith::AddFOp::create(b, loc, x, y);
+  case BinaryKind::Sub:
+    return arith::SubFOp::create(b, loc, x, y);
+  case BinaryKind::Mul:
+    return arith::MulFOp::create(b, loc, x, y);
+  case BinaryKind::Div:
+    return arith::DivFOp::create(b, loc, x, y);
+  }
+  llvm_unreachable("unknown binary kind");
+}
+
+/// The gradient term of broadcast_binary_backward from `args`: dy, then the
+/// forward operands the op reads (lhs before rhs), widened to f32.
+static Value binaryGradientTerm(OpBuilder &b, Location loc, BinaryKind kind,
+                                bool wrtRhs, ValueRange args) {
+  Value dy = args[0];
+  switch (kind) {
+  case BinaryKind::Add:
+    return dy;
+  case BinaryKind::Sub:
+    return wrtRhs ? Value(arith::NegFOp::create(b, loc, dy)) : dy;
+  case BinaryKind::Mul:
+    return arith::MulFOp::create(b, loc, dy, args[1]);
+  case BinaryKind::Div: {
+    if (!wrtRhs)
+      return arith::DivFOp::create(b, loc, dy, args[1]);
+    // -dy * lhs / rhs^2
+    Value num = arith::MulFOp::create(b, loc, dy, args[1]);
+    Value square = arith::MulFOp::create(b, loc, args[2], args[2]);
+    return arith::NegFOp::create(
+        b, loc, arith::DivFOp::create(b, loc, num, square));
+  }
+  }
+  llvm_unreachable("unknown binary kind");
+}
+
+/// broadcast_binary and bias_add: one parallel loop nest over the result;
+/// their gradients (the term of each, or dy) summed in f32 over the
+/// dimensions the operand broadcasts, then rounded.
+static LogicalResult lowerBroadcast(Lowering &l, Operation *op) {
   Location loc = op->getLoc();
+  auto sum = [](OpBuilder &nb, Location loc, ValueRange a) -> Value {
+    return a[0];
+  };
   if (auto add = dyn_cast<BiasAddOp>(op)) {
-    BroadcastView v(l, add.getInput(), add.getOutput(), add.getBias(),
-                    biasShapeOf(add.getInput()));
-    emitBroadcastCombine(l, loc, v, [](OpBuilder &nb, Location loc, Value x,
-                                       Value b) -> Value {
-      return arith::AddFOp::create(nb, loc, x, b);
-    });
+    SmallVector<int64_t> bias = biasShapeOf(add.getInput());
+    BroadcastLoops loops(l, shapeOf(add.getInput()), {bias});
+    emitBroadcastCombine(
+        l, loc, loops,
+        {operandOf(l, loops, add.getInput()),
+         operandOf(l, loops, add.getBias(), bias)},
+        loops.view(l, add.getOutput()),
+        [](OpBuilder &nb, Location loc, ValueRange a) -> Value {
+          return arith::AddFOp::create(nb, loc, a[0], a[1]);
+        });
     return success();
   }
   if (auto backward = dyn_cast<BiasAddBackwardOp>(op)) {
-    BroadcastView v(l, backward.getOutputGrad(), Value(),
-                    backward.getBiasGrad(),
-                    biasShapeOf(backward.getOutputGrad()));
-    emitBroadcastSum(l, loc, v, v.full0,
-                     [](OpBuilder &, Location, ValueRange dy) { return dy[0]; });
+    SmallVector<int64_t> bias = biasShapeOf(backward.getOutputGrad());
+    BroadcastLoops loops(l, shapeOf(backward.getOutputGrad()), {bias});
+    emitBroadcastSum(l, loc, loops,
+                     {operandOf(l, loops, backward.getOutputGrad())},
+                     backward.getBiasGrad(), bias, sum);
     return success();
   }
-  if (auto mul = dyn_cast<BroadcastMulOp>(op)) {
-    BroadcastView v(l, mul.getLhs(), mul.getOutput(), mul.getRhs());
-    emitBroadcastCombine(l, loc, v, [](OpBuilder &nb, Location loc, Value x,
-                                       Value y) -> Value {
-      return arith::MulFOp::create(nb, loc, x, y);
-    });
+  if (auto binary = dyn_cast<BroadcastBinaryOp>(op)) {
+    BroadcastLoops loops(l, shapeOf(binary.getOutput()),
+                         {shapeOf(binary.getLhs()), shapeOf(binary.getRhs())});
+    BinaryKind kind = binary.getKind();
+    emitBroadcastCombine(
+        l, loc, loops,
+        {operandOf(l, loops, binary.getLhs()),
+         operandOf(l, loops, binary.getRhs())},
+        loops.view(l, binary.getOutput()),
+        [&](OpBuilder &nb, Location loc, ValueRange a) {
+          return binaryScalar(nb, loc, kind, a[0], a[1]);
+        });
     return success();
   }
-  auto backward = cast<BroadcastMulBackwardOp>(op);
-  BroadcastView v(l, backward.getOutputGrad(), backward.getLhs(),
-                  backward.getRhsGrad());
-  emitBroadcastSum(l, loc, v, {v.full0, v.full1},
-                   [](OpBuilder &nb, Location loc, ValueRange a) -> Value {
-                     return arith::MulFOp::create(nb, loc, a[0], a[1]);
+  auto backward = cast<BroadcastBinaryBackwardOp>(op);
+  SmallVector<Value> read = {backward.getOutputGrad()};
+  for (Value v : {backward.getLhs(), backward.getRhs()})
+    if (v)
+      read.push_back(v);
+  SmallVector<ArrayRef<int64_t>> parts = {shapeOf(backward.getOperandGrad())};
+  for (Value v : read)
+    parts.push_back(shapeOf(v));
+  BroadcastLoops loops(l, shapeOf(backward.getOutputGrad()), parts);
+  SmallVector<BroadcastOperand> inputs;
+  for (Value v : read)
+    inputs.push_back(operandOf(l, loops, v));
+  BinaryKind kind = backward.getKind();
+  bool wrtRhs = backward.getWrt() == BinaryOperand::Rhs;
+  emitBroadcastSum(l, loc, loops, inputs, backward.getOperandGrad(),
+                   shapeOf(backward.getOperandGrad()),
+                   [&](OpBuilder &nb, Location loc, ValueRange a) {
+                     return binaryGradientTerm(nb, loc, kind, wrtRhs, a);
                    });
   return success();
 }
@@ -381,9 +507,9 @@ LogicalResult lowerElementwise(Lowering &l, Operation *op) {
     lowerGlobalAvgPoolBackward(l, backward);
   else if (auto reduce = dyn_cast<ReduceSumOp>(op))
     lowerReduceSum(l, reduce);
-  else if (isa<BroadcastMulOp, BroadcastMulBackwardOp, BiasAddOp,
+  else if (isa<BroadcastBinaryOp, BroadcastBinaryBackwardOp, BiasAddOp,
                BiasAddBackwardOp>(op))
-    return lowerBroadcastMul(l, op);
+    return lowerBroadcast(l, op);
   else if (auto constant = dyn_cast<arith::ConstantOp>(op))
     return lowerSplatConstant(l, constant);
   else

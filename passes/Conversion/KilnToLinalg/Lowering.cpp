@@ -227,8 +227,8 @@ LogicalResult lowerOp(Lowering &l, Operation *op) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<ReluOp, ActivationOp, AddOp, ReluBackwardOp, ActivationBackwardOp,
             CastOp, FusedElementwiseOp, GlobalAvgPoolOp,
-            GlobalAvgPoolBackwardOp, ReduceSumOp, BroadcastMulOp,
-            BroadcastMulBackwardOp, BiasAddOp, BiasAddBackwardOp,
+            GlobalAvgPoolBackwardOp, ReduceSumOp, BroadcastBinaryOp,
+            BroadcastBinaryBackwardOp, BiasAddOp, BiasAddBackwardOp,
             arith::ConstantOp>(
           [&](Operation *op) { return lowerElementwise(l, op); })
       .Case<BatchNormTrainOp, BatchNormInferenceOp, BatchNormBackwardOp,

@@ -294,6 +294,11 @@ LogicalResult GraphBuilder::lowerBatchNorm(BatchNormBackwardOp bn) {
 /// The windowed pools and their gradients.
 template <typename PoolOp>
 LogicalResult GraphBuilder::lowerPool(PoolOp p, NodeKind kind) {
+  // The simulator's pooling instructions take the floor-mode output size.
+  if (p.getCeilMode())
+    return p.emitError("kiln-convert-to-sa: '")
+           << p->getName() << "' with ceil_mode is not supported on the "
+           << "systolic target";
   Node n{kind};
   n.window = pair(p.getWindow());
   n.strides = pair(p.getStrides());

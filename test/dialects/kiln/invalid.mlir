@@ -240,6 +240,24 @@ func.func @pool_padding(%x: tensor<1x8x8x4xf32>) {
 
 // -----
 
+// In ceil mode a 3x3 window with stride 2 takes 4 positions of 8, not 3.
+func.func @pool_ceil_mode(%x: tensor<1x8x8x4xf32>) {
+  // expected-error @+2 {{'kiln.max_pool' op inferred type(s) 'tensor<1x4x4x4xf32>' are incompatible with return type(s) of operation 'tensor<1x3x3x4xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.max_pool %x window [3, 3] stride [2, 2] pad [0, 0, 0, 0] ceil_mode : (tensor<1x8x8x4xf32>) -> tensor<1x3x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @pool_backward_ceil_mode(%dy: tensor<1x3x3x4xf32>) {
+  // expected-error @+1 {{the forward op maps 'tensor<1x8x8x4xf32>' to shape [1, 4, 4, 4], but the output gradient is 'tensor<1x3x3x4xf32>'}}
+  %0 = kiln.avg_pool_backward %dy window [3, 3] stride [2, 2] pad [0, 0, 0, 0] ceil_mode : (tensor<1x3x3x4xf32>) -> tensor<1x8x8x4xf32>
+  return
+}
+
+// -----
+
 func.func @pool_window(%x: tensor<1x8x2x4xf32>) {
   // expected-error @+2 {{window of width 3 does not fit the padded input width 2}}
   // expected-error @+1 {{failed to infer returned types}}
@@ -373,44 +391,78 @@ func.func @activation_backward_shape(%dy: tensor<2x3xf32>, %x: tensor<3x2xf32>) 
 
 // -----
 
-func.func @broadcast_mul_shape(%x: tensor<2x4x4x8xf32>, %s: tensor<2x1x1x4xf32>) {
-  // expected-error @+2 {{kiln.broadcast_mul: rhs [2, 1, 1, 4] does not broadcast to [2, 4, 4, 8] (each dimension equal or 1)}}
+func.func @broadcast_binary_shape(%x: tensor<2x4x4x8xf32>, %s: tensor<2x1x1x4xf32>) {
+  // expected-error @+2 {{kiln.broadcast_binary: [2, 4, 4, 8] and [2, 1, 1, 4] do not broadcast (one rank, each dimension equal or 1)}}
   // expected-error @+1 {{failed to infer returned types}}
-  %0 = kiln.broadcast_mul %x, %s : (tensor<2x4x4x8xf32>, tensor<2x1x1x4xf32>) -> tensor<2x4x4x8xf32>
+  %0 = kiln.broadcast_binary mul %x, %s : (tensor<2x4x4x8xf32>, tensor<2x1x1x4xf32>) -> tensor<2x4x4x8xf32>
   return
 }
 
 // -----
 
-func.func @broadcast_mul_rank(%x: tensor<2x4x4x8xf32>, %s: tensor<2x8xf32>) {
-  // expected-error @+2 {{kiln.broadcast_mul: rhs [2, 8] does not broadcast to [2, 4, 4, 8] (each dimension equal or 1)}}
+func.func @broadcast_binary_rank(%x: tensor<2x4x4x8xf32>, %s: tensor<2x8xf32>) {
+  // expected-error @+2 {{kiln.broadcast_binary: [2, 4, 4, 8] and [2, 8] do not broadcast (one rank, each dimension equal or 1)}}
   // expected-error @+1 {{failed to infer returned types}}
-  %0 = kiln.broadcast_mul %x, %s : (tensor<2x4x4x8xf32>, tensor<2x8xf32>) -> tensor<2x4x4x8xf32>
+  %0 = kiln.broadcast_binary add %x, %s : (tensor<2x4x4x8xf32>, tensor<2x8xf32>) -> tensor<2x4x4x8xf32>
   return
 }
 
 // -----
 
-func.func @broadcast_mul_type(%x: tensor<2x4x4x8xf32>, %s: tensor<2x1x1x8xbf16>) {
-  // expected-error @+2 {{kiln.broadcast_mul: rhs element type 'bf16' differs from 'f32'}}
+func.func @broadcast_binary_type(%x: tensor<2x4x4x8xf32>, %s: tensor<2x1x1x8xbf16>) {
+  // expected-error @+2 {{kiln.broadcast_binary: operand element types differ: 'f32' and 'bf16'}}
   // expected-error @+1 {{failed to infer returned types}}
-  %0 = kiln.broadcast_mul %x, %s : (tensor<2x4x4x8xf32>, tensor<2x1x1x8xbf16>) -> tensor<2x4x4x8xf32>
+  %0 = kiln.broadcast_binary div %x, %s : (tensor<2x4x4x8xf32>, tensor<2x1x1x8xbf16>) -> tensor<2x4x4x8xf32>
   return
 }
 
 // -----
 
-func.func @broadcast_mul_backward_lhs(%dy: tensor<2x4x4x8xf32>, %x: tensor<2x4x4x4xf32>) {
-  // expected-error @+1 {{the output gradient and lhs must have one type, got 'tensor<2x4x4x8xf32>' and 'tensor<2x4x4x4xf32>'}}
-  %0 = kiln.broadcast_mul_backward %dy, %x : (tensor<2x4x4x8xf32>, tensor<2x4x4x4xf32>) -> tensor<2x1x1x8xf32>
+// Both operands broadcast: the result takes the larger size of each dimension.
+func.func @broadcast_binary_result(%a: tensor<2x1x4x8xf32>, %b: tensor<1x4x1x8xf32>) {
+  // expected-error @+2 {{'kiln.broadcast_binary' op inferred type(s) 'tensor<2x4x4x8xf32>' are incompatible with return type(s) of operation 'tensor<2x1x4x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.broadcast_binary sub %a, %b : (tensor<2x1x4x8xf32>, tensor<1x4x1x8xf32>) -> tensor<2x1x4x8xf32>
   return
 }
 
 // -----
 
-func.func @broadcast_mul_backward_result(%dy: tensor<2x4x4x8xf32>, %x: tensor<2x4x4x8xf32>) {
-  // expected-error @+1 {{kiln.broadcast_mul_backward: the result [2, 1, 2, 8] does not broadcast to [2, 4, 4, 8] (each dimension equal or 1)}}
-  %0 = kiln.broadcast_mul_backward %dy, %x : (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>) -> tensor<2x1x2x8xf32>
+func.func @broadcast_binary_backward_operands(%dy: tensor<2x4x4x8xf32>, %x: tensor<2x4x4x8xf32>, %s: tensor<2x1x1x8xf32>) {
+  // expected-error @+1 {{the gradient of mul with respect to rhs reads lhs only}}
+  %0 = kiln.broadcast_binary_backward mul wrt rhs %dy lhs %x rhs %s : (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<2x1x1x8xf32>) -> tensor<2x1x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_binary_backward_add(%dy: tensor<2x4x4x8xf32>, %x: tensor<2x4x4x8xf32>) {
+  // expected-error @+1 {{the gradient of add with respect to lhs reads no forward operand}}
+  %0 = kiln.broadcast_binary_backward add wrt lhs %dy lhs %x : (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>) -> tensor<2x4x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_binary_backward_lhs(%dy: tensor<2x4x4x8xf32>, %x: tensor<2x4x4x4xf32>) {
+  // expected-error @+1 {{kiln.broadcast_binary_backward: lhs [2, 4, 4, 4] does not broadcast to [2, 4, 4, 8] (each dimension equal or 1)}}
+  %0 = kiln.broadcast_binary_backward mul wrt rhs %dy lhs %x : (tensor<2x4x4x8xf32>, tensor<2x4x4x4xf32>) -> tensor<2x1x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_binary_backward_result(%dy: tensor<2x4x4x8xf32>, %x: tensor<2x4x4x8xf32>) {
+  // expected-error @+1 {{kiln.broadcast_binary_backward: the result [2, 1, 2, 8] does not broadcast to [2, 4, 4, 8] (each dimension equal or 1)}}
+  %0 = kiln.broadcast_binary_backward mul wrt rhs %dy lhs %x : (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>) -> tensor<2x1x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_binary_backward_type(%dy: tensor<2x4x4x8xf32>, %x: tensor<2x4x4x8xf32>, %s: tensor<2x1x1x8xf32>) {
+  // expected-error @+1 {{the result must have the type of rhs, 'tensor<2x1x1x8xf32>', not 'tensor<1x1x1x8xf32>'}}
+  %0 = kiln.broadcast_binary_backward div wrt rhs %dy lhs %x rhs %s : (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<2x1x1x8xf32>) -> tensor<1x1x1x8xf32>
   return
 }
 

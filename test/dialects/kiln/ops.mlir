@@ -109,11 +109,31 @@ func.func @activations(%x: tensor<?x4x4x8xf32>, %dy: tensor<?x4x4x8xf32>) -> (te
 // CHECK-LABEL: func.func @broadcast_mul
 // CHECK-SAME: (%[[X:.*]]: tensor<?x4x4x8xf32>, %[[S:.*]]: tensor<?x1x1x8xf32>, %[[D:.*]]: tensor<?x4x4x8xf32>)
 func.func @broadcast_mul(%x: tensor<?x4x4x8xf32>, %s: tensor<?x1x1x8xf32>, %dy: tensor<?x4x4x8xf32>) -> (tensor<?x4x4x8xf32>, tensor<?x1x1x8xf32>) {
-  // CHECK: kiln.broadcast_mul %[[X]], %[[S]] : (tensor<?x4x4x8xf32>, tensor<?x1x1x8xf32>) -> tensor<?x4x4x8xf32>
-  %y = kiln.broadcast_mul %x, %s : (tensor<?x4x4x8xf32>, tensor<?x1x1x8xf32>) -> tensor<?x4x4x8xf32>
-  // CHECK: kiln.broadcast_mul_backward %[[D]], %[[X]] : (tensor<?x4x4x8xf32>, tensor<?x4x4x8xf32>) -> tensor<?x1x1x8xf32>
-  %ds = kiln.broadcast_mul_backward %dy, %x : (tensor<?x4x4x8xf32>, tensor<?x4x4x8xf32>) -> tensor<?x1x1x8xf32>
+  // CHECK: kiln.broadcast_binary mul %[[X]], %[[S]] : (tensor<?x4x4x8xf32>, tensor<?x1x1x8xf32>) -> tensor<?x4x4x8xf32>
+  %y = kiln.broadcast_binary mul %x, %s : (tensor<?x4x4x8xf32>, tensor<?x1x1x8xf32>) -> tensor<?x4x4x8xf32>
+  // CHECK: kiln.broadcast_binary_backward mul wrt rhs %[[D]] lhs %[[X]] : (tensor<?x4x4x8xf32>, tensor<?x4x4x8xf32>) -> tensor<?x1x1x8xf32>
+  %ds = kiln.broadcast_binary_backward mul wrt rhs %dy lhs %x : (tensor<?x4x4x8xf32>, tensor<?x4x4x8xf32>) -> tensor<?x1x1x8xf32>
   return %y, %ds : tensor<?x4x4x8xf32>, tensor<?x1x1x8xf32>
+}
+
+// -----
+
+// The other kinds, both operands broadcast, and the gradients that read
+// no forward operand (add, sub) or both (div with respect to rhs).
+// CHECK-LABEL: func.func @broadcast_binary_kinds
+// CHECK-SAME: (%[[A:.*]]: tensor<?x1x4x8xf32>, %[[B:.*]]: tensor<1x4x1x8xf32>, %[[D:.*]]: tensor<?x4x4x8xf32>)
+func.func @broadcast_binary_kinds(%a: tensor<?x1x4x8xf32>, %b: tensor<1x4x1x8xf32>, %dy: tensor<?x4x4x8xf32>) -> (tensor<?x4x4x8xf32>, tensor<?x4x4x8xf32>, tensor<?x4x4x8xf32>, tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32>) {
+  // CHECK: kiln.broadcast_binary add %[[A]], %[[B]] : (tensor<?x1x4x8xf32>, tensor<1x4x1x8xf32>) -> tensor<?x4x4x8xf32>
+  %x = kiln.broadcast_binary add %a, %b : (tensor<?x1x4x8xf32>, tensor<1x4x1x8xf32>) -> tensor<?x4x4x8xf32>
+  // CHECK: kiln.broadcast_binary sub %[[A]], %[[B]]
+  %y = kiln.broadcast_binary sub %a, %b : (tensor<?x1x4x8xf32>, tensor<1x4x1x8xf32>) -> tensor<?x4x4x8xf32>
+  // CHECK: kiln.broadcast_binary div %[[A]], %[[B]]
+  %z = kiln.broadcast_binary div %a, %b : (tensor<?x1x4x8xf32>, tensor<1x4x1x8xf32>) -> tensor<?x4x4x8xf32>
+  // CHECK: kiln.broadcast_binary_backward sub wrt rhs %[[D]] : (tensor<?x4x4x8xf32>) -> tensor<1x4x1x8xf32>
+  %db = kiln.broadcast_binary_backward sub wrt rhs %dy : (tensor<?x4x4x8xf32>) -> tensor<1x4x1x8xf32>
+  // CHECK: kiln.broadcast_binary_backward div wrt rhs %[[D]] lhs %[[A]] rhs %[[B]] : (tensor<?x4x4x8xf32>, tensor<?x1x4x8xf32>, tensor<1x4x1x8xf32>) -> tensor<1x4x1x8xf32>
+  %dd = kiln.broadcast_binary_backward div wrt rhs %dy lhs %a rhs %b : (tensor<?x4x4x8xf32>, tensor<?x1x4x8xf32>, tensor<1x4x1x8xf32>) -> tensor<1x4x1x8xf32>
+  return %x, %y, %z, %db, %dd : tensor<?x4x4x8xf32>, tensor<?x4x4x8xf32>, tensor<?x4x4x8xf32>, tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32>
 }
 
 // -----
@@ -137,6 +157,9 @@ func.func @pooling(%x: tensor<?x9x9x8xf32>) -> (tensor<?x5x5x8xf32>, tensor<?x4x
   %m = kiln.max_pool %x window [3, 3] stride [2, 2] pad [1, 1, 1, 1] : (tensor<?x9x9x8xf32>) -> tensor<?x5x5x8xf32>
   // CHECK: kiln.avg_pool %[[X]] window [2, 2] stride [2, 2] pad [0, 0, 0, 0] : (tensor<?x9x9x8xf32>) -> tensor<?x4x4x8xf32>
   %a = kiln.avg_pool %x window [2, 2] stride [2, 2] pad [0, 0, 0, 0] : (tensor<?x9x9x8xf32>) -> tensor<?x4x4x8xf32>
+  // Ceil mode keeps the last window, which overhangs the input by one.
+  // CHECK: kiln.avg_pool %[[X]] window [2, 2] stride [2, 2] pad [0, 0, 0, 0] ceil_mode : (tensor<?x9x9x8xf32>) -> tensor<?x5x5x8xf32>
+  %ac = kiln.avg_pool %x window [2, 2] stride [2, 2] pad [0, 0, 0, 0] ceil_mode : (tensor<?x9x9x8xf32>) -> tensor<?x5x5x8xf32>
   // CHECK: kiln.global_avg_pool %[[X]] : (tensor<?x9x9x8xf32>) -> tensor<?x8xf32>
   %g = kiln.global_avg_pool %x : (tensor<?x9x9x8xf32>) -> tensor<?x8xf32>
   return %m, %a, %g : tensor<?x5x5x8xf32>, tensor<?x4x4x8xf32>, tensor<?x8xf32>

@@ -1,6 +1,6 @@
 // A small network with a squeeze-and-excitation block (global pool, two
-// dense layers, sigmoid, kiln.broadcast_mul scaling each image's channels)
-// and a per-channel scale shared by the batch ([1, 1, 1, C]).
+// dense layers, sigmoid, kiln.broadcast_binary mul scaling each image's
+// channels) and a per-channel scale shared by the batch ([1, 1, 1, C]).
 module @squeeze_excitation {
   kiln.variable parameter @conv1.weight : tensor<3x3x3x16xf32> init he_normal
   kiln.variable parameter @se.fc1.weight : tensor<16x4xf32> init he_normal
@@ -25,9 +25,9 @@ module @squeeze_excitation {
     %e = kiln.dense %hs, %f2 bias %b2 : (tensor<?x4xf32>, tensor<4x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
     %g = kiln.activation sigmoid %e : tensor<?x16xf32>
     %s = kiln.reshape %g : tensor<?x16xf32> to tensor<?x1x1x16xf32>
-    %se = kiln.broadcast_mul %a1, %s : (tensor<?x8x8x16xf32>, tensor<?x1x1x16xf32>) -> tensor<?x8x8x16xf32>
+    %se = kiln.broadcast_binary mul %a1, %s : (tensor<?x8x8x16xf32>, tensor<?x1x1x16xf32>) -> tensor<?x8x8x16xf32>
     %k = kiln.read @scale : tensor<1x1x1x16xf32>
-    %sc = kiln.broadcast_mul %se, %k : (tensor<?x8x8x16xf32>, tensor<1x1x1x16xf32>) -> tensor<?x8x8x16xf32>
+    %sc = kiln.broadcast_binary mul %se, %k : (tensor<?x8x8x16xf32>, tensor<1x1x1x16xf32>) -> tensor<?x8x8x16xf32>
     %w2 = kiln.read @conv2.weight : tensor<3x3x16x16xf32>
     %c2 = kiln.conv2d %sc, %w2 stride [2, 2] pad [1, 1, 1, 1] : (tensor<?x8x8x16xf32>, tensor<3x3x16x16xf32>) -> tensor<?x4x4x16xf32>
     %r2 = kiln.relu %c2 : tensor<?x4x4x16xf32>

@@ -144,3 +144,48 @@ module {
     return %loss, %v6 : tensor<f32>, tensor<?x3xf32>
   }
 }
+
+// -----
+
+// Ceil mode: a 3x3 window with stride 2 takes 3 positions of 6 (2 in floor
+// mode), the last one overhanging the input by one row and column.
+// CHECK-LABEL: @maxceil.a 3x3x2x3xf32: 16/54 elements, max |grad| {{[-+.e0-9]+}}, error {{[-+.e0-9]+}} ok{{$}}
+// CHECK: @maxceil.fc 27x3xf32: 16/81 elements, max |grad| {{[-+.e0-9]+}}, error {{[-+.e0-9]+}} ok{{$}}
+// CHECK: gradient check passed: 2 parameters (0 unchecked)
+module {
+  kiln.variable parameter @maxceil.a : tensor<3x3x2x3xf32> init he_normal
+  kiln.variable parameter @maxceil.fc : tensor<27x3xf32> init normal std 1.000000e-01
+  func.func @forward(%x: tensor<?x6x6x2xf32>, %labels: tensor<?xi32>) -> (tensor<f32>, tensor<?x3xf32>) {
+    %v1 = kiln.read @maxceil.a : tensor<3x3x2x3xf32>
+    %v2 = kiln.conv2d %x, %v1 stride [1, 1] pad [1, 1, 1, 1] : (tensor<?x6x6x2xf32>, tensor<3x3x2x3xf32>) -> tensor<?x6x6x3xf32>
+    %v3 = kiln.max_pool %v2 window [3, 3] stride [2, 2] pad [0, 0, 0, 0] ceil_mode : (tensor<?x6x6x3xf32>) -> tensor<?x3x3x3xf32>
+    %v4 = kiln.reshape %v3 : tensor<?x3x3x3xf32> to tensor<?x27xf32>
+    %v5 = kiln.read @maxceil.fc : tensor<27x3xf32>
+    %v6 = kiln.dense %v4, %v5 : (tensor<?x27xf32>, tensor<27x3xf32>) -> tensor<?x3xf32>
+    %loss = kiln.softmax_cross_entropy %v6, %labels : (tensor<?x3xf32>, tensor<?xi32>) -> tensor<f32>
+    return %loss, %v6 : tensor<f32>, tensor<?x3xf32>
+  }
+}
+
+// -----
+
+// Ceil mode with padding: 2x2 windows with stride 2 over 6 rows padded by
+// one on top take 4 positions (3 in floor mode): the first half padding,
+// the last half overhang, both averaged over their one real row.
+// CHECK-LABEL: @avgceil.a 3x3x2x3xf32: 16/54 elements, max |grad| {{[-+.e0-9]+}}, error {{[-+.e0-9]+}} ok{{$}}
+// CHECK: @avgceil.fc 48x3xf32: 16/144 elements, max |grad| {{[-+.e0-9]+}}, error {{[-+.e0-9]+}} ok{{$}}
+// CHECK: gradient check passed: 2 parameters (0 unchecked)
+module {
+  kiln.variable parameter @avgceil.a : tensor<3x3x2x3xf32> init he_normal
+  kiln.variable parameter @avgceil.fc : tensor<48x3xf32> init normal std 1.000000e-01
+  func.func @forward(%x: tensor<?x6x6x2xf32>, %labels: tensor<?xi32>) -> (tensor<f32>, tensor<?x3xf32>) {
+    %v1 = kiln.read @avgceil.a : tensor<3x3x2x3xf32>
+    %v2 = kiln.conv2d %x, %v1 stride [1, 1] pad [1, 1, 1, 1] : (tensor<?x6x6x2xf32>, tensor<3x3x2x3xf32>) -> tensor<?x6x6x3xf32>
+    %v3 = kiln.avg_pool %v2 window [2, 2] stride [2, 2] pad [1, 0, 1, 0] ceil_mode : (tensor<?x6x6x3xf32>) -> tensor<?x4x4x3xf32>
+    %v4 = kiln.reshape %v3 : tensor<?x4x4x3xf32> to tensor<?x48xf32>
+    %v5 = kiln.read @avgceil.fc : tensor<48x3xf32>
+    %v6 = kiln.dense %v4, %v5 : (tensor<?x48xf32>, tensor<48x3xf32>) -> tensor<?x3xf32>
+    %loss = kiln.softmax_cross_entropy %v6, %labels : (tensor<?x3xf32>, tensor<?xi32>) -> tensor<f32>
+    return %loss, %v6 : tensor<f32>, tensor<?x3xf32>
+  }
+}

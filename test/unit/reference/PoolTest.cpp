@@ -7,6 +7,7 @@
 #include "GradCheck.h"
 
 #include "kiln/ref/pool.h"
+#include "kiln/ref/window.h"
 
 #include "gtest/gtest.h"
 
@@ -27,6 +28,55 @@ Pool2dAttrs makeAttrs(std::array<int64_t, 2> k, std::array<int64_t, 2> s,
   a.strides = s;
   a.padding = p;
   return a;
+}
+
+Pool2dAttrs ceilAttrs(std::array<int64_t, 2> k, std::array<int64_t, 2> s,
+                      std::array<int64_t, 4> p) {
+  Pool2dAttrs a = makeAttrs(k, s, p);
+  a.ceilMode = true;
+  return a;
+}
+
+// PyTorch's pooling_output_shape: the quotient rounded up, less a last
+// window that would start in the after-padding.
+TEST(WindowTest, CeilMode) {
+  // SqueezeNet 1.0's second pool: 54 to 27 (26 in floor mode).
+  EXPECT_EQ(slidingWindowOutputSize(54, 0, 0, 3, 2, 1, true), 27);
+  EXPECT_EQ(slidingWindowOutputSize(54, 0, 0, 3, 2, 1, false), 26);
+  // Exact division: both modes agree.
+  EXPECT_EQ(slidingWindowOutputSize(55, 0, 0, 3, 2, 1, true), 27);
+  // 3 + 1 + 1 padded, window 2, stride 2: rounding up gives 3 windows, but
+  // the third would start at 4, in the after-padding: 2.
+  EXPECT_EQ(slidingWindowOutputSize(3, 1, 1, 2, 2, 1, true), 2);
+  // A window may start in the before-padding: 4 + 1 padded, window 2,
+  // stride 2: the third window starts at 4, inside, and overhangs by one.
+  EXPECT_EQ(slidingWindowOutputSize(4, 1, 0, 2, 2, 1, true), 3);
+  EXPECT_EQ(slidingWindowOutputSize(4, 1, 0, 2, 2, 1, false), 2);
+  EXPECT_EQ(slidingWindowOutputSize(2, 0, 0, 3, 1, 1, true), 0);
+}
+
+TEST(MaxPoolTest, CeilModeKeepsTheOverhangingWindow) {
+  // 3x3 of 1..9, window 2, stride 2: 2x2 in ceil mode, the last row and
+  // column windows clipped to the input.
+  Tensor x({1, 3, 3, 1}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  Tensor y = maxPool(x, ceilAttrs({2, 2}, {2, 2}, {0, 0, 0, 0}));
+  EXPECT_EQ(y.shape, (Shape{1, 2, 2, 1}));
+  EXPECT_EQ(y.data, (std::vector<float>{5, 6, 8, 9}));
+  EXPECT_EQ(maxPool(x, makeAttrs({2, 2}, {2, 2}, {0, 0, 0, 0})).shape,
+            (Shape{1, 1, 1, 1}));
+}
+
+TEST(AvgPoolTest, CeilModeDoesNotCountTheOverhang) {
+  // torch.nn.functional.avg_pool2d(x, 2, 2, ceil_mode=True) of 1..9 (with
+  // either count_include_pad: there is no explicit padding):
+  // (1+2+4+5)/4, (3+6)/2, (7+8)/2, 9/1.
+  Tensor x({1, 3, 3, 1}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  Pool2dAttrs a = ceilAttrs({2, 2}, {2, 2}, {0, 0, 0, 0});
+  Tensor y = avgPool(x, a);
+  EXPECT_EQ(y.data, (std::vector<float>{3, 4.5f, 7.5f, 9}));
+  // Each input takes dy over its window's count.
+  Tensor dx = avgPoolBackward(Tensor({1, 2, 2, 1}, {4, 2, 2, 1}), x.shape, a);
+  EXPECT_EQ(dx.data, (std::vector<float>{1, 1, 1, 1, 1, 1, 1, 1, 1}));
 }
 
 TEST(MaxPoolTest, PaddingNeverWins) {
@@ -141,7 +191,9 @@ INSTANTIATE_TEST_SUITE_P(
         PoolCase{"w3s2same", {1, 7, 7, 2}, makeAttrs({3, 3}, {2, 2}, {1, 1, 1, 1})},
         PoolCase{"w3s1pad", {1, 5, 4, 3}, makeAttrs({3, 3}, {1, 1}, {1, 1, 1, 1})},
         PoolCase{"asymmetric", {2, 6, 5, 1}, makeAttrs({3, 2}, {2, 1}, {0, 1, 1, 0})},
-        PoolCase{"strideGtWindow", {1, 7, 7, 2}, makeAttrs({2, 2}, {3, 3}, {1, 0, 0, 1})}),
+        PoolCase{"strideGtWindow", {1, 7, 7, 2}, makeAttrs({2, 2}, {3, 3}, {1, 0, 0, 1})},
+        PoolCase{"ceil", {2, 8, 8, 2}, ceilAttrs({3, 3}, {2, 2}, {0, 0, 0, 0})},
+        PoolCase{"ceilPadded", {1, 6, 5, 2}, ceilAttrs({2, 3}, {2, 2}, {1, 0, 1, 1})}),
     [](const ::testing::TestParamInfo<PoolCase> &info) {
       return std::string(info.param.name);
     });

@@ -23,14 +23,24 @@ Tensor add(const Tensor &a, const Tensor &b);
 /// Validates that `small` broadcasts to `full`: one rank, each dimension
 /// equal to `full`'s or 1.
 Status checkBroadcast(const Shape &small, const Shape &full);
-/// a * b with b broadcast to a's shape (checkBroadcast); the result has
-/// a's shape. Squeeze-and-excitation: [N,H,W,C] x [N,1,1,C].
-Tensor broadcastMul(const Tensor &a, const Tensor &b);
-/// The gradient of broadcastMul with respect to b (of shape `bShape`):
-/// dy * a summed over the dimensions b broadcasts, in double, rounded once.
-/// The gradient with respect to a is broadcastMul(dy, b).
-Tensor broadcastMulBackward(const Tensor &dy, const Tensor &a,
-                            const Shape &bShape);
+/// The shape `a` and `b` broadcast to (numpy's rule without rank
+/// extension): one rank, along each dimension equal sizes or one of them 1.
+Status inferBroadcast(const Shape &a, const Shape &b, Shape &out);
+
+/// The arithmetic of kiln.broadcast_binary.
+enum class BinaryKind { Add, Sub, Mul, Div };
+/// a <kind> b, each broadcast to inferBroadcast(a, b), computed in f32.
+/// Squeeze-and-excitation: [N,H,W,C] * [N,1,1,C].
+Tensor broadcastBinary(BinaryKind kind, const Tensor &a, const Tensor &b);
+/// The gradient of broadcastBinary with respect to a (`wrtRhs` false) or b:
+/// dy times the partial derivative (add: 1; sub: 1, -1; mul: b, a; div:
+/// 1/b, -a/b^2), summed over the dimensions the operand broadcasts, in
+/// double, rounded once, giving `gradShape` (the operand's shape). `a` and
+/// `b` are the forward operands the formula reads and may be null
+/// otherwise; dy has the broadcast shape.
+Tensor broadcastBinaryBackward(BinaryKind kind, bool wrtRhs, const Tensor &dy,
+                               const Tensor *a, const Tensor *b,
+                               const Shape &gradShape);
 
 /// x[..., c] + b[c]: a per-channel bias over the last dimension. The
 /// input's gradient is dy; the bias's is biasAddBackward(dy).

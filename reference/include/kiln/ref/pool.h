@@ -31,6 +31,8 @@ struct Pool2dAttrs {
   std::array<int64_t, 2> strides{1, 1};
   /// {top, bottom, left, right}
   std::array<int64_t, 4> padding{0, 0, 0, 0};
+  /// Round the output size up (window.h); the overhang is padding.
+  bool ceilMode = false;
 };
 
 /// Validates x ([N,H,W,C]) and the attributes; computes [N,Hout,Wout,C].

@@ -1,4 +1,4 @@
-// The negative case of gradients-broadcast-mul.mlir: a hand-written step
+// The negative case of gradients-broadcast-binary.mlir: a hand-written step
 // whose broadcast operand's gradient sums dy times the *output* instead of
 // dy times the other operand (with the input it would pass).
 module {
@@ -6,7 +6,7 @@ module {
   kiln.variable parameter @fc : tensor<32x3xf32> init normal std 1.000000e-01
   func.func @forward(%x: tensor<?x4x4x2xf32>, %labels: tensor<?xi32>) -> (tensor<f32>, tensor<?x3xf32>) {
     %s = kiln.read @scale : tensor<1x1x1x2xf32>
-    %y = kiln.broadcast_mul %x, %s : (tensor<?x4x4x2xf32>, tensor<1x1x1x2xf32>) -> tensor<?x4x4x2xf32>
+    %y = kiln.broadcast_binary mul %x, %s : (tensor<?x4x4x2xf32>, tensor<1x1x1x2xf32>) -> tensor<?x4x4x2xf32>
     %f = kiln.reshape %y : tensor<?x4x4x2xf32> to tensor<?x32xf32>
     %w = kiln.read @fc : tensor<32x3xf32>
     %l = kiln.dense %f, %w : (tensor<?x32xf32>, tensor<32x3xf32>) -> tensor<?x3xf32>
@@ -15,7 +15,7 @@ module {
   }
   func.func @train_step(%x: tensor<?x4x4x2xf32>, %labels: tensor<?xi32>) -> (tensor<f32>, tensor<?x3xf32>, tensor<1x1x1x2xf32> {kiln.gradient_of = @scale}, tensor<32x3xf32> {kiln.gradient_of = @fc}) {
     %s = kiln.read @scale : tensor<1x1x1x2xf32>
-    %y = kiln.broadcast_mul %x, %s : (tensor<?x4x4x2xf32>, tensor<1x1x1x2xf32>) -> tensor<?x4x4x2xf32>
+    %y = kiln.broadcast_binary mul %x, %s : (tensor<?x4x4x2xf32>, tensor<1x1x1x2xf32>) -> tensor<?x4x4x2xf32>
     %f = kiln.reshape %y : tensor<?x4x4x2xf32> to tensor<?x32xf32>
     %w = kiln.read @fc : tensor<32x3xf32>
     %l = kiln.dense %f, %w : (tensor<?x32xf32>, tensor<32x3xf32>) -> tensor<?x3xf32>
@@ -25,7 +25,7 @@ module {
     %dw = kiln.matmul %f, %dl transpose_lhs : (tensor<?x32xf32>, tensor<?x3xf32>) -> tensor<32x3xf32>
     %df = kiln.matmul %dl, %w transpose_rhs : (tensor<?x3xf32>, tensor<32x3xf32>) -> tensor<?x32xf32>
     %dy = kiln.reshape %df : tensor<?x32xf32> to tensor<?x4x4x2xf32>
-    %ds = kiln.broadcast_mul_backward %dy, %y : (tensor<?x4x4x2xf32>, tensor<?x4x4x2xf32>) -> tensor<1x1x1x2xf32>
+    %ds = kiln.broadcast_binary_backward mul wrt rhs %dy lhs %y : (tensor<?x4x4x2xf32>, tensor<?x4x4x2xf32>) -> tensor<1x1x1x2xf32>
     return %loss, %l, %ds, %dw : tensor<f32>, tensor<?x3xf32>, tensor<1x1x1x2xf32>, tensor<32x3xf32>
   }
 }
