@@ -35,6 +35,7 @@
 #include "onnx/shape_inference/implementation.h"
 #include "onnx/version_converter/convert.h"
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <limits>
@@ -58,6 +59,18 @@ constexpr int64_t kBatch = std::numeric_limits<int64_t>::min();
 /// ONNX shape (NCHW), with kBatch as the first dimension.
 struct Activation {
   Value value;
+  SmallVector<int64_t> shape;
+};
+
+/// The middle of a channel shuffle as PyTorch exports it: Reshape of an
+/// [N, C, H, W] activation to [N, g, C/g, H, W], then Transpose perm
+/// [0, 2, 1, 3, 4]; the Reshape back to [N, C, H, W] becomes one
+/// kiln.channel_shuffle. Rank-5 values exist only here.
+struct PendingShuffle {
+  Activation input;
+  int64_t groups;
+  bool transposed;
+  /// The rank-5 ONNX shape, kBatch first.
   SmallVector<int64_t> shape;
 };
 
@@ -136,6 +149,17 @@ private:
   LogicalResult importUnsqueeze(const onnx::NodeProto &node);
   LogicalResult importSqueeze(const onnx::NodeProto &node);
   LogicalResult importConcat(const onnx::NodeProto &node);
+  LogicalResult importSplit(const onnx::NodeProto &node);
+  LogicalResult importSlice(const onnx::NodeProto &node);
+  LogicalResult importTranspose(const onnx::NodeProto &node);
+  LogicalResult concatActivations(const onnx::NodeProto &node);
+  FailureOr<int64_t> kilnAxis(const onnx::NodeProto &node,
+                              const Activation &x, int64_t axis);
+  FailureOr<SmallVector<int64_t>> resolveTarget(const onnx::NodeProto &node,
+                                                ArrayRef<int64_t> shape,
+                                                SmallVector<int64_t> target);
+  LogicalResult reshapeShuffle(const onnx::NodeProto &node,
+                               ArrayRef<int64_t> target);
   LogicalResult importCast(const onnx::NodeProto &node);
 
   // Helpers.
@@ -172,6 +196,9 @@ private:
   Value labels;
   llvm::StringMap<Activation> activations;
   llvm::StringMap<Constant> constants;
+  /// Channel shuffles between their first Reshape and their last, by the
+  /// ONNX value of the Reshape's or the Transpose's output.
+  llvm::StringMap<PendingShuffle> shuffles;
   /// The batch of an export without a dynamic batch, which kilnc's batch
   /// replaces: a reshape target of that many leading rows is the batch.
   std::optional<int64_t> exportBatch;
@@ -217,6 +244,9 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
       {"Reshape", &Importer::importReshape},
       {"Shape", &Importer::importShape},
       {"Sigmoid", &Importer::importSigmoid},
+      {"Slice", &Importer::importSlice},
+      {"Split", &Importer::importSplit},
+      {"Transpose", &Importer::importTranspose},
       {"Squeeze", &Importer::importSqueeze},
       {"Unsqueeze", &Importer::importUnsqueeze},
       {"Add", &Importer::importAdd},
@@ -265,6 +295,12 @@ FailureOr<Activation> Importer::activation(const onnx::NodeProto &node,
   if (constants.count(node.input(index)))
     nodeError(node) << "input '" << node.input(index)
                     << "' is a constant where Kiln needs an activation";
+  else if (shuffles.count(node.input(index)))
+    nodeError(node) << "input '" << node.input(index)
+                    << "' is the rank-5 middle of a channel shuffle (Reshape "
+                       "to [N, g, C/g, H, W], Transpose perm [0, 2, 1, 3, 4], "
+                       "Reshape back to [N, C, H, W]), which Kiln imports "
+                       "only as a whole";
   else
     nodeError(node) << "input '" << node.input(index)
                     << "' is not produced by any imported node";
@@ -1076,26 +1112,28 @@ LogicalResult Importer::importGlobalAveragePool(const onnx::NodeProto &node) {
   return success();
 }
 
-/// Reshapes to `target` (ONNX semantics: 0 copies, -1 is inferred, kBatch
-/// or the export's static batch is the batch), where kiln's NHWC order gives
-/// the same elements: a 4-D input with H = W = 1 or a 2-D one, to [N, K].
-LogicalResult Importer::reshapeTo(const onnx::NodeProto &node,
-                                  const Activation &input,
-                                  SmallVector<int64_t> target) {
+/// `target` of a reshape of `shape` resolved (ONNX semantics: 0 copies, -1
+/// is inferred, kBatch or the export's static batch is the batch), with the
+/// batch first.
+FailureOr<SmallVector<int64_t>>
+Importer::resolveTarget(const onnx::NodeProto &node, ArrayRef<int64_t> shape,
+                        SmallVector<int64_t> target) {
   int64_t known = 1, inferred = -1;
   int64_t total = 1;
-  for (int64_t d : ArrayRef<int64_t>(input.shape).drop_front())
+  for (int64_t d : shape.drop_front())
     total *= d;
   for (auto [i, d] : llvm::enumerate(target)) {
     if (d == kBatch || (i == 0 && (d == 0 || d == exportBatch))) {
-      if (i != 0)
-        return nodeError(node) << "only the first dimension of the target "
-                                  "shape may be the batch";
+      if (i != 0) {
+        nodeError(node) << "only the first dimension of the target shape "
+                           "may be the batch";
+        return failure();
+      }
       d = kBatch;
       continue;
     }
-    if (d == 0 && i < input.shape.size())
-      d = input.shape[i];
+    if (d == 0 && i < shape.size())
+      d = shape[i];
     if (d == -1) {
       inferred = int64_t(i);
       continue;
@@ -1103,23 +1141,52 @@ LogicalResult Importer::reshapeTo(const onnx::NodeProto &node,
     known *= d;
   }
   if (target.empty() || target[0] != kBatch) {
-    return nodeError(node) << "the target shape must keep the batch as its "
-                              "first dimension";
+    nodeError(node) << "the target shape must keep the batch as its first "
+                       "dimension";
+    return failure();
   }
   if (inferred >= 0) {
-    if (known == 0 || total % known != 0)
-      return nodeError(node) << "the target shape does not fit the input";
+    if (known == 0 || total % known != 0) {
+      nodeError(node) << "the target shape does not fit the input";
+      return failure();
+    }
     target[inferred] = total / known;
   } else if (known != total) {
-    return nodeError(node) << "the target shape does not fit the input";
+    nodeError(node) << "the target shape does not fit the input";
+    return failure();
   }
-  bool nhwcIsNchw =
-      input.shape.size() == 2 ||
-      (input.shape.size() == 4 && input.shape[2] == 1 && input.shape[3] == 1);
-  if (target.size() != 2 || !nhwcIsNchw)
+  return target;
+}
+
+/// Reshapes to `target` (see resolveTarget): [N, C, H, W] or [N, K] to
+/// [N, K]; where H * W > 1 the NHWC activation is transposed to NCHW
+/// first, so that its elements come in ONNX's order (docs/onnx.md).
+LogicalResult Importer::reshapeTo(const onnx::NodeProto &node,
+                                  const Activation &input,
+                                  SmallVector<int64_t> shape) {
+  FailureOr<SmallVector<int64_t>> resolved =
+      resolveTarget(node, input.shape, std::move(shape));
+  if (failed(resolved))
+    return failure();
+  SmallVector<int64_t> target = std::move(*resolved);
+  if (target.size() == 5 && input.shape.size() == 4)
+    return reshapeShuffle(node, target);
+  if (target.size() != 2 ||
+      (input.shape.size() != 2 && input.shape.size() != 4))
     return nodeError(node)
-           << "Kiln imports reshapes to [N, K] of [N, C, 1, 1] or [N, K] "
-              "values only (others need a transpose of its NHWC layout)";
+           << "Kiln imports reshapes to [N, K] of [N, C, H, W] or [N, K] "
+              "values, and a channel shuffle's reshapes to [N, g, C/g, H, W] "
+              "and back, only";
+  bool nhwcIsNchw =
+      input.shape.size() == 2 || (input.shape[2] == 1 && input.shape[3] == 1);
+  Location loc = nodeLoc(node);
+  if (!nhwcIsNchw) {
+    Value nchw = TransposeOp::create(builder, loc, input.value,
+                                     ArrayRef<int64_t>{0, 3, 1, 2});
+    define(node, 0, ReshapeOp::create(builder, loc, kilnType(target), nchw),
+           target);
+    return success();
+  }
   // A reshape of a reshape (GlobalAveragePool's [N, C, 1, 1] flattened)
   // reads the first one's input.
   Value source = input.value;
@@ -1145,17 +1212,225 @@ LogicalResult Importer::importFlatten(const onnx::NodeProto &node) {
 }
 
 LogicalResult Importer::importReshape(const onnx::NodeProto &node) {
-  FailureOr<Activation> x = activation(node, 0);
   FailureOr<const Constant *> shape = constant(node, 1);
-  if (failed(x) || failed(shape))
+  if (failed(shape))
     return failure();
   if ((*shape)->isFloat)
     return nodeError(node) << "the target shape must be integers";
   if (intAttr(node, "allowzero", 0) != 0)
     return nodeError(node) << "allowzero=1 is not supported";
-  return reshapeTo(
-      node, *x,
-      SmallVector<int64_t>((*shape)->ints.begin(), (*shape)->ints.end()));
+  SmallVector<int64_t> target((*shape)->ints.begin(), (*shape)->ints.end());
+  // The last step of a channel shuffle.
+  if (hasInput(node, 0)) {
+    auto pending = shuffles.find(node.input(0));
+    if (pending != shuffles.end()) {
+      PendingShuffle shuffle = pending->second;
+      FailureOr<SmallVector<int64_t>> resolved =
+          resolveTarget(node, shuffle.shape, std::move(target));
+      if (failed(resolved))
+        return failure();
+      if (!shuffle.transposed || *resolved != shuffle.input.shape)
+        return nodeError(node)
+               << "Kiln imports a reshape of a rank-5 value only as the end "
+                  "of a channel shuffle: Transpose perm [0, 2, 1, 3, 4] "
+                  "first, then back to the [N, C, H, W] shape reshaped";
+      define(node, 0,
+             ChannelShuffleOp::create(builder, nodeLoc(node),
+                                      shuffle.input.value, shuffle.groups),
+             shuffle.input.shape);
+      return success();
+    }
+  }
+  FailureOr<Activation> x = activation(node, 0);
+  if (failed(x))
+    return failure();
+  return reshapeTo(node, *x, std::move(target));
+}
+
+/// The first step of a channel shuffle: [N, C, H, W] to [N, g, C/g, H, W].
+LogicalResult Importer::reshapeShuffle(const onnx::NodeProto &node,
+                                       ArrayRef<int64_t> target) {
+  const Activation &x = activations.find(node.input(0))->second;
+  ArrayRef<int64_t> s = x.shape;
+  if (target[1] < 1 || target[1] * target[2] != s[1] || target[3] != s[2] ||
+      target[4] != s[3])
+    return nodeError(node)
+           << "Kiln imports a reshape to rank 5 only as the start of a "
+              "channel shuffle: [N, C, H, W] to [N, g, C/g, H, W], not ["
+           << (s[0] == kBatch ? "N" : std::to_string(s[0])) << ", " << s[1]
+           << ", " << s[2] << ", " << s[3] << "] to [N, " << target[1] << ", "
+           << target[2] << ", " << target[3] << ", " << target[4] << "]";
+  shuffles[node.output(0)] = {x, target[1], false, SmallVector<int64_t>(target)};
+  return success();
+}
+
+/// Transpose is imported only inside a channel shuffle; a general
+/// kiln.transpose of an activation would leave NHWC behind.
+LogicalResult Importer::importTranspose(const onnx::NodeProto &node) {
+  auto pending =
+      hasInput(node, 0) ? shuffles.find(node.input(0)) : shuffles.end();
+  SmallVector<int64_t> perm = intsAttr(node, "perm", {});
+  if (pending == shuffles.end() || pending->second.transposed ||
+      perm != SmallVector<int64_t>{0, 2, 1, 3, 4})
+    return nodeError(node)
+           << "Kiln imports Transpose only inside a channel shuffle (Reshape "
+              "to [N, g, C/g, H, W], Transpose perm [0, 2, 1, 3, 4], Reshape "
+              "back to [N, C, H, W])";
+  PendingShuffle shuffle = pending->second;
+  shuffle.transposed = true;
+  std::swap(shuffle.shape[1], shuffle.shape[2]);
+  shuffles[node.output(0)] = std::move(shuffle);
+  return success();
+}
+
+/// The kiln axis of ONNX `axis` of `x` (negative counts from the end):
+/// NCHW's channels are NHWC's last dimension. The batch cannot be cut.
+FailureOr<int64_t> Importer::kilnAxis(const onnx::NodeProto &node,
+                                      const Activation &x, int64_t axis) {
+  int64_t rank = int64_t(x.shape.size());
+  if (axis < -rank || axis >= rank) {
+    nodeError(node) << "axis " << axis << " of a rank-" << rank << " value";
+    return failure();
+  }
+  if (axis < 0)
+    axis += rank;
+  if (axis == 0) {
+    nodeError(node) << "Kiln cannot split or join along the batch (axis 0)";
+    return failure();
+  }
+  if (rank == 4)
+    return axis == 1 ? 3 : axis - 1;
+  return axis;
+}
+
+/// "[1, 2, 3]".
+static std::string formatList(ArrayRef<int64_t> values) {
+  std::string out = "[";
+  for (auto [i, v] : llvm::enumerate(values))
+    out += (i ? ", " : "") + std::to_string(v);
+  return out + "]";
+}
+
+/// Split (opset 13): one kiln.slice per output, of the sizes the `split`
+/// input gives, or equal parts without it.
+LogicalResult Importer::importSplit(const onnx::NodeProto &node) {
+  FailureOr<Activation> x = activation(node, 0);
+  if (failed(x))
+    return failure();
+  int64_t onnxAxis = intAttr(node, "axis", 0);
+  FailureOr<int64_t> axis = kilnAxis(node, *x, onnxAxis);
+  if (failed(axis))
+    return failure();
+  int64_t position = onnxAxis < 0 ? onnxAxis + int64_t(x->shape.size())
+                                  : onnxAxis;
+  int64_t extent = x->shape[position];
+  SmallVector<int64_t> sizes;
+  if (hasInput(node, 1)) {
+    FailureOr<const Constant *> split = constant(node, 1);
+    if (failed(split))
+      return failure();
+    if ((*split)->isFloat || (*split)->dims.size() != 1)
+      return nodeError(node) << "the split sizes must be an integer vector";
+    sizes.assign((*split)->ints.begin(), (*split)->ints.end());
+  } else {
+    int64_t parts = node.output_size();
+    if (parts == 0 || extent % parts != 0)
+      return nodeError(node) << "cannot split " << extent
+                             << " elements into " << parts << " equal parts";
+    sizes.assign(parts, extent / parts);
+  }
+  int64_t sum = 0;
+  for (int64_t size : sizes)
+    sum += size;
+  if (int64_t(sizes.size()) != node.output_size() || sum != extent ||
+      llvm::any_of(sizes, [](int64_t size) { return size <= 0; }))
+    return nodeError(node) << "split sizes " << formatList(sizes)
+                           << " do not divide the " << extent
+                           << " elements of axis " << onnxAxis << " into "
+                           << node.output_size() << " non-empty outputs";
+  int64_t start = 0;
+  for (auto [i, size] : llvm::enumerate(sizes)) {
+    SmallVector<int64_t> shape = x->shape;
+    shape[position] = size;
+    if (!node.output(i).empty())
+      define(node, i,
+             SliceOp::create(builder, nodeLoc(node), x->value, *axis, start,
+                             size),
+             shape);
+    start += size;
+  }
+  return success();
+}
+
+/// Slice with constant starts, ends, axes and steps of 1: one kiln.slice
+/// per axis it cuts (ONNX's clamping of out-of-range bounds).
+LogicalResult Importer::importSlice(const onnx::NodeProto &node) {
+  FailureOr<Activation> x = activation(node, 0);
+  if (failed(x))
+    return failure();
+  auto ints = [&](int index) -> FailureOr<SmallVector<int64_t>> {
+    FailureOr<const Constant *> c = constant(node, index);
+    if (failed(c))
+      return failure();
+    if ((*c)->isFloat || (*c)->dims.size() != 1) {
+      nodeError(node) << "input " << index << " must be an integer vector";
+      return failure();
+    }
+    return SmallVector<int64_t>((*c)->ints.begin(), (*c)->ints.end());
+  };
+  FailureOr<SmallVector<int64_t>> starts = ints(1), ends = ints(2);
+  if (failed(starts) || failed(ends))
+    return failure();
+  int64_t rank = int64_t(x->shape.size());
+  SmallVector<int64_t> axes;
+  if (hasInput(node, 3)) {
+    FailureOr<SmallVector<int64_t>> given = ints(3);
+    if (failed(given))
+      return failure();
+    axes = std::move(*given);
+  } else {
+    for (int64_t i = 0; i < int64_t(starts->size()); ++i)
+      axes.push_back(i);
+  }
+  if (hasInput(node, 4)) {
+    FailureOr<SmallVector<int64_t>> steps = ints(4);
+    if (failed(steps))
+      return failure();
+    if (llvm::any_of(*steps, [](int64_t step) { return step != 1; }))
+      return nodeError(node) << "Kiln imports Slice with steps of 1 only";
+  }
+  if (starts->size() != axes.size() || ends->size() != axes.size())
+    return nodeError(node) << "starts, ends and axes differ in length";
+  Value y = x->value;
+  SmallVector<int64_t> shape = x->shape;
+  for (auto [onnxAxis, first, last] : llvm::zip(axes, *starts, *ends)) {
+    int64_t position = onnxAxis < 0 ? onnxAxis + rank : onnxAxis;
+    if (position < 0 || position >= rank)
+      return nodeError(node) << "axis " << onnxAxis << " of a rank-" << rank
+                             << " value";
+    int64_t extent = x->shape[position];
+    // The whole of an axis is no cut (the batch's: up to INT64_MAX).
+    if (first == 0 &&
+        last >= (extent == kBatch ? std::numeric_limits<int64_t>::max()
+                                  : extent))
+      continue;
+    FailureOr<int64_t> axis = kilnAxis(node, *x, onnxAxis);
+    if (failed(axis))
+      return failure();
+    auto clamp = [&](int64_t bound) {
+      if (bound < 0)
+        bound += extent;
+      return std::clamp<int64_t>(bound, 0, extent);
+    };
+    int64_t start = clamp(first), end = clamp(last);
+    if (end <= start)
+      return nodeError(node) << "the slice [" << first << ", " << last
+                             << ") of axis " << onnxAxis << " is empty";
+    y = SliceOp::create(builder, nodeLoc(node), y, *axis, start, end - start);
+    shape[position] = end - start;
+  }
+  define(node, 0, y, shape);
+  return success();
 }
 
 LogicalResult Importer::importGemm(const onnx::NodeProto &node) {
@@ -1331,7 +1606,44 @@ LogicalResult Importer::importSqueeze(const onnx::NodeProto &node) {
   return success();
 }
 
+/// Concat of activations (DenseNet's and SqueezeNet's feature maps, along
+/// the channels in practice) is kiln.concat.
+LogicalResult Importer::concatActivations(const onnx::NodeProto &node) {
+  SmallVector<Value> values;
+  SmallVector<int64_t> shape;
+  int64_t onnxAxis = intAttr(node, "axis", 0), position = 0;
+  FailureOr<int64_t> axis = failure();
+  for (int i = 0; i < node.input_size(); ++i) {
+    FailureOr<Activation> x = activation(node, i);
+    if (failed(x))
+      return failure();
+    if (i == 0) {
+      axis = kilnAxis(node, *x, onnxAxis);
+      if (failed(axis))
+        return failure();
+      shape = x->shape;
+      position = onnxAxis < 0 ? onnxAxis + int64_t(shape.size()) : onnxAxis;
+      shape[position] = 0;
+    } else if (x->shape.size() != shape.size()) {
+      return nodeError(node) << "input '" << node.input(i) << "' has rank "
+                             << x->shape.size() << ", input '"
+                             << node.input(0) << "' " << shape.size();
+    }
+    shape[position] += x->shape[position];
+    values.push_back(x->value);
+  }
+  // The ONNX checker has checked the other dimensions; kiln's verifier
+  // checks them again.
+  define(node, 0,
+         ConcatOp::create(builder, nodeLoc(node), values, *axis), shape);
+  return success();
+}
+
 LogicalResult Importer::importConcat(const onnx::NodeProto &node) {
+  if (llvm::any_of(node.input(), [&](const std::string &name) {
+        return activations.count(name) || shuffles.count(name);
+      }))
+    return concatActivations(node);
   Constant c;
   c.isFloat = false;
   c.origin = node.output(0);
