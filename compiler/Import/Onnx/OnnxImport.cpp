@@ -17,6 +17,7 @@
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "kiln/ref/window.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Builders.h"
@@ -135,6 +136,9 @@ private:
   LogicalResult importMul(const onnx::NodeProto &node);
   LogicalResult activationOf(const onnx::NodeProto &node, ActivationKind kind);
   LogicalResult importAdd(const onnx::NodeProto &node);
+  LogicalResult importSub(const onnx::NodeProto &node);
+  LogicalResult importDiv(const onnx::NodeProto &node);
+  LogicalResult importReduceMean(const onnx::NodeProto &node);
   LogicalResult importMaxPool(const onnx::NodeProto &node);
   LogicalResult importAveragePool(const onnx::NodeProto &node);
   LogicalResult importGlobalAveragePool(const onnx::NodeProto &node);
@@ -179,6 +183,12 @@ private:
                      ArrayRef<float> values, Initializer freshInit,
                      float freshStd = 0.0f);
   LogicalResult pool(const onnx::NodeProto &node, bool max);
+  LogicalResult arithmetic(const onnx::NodeProto &node, BinaryKind kind);
+  FailureOr<Activation> constantOperand(const onnx::NodeProto &node,
+                                        const Constant &c,
+                                        const Activation &other,
+                                        BinaryKind kind);
+  bool isInitializer(StringRef name) const;
   LogicalResult reshapeTo(const onnx::NodeProto &node, const Activation &input,
                           SmallVector<int64_t> target);
   RankedTensorType kilnType(ArrayRef<int64_t> onnxShape);
@@ -227,6 +237,7 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
       {"Cast", &Importer::importCast},
       {"Clip", &Importer::importClip},
       {"Concat", &Importer::importConcat},
+      {"Div", &Importer::importDiv},
       {"Constant", &Importer::importConstant},
       {"Conv", &Importer::importConv},
       {"Dropout", &Importer::importDropout},
@@ -240,6 +251,7 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
       {"MatMul", &Importer::importMatMul},
       {"MaxPool", &Importer::importMaxPool},
       {"Mul", &Importer::importMul},
+      {"ReduceMean", &Importer::importReduceMean},
       {"Relu", &Importer::importRelu},
       {"Reshape", &Importer::importReshape},
       {"Shape", &Importer::importShape},
@@ -248,6 +260,7 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
       {"Split", &Importer::importSplit},
       {"Transpose", &Importer::importTranspose},
       {"Squeeze", &Importer::importSqueeze},
+      {"Sub", &Importer::importSub},
       {"Unsqueeze", &Importer::importUnsqueeze},
       {"Add", &Importer::importAdd},
   };
@@ -680,7 +693,7 @@ OwningOpRef<ModuleOp> Importer::run() {
 OwningOpRef<ModuleOp> importOnnx(const llvm::MemoryBuffer &buffer,
                                  MLIRContext &context,
                                  const OnnxImportOptions &options) {
-  context.loadDialect<KilnDialect, func::FuncDialect>();
+  context.loadDialect<KilnDialect, func::FuncDialect, arith::ArithDialect>();
   return Importer(buffer, context, options).run();
 }
 
@@ -979,49 +992,51 @@ LogicalResult Importer::importClip(const onnx::NodeProto &node) {
                          << bounds[0] << ", " << bounds[1] << "]";
 }
 
-/// x * sigmoid(x), as torch exports nn.SiLU, is one SiLU. Other products
-/// need the broadcasting multiply the dialect does not have yet.
+/// x * Sigmoid(x), as torch exports nn.SiLU, is one SiLU, and
+/// x * HardSigmoid(x) (torch's hardswish below opset 14) one hard swish, when
+/// nothing else reads the gate; other products are broadcasting multiplies.
 LogicalResult Importer::importMul(const onnx::NodeProto &node) {
-  FailureOr<Activation> a = activation(node, 0);
-  FailureOr<Activation> b = activation(node, 1);
-  if (failed(a) || failed(b))
-    return failure();
-  for (int i = 0; i < 2; ++i) {
-    const Activation &x = i == 0 ? *a : *b;
-    const Activation &s = i == 0 ? *b : *a;
-    auto sigmoid = s.value.getDefiningOp<ActivationOp>();
-    if (!sigmoid || sigmoid.getKind() != ActivationKind::Sigmoid ||
-        sigmoid.getInput() != x.value ||
-        readers.lookup(node.input(1 - i)) != 1 || !s.value.use_empty())
+  for (int i = 0; i < 2 && hasInput(node, 0) && hasInput(node, 1); ++i) {
+    auto x = activations.find(node.input(i));
+    auto s = activations.find(node.input(1 - i));
+    if (x == activations.end() || s == activations.end())
       continue;
-    sigmoid.setKind(ActivationKind::SiLU);
-    sigmoid->setLoc(nodeLoc(node));
-    define(node, 0, sigmoid, x.shape);
+    auto gate = s->second.value.getDefiningOp<ActivationOp>();
+    if (!gate || gate.getInput() != x->second.value ||
+        readers.lookup(node.input(1 - i)) != 1 ||
+        !s->second.value.use_empty())
+      continue;
+    if (gate.getKind() == ActivationKind::Sigmoid)
+      gate.setKind(ActivationKind::SiLU);
+    else if (gate.getKind() == ActivationKind::HardSigmoid)
+      gate.setKind(ActivationKind::HardSwish);
+    else
+      continue;
+    gate->setLoc(nodeLoc(node));
+    define(node, 0, gate, x->second.shape);
     return success();
   }
-  return nodeError(node) << "Kiln imports Mul only as x * Sigmoid(x) (SiLU); "
-                            "other products are not supported yet";
+  return arithmetic(node, BinaryKind::Mul);
 }
 
 LogicalResult Importer::importAdd(const onnx::NodeProto &node) {
   // A dense layer's bias (MatMul + Add of a vector initializer) joins the
-  // kiln.dense it follows.
-  if (hasInput(node, 1) && constants.count(node.input(1))) {
-    FailureOr<Activation> x = activation(node, 0);
-    if (failed(x))
-      return failure();
+  // kiln.dense it follows; other Adds of a constant broadcast it.
+  auto product = hasInput(node, 0) ? activations.find(node.input(0))
+                                   : activations.end();
+  auto biasIt = hasInput(node, 1) ? constants.find(node.input(1))
+                                  : constants.end();
+  if (product != activations.end() && biasIt != constants.end()) {
+    const Activation *x = &product->second;
     auto dense = x->value.getDefiningOp<DenseOp>();
-    const Constant &bias = constants[node.input(1)];
+    const Constant &bias = biasIt->second;
     int64_t m = x->shape.back();
     // The MatMul's product must have no other reader, in ONNX (later nodes,
     // graph outputs) or kiln.
     if (!dense || dense.getBias() || readers.lookup(node.input(0)) != 1 ||
         !x->value.use_empty() || bias.dims.size() != 1 || bias.dims[0] != m ||
         !bias.isFloat)
-      return nodeError(node)
-             << "Kiln imports an Add of a constant only as the bias of the "
-                "MatMul before it (a float vector of its "
-             << m << " outputs)";
+      return arithmetic(node, BinaryKind::Add);
     auto type = RankedTensorType::get({m}, builder.getF32Type());
     Value b = readVariable(node, bias, VariableKind::Parameter, type,
                            bias.floats, Initializer::Zeros);
@@ -1032,15 +1047,149 @@ LogicalResult Importer::importAdd(const onnx::NodeProto &node) {
     define(node, 0, withBias, x->shape);
     return success();
   }
-  FailureOr<Activation> a = activation(node, 0);
-  FailureOr<Activation> b = activation(node, 1);
+  return arithmetic(node, BinaryKind::Add);
+}
+
+LogicalResult Importer::importSub(const onnx::NodeProto &node) {
+  return arithmetic(node, BinaryKind::Sub);
+}
+
+LogicalResult Importer::importDiv(const onnx::NodeProto &node) {
+  return arithmetic(node, BinaryKind::Div);
+}
+
+bool Importer::isInitializer(StringRef name) const {
+  return llvm::any_of(model.graph().initializer(),
+                      [&](const onnx::TensorProto &t) { return t.name() == name; });
+}
+
+/// A constant operand of Add/Sub/Mul/Div against the activation `other`,
+/// with ONNX's broadcasting (aligned on the last dimension): a scalar, a
+/// per-channel [C, 1, 1] or [1, C, 1, 1], or any shape of 1s and `other`'s
+/// sizes, without a batch dimension. An initializer becomes a parameter (a
+/// learned scale or shift; ONNX does not say which initializers are
+/// trained, and torch exports its parameters so); a Constant node (torch's
+/// `x * 0.5`, `x / 6`) must be one value repeated and stays fixed.
+FailureOr<Activation> Importer::constantOperand(const onnx::NodeProto &node,
+                                                const Constant &c,
+                                                const Activation &other,
+                                                BinaryKind kind) {
+  size_t rank = other.shape.size();
+  if (!c.isFloat) {
+    nodeError(node) << "the constant operand must be float";
+    return failure();
+  }
+  if (c.dims.size() > rank || (rank != 2 && rank != 4)) {
+    nodeError(node) << "Kiln broadcasts a constant of rank " << c.dims.size()
+                    << " against an activation of rank " << rank
+                    << " only when the activation is [N, C, H, W] or [N, K] "
+                       "and the constant's rank is not larger";
+    return failure();
+  }
+  SmallVector<int64_t> dims(rank - c.dims.size(), 1);
+  dims.append(c.dims.begin(), c.dims.end());
+  if (dims[0] != 1) {
+    nodeError(node) << "the constant operand has a batch dimension of "
+                    << dims[0]
+                    << "; Kiln's batch is dynamic, so a constant can only "
+                       "be broadcast over it (size 1)";
+    return failure();
+  }
+  for (size_t i = 1; i < rank; ++i)
+    if (dims[i] != 1 && other.shape[i] != 1 && dims[i] != other.shape[i]) {
+      nodeError(node) << "the constant operand's dimension " << i << " ("
+                      << dims[i] << ") does not broadcast against "
+                      << other.shape[i];
+      return failure();
+    }
+  // NCHW values to NHWC.
+  std::vector<float> values(c.floats);
+  if (rank == 4) {
+    int64_t ch = dims[1], h = dims[2], w = dims[3];
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x)
+        for (int64_t k = 0; k < ch; ++k)
+          values[(y * w + x) * ch + k] = c.floats[(k * h + y) * w + x];
+  }
+  RankedTensorType type = kilnType(dims);
+  Value value;
+  if (isInitializer(c.origin)) {
+    // A fresh scale starts at one, a fresh shift at zero.
+    bool scale = kind == BinaryKind::Mul || kind == BinaryKind::Div;
+    value = readVariable(node, c, VariableKind::Parameter, type, values,
+                         scale ? Initializer::Ones : Initializer::Zeros);
+  } else {
+    if (llvm::any_of(values, [&](float v) { return v != values.front(); })) {
+      nodeError(node) << "a Constant node operand must be one value (a "
+                         "scalar or a splat); give other fixed tensors as "
+                         "initializers";
+      return failure();
+    }
+    value = arith::ConstantOp::create(
+        builder, nodeLoc(node),
+        DenseElementsAttr::get(type, values.empty() ? 0.0f : values.front()));
+  }
+  return Activation{value, dims};
+}
+
+/// Add, Sub, Mul and Div of two activations, or of an activation and a
+/// constant, with numpy's broadcasting: kiln.add for two activations of one
+/// shape (a residual; it fuses into elementwise chains), else
+/// kiln.broadcast_binary. Two activations need one rank (their batches are
+/// the same dynamic dimension).
+LogicalResult Importer::arithmetic(const onnx::NodeProto &node,
+                                   BinaryKind kind) {
+  if (!hasInput(node, 0) || !hasInput(node, 1))
+    return nodeError(node) << "expects two inputs";
+  bool constant0 = constants.count(node.input(0)),
+       constant1 = constants.count(node.input(1));
+  if (constant0 && constant1)
+    return nodeError(node) << "both operands are constants; Kiln folds "
+                              "integer shape arithmetic only";
+  FailureOr<Activation> a, b;
+  if (constant0) {
+    b = activation(node, 1);
+    if (succeeded(b))
+      a = constantOperand(node, constants[node.input(0)], *b, kind);
+  } else {
+    a = activation(node, 0);
+    if (succeeded(a))
+      b = constant1 ? constantOperand(node, constants[node.input(1)], *a, kind)
+                    : activation(node, 1);
+  }
   if (failed(a) || failed(b))
     return failure();
-  if (a->shape != b->shape)
-    return nodeError(node) << "Kiln adds tensors of the same shape only "
-                              "(broadcasting is not supported yet)";
-  define(node, 0, AddOp::create(builder, nodeLoc(node), a->value, b->value),
-         a->shape);
+  Location loc = nodeLoc(node);
+  if (kind == BinaryKind::Add && a->shape == b->shape && !constant0 &&
+      !constant1) {
+    define(node, 0, AddOp::create(builder, loc, a->value, b->value),
+           a->shape);
+    return success();
+  }
+  bool ok = a->shape.size() == b->shape.size();
+  SmallVector<int64_t> shape;
+  for (size_t i = 0; ok && i < a->shape.size(); ++i) {
+    int64_t x = a->shape[i], y = b->shape[i];
+    ok = x == y || x == 1 || y == 1;
+    shape.push_back(x == 1 ? y : x);
+  }
+  if (!ok) {
+    auto print = [](ArrayRef<int64_t> s) {
+      std::string out = "[";
+      for (size_t i = 0; i < s.size(); ++i)
+        out += (i ? ", " : "") +
+               (s[i] == kBatch ? std::string("N") : std::to_string(s[i]));
+      return out + "]";
+    };
+    return nodeError(node) << "Kiln broadcasts operands of one rank whose "
+                              "dimensions are equal or 1 (the batch N is "
+                              "dynamic), not "
+                           << print(a->shape) << " and " << print(b->shape);
+  }
+  Value y = BroadcastBinaryOp::create(builder, loc,
+                                      BinaryKindAttr::get(&context, kind),
+                                      a->value, b->value);
+  define(node, 0, y, shape);
   return success();
 }
 
@@ -1051,8 +1200,7 @@ LogicalResult Importer::pool(const onnx::NodeProto &node, bool max) {
   if (x->shape.size() != 4)
     return nodeError(node) << "Kiln imports 2-D pooling of [N, C, H, W] "
                               "inputs";
-  if (intAttr(node, "ceil_mode", 0) != 0)
-    return nodeError(node) << "ceil_mode is not supported yet";
+  bool ceil = intAttr(node, "ceil_mode", 0) != 0;
   if (max && node.output_size() > 1 && !node.output(1).empty())
     return nodeError(node) << "MaxPool's Indices output is not supported";
   SmallVector<int64_t> window = intsAttr(node, "kernel_shape", {});
@@ -1063,6 +1211,9 @@ LogicalResult Importer::pool(const onnx::NodeProto &node, bool max) {
     return nodeError(node) << "dilated pooling is not supported";
   bool padded = llvm::any_of(pads, [](int64_t p) { return p != 0; });
   // kiln.avg_pool averages the window's real elements (TensorFlow's rule).
+  // Without explicit pads that is also count_include_pad=1's average, in
+  // ceil mode too: PyTorch counts explicit padding, never a ceil-mode
+  // window's overhang.
   if (!max && padded && intAttr(node, "count_include_pad", 0) != 0)
     return nodeError(node) << "count_include_pad=1 with padding is not "
                               "supported: Kiln's average excludes padding";
@@ -1074,16 +1225,17 @@ LogicalResult Importer::pool(const onnx::NodeProto &node, bool max) {
   auto windowAttr = builder.getDenseI64ArrayAttr(window);
   auto stridesAttr = builder.getDenseI64ArrayAttr(strides);
   auto padAttr = builder.getDenseI64ArrayAttr(kilnPadding(pads));
+  UnitAttr ceilAttr = ceil ? builder.getUnitAttr() : UnitAttr();
   Value y = max ? Value(MaxPoolOp::create(builder, loc, x->value, windowAttr,
-                                          stridesAttr, padAttr))
+                                          stridesAttr, padAttr, ceilAttr))
                 : Value(AvgPoolOp::create(builder, loc, x->value, windowAttr,
-                                          stridesAttr, padAttr));
+                                          stridesAttr, padAttr, ceilAttr));
   SmallVector<int64_t> shape = {
       x->shape[0], x->shape[1],
       ref::slidingWindowOutputSize(x->shape[2], pads[0], pads[2], window[0],
-                                   strides[0], 1),
+                                   strides[0], 1, ceil),
       ref::slidingWindowOutputSize(x->shape[3], pads[1], pads[3], window[1],
-                                   strides[1], 1)};
+                                   strides[1], 1, ceil)};
   define(node, 0, y, shape);
   return success();
 }
@@ -1109,6 +1261,37 @@ LogicalResult Importer::importGlobalAveragePool(const onnx::NodeProto &node) {
   SmallVector<int64_t> shape = {x->shape[0], x->shape[1], 1, 1};
   Value y = ReshapeOp::create(builder, loc, kilnType(shape), pooled);
   define(node, 0, y, shape);
+  return success();
+}
+
+/// ReduceMean over the spatial axes [2, 3] of an [N, C, H, W] value (how
+/// some exports write global pooling): kiln.global_avg_pool, reshaped back
+/// to [N, C, 1, 1] with keepdims (the default).
+LogicalResult Importer::importReduceMean(const onnx::NodeProto &node) {
+  FailureOr<Activation> x = activation(node, 0);
+  if (failed(x))
+    return failure();
+  if (hasInput(node, 1))
+    return nodeError(node) << "axes as an input (opset 18) are not supported";
+  SmallVector<int64_t> axes = intsAttr(node, "axes", {});
+  int64_t rank = x->shape.size();
+  for (int64_t &a : axes)
+    if (a < 0)
+      a += rank;
+  llvm::sort(axes);
+  if (rank != 4 || axes != SmallVector<int64_t>{2, 3})
+    return nodeError(node) << "Kiln imports ReduceMean over the spatial axes "
+                              "[2, 3] of an [N, C, H, W] value only (global "
+                              "average pooling)";
+  Location loc = nodeLoc(node);
+  Value pooled = GlobalAvgPoolOp::create(builder, loc, x->value);
+  if (intAttr(node, "keepdims", 1) == 0) {
+    define(node, 0, pooled, {x->shape[0], x->shape[1]});
+    return success();
+  }
+  SmallVector<int64_t> shape = {x->shape[0], x->shape[1], 1, 1};
+  define(node, 0, ReshapeOp::create(builder, loc, kilnType(shape), pooled),
+         shape);
   return success();
 }
 

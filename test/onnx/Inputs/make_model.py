@@ -81,12 +81,46 @@ def model(kind, w, opset=13):
         return y
 
     x = cbr("input", "conv1.weight", "bn1", "stem")
-    nodes.append(helper.make_node("MaxPool", [x], ["pool"], name="/maxpool",
-                                  kernel_shape=[3, 3], strides=[1, 1],
-                                  pads=[1, 1, 1, 1]))
+    if "se.fc1.weight" in w:
+        # SqueezeNet's pool: 3x3, stride 2, ceil_mode (6x6 to 3x3).
+        nodes.append(helper.make_node("MaxPool", [x], ["pool"],
+                                      name="/maxpool", kernel_shape=[3, 3],
+                                      strides=[2, 2], ceil_mode=1))
+    else:
+        nodes.append(helper.make_node("MaxPool", [x], ["pool"],
+                                      name="/maxpool", kernel_shape=[3, 3],
+                                      strides=[1, 1], pads=[1, 1, 1, 1]))
     cbr("pool", "layer1.0.conv1.weight", "layer1.0.bn1", "block",
         residual="pool")
     features = "block"
+    if "se.fc1.weight" in w:
+        # A squeeze-and-excitation block as torchvision's
+        # SqueezeExcitation exports it: global pool, 1x1 convolutions with
+        # biases, ReLU, HardSigmoid, the gate times the block; then a
+        # division by a scalar Constant.
+        nodes += [
+            helper.make_node("GlobalAveragePool", ["block"], ["se_pool"],
+                             name="/se/avgpool/GlobalAveragePool"),
+            helper.make_node("Conv", ["se_pool", n("se.fc1.weight"),
+                                      n("se.fc1.bias")], ["se_fc1"],
+                             name="/se/fc1/Conv", kernel_shape=[1, 1]),
+            helper.make_node("Relu", ["se_fc1"], ["se_relu"],
+                             name="/se/activation/Relu"),
+            helper.make_node("Conv", ["se_relu", n("se.fc2.weight"),
+                                      n("se.fc2.bias")], ["se_fc2"],
+                             name="/se/fc2/Conv", kernel_shape=[1, 1]),
+            helper.make_node("HardSigmoid", ["se_fc2"], ["se_gate"],
+                             name="/se/scale_activation/HardSigmoid",
+                             alpha=1.0 / 6.0),
+            helper.make_node("Mul", ["se_gate", "block"], ["se"],
+                             name="/se/Mul"),
+            helper.make_node("Constant", [], ["two"], name="/Constant_3",
+                             value=numpy_helper.from_array(
+                                 np.array(2, np.float32))),
+            helper.make_node("Div", ["se", "two"], ["se_half"],
+                             name="/Div"),
+        ]
+        features = "se_half"
     if "head.bias" in w:
         # A convolution with a bias and no batch norm after it (which would
         # cancel the bias), so the logits show whether the bias is applied.
@@ -185,11 +219,32 @@ def forward(w, x):
         return np.max([p[:, :, i:i + h, j:j + wd] for i in range(3)
                        for j in range(3)], axis=0)
 
+    def maxpool_ceil(x):
+        # 3x3, stride 2, ceil mode, computed window by window: PyTorch's
+        # output size ceil((6 - 3) / 2) + 1 = 3, the last window [4, 7)
+        # clipped to the input's [4, 6).
+        n, c, h, wd = x.shape
+        out = np.zeros((n, c, 3, 3))
+        for i in range(3):
+            for j in range(3):
+                out[:, :, i, j] = x[:, :, 2 * i:2 * i + 3,
+                                    2 * j:2 * j + 3].max(axis=(2, 3))
+        return out
+
+    def conv1x1(x, p):
+        return (np.einsum("nchw,oc->nohw", x, w[p + ".weight"][:, :, 0, 0]) +
+                w[p + ".bias"].reshape(1, -1, 1, 1))
+
     x = x.astype(np.float64)
     s = np.maximum(bn(conv(x, w["conv1.weight"]), "bn1"), 0)
-    pooled = maxpool(s)
+    pooled = maxpool_ceil(s) if "se.fc1.weight" in w else maxpool(s)
     b = np.maximum(bn(conv(pooled, w["layer1.0.conv1.weight"]),
                       "layer1.0.bn1") + pooled, 0)
+    if "se.fc1.weight" in w:
+        g = b.mean(axis=(2, 3), keepdims=True)
+        g = conv1x1(np.maximum(conv1x1(g, "se.fc1"), 0), "se.fc2")
+        gate = np.clip(g / 6 + 0.5, 0, 1)
+        b = gate * b / 2
     if "head.bias" in w:
         b = (np.einsum("nchw,oc->nohw", b, w["head.weight"][:, :, 0, 0]) +
              w["head.bias"].reshape(1, -1, 1, 1))
@@ -212,7 +267,7 @@ def write_safetensors(path, tensors):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("kind", choices=["train", "preserve", "opset11", "bias",
+    parser.add_argument("kind", choices=["train", "preserve", "opset11", "bias", "se",
                                          "unsupported", "folded", "dynamic", "unchecked",
                                          "future-opset", "garbage"])
     parser.add_argument("out")
@@ -229,6 +284,12 @@ def main():
     if args.kind == "bias":
         w["head.weight"] = rng.normal(0, 0.3, (C, C, 1, 1)).astype(np.float32)
         w["head.bias"] = rng.normal(0, 0.5, C).astype(np.float32)
+        m = model("train", w)
+    elif args.kind == "se":
+        w["se.fc1.weight"] = rng.normal(0, 0.5, (2, C, 1, 1)).astype(np.float32)
+        w["se.fc1.bias"] = rng.normal(0, 0.3, 2).astype(np.float32)
+        w["se.fc2.weight"] = rng.normal(0, 1.0, (C, 2, 1, 1)).astype(np.float32)
+        w["se.fc2.bias"] = rng.normal(0, 1.0, C).astype(np.float32)
         m = model("train", w)
     elif args.kind in ("train", "preserve"):
         m = model(args.kind, w)
