@@ -167,12 +167,39 @@ struct FuseReluIntoConv : OpRewritePattern<ReluOp> {
   }
 };
 
+/// The f32 value a bf16 bias was rounded from, if it is one: the input of a
+/// kiln.cast, or for a read of a weight copy (--kiln-bf16-weight-copies),
+/// a read of the f32 variable it copies (reads see the values at the start
+/// of the step, and the copy is its variable's rounding then). Null if not.
+static Value f32Source(Value bias, PatternRewriter &rewriter) {
+  auto isF32 = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getElementType().isF32();
+  };
+  if (auto rounded = bias.getDefiningOp<CastOp>())
+    return isF32(rounded.getInput()) ? rounded.getInput() : Value();
+  auto read = bias.getDefiningOp<ReadOp>();
+  if (!read)
+    return Value();
+  auto copy = SymbolTable::lookupNearestSymbolFrom<VariableOp>(
+      read, read.getVariableAttr());
+  if (!copy || copy.getInit() != Initializer::Copy || !copy.getOfAttr())
+    return Value();
+  auto source = SymbolTable::lookupNearestSymbolFrom<VariableOp>(
+      copy, copy.getOfAttr());
+  if (!source)
+    return Value();
+  auto type = cast<RankedTensorType>(source.getType());
+  if (!type.getElementType().isF32())
+    return Value();
+  return ReadOp::create(rewriter, read.getLoc(), type, copy.getOfAttr());
+}
+
 /// bias_add(conv2d(x, w), b) -> conv2d(x, w) bias b, when the bias add is
 /// the convolution's only user: the library adds the bias as it writes each
 /// output block (oneDNN's convolution with bias) instead of a pass over the
 /// output. The bias gradient, a reduction of dy that autodiff built from
 /// the bias add, stays as it is. A bf16 step rounds the bias to bf16 for the
-/// bias add; the convolution takes the f32 value before that cast, as it
+/// bias add; the convolution takes the f32 value before that rounding, as it
 /// takes a fused batch norm's shift.
 struct FuseBiasIntoConv : OpRewritePattern<BiasAddOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -182,18 +209,13 @@ struct FuseBiasIntoConv : OpRewritePattern<BiasAddOp> {
     if (!conv || !conv->hasOneUse() || conv.getBias() ||
         conv.getOutput().getType() != add.getOutput().getType())
       return failure();
-    Value bias = add.getBias();
-    if (!cast<RankedTensorType>(bias.getType()).getElementType().isF32()) {
-      auto rounded = bias.getDefiningOp<CastOp>();
-      if (!rounded ||
-          !cast<RankedTensorType>(rounded.getInput().getType())
-               .getElementType()
-               .isF32())
-        return failure();
-      bias = rounded.getInput();
-    }
     // The bias add's place: the bias is defined before it.
     rewriter.setInsertionPoint(add);
+    Value bias = add.getBias();
+    if (!cast<RankedTensorType>(bias.getType()).getElementType().isF32())
+      bias = f32Source(bias, rewriter);
+    if (!bias)
+      return failure();
     auto biased = Conv2DOp::create(
         rewriter, conv.getLoc(), add.getOutput().getType(), conv.getInput(),
         conv.getFilter(), bias, conv.getStridesAttr(), conv.getPaddingAttr(),

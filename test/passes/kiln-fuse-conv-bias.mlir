@@ -30,6 +30,26 @@ func.func @bf16_bias_folds(%x: tensor<2x4x4x8xbf16>, %w: tensor<1x1x8x8xbf16>, %
 
 // -----
 
+// With --kiln-bf16-weight-copies the bf16 bias is a read of the copy of an
+// f32 variable: the convolution reads that variable instead.
+module @weight_copy {
+  kiln.variable parameter @b : tensor<8xf32> init zeros
+  kiln.variable state @b.bf16 : tensor<8xbf16> init copy of @b
+  // CHECK-LABEL: func.func @copy_bias_folds
+  // CHECK-SAME: (%[[X:.*]]: tensor<2x4x4x8xbf16>, %[[W:.*]]: tensor<1x1x8x8xbf16>)
+  // CHECK-NEXT: %[[B:.*]] = kiln.read @b : tensor<8xf32>
+  // CHECK-NEXT: %[[Y:.*]] = kiln.conv2d %[[X]], %[[W]] bias %[[B]] stride [1, 1] pad [0, 0, 0, 0] : (tensor<2x4x4x8xbf16>, tensor<1x1x8x8xbf16>, tensor<8xf32>) -> tensor<2x4x4x8xbf16>
+  // CHECK-NEXT: return %[[Y]]
+  func.func @copy_bias_folds(%x: tensor<2x4x4x8xbf16>, %w: tensor<1x1x8x8xbf16>) -> tensor<2x4x4x8xbf16> {
+    %c = kiln.conv2d %x, %w stride [1, 1] pad [0, 0, 0, 0] : (tensor<2x4x4x8xbf16>, tensor<1x1x8x8xbf16>) -> tensor<2x4x4x8xbf16>
+    %bb = kiln.read @b.bf16 : tensor<8xbf16>
+    %y = kiln.bias_add %c, %bb : (tensor<2x4x4x8xbf16>, tensor<8xbf16>) -> tensor<2x4x4x8xbf16>
+    return %y : tensor<2x4x4x8xbf16>
+  }
+}
+
+// -----
+
 // Negative cases: the convolution's output read by something else too, and
 // a bf16 bias that is no rounded f32 value, stay as they are.
 // CHECK-LABEL: func.func @bias_stays
