@@ -1693,6 +1693,11 @@ LogicalResult Importer::importIdentity(const onnx::NodeProto &node) {
     // PRESERVE exports wrap initializers: the variable keeps the
     // initializer's (state-dict) name.
     constants[node.output(0)] = constants[node.input(0)];
+    // torch's eval-mode export also replaces each initializer equal to an
+    // earlier one (a batch norm's ones and zeros) by an Identity named after
+    // it: a parameter of its own, not one tied to the first.
+    if (!StringRef(node.output(0)).starts_with("onnx::"))
+      constants[node.output(0)].origin = node.output(0);
     return success();
   }
   FailureOr<Activation> x = activation(node, 0);
