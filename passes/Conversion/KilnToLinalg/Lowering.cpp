@@ -239,6 +239,8 @@ LogicalResult lowerOp(Lowering &l, Operation *op) {
       .Case<DropoutOp>([&](Operation *op) { return lowerDropout(l, op); })
       .Case<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyBackwardOp>(
           [&](Operation *op) { return lowerLoss(l, op); })
+      .Case<ConcatOp, SliceOp, SliceBackwardOp, ChannelShuffleOp, TransposeOp>(
+          [&](Operation *op) { return lowerDataMovement(l, op); })
       .Case<SgdUpdateOp, FusedSgdUpdateOp, LarsUpdateOp, LearningRateOp>(
           [&](Operation *op) { return lowerOptimizer(l, op); })
       .Case<Conv2DOp, FusedConv2DBatchNormOp, Conv2DBackwardDataOp,

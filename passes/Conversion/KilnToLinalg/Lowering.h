@@ -170,6 +170,7 @@ llvm::LogicalResult lowerElementwise(Lowering &l, mlir::Operation *op);
 llvm::LogicalResult lowerBatchNorm(Lowering &l, mlir::Operation *op);
 llvm::LogicalResult lowerPooling(Lowering &l, mlir::Operation *op);
 llvm::LogicalResult lowerLoss(Lowering &l, mlir::Operation *op);
+llvm::LogicalResult lowerDataMovement(Lowering &l, mlir::Operation *op);
 llvm::LogicalResult lowerOptimizer(Lowering &l, mlir::Operation *op);
 llvm::LogicalResult lowerLibraryCall(Lowering &l, mlir::Operation *op);
 llvm::LogicalResult lowerDropout(Lowering &l, mlir::Operation *op);
