@@ -119,7 +119,9 @@ std::unique_ptr<llvm::Module> translateToLLVMIR(ModuleOp module,
     llvm::Expected<flatbuffers::DetachedBuffer> bytes =
         buildManifestBuffer(attr.getValue(), lookup);
     if (!bytes) {
-      module.emitError("kiln.manifest: ") << llvm::toString(bytes.takeError());
+      // Not module.emitError: its note would print the whole module.
+      emitError(module.getLoc(), "kiln.manifest: ")
+          << llvm::toString(bytes.takeError());
       return nullptr;
     }
     manifest = std::move(*bytes);
