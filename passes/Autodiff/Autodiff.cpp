@@ -99,6 +99,10 @@ FailureOr<func::FuncOp> buildTrainStep(func::FuncOp forward,
       resultGradients.push_back(gradients.lookup(result));
     if (llvm::none_of(resultGradients, [](Value v) { return v; }))
       continue;
+    // A constant (an op without operands, such as a scalar an imported
+    // model divides by) passes its gradient nowhere.
+    if (op->getNumOperands() == 0)
+      continue;
     auto differentiable = dyn_cast<GradientOpInterface>(op);
     if (!differentiable)
       return op->emitOpError("is not differentiable, but the loss depends on "

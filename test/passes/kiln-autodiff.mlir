@@ -214,3 +214,23 @@ func.func @forward(%x: tensor<2x3x3x4xf32>, %labels: tensor<2xi32>) -> tensor<f3
   // CHECK: return %{{.*}}, %[[DW]], %[[DB]]
   return %loss : tensor<f32>
 }
+
+// -----
+
+// A constant operand (an imported model's `x / 2`) takes no gradient:
+// autodiff passes over the constant (it used to fail, an arith.constant not
+// being differentiable) and no division gradient remains (x is an input).
+kiln.variable parameter @fc : tensor<4x4xf32> init he_normal
+// CHECK-LABEL: func.func @train_step
+func.func @forward(%x: tensor<2x3x3x4xf32>, %labels: tensor<2xi32>) -> tensor<f32> {
+  // CHECK: %[[TWO:.*]] = arith.constant dense<2.000000e+00> : tensor<1x1x1x1xf32>
+  %two = arith.constant dense<2.000000e+00> : tensor<1x1x1x1xf32>
+  %q = kiln.broadcast_binary div %x, %two : (tensor<2x3x3x4xf32>, tensor<1x1x1x1xf32>) -> tensor<2x3x3x4xf32>
+  %p = kiln.global_avg_pool %q : (tensor<2x3x3x4xf32>) -> tensor<2x4xf32>
+  %fc = kiln.read @fc : tensor<4x4xf32>
+  %l = kiln.dense %p, %fc : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %loss = kiln.softmax_cross_entropy %l, %labels : (tensor<2x4xf32>, tensor<2xi32>) -> tensor<f32>
+  // CHECK-NOT: kiln.broadcast_binary_backward
+  // CHECK: return
+  return %loss : tensor<f32>
+}
