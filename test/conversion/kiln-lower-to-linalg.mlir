@@ -618,3 +618,21 @@ func.func @train_step(%x: tensor<2x4x4x16xf32>, %b: tensor<16xf32>) -> tensor<2x
   %y = kiln.bias_add %x, %b {kiln.layout = #kiln.layout<nChw16c>} : (tensor<2x4x4x16xf32>, tensor<16xf32>) -> tensor<2x4x4x16xf32>
   return %y : tensor<2x4x4x16xf32>
 }
+
+// -----
+
+// A ceil-mode max pool (3x3, stride 2, 8 rows to 4) loops over its 4 output
+// rows and columns; the last window's third tap, row 8, fails the bounds
+// check against the 8 input rows like padding (so it never wins).
+// CHECK-LABEL: module @ceil_pool
+// CHECK: scf.parallel
+// CHECK: %[[C4:.*]] = arith.constant 4 : index
+// CHECK: scf.for %[[OH:.*]] = %{{.*}} to %[[C4]]
+// CHECK: %[[C8:.*]] = arith.constant 8 : index
+// CHECK: arith.cmpi slt, %{{.*}}, %[[C8]] : index
+module @ceil_pool {
+  func.func @train_step(%x: tensor<2x8x8x3xf32>) -> tensor<2x4x4x3xf32> {
+    %y = kiln.max_pool %x window [3, 3] stride [2, 2] pad [0, 0, 0, 0] ceil_mode : (tensor<2x8x8x3xf32>) -> tensor<2x4x4x3xf32>
+    return %y : tensor<2x4x4x3xf32>
+  }
+}
