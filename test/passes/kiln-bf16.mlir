@@ -73,7 +73,7 @@ func.func @activation_f32(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// broadcast_mul follows its operands into bf16 (both, as add).
+// broadcast_binary follows its operands into bf16 (both, as add).
 kiln.variable parameter @w : tensor<1x1x4x4xf32> init he_normal
 // CHECK-LABEL: func.func @broadcast_mul
 func.func @broadcast_mul(%x: tensor<2x3x3x4xf32>, %s: tensor<2x1x1x4xf32>) -> tensor<2x3x3x4xf32> {
@@ -82,6 +82,22 @@ func.func @broadcast_mul(%x: tensor<2x3x3x4xf32>, %s: tensor<2x1x1x4xf32>) -> te
   %c = kiln.conv2d %x, %w stride [1, 1] pad [0, 0, 0, 0] : (tensor<2x3x3x4xf32>, tensor<1x1x4x4xf32>) -> tensor<2x3x3x4xf32>
   // CHECK: kiln.broadcast_binary mul %[[C]], %{{.*}} : (tensor<2x3x3x4xbf16>, tensor<2x1x1x4xbf16>) -> tensor<2x3x3x4xbf16>
   %y = kiln.broadcast_binary mul %c, %s : (tensor<2x3x3x4xf32>, tensor<2x1x1x4xf32>) -> tensor<2x3x3x4xf32>
+  return %y : tensor<2x3x3x4xf32>
+}
+
+// -----
+
+// A constant operand (an imported `x / 6`) is rounded with the other.
+kiln.variable parameter @w : tensor<1x1x4x4xf32> init he_normal
+// CHECK-LABEL: func.func @broadcast_div_constant
+func.func @broadcast_div_constant(%x: tensor<2x3x3x4xf32>) -> tensor<2x3x3x4xf32> {
+  %w = kiln.read @w : tensor<1x1x4x4xf32>
+  // CHECK: %[[C:.*]] = kiln.conv2d {{.*}} -> tensor<2x3x3x4xbf16>
+  %c = kiln.conv2d %x, %w stride [1, 1] pad [0, 0, 0, 0] : (tensor<2x3x3x4xf32>, tensor<1x1x4x4xf32>) -> tensor<2x3x3x4xf32>
+  %six = arith.constant dense<6.000000e+00> : tensor<1x1x1x1xf32>
+  // CHECK: %[[K:.*]] = kiln.cast %{{.*}} : tensor<1x1x1x1xf32> to tensor<1x1x1x1xbf16>
+  // CHECK: kiln.broadcast_binary div %[[C]], %[[K]] : (tensor<2x3x3x4xbf16>, tensor<1x1x1x1xbf16>) -> tensor<2x3x3x4xbf16>
+  %y = kiln.broadcast_binary div %c, %six : (tensor<2x3x3x4xf32>, tensor<1x1x1x1xf32>) -> tensor<2x3x3x4xf32>
   return %y : tensor<2x3x3x4xf32>
 }
 
