@@ -25,6 +25,7 @@ struct ConvCase {
   std::array<int64_t, 2> strides;
   std::array<int64_t, 4> padding;
   std::array<int64_t, 2> dilations;
+  int64_t groups = 1;
 };
 
 const ConvCase kConvCases[] = {
@@ -34,6 +35,11 @@ const ConvCase kConvCases[] = {
     {"5x5_dilated", {1, 11, 10, 2}, {5, 5, 2, 3}, {1, 1}, {2, 2, 4, 4}, {2, 2}},
     {"7x7_s2_stem", {2, 16, 16, 3}, {7, 7, 3, 8}, {2, 2}, {3, 3, 3, 3}, {1, 1}},
     {"1x1_wide", {2, 4, 4, 32}, {1, 1, 32, 64}, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+    // Grouped (oneDNN's hwigo weights): 2 groups of 4 channels, depthwise
+    // strided, depthwise with channel multiplier 2 and dilation.
+    {"3x3_grouped2", {2, 7, 9, 8}, {3, 3, 4, 6}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2},
+    {"3x3_depthwise_s2", {2, 8, 8, 16}, {3, 3, 1, 16}, {2, 2}, {0, 1, 0, 1}, {1, 1}, 16},
+    {"3x3_depthwise_x2", {1, 7, 6, 4}, {3, 3, 1, 8}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 4},
 };
 
 struct ConvParam {
@@ -58,6 +64,7 @@ ref::Conv2dAttrs attrsOf(const ConvCase &c) {
   attrs.strides = c.strides;
   attrs.padding = c.padding;
   attrs.dilations = c.dilations;
+  attrs.groups = c.groups;
   return attrs;
 }
 
@@ -71,6 +78,7 @@ Call convCall(CallKind kind, std::map<std::string, TensorRef> operands,
   call.strides = c.strides;
   call.padding = c.padding;
   call.dilations = c.dilations;
+  call.groups = c.groups;
   return call;
 }
 
@@ -164,6 +172,7 @@ std::vector<ConvParam> convParams() {
   for (Layout l : {Layout::Nchw, Layout::NChw16c}) {
     out.push_back({kConvCases[0], true, l});
     out.push_back({kConvCases[5], true, l});
+    out.push_back({kConvCases[7], true, l});
   }
   return out;
 }

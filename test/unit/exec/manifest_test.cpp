@@ -736,5 +736,51 @@ TEST(ManifestTest, ConvOutputShapeFollowsTheReferenceFormula) {
   EXPECT_FALSE(inferConvOutputShape({1, 4, 4, 2}, {3, 3, 1, 1}, c, out).isOk());
 }
 
+TEST(ManifestTest, GroupedConvolutionChannels) {
+  Call c;
+  c.groups = 4;
+  std::vector<int64_t> out;
+  // Depthwise with multiplier 2: 4 channels, a [3, 3, 1, 8] filter.
+  ASSERT_TRUE(inferConvOutputShape({1, 4, 4, 4}, {3, 3, 1, 8}, c, out).isOk());
+  EXPECT_EQ(out, (std::vector<int64_t>{1, 2, 2, 8}));
+  Status s = inferConvOutputShape({1, 4, 4, 8}, {3, 3, 1, 8}, c, out);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("input channels 8 differ from the filter's 1 "
+                             "times 4 groups"),
+            std::string::npos)
+      << s.message();
+  s = inferConvOutputShape({1, 4, 4, 4}, {3, 3, 1, 6}, c, out);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("the filter's 6 output channels are not a "
+                             "multiple of 4 groups"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST(ManifestTest, GroupsBelongToConvolutions) {
+  auto expectError = [](const StatusOr<Manifest> &bad,
+                        const std::string &text) {
+    ASSERT_FALSE(bad.isOk());
+    EXPECT_NE(bad.status().message().find(text), std::string::npos)
+        << bad.status().toString();
+  };
+  expectError(parseManifest(mutated([](fb::ManifestT &m) {
+                for (auto &call : m.calls)
+                  if (call->kind == fb::CallKind::dense)
+                    call->groups = 2;
+              })),
+              "unknown member \"groups\"");
+  expectError(parseManifest(mutated([](fb::ManifestT &m) {
+                m.calls[0]->groups = -1;
+              })),
+              "calls[0].groups: value -1 is below 1");
+  // The test model's first convolution has 3 input channels and its filter
+  // 3 per group: with 3 groups they would have to be 9.
+  expectError(parseManifest(mutated([](fb::ManifestT &m) {
+                m.calls[0]->groups = 3;
+              })),
+              "times 3 groups");
+}
+
 } // namespace
 } // namespace kiln::rt::exec::test
