@@ -33,6 +33,10 @@ void populateConvBatchNormFusionPatterns(mlir::RewritePatternSet &patterns);
 void populateConvBatchNormTrainFusionPatterns(
     mlir::RewritePatternSet &patterns);
 
+/// A sum of kiln.slice_backward ops whose parts tile the axis (the gradient
+/// of a split value) becomes the kiln.concat of their output gradients.
+void populateSliceGradientFusionPatterns(mlir::RewritePatternSet &patterns);
+
 /// Chains of ops implementing ElementwiseOpInterface (a residual add and its
 /// relu, gradient sums and relu masks, casts) become kiln.fused_elementwise:
 /// one pass over memory instead of one per op. Values of the chain used

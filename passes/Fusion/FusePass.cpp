@@ -35,6 +35,7 @@ struct FusePass : impl::KilnFuseBase<FusePass> {
         (convBatchNormTrain &&
          failed(apply(populateConvBatchNormTrainFusionPatterns))) ||
         failed(apply(populateConvBiasFusionPatterns)) ||
+        failed(apply(populateSliceGradientFusionPatterns)) ||
         (elementwiseChains &&
          failed(apply(populateElementwiseFusionPatterns))) ||
         (optimizerUpdates && failed(apply(populateOptimizerFusionPatterns))))
