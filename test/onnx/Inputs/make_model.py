@@ -128,6 +128,17 @@ def model(kind, w, opset=13):
             "Conv", ["block", n("head.weight"), n("head.bias")], ["head"],
             name="/head/Conv", kernel_shape=[1, 1]))
         features = "head"
+    if "dw.weight" in w:
+        # MobileNet's and ShuffleNet's grouped convolutions: a depthwise 3x3
+        # with channel multiplier 2 and a bias, then a 1x1 in 4 groups.
+        nodes += [
+            helper.make_node("Conv", [features, n("dw.weight"), n("dw.bias")],
+                             ["dw"], name="/dw/Conv", kernel_shape=[3, 3],
+                             pads=[1, 1, 1, 1], group=C),
+            helper.make_node("Conv", ["dw", n("gc.weight")], ["gc"],
+                             name="/gc/Conv", kernel_shape=[1, 1], group=4),
+        ]
+        features = "gc"
     nodes.append(helper.make_node("GlobalAveragePool", [features], ["gap"],
                                   name="/avgpool/GlobalAveragePool"))
     # torch's x.view(x.size(0), -1): a shape subgraph folded at import.
@@ -248,6 +259,25 @@ def forward(w, x):
     if "head.bias" in w:
         b = (np.einsum("nchw,oc->nohw", b, w["head.weight"][:, :, 0, 0]) +
              w["head.bias"].reshape(1, -1, 1, 1))
+    if "dw.weight" in w:
+        # Output channel o of a convolution in G groups reads input group
+        # o // (O / G).
+        f = w["dw.weight"]
+        per = f.shape[0] // C
+        n_, c_, h, wd = b.shape
+        p = np.pad(b, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        d = np.zeros((n_, f.shape[0], h, wd))
+        for o in range(f.shape[0]):
+            for i in range(3):
+                for j in range(3):
+                    d[:, o] += p[:, o // per, i:i + h, j:j + wd] * f[o, 0, i, j]
+        b = d + w["dw.bias"].reshape(1, -1, 1, 1)
+        g = w["gc.weight"][:, :, 0, 0]
+        ins = g.shape[1]
+        outs = g.shape[0] // 4
+        b = np.concatenate(
+            [np.einsum("nchw,oc->nohw", b[:, k * ins:(k + 1) * ins],
+                       g[k * outs:(k + 1) * outs]) for k in range(4)], axis=1)
     gap = b.mean(axis=(2, 3))
     return gap @ w["fc.weight"].T + w["fc.bias"]
 
@@ -267,7 +297,7 @@ def write_safetensors(path, tensors):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("kind", choices=["train", "preserve", "opset11", "bias", "se",
+    parser.add_argument("kind", choices=["train", "preserve", "opset11", "bias", "se", "grouped",
                                          "unsupported", "folded", "dynamic", "unchecked",
                                          "future-opset", "garbage"])
     parser.add_argument("out")
@@ -290,6 +320,11 @@ def main():
         w["se.fc1.bias"] = rng.normal(0, 0.3, 2).astype(np.float32)
         w["se.fc2.weight"] = rng.normal(0, 1.0, (C, 2, 1, 1)).astype(np.float32)
         w["se.fc2.bias"] = rng.normal(0, 1.0, C).astype(np.float32)
+        m = model("train", w)
+    elif args.kind == "grouped":
+        w["dw.weight"] = rng.normal(0, 0.5, (2 * C, 1, 3, 3)).astype(np.float32)
+        w["dw.bias"] = rng.normal(0, 0.5, 2 * C).astype(np.float32)
+        w["gc.weight"] = rng.normal(0, 0.5, (C, 2 * C // 4, 1, 1)).astype(np.float32)
         m = model("train", w)
     elif args.kind in ("train", "preserve"):
         m = model(args.kind, w)
