@@ -15,6 +15,7 @@
 
 #include "dialects/Kiln/IR/InitialValue.h"
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "dialects/Kiln/IR/ShapeRules.h"
 #include "kiln/ref/window.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -1166,14 +1167,12 @@ LogicalResult Importer::arithmetic(const onnx::NodeProto &node,
            a->shape);
     return success();
   }
-  bool ok = a->shape.size() == b->shape.size();
-  SmallVector<int64_t> shape;
-  for (size_t i = 0; ok && i < a->shape.size(); ++i) {
-    int64_t x = a->shape[i], y = b->shape[i];
-    ok = x == y || x == 1 || y == 1;
-    shape.push_back(x == 1 ? y : x);
-  }
-  if (!ok) {
+  // The dialect's broadcasting rule (the result type the op will infer),
+  // checked first so that a bad pair is this node's error.
+  FailureOr<RankedTensorType> type = inferBroadcast(
+      std::nullopt, "", cast<RankedTensorType>(a->value.getType()),
+      cast<RankedTensorType>(b->value.getType()));
+  if (failed(type)) {
     auto print = [](ArrayRef<int64_t> s) {
       std::string out = "[";
       for (size_t i = 0; i < s.size(); ++i)
@@ -1186,6 +1185,13 @@ LogicalResult Importer::arithmetic(const onnx::NodeProto &node,
                               "dynamic), not "
                            << print(a->shape) << " and " << print(b->shape);
   }
+  // Back to ONNX's order (NHWC to NCHW) and its batch marker.
+  SmallVector<int64_t> shape(type->getShape());
+  if (shape.size() == 4)
+    shape = {shape[0], shape[3], shape[1], shape[2]};
+  for (int64_t &d : shape)
+    if (ShapedType::isDynamic(d))
+      d = kBatch;
   Value y = BroadcastBinaryOp::create(builder, loc,
                                       BinaryKindAttr::get(&context, kind),
                                       a->value, b->value);

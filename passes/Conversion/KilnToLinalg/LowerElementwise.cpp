@@ -290,7 +290,7 @@ static Value binaryGradientTerm(OpBuilder &b, Location loc, BinaryKind kind,
 /// dimensions the operand broadcasts, then rounded.
 static LogicalResult lowerBroadcast(Lowering &l, Operation *op) {
   Location loc = op->getLoc();
-  auto sum = [](OpBuilder &nb, Location loc, ValueRange a) -> Value {
+  auto dyItself = [](OpBuilder &, Location, ValueRange a) -> Value {
     return a[0];
   };
   if (auto add = dyn_cast<BiasAddOp>(op)) {
@@ -311,7 +311,7 @@ static LogicalResult lowerBroadcast(Lowering &l, Operation *op) {
     BroadcastLoops loops(l, shapeOf(backward.getOutputGrad()), {bias});
     emitBroadcastSum(l, loc, loops,
                      {operandOf(l, loops, backward.getOutputGrad())},
-                     backward.getBiasGrad(), bias, sum);
+                     backward.getBiasGrad(), bias, dyItself);
     return success();
   }
   if (auto binary = dyn_cast<BroadcastBinaryOp>(op)) {
