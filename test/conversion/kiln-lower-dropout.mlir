@@ -70,3 +70,14 @@ module @blocked {
     return %z : tensor<2x3x2x32xbf16>
   }
 }
+
+// -----
+
+// Negative case: a dynamic batch is not lowered (kilnc fixes it first).
+module @dynamic {
+  func.func @train_step(%x: tensor<?x4xf32>, %step: tensor<i64> {kiln.step}) -> tensor<?x4xf32> {
+    // expected-error @+1 {{'kiln.dropout' op has a dynamic result shape 'tensor<?x4xf32>'; run --kiln-specialize-batch first}}
+    %y = kiln.dropout %x, %step ratio 5.000000e-01 seed 0 stream 0 : tensor<?x4xf32>, tensor<i64>
+    return %y : tensor<?x4xf32>
+  }
+}

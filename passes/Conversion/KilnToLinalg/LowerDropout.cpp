@@ -50,9 +50,8 @@ LogicalResult lowerDropout(Lowering &l, Operation *operation) {
   auto op = cast<DropoutOp>(operation);
   Location loc = op.getLoc();
   OpBuilder &b = l.b;
+  // Static: the memory plan has refused dynamic shapes already.
   auto type = cast<RankedTensorType>(op.getInput().getType());
-  if (!type.hasStaticShape())
-    return op.emitOpError("needs a static shape to lower (fix the batch)");
   SmallVector<int64_t> logical(type.getShape());
   if (logical.empty())
     logical.push_back(1);
