@@ -6,6 +6,7 @@
 
 #include "kiln/ref/elementwise.h"
 
+#include "kiln/ref/broadcast.h"
 #include "kiln/ref/check.h"
 
 #include <cmath>
@@ -36,9 +37,12 @@ Tensor add(const Tensor &a, const Tensor &b) {
 }
 
 Status checkBroadcast(const Shape &small, const Shape &full) {
+  // `small` broadcasts to `full` when broadcasting both gives `full`.
   bool ok = small.size() == full.size();
-  for (size_t i = 0; ok && i < full.size(); ++i)
-    ok = small[i] == 1 || small[i] == full[i];
+  for (size_t i = 0; ok && i < full.size(); ++i) {
+    int64_t out = 0;
+    ok = broadcastDimension(small[i], full[i], out) && out == full[i];
+  }
   if (!ok)
     return invalidArgumentError("broadcast: " + shapeToString(small) +
                                 " does not broadcast to " +
@@ -70,13 +74,8 @@ std::vector<int64_t> broadcastIndices(const Shape &small, const Shape &full) {
 } // namespace
 
 Status inferBroadcast(const Shape &a, const Shape &b, Shape &out) {
-  bool ok = a.size() == b.size();
-  out.clear();
-  for (size_t i = 0; ok && i < a.size(); ++i) {
-    ok = a[i] == b[i] || a[i] == 1 || b[i] == 1;
-    out.push_back(a[i] == 1 ? b[i] : a[i]);
-  }
-  if (!ok)
+  out.assign(a.size(), 0);
+  if (!broadcastShapes(a.data(), a.size(), b.data(), b.size(), out.data()))
     return invalidArgumentError("broadcast: " + shapeToString(a) + " and " +
                                 shapeToString(b) + " do not broadcast");
   return Status::ok();

@@ -2,6 +2,7 @@
 
 #include "dialects/Kiln/IR/ShapeRules.h"
 
+#include "kiln/ref/broadcast.h"
 #include "kiln/ref/window.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLExtras.h"
@@ -36,10 +37,14 @@ LogicalResult checkBroadcastsTo(std::optional<Location> loc, StringRef opName,
     return emitOptionalError(loc, opName, ": ", what, " element type ",
                              operand.getElementType(), " differs from ",
                              full.getElementType());
+  // `operand` broadcasts to `full` when broadcasting both gives `full`.
   bool ok = operand.getRank() == full.getRank();
-  for (int64_t i = 0; ok && i < full.getRank(); ++i)
-    ok = operand.getDimSize(i) == 1 ||
-         operand.getDimSize(i) == full.getDimSize(i);
+  for (int64_t i = 0; ok && i < full.getRank(); ++i) {
+    int64_t out = 0;
+    ok = ref::broadcastDimension(operand.getDimSize(i), full.getDimSize(i),
+                                 out) &&
+         out == full.getDimSize(i);
+  }
   if (!ok)
     return emitOptionalError(
         loc, opName, ": ", what, " [", formatShape(operand.getShape()),
@@ -56,14 +61,10 @@ FailureOr<RankedTensorType> inferBroadcast(std::optional<Location> loc,
     return emitOptionalError(loc, opName, ": operand element types differ: ",
                              lhs.getElementType(), " and ",
                              rhs.getElementType());
-  bool ok = lhs.getRank() == rhs.getRank();
-  SmallVector<int64_t> shape;
-  for (int64_t i = 0; ok && i < lhs.getRank(); ++i) {
-    int64_t a = lhs.getDimSize(i), b = rhs.getDimSize(i);
-    ok = a == b || a == 1 || b == 1;
-    shape.push_back(a == 1 ? b : a);
-  }
-  if (!ok)
+  SmallVector<int64_t> shape(lhs.getRank());
+  if (!ref::broadcastShapes(lhs.getShape().data(), lhs.getRank(),
+                            rhs.getShape().data(), rhs.getRank(),
+                            shape.data()))
     return emitOptionalError(loc, opName, ": [", formatShape(lhs.getShape()),
                              "] and [", formatShape(rhs.getShape()),
                              "] do not broadcast (one rank, each dimension "
