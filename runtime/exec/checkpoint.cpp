@@ -288,4 +288,60 @@ loadNewestCheckpoint(const std::string &dir, const Manifest &manifest,
   return std::optional<LoadedCheckpoint>();
 }
 
+Status loadInitialValues(const std::string &path, const Manifest &manifest,
+                         uint8_t *arena) {
+  st::File file;
+  KILN_RETURN_IF_ERROR(st::read(path, file));
+  // PyTorch's safetensors files say format "pt", or nothing at all.
+  const std::string &format = file.metadata["format"];
+  if (format != "kiln-initial-values" && format != "kiln-checkpoint")
+    return KILN_STATUS(
+        kInvalidArgument,
+        fmt::format("--init-from {}: not in Kiln's layouts (its metadata has "
+                    "format '{}', not kiln-checkpoint or "
+                    "kiln-initial-values); a PyTorch state dict must be "
+                    "converted first: kiln-checkpoint from-pytorch {} -o FILE",
+                    path, format, path));
+  std::map<std::string, const Variable *> variables;
+  for (const Variable &v : manifest.variables)
+    if (!v.isCopy())
+      variables[v.name] = &v;
+  for (const st::Tensor &t : file.tensors) {
+    auto it = variables.find(t.name);
+    if (it == variables.end())
+      return KILN_STATUS(kInvalidArgument,
+                         fmt::format("--init-from {}: tensor '{}' is not a "
+                                     "variable of the model",
+                                     path, t.name));
+    const Variable &v = *it->second;
+    if (t.dtype != st::fromKilnDType(v.tensor.dtype) ||
+        t.shape != v.tensor.shape)
+      return KILN_STATUS(
+          kInvalidArgument,
+          fmt::format("--init-from {}: tensor '{}' is {}[{}] there but {}[{}] "
+                      "in the model",
+                      path, t.name, st::dtypeName(t.dtype),
+                      fmt::join(t.shape, ","), dtypeInfo(v.tensor.dtype).name,
+                      fmt::join(v.tensor.shape, ",")));
+  }
+  for (const auto &[name, v] : variables)
+    if (v->kind == VariableKind::Parameter && !file.find(name))
+      return KILN_STATUS(kInvalidArgument,
+                         fmt::format("--init-from {}: it has no value for "
+                                     "the parameter '{}'",
+                                     path, name));
+  if (std::optional<NonFiniteVariable> bad =
+          findNonFiniteTensor(manifest, file))
+    return KILN_STATUS(kInvalidArgument,
+                       fmt::format("--init-from {}: tensor '{}' holds {} "
+                                   "(element {})",
+                                   path, bad->variable->name,
+                                   nonFiniteName(bad->element.value),
+                                   bad->element.index));
+  for (const st::Tensor &t : file.tensors)
+    std::memcpy(arena + variables[t.name]->tensor.offset, t.bytes.data(),
+                t.bytes.size());
+  return refreshCopies(manifest, arena);
+}
+
 } // namespace kiln::rt::exec

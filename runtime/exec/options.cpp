@@ -198,6 +198,7 @@ void addRunFlags(flags::Parser &parser, RunOptions &o) {
                         {"on", InterruptSnapshot::On},
                         {"off", InterruptSnapshot::Off}})},
       {"--resume", flags::switchFlag(o.resume, true)},
+      {"--init-from", flags::stringFlag(o.initFrom)},
       {"--eval", flags::switchFlag(o.eval, true)},
       {"--eval-every-epoch", flags::switchFlag(o.evalEveryEpoch, true)},
       {"--lr", scheduleFlag("lr")},
@@ -378,6 +379,9 @@ output:
   --checkpoint-every N     checkpoint every N steps (default: only at the end)
   --keep-checkpoints K     checkpoints kept (default 3)
   --resume                 continue from the newest valid checkpoint in --model-dir
+  --init-from FILE         start from these values (a checkpoint, or a PyTorch
+                           state dict after kiln-checkpoint from-pytorch);
+                           --resume's checkpoint, if any, wins
   --interrupt-snapshot M   auto (default: on under mpirun) | on | off: rank 0
                            copies the variables after every step, so that
                            SIGINT/SIGTERM writes the last completed step's

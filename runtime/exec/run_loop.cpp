@@ -369,6 +369,14 @@ StatusOr<Resumed> resumeOrBroadcast(const RunOptions &options, Comm &comm,
                  options.modelDir);
     }
   }
+  if (!options.initFrom.empty() && !header[0] && comm.rank() == 0) {
+    KILN_RETURN_IF_ERROR(
+        loadInitialValues(options.initFrom, manifest, arena));
+    fmt::print("kiln: initial values from {}\n", options.initFrom);
+  } else if (!options.initFrom.empty() && header[0] && comm.rank() == 0) {
+    fmt::print("kiln: --init-from {} not used: resuming from the checkpoint\n",
+               options.initFrom);
+  }
   if (comm.size() > 1) {
     KILN_RETURN_IF_ERROR(comm.broadcast(header, sizeof(header), 0));
     KILN_RETURN_IF_ERROR(comm.broadcast(

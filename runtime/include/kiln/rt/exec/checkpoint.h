@@ -99,6 +99,15 @@ StatusOr<std::optional<LoadedCheckpoint>>
 loadNewestCheckpoint(const std::string &dir, const Manifest &manifest,
                      uint8_t *arena, std::vector<std::string> &warnings);
 
+/// --init-from: sets the variables `path` holds (a Kiln checkpoint, or
+/// kiln-checkpoint from-pytorch's output) and refreshes the copies. Strict,
+/// as PyTorch's load_state_dict(strict=True): every parameter must be in the
+/// file, every tensor of the file must be a variable of the model, with its
+/// dtype and shape, and finite; state the file lacks (momentum, the
+/// schedule) keeps its initializer. Nothing is written unless all is right.
+Status loadInitialValues(const std::string &path, const Manifest &manifest,
+                         uint8_t *arena);
+
 } // namespace kiln::rt::exec
 
 #endif // KILN_RT_EXEC_CHECKPOINT_H

@@ -69,6 +69,7 @@ struct RunOptions {
 
   // Output.
   std::string modelDir;
+  std::string initFrom; ///< --init-from: initial values instead of initializers
   int64_t logEvery = 10;
   int64_t checkpointEvery = 0; ///< 0: only at the end
   int64_t keepCheckpoints = 3;
