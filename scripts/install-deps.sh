@@ -16,6 +16,8 @@ packages=(
   # The ONNX importer: libonnx (parser, checker, shape inference, version converter) and the
   # protobuf headers its API exposes; test/onnx builds its models with python3-onnx and numpy.
   libonnx-dev libprotobuf-dev python3-onnx python3-numpy
+  # Test-only: test/onnx/torch exports torchvision's models and compares with PyTorch.
+  python3-torch python3-torchvision
   # The default data set the README's main command trains on.
   dataset-fashion-mnist
 )

@@ -42,6 +42,15 @@ try:
         config.available_features.add("onnx")
 except OSError:
     pass
+# test/onnx/torch exports torchvision's models and checks Kiln's steps
+# against PyTorch's (Debian's python3-torch and python3-torchvision, test-only
+# dependencies): the `torch` feature says that Python has them.
+try:
+    if subprocess.run([onnx_python, "-c", "import torch, torchvision"],
+                      capture_output=True).returncode == 0:
+        config.available_features.add("torch")
+except OSError:
+    pass
 
 # test/interop checks Kiln's files with the real tools (TensorBoard, ...) from
 # PyPI, pinned, in the virtual environment scripts/interop-venv.sh makes (the

@@ -1,0 +1,479 @@
+"""Checks an exported torchvision model's Kiln training step against
+PyTorch's training-mode step (float64, the reference) on the same values.
+
+  compare_torch.py grads MODEL.onnx --model NAME [--batch B] [--seed S]
+      --rtol R --loss-rtol L
+    One batch: Kiln's loss, logits and every parameter's gradient
+    (kiln-translate --import-onnx, kiln-opt --kiln-autodiff, kiln-run's
+    @train_step) against PyTorch's. Each gradient by its norm-wise relative
+    error ||g_kiln - g_torch|| / ||g_torch||; the loss by its relative error.
+
+  compare_torch.py steps MODEL.onnx --model NAME [--batch B] [--steps N]
+      [--lr LR] --rtol R
+    The compiled executable (kilnc, plain SGD) trains N steps on one batch
+    from the exported values, PyTorch (float64) the same N steps on the same
+    batch: every step's loss must agree to R, the first --early-steps to
+    --early-rtol, and the loss must fall. The two runs drift apart once a
+    pre-activation near a kink takes another branch in one of them (the
+    weights differ by rounding after the first update, and a flip moves a
+    late layer's gradient by up to a percent): R bounds that drift, the
+    early steps check the update itself.
+
+Both start from the ONNX file's initializers, loaded into torchvision's module
+by their state-dict names (so the comparison does not depend on what the
+export's trace did to the batch-norm statistics), and map Kiln's layouts back
+as docs/onnx.md states them: Conv filters HWIO -> OIHW, Gemm weights
+[K, M] -> [M, K] (transB), activations NHWC -> NCHW.
+
+ReLU kinks: fp32 and float64 take different branches of a ReLU (or ReLU6,
+hard swish, hard sigmoid) only for a pre-activation within fp32's rounding of
+the kink, and one flip can move a late layer's gradient by a percent on a
+small batch. "grads" measures that rounding per activation call (the RMS
+difference of PyTorch's fp32 and float64 inputs), marks the float64
+pre-activations within three times it of a kink, and flips all of them at
+once in a second float64 backward pass: unless that moves every gradient by
+less than a tenth of --rtol the batch is refused as ill-conditioned (choose
+another --seed). A batch it accepts compares rounding, not branch choices.
+"""
+
+import argparse
+import copy
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import torch
+import torch.nn.functional as F
+from onnx import numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+# One home for each safetensors helper: the ONNX tests' numpy writer and the
+# e2e tests' reader.
+sys.path.insert(0, os.path.join(HERE, "..", "Inputs"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "e2e"))
+import torchvision_models  # noqa: E402
+from compare_losses import read_safetensors  # noqa: E402
+from make_model import write_safetensors  # noqa: E402
+
+
+def run(cmd):
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"FAIL: command failed ({result.returncode}): {' '.join(cmd)}\n"
+                 f"{result.stdout[-2000:]}\n{result.stderr[-4000:]}")
+    return result.stdout
+
+
+class OnnxValues:
+    """The initializers of an exported model (through Identity nodes) and
+    how the importer lays each out: a Conv filter is transposed OIHW -> HWIO, a Gemm weight with
+    transB -> [K, M]; everything else is kept."""
+
+    def __init__(self, path):
+        model = onnx.load(path)
+        self.values = {i.name: numpy_helper.to_array(i)
+                       for i in model.graph.initializer}
+        alias = {}
+        for node in model.graph.node:
+            if node.op_type != "Identity" or node.input[0] not in self.values:
+                continue
+            if node.output[0].startswith("onnx::"):
+                # A PRESERVE export's wrapper: the same parameter.
+                alias[node.output[0]] = node.input[0]
+            else:
+                # An eval-mode export's deduplicated initializer: a parameter
+                # of its own with an equal value (as the importer reads it).
+                self.values[node.output[0]] = self.values[node.input[0]]
+        self.layout = {}
+        for node in model.graph.node:
+            attrs = {a.name: onnx.helper.get_attribute_value(a)
+                     for a in node.attribute}
+            for index, name in enumerate(node.input):
+                name = alias.get(name, name)
+                if index != 1 or name not in self.values:
+                    continue
+                if node.op_type == "Conv":
+                    self.layout[name] = "conv"
+                elif node.op_type == "Gemm" and attrs.get("transB", 0):
+                    self.layout[name] = "transpose"
+
+    def to_kiln(self, name, array):
+        kind = self.layout.get(name)
+        if kind == "conv":
+            return array.transpose(2, 3, 1, 0)
+        if kind == "transpose":
+            return array.T
+        return array
+
+    def load_into(self, model):
+        """Copies every parameter and buffer from the initializers."""
+        with torch.no_grad():
+            for name, tensor in model.state_dict().items():
+                if name.endswith("num_batches_tracked"):
+                    continue
+                if name not in self.values:
+                    sys.exit(f"FAIL: the ONNX file has no initializer {name}")
+                value = torch.from_numpy(self.values[name].copy())
+                if tuple(value.shape) != tuple(tensor.shape):
+                    sys.exit(f"FAIL: initializer {name} is {tuple(value.shape)}, "
+                             f"the module's {tuple(tensor.shape)}")
+                tensor.copy_(value)
+
+
+# The kinks of each piecewise-linear activation torch.nn.functional applies
+# (nn.ReLU, nn.ReLU6 through hardtanh, nn.Hardswish, nn.Hardsigmoid, and the
+# functional calls of densenet): (kink, derivative right of it minus left).
+KINKS = {
+    "relu": lambda args, kwargs: [(0.0, 1.0)],
+    "hardtanh": lambda args, kwargs: [
+        (kwargs.get("min_val", args[0] if args else -1.0), 1.0),
+        (kwargs.get("max_val", args[1] if len(args) > 1 else 1.0), -1.0)],
+    "hardswish": lambda args, kwargs: [(-3.0, -0.5), (3.0, -0.5)],
+    "hardsigmoid": lambda args, kwargs: [(-3.0, 1.0 / 6), (3.0, -1.0 / 6)],
+}
+
+
+class KinkRecorder:
+    """Records the input of every activation call of KINKS, in call order.
+    Given `flip` (call index -> boolean masks, one per kink), it also flips
+    those elements' branch in the backward pass: the forward value stays,
+    the derivative becomes the other side's (a difference of `jump`)."""
+
+    def __init__(self, flip=None):
+        self.calls = []
+        self.flip = flip or {}
+        self.saved = {}
+
+    def __enter__(self):
+        for fn, kinks in KINKS.items():
+            original = getattr(F, fn)
+            self.saved[fn] = original
+
+            def wrapper(x, *args, _original=original, _kinks=kinks, **kwargs):
+                index = len(self.calls)
+                points = _kinks(args, kwargs)
+                self.calls.append((x.detach().clone(), points))
+                correction = None
+                for (kink, jump), mask in zip(points, self.flip.get(index, [])):
+                    side = torch.where(x.detach() > kink, -jump, jump)
+                    term = torch.where(mask, side, torch.zeros_like(side))
+                    # Zero forward, `term` as the derivative.
+                    term = term * (x - x.detach())
+                    correction = term if correction is None else correction + term
+                y = _original(x, *args, **kwargs)
+                return y if correction is None else y + correction
+            setattr(F, fn, wrapper)
+        return self
+
+    def __exit__(self, *exc):
+        for fn, original in self.saved.items():
+            setattr(F, fn, original)
+
+
+def torch_step(model, images, labels, flip=None):
+    """PyTorch's training-mode step: the loss, the logits, the gradients by
+    parameter name and the recorded activation inputs."""
+    model.train()
+    model.zero_grad()
+    with KinkRecorder(flip) as recorder:
+        logits = model(images)
+    loss = F.cross_entropy(logits, labels)
+    loss.backward()
+    grads = {name: p.grad.detach().numpy().copy()
+             for name, p in model.named_parameters()}
+    return loss.item(), logits.detach().numpy(), grads, recorder.calls
+
+
+def near_kinks(calls64, calls32):
+    """The float64 pre-activations within three times fp32's rounding of a
+    kink: each call's root-mean-square difference between PyTorch's fp32 and
+    float64 inputs (Kiln's own fp32 error is smaller still: its logits and
+    gradients are ten times closer to float64 than PyTorch's fp32 ones).
+    Returns call index -> one mask per kink, and their count."""
+    if len(calls64) != len(calls32):
+        sys.exit("FAIL: the float64 and fp32 forward passes differ in their "
+                 "activation calls")
+    masks, count = {}, 0
+    for index, ((x64, kinks), (x32, _)) in enumerate(zip(calls64, calls32)):
+        rounding = float(torch.sqrt(torch.mean((x32.double() - x64) ** 2)))
+        masks[index] = [torch.abs(x64 - kink) <= 3 * rounding
+                        for kink, _ in kinks]
+        count += sum(int(m.sum()) for m in masks[index])
+    return masks, count, sum(x.numel() for x, _ in calls64)
+
+
+def kiln_gradient_names(step_ir):
+    """The parameter each result of @train_step is the gradient of, by index
+    (results 0 and 1 are the loss and the logits)."""
+    with open(step_ir) as f:
+        for line in f:
+            if "func.func @train_step(" in line:
+                names = re.findall(r'kiln\.gradient_of = @("[^"]*"|[^\s},]+)', line)
+                return [n.strip('"') for n in names]
+    sys.exit(f"FAIL: {step_ir} has no @train_step")
+
+
+def explain_flips(model, images, labels, masks, reference, kiln, values):
+    """The float64 reference with the branch flips that explain Kiln's
+    gradients: each near-kink element is flipped alone in a float64 step,
+    and its change is kept when it brings the reference closer to Kiln's
+    (the sum over parameters of squared norm-wise relative errors). Only
+    elements within fp32's rounding of a kink are candidates, so what this
+    removes are branch choices, never an error of another kind."""
+    candidates = [(index, which, int(position))
+                  for index, per_kink in masks.items()
+                  for which, mask in enumerate(per_kink)
+                  for position in torch.nonzero(mask.flatten()).flatten()]
+    if len(candidates) > 400:
+        sys.exit(f"FAIL: {len(candidates)} near-kink elements are too many "
+                 "to explain one by one")
+    scale = {n: max(np.linalg.norm(g), 1e-300) for n, g in reference.items()}
+
+    def score(grads):
+        return sum((np.linalg.norm(kiln[n] - grads[n]) / scale[n]) ** 2
+                   for n in grads)
+
+    current, best, kept = dict(reference), score(reference), 0
+    for index, which, position in candidates:
+        single = {index: [torch.zeros_like(m) for m in masks[index]]}
+        single[index][which].view(-1)[position] = True
+        _, _, flipped, _ = torch_step(model, images, labels, flip=single)
+        trial = {n: current[n] + values.to_kiln(n, g).ravel() - reference[n]
+                 for n, g in flipped.items()}
+        trial_score = score(trial)
+        if trial_score < best:
+            current, best, kept = trial, trial_score, kept + 1
+    print(f"flips: {kept} of {len(candidates)} near-kink elements take the "
+          "other branch in Kiln; the reference takes them too")
+    return current
+
+
+def batch(args, size, classes):
+    generator = torch.Generator().manual_seed(args.seed)
+    images = torch.randn(args.batch, 3, size, size, generator=generator)
+    labels = torch.randint(0, classes, (args.batch,), generator=generator)
+    return images, labels
+
+
+def relative(a, b):
+    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
+
+
+def grads(args):
+    values = OnnxValues(args.onnx)
+    model = torchvision_models.build(args.model, args.classes, 0, dropout=False)
+    values.load_into(model)
+    size = args.image_size or torchvision_models.IMAGE_SIZE[args.model]
+    images, labels = batch(args, size, args.classes)
+
+    model32 = copy.deepcopy(model)
+    model = model.double()
+    loss, logits, reference, calls64 = torch_step(model, images.double(), labels)
+    _, logits32, grads32, calls32 = torch_step(model32, images, labels)
+    print(f"PyTorch fp32 against float64: logits {relative(logits32, logits):.2e}, "
+          f"worst gradient "
+          f"{max(relative(grads32[n], reference[n]) for n in reference):.2e}")
+    masks, count, elements = near_kinks(calls64, calls32)
+    # What the comparison could see of branch flips: every near-kink element
+    # flipped at once, in PyTorch's float64 step.
+    _, _, flipped, _ = torch_step(model, images.double(), labels, flip=masks)
+    sensitivity = max(relative(flipped[n], reference[n]) for n in reference)
+    print(f"kinks: {count} of {elements} pre-activations within 3x fp32 "
+          f"rounding of a kink; flipping them all moves a gradient by "
+          f"{sensitivity:.2e} relative")
+    conditioned = sensitivity <= args.rtol / 10
+    if not conditioned and not args.explain_flips:
+        sys.exit("FAIL: ill-conditioned batch: branch flips near a kink would "
+                 f"move a gradient by more than a tenth of {args.rtol:g}; "
+                 "choose another --seed, or --explain-flips")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        inputs = os.path.join(tmp, "in.safetensors")
+        write_safetensors(inputs, {
+            "arg0": ("F32", np.ascontiguousarray(
+                images.numpy().transpose(0, 2, 3, 1))),
+            "arg1": ("I32", labels.numpy().astype(np.int32))})
+        imported = os.path.join(tmp, "model.mlir")
+        step = os.path.join(tmp, "step.mlir")
+        results = os.path.join(tmp, "out.safetensors")
+        # Every value printed: kiln-run reads the initial values from the IR.
+        run([args.kiln_translate, "--import-onnx", args.onnx,
+             "--elide-values-larger-than=-1", "-o", imported]
+            + args.import_flag)
+        run([args.kiln_opt, "--kiln-autodiff", imported, "-o", step])
+        run([args.kiln_run, step, "--function=train_step", "--inputs", inputs,
+             "--save-results", results])
+        names = kiln_gradient_names(step)
+        out = read_safetensors(results)
+    parameters = dict(model.named_parameters())
+    if sorted(names) != sorted(parameters):
+        missing = sorted(set(parameters) - set(names))
+        extra = sorted(set(names) - set(parameters))
+        sys.exit(f"FAIL: Kiln's gradients are not PyTorch's parameters: "
+                 f"missing {missing[:5]}, extra {extra[:5]}")
+    kiln = {}
+    for index, name in enumerate(names):
+        kiln[name] = np.array(out[f"result{index + 2}"], np.float64)
+        if kiln[name].size != reference[name].size:
+            sys.exit(f"FAIL: gradient of {name} has {kiln[name].size} "
+                     f"elements, PyTorch's {reference[name].size}")
+    # PyTorch's gradients in Kiln's layouts, flattened.
+    reference = {n: values.to_kiln(n, g).ravel() for n, g in reference.items()}
+    if not conditioned:
+        reference = explain_flips(model, images.double(), labels, masks,
+                                  reference, kiln, values)
+
+    kiln_loss = out["result0"][0]
+    loss_error = abs(kiln_loss - loss) / abs(loss)
+    logits_error = relative(np.array(out["result1"]), logits.ravel())
+    print(f"loss: kiln {kiln_loss:.9g} torch {loss:.9g} relative error "
+          f"{loss_error:.2e}")
+    print(f"logits: relative error {logits_error:.2e}")
+    errors = [(relative(kiln[n], reference[n]), n) for n in names]
+    errors.sort(reverse=True)
+    for error, name in errors[:args.show]:
+        print(f"gradient {name}: relative error {error:.2e}")
+    worst, worst_name = errors[0]
+    failed = False
+    if not loss_error <= args.loss_rtol:
+        print(f"FAIL: loss relative error {loss_error:.2e} > {args.loss_rtol:g}")
+        failed = True
+    if not logits_error <= args.loss_rtol:
+        print(f"FAIL: logits relative error {logits_error:.2e} > {args.loss_rtol:g}")
+        failed = True
+    if not worst <= args.rtol:
+        print(f"FAIL: gradient of {worst_name}: relative error {worst:.2e} > "
+              f"{args.rtol:g}")
+        failed = True
+    if failed:
+        sys.exit(1)
+    print(f"PASS: loss, logits and {len(errors)} gradients; worst gradient "
+          f"{worst:.2e} ({worst_name})")
+
+
+def write_idx(directory, images, labels):
+    """One batch as Fashion-MNIST-style IDX files, for kiln-data."""
+    n, h, w = images.shape
+    with open(os.path.join(directory, "train-images-idx3-ubyte"), "wb") as f:
+        f.write(struct.pack(">IIII", 0x803, n, h, w) + images.tobytes())
+    with open(os.path.join(directory, "train-labels-idx1-ubyte"), "wb") as f:
+        f.write(struct.pack(">II", 0x801, n) + labels.tobytes())
+
+
+def steps(args):
+    values = OnnxValues(args.onnx)
+    model = torchvision_models.build(args.model, args.classes, 0, dropout=False)
+    values.load_into(model)
+    size = args.image_size or torchvision_models.IMAGE_SIZE[args.model]
+    rng = np.random.default_rng(args.seed)
+    pixels = rng.integers(0, 256, (args.batch, size, size), dtype=np.uint8)
+    labels = rng.integers(0, args.classes, args.batch).astype(np.uint8)
+    # The executable normalizes (pixel - mean) / std and replicates a gray
+    # image into the model's three channels; these values are exact in fp32.
+    mean, std = 127.5, 64.0
+
+    with tempfile.TemporaryDirectory() as tmp:
+        raw, shards, exe = (os.path.join(tmp, d) for d in ("raw", "data", "train"))
+        os.mkdir(raw)
+        write_idx(raw, pixels, labels)
+        run([args.kiln_data, "idx", "--input", raw, "--output", shards,
+             "--splits", "train", "--train-shards", "1", "--threads", "1",
+             "--quiet"])
+        run([args.kilnc, args.onnx, "-o", exe, f"--batch={args.batch}",
+             f"--lr={args.lr}", "--momentum=0"])
+        model_dir = os.path.join(tmp, "run")
+        # The data set is exactly one batch: every step trains on all of it
+        # (in a shuffled order, which neither the mean loss nor batch norm
+        # sees).
+        run([exe, "--data", shards, "--steps", str(args.steps), "--augment",
+             "none", "--no-flip", "--mean", f"{mean},{mean},{mean}", "--std",
+             f"{std},{std},{std}", "--log-every", "1", "--threads", "2",
+             "--model-dir", model_dir])
+        with open(os.path.join(model_dir, "metrics.jsonl")) as f:
+            rows = [json.loads(line) for line in f]
+        kiln = [r["loss"] for r in rows if r.get("kind") == "train"]
+
+    model = model.double().train()
+    images = torch.from_numpy((pixels.astype(np.float64) - mean) / std)
+    images = images[:, None].expand(-1, 3, -1, -1).contiguous()
+    targets = torch.from_numpy(labels.astype(np.int64))
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0)
+    reference = []
+    for _ in range(args.steps):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(images), targets)
+        loss.backward()
+        optimizer.step()
+        reference.append(loss.item())
+
+    if len(kiln) != args.steps:
+        sys.exit(f"FAIL: the executable logged {len(kiln)} losses, not {args.steps}")
+    worst = 0.0
+    for step, (k, r) in enumerate(zip(kiln, reference)):
+        error = abs(k - r) / abs(r)
+        worst = max(worst, error)
+        print(f"step {step:2d}  kiln {k:.9g}  torch {r:.9g}  relative {error:.2e}")
+    early = max((abs(k - r) / abs(r) for k, r in
+                 zip(kiln[:args.early_steps], reference[:args.early_steps])),
+                default=0.0)
+    if not early <= args.early_rtol:
+        sys.exit(f"FAIL: the first {args.early_steps} losses differ by "
+                 f"{early:.2e} > {args.early_rtol:g}")
+    if not worst <= args.rtol:
+        sys.exit(f"FAIL: losses differ by {worst:.2e} > {args.rtol:g}")
+    if not reference[-1] < reference[0]:
+        sys.exit("FAIL: the loss did not fall")
+    print(f"PASS: {args.steps} steps, worst relative difference {worst:.2e}, "
+          f"{early:.2e} over the first {args.early_steps}")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("what", choices=["grads", "steps"])
+    parser.add_argument("onnx")
+    parser.add_argument("--model", required=True,
+                        choices=torchvision_models.MODELS)
+    parser.add_argument("--classes", type=int, default=10)
+    parser.add_argument("--image-size", type=int)
+    parser.add_argument("--batch", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--rtol", type=float, required=True)
+    parser.add_argument("--loss-rtol", type=float)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--lr", type=float, default=0.01)
+    parser.add_argument("--early-steps", type=int, default=3,
+                        help="steps before branch flips near kinks can "
+                        "have accumulated, held to --early-rtol")
+    parser.add_argument("--early-rtol", type=float, default=1e-5)
+    parser.add_argument("--explain-flips", action="store_true",
+                        help="on an ill-conditioned batch, find the branch "
+                        "flips that explain Kiln's gradients (one float64 "
+                        "step per near-kink element)")
+    parser.add_argument("--import-flag", action="append", default=[],
+                        help="a kiln-translate flag (repeatable)")
+    parser.add_argument("--show", type=int, default=3,
+                        help="gradients printed, worst first")
+    parser.add_argument("--kiln-translate", default="kiln-translate")
+    parser.add_argument("--kiln-opt", default="kiln-opt")
+    parser.add_argument("--kiln-run", default="kiln-run")
+    parser.add_argument("--kilnc", default="kilnc")
+    parser.add_argument("--kiln-data", default="kiln-data")
+    args = parser.parse_args()
+    torch.set_num_threads(2)
+    if args.what == "grads":
+        if args.loss_rtol is None:
+            parser.error("grads needs --loss-rtol")
+        grads(args)
+    else:
+        steps(args)
+
+
+if __name__ == "__main__":
+    main()
