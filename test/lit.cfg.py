@@ -62,8 +62,10 @@ config.substitutions.append(
 # End-to-end tests link compiled models with the runtime.
 if config.kiln_build_runtime:
     config.available_features.add("runtime")
-    # Writes raw TFRecord shards (test/unit/exec/make_shards.cpp).
-    llvm_config.add_tool_substitutions(["kiln-exec-make-shards"], tool_dirs)
+    # Writes raw TFRecord shards (test/unit/exec/make_shards.cpp); kiln-data
+    # converts IDX files into shards (test/onnx/torch).
+    llvm_config.add_tool_substitutions(["kiln-exec-make-shards", "kiln-data"],
+                                       tool_dirs)
 
 # The host's CPU flags as features (cpu-<flag> in /proc/cpuinfo's spelling,
 # e.g. cpu-amx_tile), for tests that need a CPU the host is not.

@@ -53,6 +53,8 @@ import torch.nn.functional as F
 from onnx import numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# No __pycache__ in the source tree.
+sys.dont_write_bytecode = True
 sys.path.insert(0, HERE)
 # One home for each safetensors helper: the ONNX tests' numpy writer and the
 # e2e tests' reader.

@@ -24,6 +24,8 @@ import warnings
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# No __pycache__ in the source tree.
+sys.dont_write_bytecode = True
 import torchvision_models  # noqa: E402
 
 
