@@ -1,9 +1,11 @@
-// --kiln-layout with grouped convolutions (the x86 cost model of
-// compiler/Target/X86/LayoutCostModels.cpp): a depthwise convolution, and
-// groups of whole 16-channel blocks, cost the same in both layouts, so they
-// take their neighbours' layout; groups that split a 16-channel block have
-// no blocked jit kernel in oneDNN and stay NHWC, with reorders around them.
+// --kiln-layout with grouped convolutions: a depthwise convolution, and
+// groups of whole 16-channel blocks, cost the same in both layouts (the x86
+// cost model, compiler/Target/X86/LayoutCostModels.cpp), so they take their
+// neighbours' layout; groups that split a 16-channel block cannot compute
+// in nChw16c (oneDNN has no blocked jit kernel for them) and stay NHWC,
+// with reorders around them, in blocked mode too.
 // RUN: kiln-opt %s -split-input-file -verify-diagnostics --pass-pipeline="builtin.module(func.func(kiln-layout{mode=auto}))" | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics --pass-pipeline="builtin.module(func.func(kiln-layout{mode=blocked}))" | FileCheck %s --check-prefix=BLOCKED
 
 // Two large ungrouped data gradients (f32: 6% faster blocked) choose
 // nChw16c; the depthwise and the 16-channel grouped ones between them
@@ -28,6 +30,10 @@ func.func @whole_blocks_follow(%dy: tensor<8x8x8x64xf32>, %w: tensor<7x7x64x64xf
 
 // Groups of 8 channels: the grouped convolution stays NHWC between the two
 // blocked ones, at the price of two reorders.
+// BLOCKED-LABEL: func.func @split_blocks_stay_nhwc
+// BLOCKED: kiln.reorder %{{.*}} to nhwc
+// BLOCKED-NEXT: kiln.conv2d_backward_data %{{.*}} groups 8 : (tensor<8x8x8x64xf32>
+// BLOCKED-NEXT: kiln.reorder %{{.*}} to nChw16c
 // CHECK-LABEL: func.func @split_blocks_stay_nhwc
 func.func @split_blocks_stay_nhwc(%dy: tensor<8x8x8x64xf32>, %w: tensor<7x7x64x64xf32>, %gw: tensor<3x3x8x64xf32>) -> tensor<8x8x8x64xf32> {
   // CHECK: %[[A:[a-z0-9_]+]] = kiln.conv2d_backward_data {{.*}} {kiln.layout = #kiln.layout<nChw16c>}

@@ -80,8 +80,7 @@ static Value computeOperand(Conv2DBackwardDataOp op) {
 }
 static Value computeOperand(Conv2DBackwardFilterOp op) { return op.getInput(); }
 
-/// The channel groups of a convolution (the fused ones are never grouped)
-/// and its filter's [KH, KW, I, O] shape.
+/// The channel groups of a convolution (the fused ones are never grouped).
 template <typename ConvOp> static int64_t groupsOf(ConvOp) { return 1; }
 static int64_t groupsOf(Conv2DOp op) { return int64_t(op.getGroups()); }
 static int64_t groupsOf(Conv2DBackwardDataOp op) {
@@ -90,29 +89,7 @@ static int64_t groupsOf(Conv2DBackwardDataOp op) {
 static int64_t groupsOf(Conv2DBackwardFilterOp op) {
   return int64_t(op.getGroups());
 }
-static ArrayRef<int64_t> filterShapeOf(Conv2DBackwardFilterOp op) {
-  return op.getFilterGrad().getType().getShape();
-}
-template <typename ConvOp> static ArrayRef<int64_t> filterShapeOf(ConvOp op) {
-  return op.getFilter().getType().getShape();
-}
 
-/// A grouped convolution's time in nChw16c relative to NHWC. Depthwise
-/// convolutions (one input channel per group) and groups of whole 16-channel
-/// blocks have oneDNN jit kernels in both layouts (on AVX-512 the blocked
-/// jit_avx512 depthwise and grouped kernels, and the brgemm ones on NHWC),
-/// not measured against each other here (no AVX-512 machine at hand): they
-/// count as equal, so such a convolution takes its neighbours' layout and
-/// costs no reorder. Groups that split a 16-channel block have no blocked
-/// jit kernel (only oneDNN's reference loops), where NHWC has the gemm-based
-/// one: blocked is effectively ruled out.
-static double groupedBlockedTimeRatio(ArrayRef<int64_t> filter,
-                                      int64_t groups) {
-  int64_t in = filter[2], out = filter[3] / groups;
-  if (in == 1 || (in % 16 == 0 && out % 16 == 0))
-    return 1.0;
-  return 100.0;
-}
 
 namespace {
 /// A convolution's time in a layout: its multiply-adds (a dynamic batch as
@@ -125,15 +102,17 @@ struct ConvLayoutCost
     auto conv = cast<ConvOp>(op);
     Type elementType =
         cast<RankedTensorType>(computeOperand(conv).getType()).getElementType();
-    int64_t groups = groupsOf(conv);
-    if (groups == 1)
-      return convSeconds(Direction, elementType, conv.getMultiplyAdds(1),
-                         layout);
-    double seconds = double(conv.getMultiplyAdds(1)) *
-                     secondsPerMultiplyAdd(Direction, elementType);
-    return layout == Layout::NChw16c
-               ? seconds * groupedBlockedTimeRatio(filterShapeOf(conv), groups)
-               : seconds;
+    // A grouped convolution's blocked and NHWC kernels (on AVX-512
+    // oneDNN's blocked jit depthwise and grouped kernels, its brgemm ones
+    // on NHWC) are not measured against each other here (no AVX-512
+    // machine at hand): both layouts count the same, so it takes its
+    // neighbours' layout and costs no reorder. Groups that split a block
+    // cannot compute blocked at all (Conv2DOp::canComputeBlocked).
+    if (groupsOf(conv) != 1)
+      return double(conv.getMultiplyAdds(1)) *
+             secondsPerMultiplyAdd(Direction, elementType);
+    return convSeconds(Direction, elementType, conv.getMultiplyAdds(1),
+                       layout);
   }
 };
 

@@ -13,7 +13,7 @@ class Kiln_BackwardOp<string mnemonic, list<Trait> traits = []>
     : Kiln_Op<mnemonic, !listconcat([Pure, Kiln_BackwardOpTrait], traits)>;
 
 def Kiln_Conv2DBackwardDataOp : Kiln_BackwardOp<"conv2d_backward_data", [
-    DeclareOpInterfaceMethods<Kiln_LayoutOpInterface, ["getLayoutOperands", "getLayoutResults"]>,
+    DeclareOpInterfaceMethods<Kiln_LayoutOpInterface, ["getLayoutOperands", "getLayoutResults", "canComputeBlocked"]>,
     DeclareOpInterfaceMethods<Kiln_CostOpInterface>]> {
   let summary = "gradient of conv2d with respect to its input";
   let description = [{
@@ -45,7 +45,7 @@ def Kiln_Conv2DBackwardDataOp : Kiln_BackwardOp<"conv2d_backward_data", [
 }
 
 def Kiln_Conv2DBackwardFilterOp : Kiln_BackwardOp<"conv2d_backward_filter", [
-    DeclareOpInterfaceMethods<Kiln_LayoutOpInterface, ["getLayoutOperands", "getLayoutResults"]>,
+    DeclareOpInterfaceMethods<Kiln_LayoutOpInterface, ["getLayoutOperands", "getLayoutResults", "canComputeBlocked"]>,
     DeclareOpInterfaceMethods<Kiln_CostOpInterface>]> {
   let summary = "gradient of conv2d with respect to its filter";
   let description = [{

@@ -55,6 +55,26 @@ SmallVector<unsigned> Conv2DBackwardFilterOp::getLayoutResults() {
   return {}; // the filter gradient is HWIO
 }
 
+/// A grouped convolution computes in nChw16c when its groups do not split
+/// a 16-channel block: depthwise (one input channel per group, blocked by
+/// channel) or whole blocks per group on both sides. oneDNN has no blocked
+/// jit kernel for other groups (only its reference loops).
+static bool groupsKeepBlocks(int64_t groups, ArrayRef<int64_t> filter) {
+  if (groups == 1)
+    return true;
+  int64_t in = filter[2], out = filter[3] / groups;
+  return in == 1 || (in % 16 == 0 && out % 16 == 0);
+}
+bool Conv2DOp::canComputeBlocked() {
+  return groupsKeepBlocks(getGroups(), getFilter().getType().getShape());
+}
+bool Conv2DBackwardDataOp::canComputeBlocked() {
+  return groupsKeepBlocks(getGroups(), getFilter().getType().getShape());
+}
+bool Conv2DBackwardFilterOp::canComputeBlocked() {
+  return groupsKeepBlocks(getGroups(), getFilterGrad().getType().getShape());
+}
+
 //===----------------------------------------------------------------------===//
 // Reading and checking layouts.
 //===----------------------------------------------------------------------===//

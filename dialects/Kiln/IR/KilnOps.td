@@ -108,7 +108,7 @@ def Kiln_AssignOp : Kiln_Op<"assign", [
 //===----------------------------------------------------------------------===//
 
 def Kiln_Conv2DOp : Kiln_Op<"conv2d", [Pure, DeclareOpInterfaceMethods<Kiln_PrecisionOpInterface, ["getPrecisionOperands"]>, DeclareOpInterfaceMethods<Kiln_GradientOpInterface>,
-    InferTypeOpAdaptor, DeclareOpInterfaceMethods<Kiln_LayoutOpInterface, ["getLayoutOperands", "getLayoutResults"]>,
+    InferTypeOpAdaptor, DeclareOpInterfaceMethods<Kiln_LayoutOpInterface, ["getLayoutOperands", "getLayoutResults", "canComputeBlocked"]>,
     DeclareOpInterfaceMethods<Kiln_CostOpInterface>]> {
   let summary = "2-D convolution, NHWC input and HWIO filter, grouped, with an optional bias";
   let description = [{

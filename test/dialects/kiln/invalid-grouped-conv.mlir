@@ -73,3 +73,11 @@ func.func @filter_group_outputs(%x: tensor<1x4x4x8xf32>, %dy: tensor<1x4x4x6xf32
   %0 = kiln.conv2d_backward_filter %x, %dy stride [1, 1] pad [1, 1, 1, 1] groups 4 : (tensor<1x4x4x8xf32>, tensor<1x4x4x6xf32>) -> tensor<3x3x2x6xf32>
   return
 }
+
+// -----
+
+func.func @split_blocks_blocked(%x: tensor<1x4x4x32xf32>, %w: tensor<1x1x8x32xf32>) {
+  // expected-error @+1 {{cannot compute in nChw16c}}
+  %0 = kiln.conv2d %x, %w stride [1, 1] pad [0, 0, 0, 0] groups 4 {kiln.layout = #kiln.layout<nChw16c>} : (tensor<1x4x4x32xf32>, tensor<1x1x8x32xf32>) -> tensor<1x4x4x32xf32>
+  return
+}
