@@ -148,6 +148,7 @@ private:
   LogicalResult importGemm(const onnx::NodeProto &node);
   LogicalResult importMatMul(const onnx::NodeProto &node);
   LogicalResult importIdentity(const onnx::NodeProto &node);
+  LogicalResult importPad(const onnx::NodeProto &node);
   LogicalResult importConstant(const onnx::NodeProto &node);
   LogicalResult importShape(const onnx::NodeProto &node);
   LogicalResult importGather(const onnx::NodeProto &node);
@@ -249,6 +250,7 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
       {"HardSigmoid", &Importer::importHardSigmoid},
       {"HardSwish", &Importer::importHardSwish},
       {"Identity", &Importer::importIdentity},
+      {"Pad", &Importer::importPad},
       {"MatMul", &Importer::importMatMul},
       {"MaxPool", &Importer::importMaxPool},
       {"Mul", &Importer::importMul},
@@ -1709,6 +1711,26 @@ LogicalResult Importer::importIdentity(const onnx::NodeProto &node) {
   FailureOr<Activation> x = activation(node, 0);
   if (failed(x))
     return failure();
+  activations[node.output(0)] = *x;
+  return success();
+}
+
+/// Pad with zero pads is the identity: torch exports AvgPool2d with its
+/// default count_include_pad=True as a Pad before the AveragePool, with zero
+/// pads when the pool has no padding (DenseNet's transitions). Nonzero pads
+/// would make padding count in the average, which Kiln's excludes.
+LogicalResult Importer::importPad(const onnx::NodeProto &node) {
+  FailureOr<Activation> x = activation(node, 0);
+  FailureOr<const Constant *> pads = constant(node, 1);
+  if (failed(x) || failed(pads))
+    return failure();
+  if ((*pads)->isFloat ||
+      llvm::any_of((*pads)->ints, [](int64_t p) { return p != 0; }))
+    return nodeError(node) << "Kiln imports Pad with zero pads only (torch "
+                              "writes one before an AveragePool with "
+                              "count_include_pad=True; Kiln's average "
+                              "excludes padding: export with "
+                              "count_include_pad=False)";
   activations[node.output(0)] = *x;
   return success();
 }
