@@ -77,6 +77,8 @@ Status inspectData(const InspectOptions &options, InspectReport &report) {
   transform.numClasses = options.numClasses;
   if (options.maxImagePixels)
     transform.maxImagePixels = options.maxImagePixels;
+  // The records are checked, not their fit to a model: any channels, any size.
+  transform.convertChannels = transform.upscale = true;
   // The decode check: the whole image (the full decode path, which reads to
   // the end-of-image marker), shrunk to a small output.
   TransformOptions decodeOptions = transform;

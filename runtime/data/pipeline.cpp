@@ -536,7 +536,9 @@ struct Dataset::Impl {
       Status v = inspectRecord(record, transform, example, image);
       if (!v.isOk()) {
         v.withContext(where(origin));
-        if (!c.skip_bad_records)
+        // Only corrupt records are skipped; data that is not what the
+        // model takes (kInvalidArgument) would be skipped whole.
+        if (!c.skip_bad_records || v.code() != StatusCode::kDataLoss)
           return v;
         noteSkipped(v, readerSkips);
         continue;

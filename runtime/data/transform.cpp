@@ -26,6 +26,8 @@ TransformOptions::fromConfig(const kiln_rt_dataset_config_t &c) {
   o.labelOffset = c.label_offset;
   o.numClasses = c.num_classes;
   o.maxImagePixels = c.max_image_pixels;
+  o.convertChannels = (c.image_policy & KILN_RT_IMAGE_CONVERT_CHANNELS) != 0;
+  o.upscale = (c.image_policy & KILN_RT_IMAGE_UPSCALE) != 0;
   return o;
 }
 
@@ -36,6 +38,36 @@ template <typename T> StatusOr<T> required(StatusOr<T> value) {
   if (value.status().code() == StatusCode::kNotFound)
     return Status(StatusCode::kDataLoss, value.status().message());
   return value;
+}
+
+/// Data that is not what the model takes is the wrong data set, not a
+/// corrupt record: kInvalidArgument, which --skip-bad-records does not skip.
+/// Converting channels or enlarging images happens only when asked for.
+Status checkAgainstModel(const RecordImage &image,
+                         const TransformOptions &options) {
+  auto str = [](int v) { return std::to_string(v); };
+  if (image.channels != options.channels && !options.convertChannels)
+    return KILN_STATUS(
+        kInvalidArgument,
+        "the image has " + str(image.channels) +
+            (image.channels == 1 ? " channel" : " channels") +
+            " but the model takes " + str(options.channels) +
+            ": pass --convert-channels to convert " +
+            (image.channels == 1 ? "gray to RGB" : "RGB to gray") +
+            " (or train a model for this data: build_model.py --channels " +
+            str(image.channels) + ")");
+  bool padded = options.augment == KILN_RT_AUGMENT_PAD_CROP_FLIP;
+  if (!padded && !options.upscale &&
+      (image.width < options.width || image.height < options.height))
+    return KILN_STATUS(
+        kInvalidArgument,
+        "the image is " + str(image.width) + "x" + str(image.height) +
+            ", smaller than the model's " + str(options.width) + "x" +
+            str(options.height) +
+            " input: pass --upscale to enlarge such images (or train a model "
+            "for this data: build_model.py --image-size " +
+            str(std::max(image.width, image.height)) + ")");
+  return Status::ok();
 }
 } // namespace
 
@@ -127,7 +159,7 @@ Status inspectRecord(std::string_view record, const TransformOptions &options,
     image.width = info.width;
     image.height = info.height;
     image.channels = info.components;
-    return Status::ok();
+    return checkAgainstModel(image, options);
   }
   int64_t dims[3];
   const std::string_view dimKeys[3] = {keys::kHeight, keys::kWidth,
@@ -155,7 +187,7 @@ Status inspectRecord(std::string_view record, const TransformOptions &options,
   image.height = static_cast<int>(dims[0]);
   image.width = static_cast<int>(dims[1]);
   image.channels = static_cast<int>(dims[2]);
-  return Status::ok();
+  return checkAgainstModel(image, options);
 }
 
 Status ExampleTransform::apply(std::string_view record, uint64_t seed,

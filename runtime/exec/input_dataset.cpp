@@ -81,6 +81,8 @@ datasetConfig(const RunOptions &options, const Function &function,
   c.num_workers = static_cast<uint32_t>(options.dataWorkers);
   c.prefetch_batches = static_cast<uint32_t>(options.prefetch);
   c.skip_bad_records = options.skipBadRecords;
+  c.image_policy = (options.convertChannels ? KILN_RT_IMAGE_CONVERT_CHANNELS : 0u) |
+                   (options.upscale ? KILN_RT_IMAGE_UPSCALE : 0u);
   c.log_skipped = 1;
   if (train) {
     c.num_epochs = 0; // the loop decides when to stop

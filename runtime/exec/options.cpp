@@ -140,6 +140,8 @@ void addRunFlags(flags::Parser &parser, RunOptions &o) {
       {"--data-workers", intFlag(o.dataWorkers, 1, kMaxDataWorkers)},
       {"--prefetch", intFlag(o.prefetch, 1, kMaxPrefetch)},
       {"--shuffle-buffer", intFlag(o.shuffleBuffer, 1, kMaxShuffleBuffer)},
+      {"--convert-channels", flags::switchFlag(o.convertChannels, true)},
+      {"--upscale", flags::switchFlag(o.upscale, true)},
       {"--skip-bad-records", flags::switchFlag(o.skipBadRecords, true)},
       // Any int32: the pipeline subtracts it from int64 stored labels.
       {"--label-offset", intFlag(o.labelOffset, INT32_MIN, INT32_MAX)},
@@ -337,6 +339,10 @@ input:
   --prefetch N             batches prepared ahead (default 4)
   --shuffle-buffer N       records in the shuffle buffer (default 1024)
   --skip-bad-records       drop corrupt records instead of stopping
+  --convert-channels       convert gray images to RGB (or RGB to gray) when the
+                           model takes the other (default: an error)
+  --upscale                enlarge images smaller than the model's input
+                           (default: an error, pad-crop aside)
   --label-offset N         stored label of class 0 (default 1, as kiln-data and
                            ImageNet shards; 0 for TensorFlow's 0-based labels)
 

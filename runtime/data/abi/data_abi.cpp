@@ -59,6 +59,7 @@ void kiln_rt_dataset_config_init(kiln_rt_dataset_config_t *c) {
   c->num_classes = 0;
   c->batches_per_epoch = 0;
   c->max_image_pixels = kiln::rt::kDefaultMaxImagePixels;
+  c->image_policy = 0;
 }
 
 kiln_rt_status_t kiln_rt_dataset_open(const kiln_rt_dataset_config_t *config,
@@ -68,15 +69,19 @@ kiln_rt_status_t kiln_rt_dataset_open(const kiln_rt_dataset_config_t *config,
       return KILN_STATUS(kInvalidArgument,
                          "kiln_rt_dataset_open: null argument");
     *out = nullptr;
-    // A caller built against minor 1 passed the shorter struct: read only
-    // its fields and take the defaults for the rest.
+    // A caller built against an older minor passed a shorter struct: read
+    // only its fields and take the defaults for the rest, except what keeps
+    // its behaviour: older runtimes converted channels and enlarged images.
     kiln_rt_dataset_config_t full;
     const kiln_rt_dataset_config_t *use = config;
-    if ((config->abi_version >> 16) == KILN_RT_ABI_VERSION_MAJOR &&
-        (config->abi_version & 0xffff) < 2) {
+    uint32_t minor = config->abi_version & 0xffff;
+    if ((config->abi_version >> 16) == KILN_RT_ABI_VERSION_MAJOR && minor < 3) {
       kiln_rt_dataset_config_init(&full);
-      std::memcpy(&full, config, offsetof(kiln_rt_dataset_config_t,
-                                          num_classes));
+      std::memcpy(&full, config,
+                  minor < 2 ? offsetof(kiln_rt_dataset_config_t, num_classes)
+                            : offsetof(kiln_rt_dataset_config_t, image_policy));
+      full.image_policy =
+          KILN_RT_IMAGE_CONVERT_CHANNELS | KILN_RT_IMAGE_UPSCALE;
       use = &full;
     }
     KILN_ASSIGN_OR_RETURN(auto dataset, kiln::rt::Dataset::open(*use));

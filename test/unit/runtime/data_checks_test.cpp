@@ -291,6 +291,7 @@ TEST(ImageSize, PipelineNamesTheRecord) {
   std::string path = dir.path() + "/train-00000-of-00001";
   test::writeRecords(path, records);
   auto c = test::rawConfig(dir.path(), 16, 1);
+  c.channels = 3;
   c.shuffle = 0;
   Drained run;
   drain(c, run);
@@ -654,6 +655,76 @@ TEST(Inspect, ReportsEveryBadRecordTheLabelsAndTheImages) {
                          " --classes 10 > /dev/null")
                             .c_str()),
             1 << 8);
+}
+
+//===----------------------------------------------------------------------===//
+// Data the model does not take: channels and size
+//===----------------------------------------------------------------------===//
+
+TEST(ImagePolicy, OtherChannelsOrSmallerImagesAreErrorsUnlessAskedFor) {
+  std::string gray6 = test::rawExample(6, 6, 77, 1);
+  TransformOptions o;
+  o.augment = KILN_RT_AUGMENT_NONE;
+  o.channels = 3;
+  o.height = o.width = 6;
+  Example example;
+  RecordImage image;
+  Status s = inspectRecord(gray6, o, example, image);
+  ASSERT_EQ(s.code(), StatusCode::kInvalidArgument);
+  expectContains(s.message(),
+                 "the image has 1 channel but the model takes 3: pass "
+                 "--convert-channels to convert gray to RGB (or train a model "
+                 "for this data: build_model.py --channels 1)");
+  o.convertChannels = true;
+  EXPECT_TRUE(inspectRecord(gray6, o, example, image).isOk());
+
+  o.channels = 1;
+  o.height = o.width = 8;
+  s = inspectRecord(gray6, o, example, image);
+  ASSERT_EQ(s.code(), StatusCode::kInvalidArgument);
+  expectContains(s.message(),
+                 "the image is 6x6, smaller than the model's 8x8 input: pass "
+                 "--upscale to enlarge such images (or train a model for this "
+                 "data: build_model.py --image-size 6)");
+  o.upscale = true;
+  EXPECT_TRUE(inspectRecord(gray6, o, example, image).isOk());
+  // Pad-crop pads: no enlarging involved.
+  o.upscale = false;
+  o.augment = KILN_RT_AUGMENT_PAD_CROP_FLIP;
+  EXPECT_TRUE(inspectRecord(gray6, o, example, image).isOk());
+}
+
+TEST(ImagePolicy, TheWrongDataIsNotSkippedAsCorrupt) {
+  TempDir dir;
+  std::string path = dir.path() + "/train-00000-of-00001";
+  test::writeRecords(path, {test::rawExample(6, 6, 1, 1),
+                            test::rawExample(6, 6, 2, 2)});
+  auto c = test::rawConfig(dir.path(), 8, 1);
+  c.shuffle = 0;
+  c.skip_bad_records = 1;
+  Drained run;
+  drain(c, run);
+  ASSERT_FALSE(run.error.ok());
+  expectContains(run.error.message(), where(path, 0, 0) +
+                                          ": the image is 6x6, smaller than "
+                                          "the model's 8x8 input");
+  c.image_policy = KILN_RT_IMAGE_UPSCALE;
+  Drained upscaled;
+  drain(c, upscaled);
+  ASSERT_TRUE(upscaled.error.ok()) << upscaled.error.message();
+  EXPECT_EQ(upscaled.labels, (std::vector<int32_t>{0, 1}));
+}
+
+TEST(Abi, AMinorTwoCallerKeepsItsConversions) {
+  TempDir dir;
+  test::writeRecords(dir.path() + "/train-00000-of-00001",
+                     {test::rawExample(6, 6, 1, 1)});
+  auto c = test::rawConfig(dir.path(), 8, 1);
+  c.abi_version = (KILN_RT_ABI_VERSION_MAJOR << 16) | 2;
+  c.image_policy = 0; // not part of a minor-2 struct: ignored
+  Drained run;
+  drain(c, run);
+  ASSERT_TRUE(run.error.ok()) << run.error.message();
 }
 
 } // namespace

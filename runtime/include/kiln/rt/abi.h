@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 #define KILN_RT_ABI_VERSION_MAJOR 0
-#define KILN_RT_ABI_VERSION_MINOR 2
+#define KILN_RT_ABI_VERSION_MINOR 3
 /* major in the high 16 bits, minor in the low 16 bits. */
 #define KILN_RT_ABI_VERSION                                                    \
   ((uint32_t)((KILN_RT_ABI_VERSION_MAJOR << 16) | KILN_RT_ABI_VERSION_MINOR))

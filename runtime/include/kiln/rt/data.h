@@ -127,7 +127,20 @@ typedef struct kiln_rt_dataset_config_s {
   /* Largest image decoded, in pixels (width * height, as declared by the
    * JPEG's SOF or the raw record's size). Default 2^26 (64 Mi pixels). */
   uint64_t max_image_pixels;
+
+  /* --- ABI 0.3 --- */
+  /* What may be done to data that is not what the model takes (flags of
+   * kiln_rt_image_policy_t). Default 0: an image with other channels than
+   * `channels`, or smaller than height x width (pad-crop aside), is an error
+   * naming the record, not skippable. Callers built against minor 2 or
+   * older get both conversions, as those runtimes did. */
+  uint32_t image_policy;
 } kiln_rt_dataset_config_t;
+
+typedef enum kiln_rt_image_policy_e {
+  KILN_RT_IMAGE_CONVERT_CHANNELS = 1u, /* gray <-> RGB */
+  KILN_RT_IMAGE_UPSCALE = 2u,          /* enlarge images smaller than the output */
+} kiln_rt_image_policy_t;
 
 /* One batch, owned by the dataset and valid until the next next_batch or
  * close. images: batch_size examples in the configured dtype and layout;

@@ -52,6 +52,10 @@ struct TransformOptions {
   uint32_t numClasses = 0;
   /// Largest width * height decoded (the JPEG's SOF or the raw size).
   uint64_t maxImagePixels = kDefaultMaxImagePixels;
+  /// Gray <-> RGB and enlarging images smaller than the output: only when
+  /// asked for (kiln_rt_dataset_config_t::image_policy).
+  bool convertChannels = false;
+  bool upscale = false;
 
   static TransformOptions fromConfig(const kiln_rt_dataset_config_t &config);
 };
@@ -79,7 +83,9 @@ StatusOr<int32_t> checkLabel(int64_t stored, int32_t labelOffset,
 /// passes checkLabel, the JPEG header is readable and its size agrees with
 /// image/height and image/width when the record has them (or the raw size
 /// matches height*width*channels), and the image has at most
-/// maxImagePixels pixels. Cheap: the reader thread runs it on every record
+/// maxImagePixels pixels; and that it is what the model takes: its channels
+/// (unless convertChannels) and at least the output's size (unless upscale,
+/// or pad-crop augmentation, which pads), else kInvalidArgument. Cheap: the reader thread runs it on every record
 /// so most bad records are caught before a batch is formed.
 Status inspectRecord(std::string_view record, const TransformOptions &options,
                      Example &example, RecordImage &image);

@@ -69,6 +69,8 @@ struct RunOptions {
 
   // Output.
   std::string modelDir;
+  bool convertChannels = false; ///< --convert-channels: gray <-> RGB
+  bool upscale = false;         ///< --upscale: enlarge smaller images
   std::string initFrom; ///< --init-from: initial values instead of initializers
   int64_t logEvery = 10;
   int64_t checkpointEvery = 0; ///< 0: only at the end
