@@ -526,6 +526,7 @@ static int compileX86(ModuleOp module, const CompileOptions &options,
     llvm::errs() << "kilnc: translation to LLVM IR failed\n";
     return 1;
   }
+  releaseInitialValues(module);
   timer.done("lowering to LLVM IR");
   if (options.emit == EmitStage::LLVM)
     return writeOutput(options.output, [&](auto &os) { llvmModule->print(os, nullptr); });

@@ -592,9 +592,10 @@ LogicalResult Importer::declareInputs() {
              << "initializer '" << init.name() << "': " << error;
     constants[init.name()] = std::move(*c);
     // The values live on in `constants`: keeping the protobuf's copy too
-    // would hold a large model twice for the rest of the import.
-    init.clear_raw_data();
-    init.clear_float_data();
+    // would hold a large model twice for the rest of the import. (Moving
+    // empty storage in frees it; clear_*() would keep the capacity.)
+    init.set_raw_data(std::string());
+    google::protobuf::RepeatedField<float>().Swap(init.mutable_float_data());
   }
   const onnx::ValueInfoProto *images = nullptr;
   for (const onnx::ValueInfoProto &input : graph.input()) {

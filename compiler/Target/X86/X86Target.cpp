@@ -148,6 +148,16 @@ std::unique_ptr<llvm::Module> translateToLLVMIR(ModuleOp module,
   return llvmModule;
 }
 
+void releaseInitialValues(ModuleOp module) {
+  auto values = module->getAttrOfType<DictionaryAttr>(kInitialValuesAttr);
+  if (!values)
+    return;
+  for (NamedAttribute entry : values)
+    if (auto resource = dyn_cast<DenseResourceElementsAttr>(entry.getValue()))
+      if (auto *blob = resource.getRawHandle().getResource())
+        blob->setBlob(AsmResourceBlob());
+}
+
 /// kiln_model_target (model.h): the CPU the code is generated for and the
 /// extensions of cpu_features.h it has, which the runtime checks before it
 /// runs any of the code.

@@ -28,6 +28,12 @@ void registerX86Pipelines();
 std::unique_ptr<llvm::Module> translateToLLVMIR(mlir::ModuleOp module,
                                                 llvm::LLVMContext &context);
 
+/// Frees the bytes of the dense_resource blobs in the module's
+/// kiln.initial_values once translateToLLVMIR has copied them into the LLVM
+/// module: a large model would otherwise be held twice more during code
+/// generation. The module's initial values are gone afterwards.
+void releaseInitialValues(mlir::ModuleOp module);
+
 /// Whether `cpu` ("native" = this host) has the LLVM subtarget feature
 /// `feature` (e.g. "avx512f"); nullopt with `error` set for an unknown CPU.
 std::optional<bool> cpuHasFeature(llvm::StringRef cpu, llvm::StringRef feature,
