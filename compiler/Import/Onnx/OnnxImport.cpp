@@ -158,6 +158,8 @@ private:
   LogicalResult importSplit(const onnx::NodeProto &node);
   LogicalResult importSlice(const onnx::NodeProto &node);
   LogicalResult importTranspose(const onnx::NodeProto &node);
+  LogicalResult foldIntegerArithmetic(const onnx::NodeProto &node,
+                                      BinaryKind kind);
   LogicalResult concatActivations(const onnx::NodeProto &node);
   FailureOr<int64_t> kilnAxis(const onnx::NodeProto &node,
                               const Activation &x, int64_t axis);
@@ -1148,8 +1150,7 @@ LogicalResult Importer::arithmetic(const onnx::NodeProto &node,
   bool constant0 = constants.count(node.input(0)),
        constant1 = constants.count(node.input(1));
   if (constant0 && constant1)
-    return nodeError(node) << "both operands are constants; Kiln folds "
-                              "integer shape arithmetic only";
+    return foldIntegerArithmetic(node, kind);
   FailureOr<Activation> a, b;
   if (constant0) {
     b = activation(node, 1);
@@ -1873,6 +1874,48 @@ LogicalResult Importer::importConcat(const onnx::NodeProto &node) {
     c.ints.insert(c.ints.end(), (*part)->ints.begin(), (*part)->ints.end());
   }
   c.dims = {int64_t(c.ints.size())};
+  constants[node.output(0)] = std::move(c);
+  return success();
+}
+
+/// Integer arithmetic on shape values (torch's channel shuffle divides the
+/// channels by the groups; its chunk computes Slice bounds with Add, Div and
+/// Mul): folded elementwise, a one-element operand broadcast. Division
+/// truncates, as ONNX's integer Div does.
+LogicalResult Importer::foldIntegerArithmetic(const onnx::NodeProto &node,
+                                              BinaryKind kind) {
+  const Constant &a = constants[node.input(0)];
+  const Constant &b = constants[node.input(1)];
+  if (a.isFloat || b.isFloat || a.dims.size() > 1 || b.dims.size() > 1 ||
+      (a.numElements() != b.numElements() && a.numElements() != 1 &&
+       b.numElements() != 1))
+    return nodeError(node) << "both operands are constants; Kiln folds "
+                              "integer shape arithmetic only";
+  const Constant &wide = a.numElements() >= b.numElements() ? a : b;
+  Constant c;
+  c.isFloat = false;
+  c.dims = wide.dims;
+  c.origin = node.output(0);
+  for (int64_t i = 0; i < wide.numElements(); ++i) {
+    int64_t x = a.ints[a.numElements() == 1 ? 0 : i];
+    int64_t y = b.ints[b.numElements() == 1 ? 0 : i];
+    switch (kind) {
+    case BinaryKind::Add:
+      c.ints.push_back(x + y);
+      break;
+    case BinaryKind::Sub:
+      c.ints.push_back(x - y);
+      break;
+    case BinaryKind::Mul:
+      c.ints.push_back(x * y);
+      break;
+    case BinaryKind::Div:
+      if (y == 0)
+        return nodeError(node) << "integer division by zero";
+      c.ints.push_back(x / y);
+      break;
+    }
+  }
   constants[node.output(0)] = std::move(c);
   return success();
 }
