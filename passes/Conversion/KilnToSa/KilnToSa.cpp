@@ -189,9 +189,18 @@ LogicalResult convertToSa(ModuleOp module, const Graph &graph,
   program.getBody().emplaceBlock();
   SaSink sink(program, loc);
   kiln::Status s = planProgram(graph, target, options, sink);
-  if (!s.isOk())
-    return emitError(loc, "kiln-convert-to-sa: ") << s.message();
-  return success();
+  if (s.isOk())
+    return success();
+  // The target's buffers are sized for its native bf16; an f32 program needs
+  // twice the room, which is usually what a user has to change.
+  std::string hint;
+  bool f32 = llvm::any_of(graph.tensors, [](const Tensor &t) {
+    return t.kind == TensorKind::Temp && t.dtype == fb::DType::F32;
+  });
+  if (f32 && s.message().find("staging memory") != std::string::npos)
+    hint = "; the program computes in f32: compile with --precision=bf16, "
+           "the target's native precision, which halves every buffer";
+  return emitError(loc, "kiln-convert-to-sa: ") << s.message() << hint;
 }
 
 } // namespace kiln::sa
