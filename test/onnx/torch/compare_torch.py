@@ -403,7 +403,8 @@ def steps(args):
     pixels = rng.integers(0, 256, (args.batch, size, size), dtype=np.uint8)
     labels = rng.integers(0, args.classes, args.batch).astype(np.uint8)
     # The executable normalizes (pixel - mean) / std and replicates a gray
-    # image into the model's three channels; these values are exact in fp32.
+    # image into the model's three channels (--convert-channels); these
+    # values are exact in fp32.
     mean, std = 127.5, 64.0
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -420,7 +421,7 @@ def steps(args):
         # (in a shuffled order, which neither the mean loss nor batch norm
         # sees).
         run([exe, "--data", shards, "--steps", str(args.steps), "--augment",
-             "none", "--no-flip", "--mean", f"{mean},{mean},{mean}", "--std",
+             "none", "--no-flip", "--convert-channels", "--mean", f"{mean},{mean},{mean}", "--std",
              f"{std},{std},{std}", "--log-every", "1", "--threads", "2",
              "--model-dir", model_dir])
         with open(os.path.join(model_dir, "metrics.jsonl")) as f:
