@@ -339,7 +339,6 @@ LogicalResult evaluateFusedElementwise(FusedElementwiseOp fused,
   for (Operation &op : body.without_terminator())
     if (failed(evaluateAndCheck(&op, ctx)))
       return failure();
-  attrs.groups = groups;
   for (auto [result, value] : llvm::zip(
            fused.getResults(), cast<YieldOp>(body.getTerminator()).getValues()))
     ctx.set(result, ctx.get(value));

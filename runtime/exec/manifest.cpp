@@ -135,12 +135,12 @@ Status inferConvOutputShape(const std::vector<int64_t> &input,
                                       " groups") +
                            " (input " + shapeString(input) + ", filter " +
                            shapeString(filter) + ")");
-  output = {input[0], 0, 0, filter[3]};
   if (filter[3] % call.groups != 0)
     return KILN_STATUS(kInvalidArgument,
                        "the filter's " + std::to_string(filter[3]) +
                            " output channels are not a multiple of " +
                            std::to_string(call.groups) + " groups");
+  output = {input[0], 0, 0, filter[3]};
   for (int i = 0; i < 2; ++i) {
     output[1 + i] = ref::slidingWindowOutputSize(
         input[1 + i], call.padding[2 * i], call.padding[2 * i + 1], filter[i],
@@ -588,6 +588,8 @@ Status Parser::parseCall(const fbs::Call &v, const std::string &path,
       return unknown("padding");
     if (v.dilations())
       return unknown("dilations");
+    if (v.groups())
+      return unknown("groups");
   }
   if (out.kind != CallKind::Conv2dForward && v.relu())
     return unknown("relu");
@@ -617,8 +619,6 @@ Status Parser::parseCall(const fbs::Call &v, const std::string &path,
   }
 
   if (isConv) {
-    if (v.groups())
-      return unknown("groups");
     auto atLeast = [&](const char *member, int64_t value,
                        int64_t minValue) -> Status {
       if (value < minValue)
@@ -642,6 +642,9 @@ Status Parser::parseCall(const fbs::Call &v, const std::string &path,
       KILN_RETURN_IF_ERROR(atLeast("padding", p, 0));
     for (int64_t d : out.dilations)
       KILN_RETURN_IF_ERROR(atLeast("dilations", d, 1));
+    if (v.groups())
+      out.groups = v.groups();
+    KILN_RETURN_IF_ERROR(atLeast("groups", out.groups, 1));
   }
   out.relu = v.relu();
   out.transposeLhs = v.transpose_lhs();
@@ -671,9 +674,6 @@ Status Parser::checkPostOps(const Call &call, const std::string &path) {
     const TensorRef &s = call.operand("statistics");
     if (s.dtype != DType::F32 ||
         s.shape != std::vector<int64_t>{2, output.shape[3]})
-    if (v.groups())
-      out.groups = v.groups();
-    KILN_RETURN_IF_ERROR(atLeast("groups", out.groups, 1));
       return error(path + ".operands.statistics",
                    "must be f32[2, " + std::to_string(output.shape[3]) +
                        "] (mean and variance per output channel), not " +

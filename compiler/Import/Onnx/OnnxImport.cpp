@@ -499,24 +499,38 @@ LogicalResult Importer::load() {
 
 /// An eval-mode export (torch.onnx.export's default) folds every batch norm
 /// into the convolution before it, leaving a bias and no BatchNormalization:
-/// training that graph would train another model than the user's.
+/// training that graph would train another model than the user's. What
+/// tells it from a model that never had batch norm (SqueezeNet: biased
+/// convolutions under their state-dict names) is the bias's name: constant
+/// folding creates the tensor, and torch names it "onnx::Conv_<n>".
 LogicalResult Importer::refuseFoldedBatchNorm() {
   const onnx::GraphProto &graph = model.graph();
-  const onnx::NodeProto *biasedConv = nullptr;
+  llvm::StringMap<std::string> identitySource;
+  for (const onnx::NodeProto &node : graph.node())
+    if (node.op_type() == "Identity" && node.input_size() == 1)
+      identitySource[node.output(0)] = node.input(0);
+  const onnx::NodeProto *foldedConv = nullptr;
   for (const onnx::NodeProto &node : graph.node()) {
     if (node.op_type() == "BatchNormalization")
       return success();
-    if (node.op_type() == "Conv" && node.input_size() > 2 &&
-        !node.input(2).empty() && !biasedConv)
-      biasedConv = &node;
+    if (node.op_type() != "Conv" || node.input_size() < 3 ||
+        node.input(2).empty() || foldedConv)
+      continue;
+    std::string bias = node.input(2);
+    for (auto it = identitySource.find(bias); it != identitySource.end();
+         it = identitySource.find(bias))
+      bias = it->second;
+    if (llvm::StringRef(bias).starts_with("onnx::"))
+      foldedConv = &node;
   }
-  if (!biasedConv)
+  if (!foldedConv)
     return success();
-  return nodeError(*biasedConv)
-         << "the model has convolutions with a bias and no "
-            "BatchNormalization: an eval-mode export with batch norm folded "
-            "into the convolutions, which is not the model that was trained; "
-            "export it for training with torch.onnx.export(model, ..., "
+  return nodeError(*foldedConv)
+         << "the model has convolutions with a bias made by constant "
+            "folding and no BatchNormalization: an eval-mode export with "
+            "batch norm folded into the convolutions, which is not the model "
+            "that was trained; export it for training with "
+            "torch.onnx.export(model, ..., "
             "training=torch.onnx.TrainingMode.TRAINING, "
             "do_constant_folding=False)";
 }
@@ -803,6 +817,7 @@ LogicalResult Importer::importConv(const onnx::NodeProto &node) {
   Value weight = readVariable(node, filter, VariableKind::Parameter, filterType,
                               hwio, Initializer::HeNormal);
   Value y = Conv2DOp::create(builder, nodeLoc(node), x->value, weight,
+                             /*bias=*/Value(),
                              builder.getDenseI64ArrayAttr(strides),
                              builder.getDenseI64ArrayAttr(kilnPadding(pads)),
                              builder.getDenseI64ArrayAttr(dilations),
@@ -865,7 +880,6 @@ LogicalResult Importer::importBatchNorm(const onnx::NodeProto &node) {
   Location loc = nodeLoc(node);
   auto bn = BatchNormTrainOp::create(
       builder, loc, x->value, operands[0], operands[1], operands[2],
-                             /*bias=*/Value(),
       operands[3], /*residual=*/Value(),
       builder.getF32FloatAttr(floatAttr(node, "epsilon", 1e-5f)),
       builder.getF32FloatAttr(floatAttr(node, "momentum", 0.9f)), UnitAttr());

@@ -124,6 +124,31 @@ inferWindowSpatialSize(std::optional<Location> loc, StringRef opName,
   return success();
 }
 
+LogicalResult checkConvGroups(std::optional<Location> loc, StringRef opName,
+                              StringRef what, int64_t inputChannels,
+                              StringRef filterWhat, int64_t filterIn,
+                              int64_t filterOut, int64_t groups) {
+  if (groups <= 0)
+    return emitOptionalError(loc, opName, ": groups must be positive, not ",
+                             groups);
+  if (filterOut % groups != 0)
+    return emitOptionalError(loc, opName, ": the ", filterWhat, " has ",
+                             filterOut, " output channels, not a multiple of ",
+                             groups, " groups");
+  if (ShapedType::isDynamic(inputChannels) ||
+      inputChannels == filterIn * groups)
+    return success();
+  // The ungrouped message stays as it was before groups existed.
+  if (groups == 1)
+    return emitOptionalError(loc, opName, ": ", what, " has ", inputChannels,
+                             " channels but the ", filterWhat, " expects ",
+                             filterIn);
+  return emitOptionalError(loc, opName, ": ", what, " has ", inputChannels,
+                           " channels but the ", filterWhat, " expects ",
+                           filterIn * groups, " (", filterIn, " per group, ",
+                           groups, " groups)");
+}
+
 /// Checks that a per-channel vector has `channels` elements.
 static LogicalResult checkChannelVector(std::optional<Location> loc,
                                         StringRef opName, StringRef what,
@@ -150,31 +175,6 @@ checkBatchNormOperands(std::optional<Location> loc, StringRef opName,
   int64_t channels = inputType.getShape().back();
   if (ShapedType::isDynamic(channels))
     return emitOptionalError(loc, opName,
-LogicalResult checkConvGroups(std::optional<Location> loc, StringRef opName,
-                              StringRef what, int64_t inputChannels,
-                              StringRef filterWhat, int64_t filterIn,
-                              int64_t filterOut, int64_t groups) {
-  if (groups <= 0)
-    return emitOptionalError(loc, opName, ": groups must be positive, not ",
-                             groups);
-  if (filterOut % groups != 0)
-    return emitOptionalError(loc, opName, ": the ", filterWhat, " has ",
-                             filterOut, " output channels, not a multiple of ",
-                             groups, " groups");
-  if (ShapedType::isDynamic(inputChannels) ||
-      inputChannels == filterIn * groups)
-    return success();
-  // The ungrouped message stays as it was before groups existed.
-  if (groups == 1)
-    return emitOptionalError(loc, opName, ": ", what, " has ", inputChannels,
-                             " channels but the ", filterWhat, " expects ",
-                             filterIn);
-  return emitOptionalError(loc, opName, ": ", what, " has ", inputChannels,
-                           " channels but the ", filterWhat, " expects ",
-                           filterIn * groups, " (", filterIn, " per group, ",
-                           groups, " groups)");
-}
-
                              ": the channel dimension must be static");
   for (auto [what, value] : vecs)
     if (failed(checkChannelVector(loc, opName, what, value, channels)))

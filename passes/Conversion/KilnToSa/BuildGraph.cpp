@@ -154,9 +154,6 @@ template <typename T> std::array<int64_t, 4> quad(T values) {
   return {values[0], values[1], values[2], values[3]};
 }
 
-/// Sets the strides, padding and dilations of a convolution node.
-template <typename ConvOp> void setConvAttrs(Node &n, ConvOp conv) {
-  n.strides = pair(conv.getStrides());
 /// The systolic planner maps a convolution onto the array as one matrix
 /// product over all input channels; a grouped one would be a product per
 /// group (for depthwise convolutions, one channel each, which leaves all
@@ -170,6 +167,9 @@ template <typename ConvOp> LogicalResult checkUngrouped(ConvOp conv) {
          << "systolic target";
 }
 
+/// Sets the strides, padding and dilations of a convolution node.
+template <typename ConvOp> void setConvAttrs(Node &n, ConvOp conv) {
+  n.strides = pair(conv.getStrides());
   n.padding = quad(conv.getPadding());
   n.dilations = pair(conv.getDilations());
 }
@@ -232,9 +232,6 @@ LogicalResult GraphBuilder::lowerReshape(ReshapeOp r) {
 }
 
 LogicalResult GraphBuilder::lowerConv(Conv2DOp conv) {
-  Node n{NodeKind::Conv2d};
-  setConvAttrs(n, conv);
-  n.layer = layerFromRead(conv.getFilter());
   if (failed(checkUngrouped(conv)))
     return failure();
   // --kiln-fuse, which folds a bias into a convolution, is x86-only.
@@ -242,26 +239,29 @@ LogicalResult GraphBuilder::lowerConv(Conv2DOp conv) {
     return conv.emitError("kiln-convert-to-sa: 'kiln.conv2d' with a fused "
                           "bias is not supported on the systolic target; "
                           "convert the unfused step");
+  Node n{NodeKind::Conv2d};
+  setConvAttrs(n, conv);
+  n.layer = layerFromRead(conv.getFilter());
   n.spaceToDepth = stemInput && conv.getInput() == stemInput;
   convLayerByInput[conv.getInput()] = n.layer;
   return addNodeOf(conv, n, true);
 }
 
 LogicalResult GraphBuilder::lowerConv(Conv2DBackwardDataOp conv) {
+  if (failed(checkUngrouped(conv)))
+    return failure();
   Node n{NodeKind::Conv2dBackwardData};
   setConvAttrs(n, conv);
   n.layer = layerFromRead(conv.getFilter());
-  if (failed(checkUngrouped(conv)))
-    return failure();
   return addNodeOf(conv, n, true);
 }
 
 LogicalResult GraphBuilder::lowerConv(Conv2DBackwardFilterOp conv) {
+  if (failed(checkUngrouped(conv)))
+    return failure();
   Node n{NodeKind::Conv2dBackwardFilter};
   setConvAttrs(n, conv);
   n.layer = convLayerByInput.lookup(conv.getInput());
-  if (failed(checkUngrouped(conv)))
-    return failure();
   n.spaceToDepth = stemInput && conv.getInput() == stemInput;
   return addNodeOf(conv, n, false);
 }

@@ -176,18 +176,29 @@ def broken(kind, w):
                                       ["batch", 3, H, W])
     y = helper.make_tensor_value_info(
         "logits", TensorProto.FLOAT,
-        ["batch", C, H - 2, W - 2] if kind == "folded" else ["batch", 3, H, W])
+        ["batch", C, H - 2, W - 2] if kind == "folded"
+        else ["batch", C] if kind == "biased" else ["batch", 3, H, W])
     inits = [numpy_helper.from_array(w["conv1.weight"], "conv1.weight")]
     opset = 13
     if kind == "unsupported":
         nodes = [helper.make_node("LRN", ["input"], ["logits"],
                                   name="/norm/LRN", size=3)]
-    elif kind == "folded":
-        inits.append(numpy_helper.from_array(np.zeros(C, np.float32),
-                                             "conv1.bias"))
-        nodes = [helper.make_node("Conv", ["input", "conv1.weight",
-                                           "conv1.bias"], ["logits"],
+    elif kind in ("folded", "biased"):
+        # Constant folding makes the folded weights and biases and torch
+        # names them onnx::Conv_<n>; a model without batch norm (SqueezeNet)
+        # keeps its state-dict names.
+        weight, bias = (("onnx::Conv_7", "onnx::Conv_8") if kind == "folded"
+                        else ("conv1.weight", "conv1.bias"))
+        inits = [numpy_helper.from_array(w["conv1.weight"], weight),
+                 numpy_helper.from_array(np.zeros(C, np.float32), bias)]
+        conv_out = "logits" if kind == "folded" else "features"
+        nodes = [helper.make_node("Conv", ["input", weight, bias], [conv_out],
                                   name="/conv1/Conv", kernel_shape=[3, 3])]
+        if kind == "biased":
+            nodes += [helper.make_node("GlobalAveragePool", ["features"],
+                                       ["pooled"], name="/pool"),
+                      helper.make_node("Flatten", ["pooled"], ["logits"],
+                                       name="/flatten")]
     elif kind == "dynamic":
         x = helper.make_tensor_value_info("input", TensorProto.FLOAT,
                                           ["batch", 3, "height", W])
@@ -298,7 +309,7 @@ def write_safetensors(path, tensors):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("kind", choices=["train", "preserve", "opset11", "bias", "se", "grouped",
-                                         "unsupported", "folded", "dynamic", "unchecked",
+                                         "unsupported", "folded", "biased", "dynamic", "unchecked",
                                          "future-opset", "garbage"])
     parser.add_argument("out")
     parser.add_argument("--inputs")

@@ -141,15 +141,15 @@ struct Call {
   std::array<int64_t, 2> strides{1, 1};
   std::array<int64_t, 4> padding{0, 0, 0, 0};
   std::array<int64_t, 2> dilations{1, 1};
+  // Convolutions: channel groups; the filter is [KH, KW, Cin/groups, Cout]
+  // and output channel o reads group o / (Cout/groups) of the input.
+  int64_t groups = 1;
   // Conv2dForward with the optional operands "bias" (f32 [Cout]) and
   // "residual" (shaped like "output"; it may be the output's own storage):
   // output = [relu](conv + bias [+ residual]); and "statistics" (f32
   // [2, Cout]), written with each output channel's mean and biased variance
   // over the batch and pixels of the output as stored.
   bool relu = false;
-  // Convolutions: channel groups; the filter is [KH, KW, Cin/groups, Cout]
-  // and output channel o reads group o / (Cout/groups) of the input.
-  int64_t groups = 1;
   // Matmul: operands stored transposed (the last two dims swapped).
   bool transposeLhs = false;
   bool transposeRhs = false;
