@@ -8,9 +8,11 @@
 // checks see every combination. Random bytes rarely make a JPEG, so half of
 // the inputs instead overwrite bytes of a valid one (made once, with
 // TurboJPEG) inside an ImageNet-style record: corrupt scans, markers and
-// frame sizes then reach the decoder. Errors must be kDataLoss (bad data) -- or
-// kUnimplemented for a JPEG colour space that cannot be converted -- and a
-// record that passes must give a finite image and a label in range.
+// frame sizes then reach the decoder. Errors must be kDataLoss (bad data) --
+// kInvalidArgument for an image the policy refuses (other channels, smaller
+// than the output), kUnimplemented for a JPEG colour space that cannot be
+// converted -- and a record that passes must give a finite image and a label
+// in range.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/rt/transform.h"
@@ -57,6 +59,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   options.augment = augments[data[2] % 5];
   options.height = options.width = 8;
   options.channels = data[2] & 0x80 ? 1 : 3;
+  // data[1]'s high bits: which conversions the image policy allows.
+  options.convertChannels = data[1] & 0x80;
+  options.upscale = data[1] & 0x40;
   options.pad = 4;
   // Small images only: a valid 4 KB JPEG may declare 65535 x 65535.
   options.maxImagePixels = 1 << 16;
@@ -84,10 +89,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   RecordImage image;
   kiln::Status checked = inspectRecord(record, options, example, image);
   if (!checked.isOk()) {
-    if (checked.code() != kiln::StatusCode::kDataLoss)
+    // Bad data, or (kInvalidArgument) an image the policy does not let the
+    // model take: other channels or smaller than the output.
+    bool refused =
+        checked.code() == kiln::StatusCode::kInvalidArgument &&
+        ((image.channels != options.channels && !options.convertChannels) ||
+         (!options.upscale && options.augment != KILN_RT_AUGMENT_PAD_CROP_FLIP &&
+          (image.width < options.width || image.height < options.height)));
+    if (checked.code() != kiln::StatusCode::kDataLoss && !refused)
       std::abort();
     return 0;
   }
+  if ((image.channels != options.channels && !options.convertChannels) ||
+      (!options.upscale && options.augment != KILN_RT_AUGMENT_PAD_CROP_FLIP &&
+       (image.width < options.width || image.height < options.height)))
+    std::abort(); // the policy let through what it must refuse
   if (options.numClasses &&
       (image.label < 0 || image.label >= int32_t(options.numClasses)))
     std::abort();
