@@ -421,9 +421,9 @@ def steps(args):
         # (in a shuffled order, which neither the mean loss nor batch norm
         # sees).
         run([exe, "--data", shards, "--steps", str(args.steps), "--augment",
-             "none", "--no-flip", "--convert-channels", "--mean", f"{mean},{mean},{mean}", "--std",
-             f"{std},{std},{std}", "--log-every", "1", "--threads", "2",
-             "--model-dir", model_dir])
+             "none", "--no-flip", "--convert-channels", "--mean",
+             f"{mean},{mean},{mean}", "--std", f"{std},{std},{std}",
+             "--log-every", "1", "--threads", "2", "--model-dir", model_dir])
         with open(os.path.join(model_dir, "metrics.jsonl")) as f:
             rows = [json.loads(line) for line in f]
         kiln = [r["loss"] for r in rows if r.get("kind") == "train"]
