@@ -9,7 +9,7 @@ of the two forms the importer trains:
             form in which efficientnet_b0's stochastic depth exports)
 
 export_torchvision.py NAME MODE OUT.onnx [--classes N] [--seed S]
-                      [--image-size P] [--no-dropout] [--describe]
+                      [--image-size P] [--no-dropout] [--describe] [--published]
 
 --no-dropout sets every dropout probability to 0 first (the gradient
 comparison's "dropout off"). The weights depend on NAME, --classes and
@@ -59,9 +59,12 @@ def main():
     parser.add_argument("--image-size", type=int)
     parser.add_argument("--no-dropout", action="store_true")
     parser.add_argument("--describe", action="store_true")
+    parser.add_argument("--published", action="store_true",
+                        help="torchvision's architecture unchanged (vgg11_bn: at 224)")
     args = parser.parse_args()
     model = torchvision_models.build(args.name, args.classes, args.seed,
-                                     dropout=not args.no_dropout)
+                                     dropout=not args.no_dropout,
+                                     published=args.published)
     size = args.image_size or torchvision_models.IMAGE_SIZE[args.name]
     export(model, args.mode, args.out, size)
     if args.describe:

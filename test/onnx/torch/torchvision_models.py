@@ -26,17 +26,19 @@ IMAGE_SIZE = {name: 64 for name in MODELS}
 IMAGE_SIZE["vgg11_bn"] = 32
 
 
-def build(name, classes, seed, dropout=True):
+def build(name, classes, seed, dropout=True, published=False):
     """torchvision's `name` with weights drawn from `seed`. With
     dropout=False every nn.Dropout's p and every StochasticDepth's p are 0
     (the gradient comparison's "dropout off"), so the training-mode step is a
-    deterministic function PyTorch and Kiln can both compute."""
+    deterministic function PyTorch and Kiln can both compute. published=True
+    keeps torchvision's architecture whole (vgg11_bn included: export it at
+    224x224), as bench/torchvision/run.sh measures it."""
     if name not in MODELS:
         raise SystemExit(f"unknown model {name}; one of {', '.join(MODELS)}")
     torch.manual_seed(seed)
     model = getattr(torchvision.models, name)(weights=None,
                                               num_classes=classes)
-    if name == "vgg11_bn":
+    if name == "vgg11_bn" and not published:
         model.avgpool = torch.nn.AdaptiveAvgPool2d(1)
         old = model.classifier[0]
         model.classifier[0] = torch.nn.Linear(512, old.out_features)

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Training steps of torchvision's models imported from ONNX (issue 28): Kiln's
+# executable against PyTorch eager in its strongest configuration here
+# (pytorch_step.py chooses the faster memory format per model), batch 32 at
+# 224x224, 2 threads, synthetic data, fp32 and bf16, in one run. Kiln and
+# PyTorch alternate for ROUNDS rounds per model; report.py prints the medians
+# and every round's ratio. Each model also compiles to the systolic target
+# and one timed step prints its per-layer MXU utilization (kiln-sim).
+#
+#   bench/torchvision/run.sh [MODELS] [STEPS] [ROUNDS] [PRECISIONS]
+#     MODELS      comma-separated (default: the ten of issue 28)
+#     PRECISIONS  default "fp32 bf16"; bf16 on x86 needs AVX-512 (kilnc
+#                 refuses it otherwise, and the row says so)
+#   results in build/bench/torchvision/
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+models=${1:-resnet18,resnet50,mobilenet_v2,mobilenet_v3_large,efficientnet_b0,densenet121,vgg11_bn,squeezenet1_1,shufflenet_v2_x1_0,regnet_y_400mf}
+steps=${2:-4}
+rounds=${3:-3}
+precisions=${4:-fp32 bf16}
+batch=32
+size=224
+out=build/bench/torchvision
+mkdir -p "$out"
+source bench/ensure-packages.sh
+ensure_packages python3-torch python3-torchvision python3-onnx
+bash scripts/build.sh >/dev/null
+bin=build/bin
+results=$out/results.jsonl
+: >"$results"
+
+for model in ${models//,/ }; do
+  # torchvision's own model at its native size (1000 classes), trained as
+  # exported: batch norm in training form, dropout on.
+  onnx=$out/$model.onnx
+  /usr/bin/python3 test/onnx/torch/export_torchvision.py "$model" train "$onnx" \
+    --classes 1000 --image-size $size --published
+  for precision in $precisions; do
+    exe=$out/${model}_$precision
+    start=$(date +%s.%N)
+    if ! $bin/kilnc "$onnx" --batch=$batch --precision=$precision --nesterov=true \
+        --momentum=0.9 --weight-decay=1e-4 --lr=0.01 -o "$exe" 2>"$exe.kilnc.log"; then
+      echo "{\"system\": \"kiln\", \"model\": \"$model\", \"precision\": \"$precision\"," \
+        "\"error\": $(head -c 300 "$exe.kilnc.log" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read().strip()))')}" \
+        >>"$results"
+      continue
+    fi
+    compile=$(echo "$(date +%s.%N) - $start" | bc)
+    for round in $(seq 1 "$rounds"); do
+      run=$out/run_${model}_${precision}
+      rm -rf "$run"
+      /usr/bin/time -f "%M" -o "$run.rss" "$exe" --synthetic --steps $((steps + 2)) \
+        --threads 2 --log-every 1 --model-dir "$run" >"$run.log" 2>&1
+      /usr/bin/python3 bench/kiln_rate.py "$run/metrics.jsonl" --model "$model" \
+        --precision "$precision" --batch $batch --compile-sec "$compile" \
+        --peak-rss-kib "$(cat "$run.rss")" --round "$round" >>"$results"
+      GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736 \
+        /usr/bin/python3 bench/pytorch_step.py --model "$model" \
+        --precision "$precision" --batch $batch --image-size $size --steps "$steps" \
+        --round "$round" >>"$results"
+    done
+  done
+  # The systolic target: bf16 training step at the same batch, one timed
+  # simulated step, per-layer utilization.
+  $bin/kiln-translate --import-onnx "$onnx" |
+    $bin/kiln-opt --kiln-bf16 --kiln-build-train-step --kiln-specialize-batch=batch=$batch |
+    $bin/kiln-opt --kiln-convert-to-sa -o "$out/${model}_sa.mlir" 2>"$out/${model}_sa.log" &&
+    $bin/kiln-translate --export-sa-program "$out/${model}_sa.mlir" -o "$out/$model.ksap" &&
+    $bin/kiln-sim "$out/$model.ksap" --json="$out/${model}_sim.json" >"$out/${model}_sim.txt" ||
+    echo "systolic: $model failed, see $out/${model}_sa.log"
+done
+/usr/bin/python3 bench/torchvision/report.py "$results" "$out"
