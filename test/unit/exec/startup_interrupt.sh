@@ -12,9 +12,19 @@ fail() { echo "FAIL ($1)"; echo "---- output ----"; cat "$work/out"; exit 1; }
 
 check() { # LABEL STATUS RANKS COMMAND...
   local label=$1 want=$2 ranks=$3; shift 3
-  KILN_TEST_MODEL_MANIFEST_MS=60000 "$@" > "$work/out" 2>&1 &
+  rm -f "$work"/ready.*
+  KILN_TEST_MODEL_MANIFEST_MS=60000 KILN_TEST_MODEL_MANIFEST_READY=$work \
+    "$@" > "$work/out" 2>&1 &
   local pid=$!
-  sleep 2
+  # Every rank in its start-up (a loaded machine may take seconds to start
+  # mpirun's ranks; a signal before a rank's watcher runs would kill it
+  # without a word).
+  local waited=0
+  while (( $(ls "$work" | grep -c '^ready\.') < ranks )); do
+    (( waited++ < 600 )) || fail "$label: the ranks did not reach start-up in 60 s"
+    sleep 0.1
+  done
+  sleep 0.2
   local start=$SECONDS
   kill -TERM $pid
   wait $pid; local status=$?
@@ -29,5 +39,5 @@ check() { # LABEL STATUS RANKS COMMAND...
 check alone 4 1 "$exe" --synthetic --steps 5
 # mpirun itself exits 1 when its ranks end by a signal it forwarded.
 check mpirun 1 2 mpirun -np 2 --oversubscribe --allow-run-as-root \
-  -x KILN_TEST_MODEL_MANIFEST_MS "$exe" --synthetic --steps 5
+  -x KILN_TEST_MODEL_MANIFEST_MS -x KILN_TEST_MODEL_MANIFEST_READY "$exe" --synthetic --steps 5
 echo "PASS: SIGTERM during start-up ends the run at once, alone and under mpirun"

@@ -24,7 +24,8 @@
 // batch norm's running variance overflowing), and KILN_TEST_MODEL_STEP_MS=T
 // makes every train step last at least T ms (a step longer than mpirun's
 // SIGKILL delay, in small). KILN_TEST_MODEL_MANIFEST_MS=T makes reading the
-// manifest take T ms: a start-up that blocks (on MPI, on a file system).
+// manifest take T ms: a start-up that blocks (on MPI, on a file system);
+// with KILN_TEST_MODEL_MANIFEST_READY=DIR it first creates DIR/ready.<pid>.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +41,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 namespace {
 
@@ -387,8 +390,17 @@ int64_t envInt(const char *name) {
 } // namespace
 
 extern "C" const uint8_t *kiln_model_manifest(size_t *size) {
-  if (int64_t ms = envInt("KILN_TEST_MODEL_MANIFEST_MS"); ms > 0)
+  if (int64_t ms = envInt("KILN_TEST_MODEL_MANIFEST_MS"); ms > 0) {
+    // Tells a waiting test that this process is in its start-up (the signal
+    // watcher runs), however long a loaded machine took to get here.
+    if (const char *dir = std::getenv("KILN_TEST_MODEL_MANIFEST_READY"))
+      if (FILE *f = std::fopen(
+              (std::string(dir) + "/ready." + std::to_string(::getpid()))
+                  .c_str(),
+              "w"))
+        std::fclose(f);
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  }
   static const std::vector<uint8_t> manifest = buildManifest();
   *size = manifest.size();
   return manifest.data();
