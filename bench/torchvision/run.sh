@@ -33,7 +33,12 @@ for model in ${models//,/ }; do
   # torchvision's own model at its native size (1000 classes), trained as
   # exported: batch norm in training form, dropout on.
   onnx=$out/$model.onnx
-  /usr/bin/python3 test/onnx/torch/export_torchvision.py "$model" train "$onnx" \
+  # torch 1.13 cannot export efficientnet_b0's stochastic depth for training
+  # (no Bernoulli): its PRESERVE export from eval mode, the same training step
+  # in Kiln without stochastic depth (docs/onnx.md).
+  mode=train
+  [[ $model == efficientnet_b0 ]] && mode=preserve
+  /usr/bin/python3 test/onnx/torch/export_torchvision.py "$model" $mode "$onnx" \
     --classes 1000 --image-size $size --published
   for precision in $precisions; do
     exe=$out/${model}_$precision
@@ -62,7 +67,7 @@ for model in ${models//,/ }; do
   done
   # The systolic target: bf16 training step at the same batch, one timed
   # simulated step, per-layer utilization.
-  $bin/kiln-translate --import-onnx "$onnx" |
+  $bin/kiln-translate --import-onnx --elide-values-larger-than=-1 "$onnx" |
     $bin/kiln-opt --kiln-bf16 --kiln-build-train-step --kiln-specialize-batch=batch=$batch |
     $bin/kiln-opt --kiln-convert-to-sa -o "$out/${model}_sa.mlir" 2>"$out/${model}_sa.log" &&
     $bin/kiln-translate --export-sa-program "$out/${model}_sa.mlir" -o "$out/$model.ksap" &&
