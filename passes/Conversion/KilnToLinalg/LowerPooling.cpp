@@ -279,47 +279,47 @@ static void lowerMaxPool(Lowering &l, MaxPoolOp pool, Layout layout,
       });
 }
 
-static void lowerAvgPool(Lowering &l, AvgPoolOp pool, Layout layout,
-                         bool lanes) {
-  Location loc = pool.getLoc();
+/// dst += src / count over every valid tap of every output window: the
+/// average pool gathers each window's taps of x into its output element
+/// (tapIsSource), its gradient spreads each output gradient over the taps.
+static void accumulateAverage(Lowering &l, Location loc, const Window &w,
+                              ArrayRef<int64_t> outShape, ActivationView &src,
+                              ActivationView &dst, bool tapIsSource,
+                              bool lanes) {
   OpBuilder &b = l.b;
-  Window w = windowOf(pool, pool.getInput().getType());
-  ActivationView x(l, pool.getInput(), layout), y(l, pool.getOutput(), layout);
-  auto outShape = pool.getOutput().getType().getShape();
-  l.fill(loc, y.memref, 0.0);
+  l.fill(loc, dst.memref, 0.0);
   forEachValidTap(l, loc, w, outShape, [&](ValueRange nhw, Value ih, Value iw) {
     Value scale = inverseCount(b, loc, w, nhw[1], nhw[2]);
     channelLoop(l, loc, w.channels, lanes, [&](ValueRange c) {
-      SmallVector<Value> out = y.at(nhw[0], nhw[1], nhw[2], c);
-      Value v = load(b, loc, x.memref, x.at(nhw[0], ih, iw, c));
+      auto tap = [&](ActivationView &v) { return v.at(nhw[0], ih, iw, c); };
+      auto out = [&](ActivationView &v) {
+        return v.at(nhw[0], nhw[1], nhw[2], c);
+      };
+      SmallVector<Value> to = tapIsSource ? out(dst) : tap(dst);
+      Value v = load(b, loc, src.memref, tapIsSource ? tap(src) : out(src));
       Value acc = math::FmaOp::create(b, loc, v, splat(b, loc, scale, lanes),
-                                      load(b, loc, y.memref, out));
-      store(b, loc, acc, y.memref, out);
+                                      load(b, loc, dst.memref, to));
+      store(b, loc, acc, dst.memref, to);
     });
   });
 }
 
+static void lowerAvgPool(Lowering &l, AvgPoolOp pool, Layout layout,
+                         bool lanes) {
+  Window w = windowOf(pool, pool.getInput().getType());
+  ActivationView x(l, pool.getInput(), layout), y(l, pool.getOutput(), layout);
+  accumulateAverage(l, pool.getLoc(), w, pool.getOutput().getType().getShape(),
+                    x, y, /*tapIsSource=*/true, lanes);
+}
+
 static void lowerAvgPoolBackward(Lowering &l, AvgPoolBackwardOp backward,
                                  Layout layout, bool lanes) {
-  Location loc = backward.getLoc();
-  OpBuilder &b = l.b;
   Window w = windowOf(backward, backward.getInputGrad().getType());
   ActivationView dy(l, backward.getOutputGrad(), layout);
   ActivationView dx(l, backward.getInputGrad(), layout);
-  l.fill(loc, dx.memref, 0.0);
-  forEachValidTap(
-      l, loc, w, backward.getOutputGrad().getType().getShape(),
-      [&](ValueRange nhw, Value ih, Value iw) {
-        Value scale = inverseCount(b, loc, w, nhw[1], nhw[2]);
-        channelLoop(l, loc, w.channels, lanes, [&](ValueRange c) {
-          SmallVector<Value> in = dx.at(nhw[0], ih, iw, c);
-          Value g = load(b, loc, dy.memref, dy.at(nhw[0], nhw[1], nhw[2], c));
-          Value acc =
-              math::FmaOp::create(b, loc, g, splat(b, loc, scale, lanes),
-                                  load(b, loc, dx.memref, in));
-          store(b, loc, acc, dx.memref, in);
-        });
-      });
+  accumulateAverage(l, backward.getLoc(), w,
+                    backward.getOutputGrad().getType().getShape(), dy, dx,
+                    /*tapIsSource=*/false, lanes);
 }
 
 static void lowerMaxPoolBackward(Lowering &l, MaxPoolBackwardOp backward,
