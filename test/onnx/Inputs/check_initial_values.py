@@ -10,31 +10,15 @@ check_initial_values.py MODEL.onnx CKPT.safetensors [--parameters-only]
 saves after a forward call, which has assigned them.
 """
 
-import json
-import struct
+import os
 import sys
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    body = data[8 + n:]
-    tensors = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = t["data_offsets"]
-        dtype = {"F32": "<f4", "F64": "<f8", "I64": "<i8", "I32": "<i4"}[
-            t["dtype"]]
-        tensors[name] = np.frombuffer(body[begin:end], dtype).reshape(
-            t["shape"])
-    return tensors
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_model import read_safetensors  # noqa: E402
 
 
 def main():

@@ -2,28 +2,13 @@
 kiln-run saved (result1 of @forward) against make_model.py's numpy forward,
 relative to the largest logit."""
 
-import json
-import struct
+import os
 import sys
 
 import numpy as np
 
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        dtype = {"F32": np.float32, "I32": np.int32, "F64": np.float64}[
-            info["dtype"]]
-        out[name] = np.frombuffer(data[begin:end], dtype).reshape(
-            info["shape"])
-    return out
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_model import read_safetensors  # noqa: E402
 
 
 logits = read_safetensors(sys.argv[1])["result1"].astype(np.float64)

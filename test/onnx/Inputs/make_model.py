@@ -306,6 +306,25 @@ def write_safetensors(path, tensors):
         f.write(struct.pack("<Q", len(text)) + text + data)
 
 
+def read_safetensors(path):
+    """The tensors of a safetensors file as numpy arrays of their shapes
+    (the reader of the checks next to this writer)."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        dtype = {"F32": "<f4", "F64": "<f8", "I64": "<i8", "I32": "<i4"}[
+            info["dtype"]]
+        out[name] = np.frombuffer(data[begin:end], dtype).reshape(
+            info["shape"])
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("kind", choices=["train", "preserve", "opset11", "bias", "se", "grouped",
