@@ -23,6 +23,6 @@ rm -rf "$venv"
 /usr/bin/python3 -m venv --system-site-packages "$venv"
 "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$requirements"
 # pip check would judge Debian's packages too; the pins' imports are the test.
-"$venv/bin/python" -c "import tensorboard.backend.event_processing.event_accumulator, safetensors.numpy"
+"$venv/bin/python" -c "import tensorboard.backend.event_processing.event_accumulator, safetensors.numpy, onnxruntime, tensorflow"
 echo "$want" >"$stamp"
 echo "interop-venv: $venv ready ($(grep -c '==' "$requirements") packages)"
