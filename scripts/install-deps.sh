@@ -16,6 +16,10 @@ packages=(
   # The ONNX importer: libonnx (parser, checker, shape inference, version converter) and the
   # protobuf headers its API exposes; test/onnx builds its models with python3-onnx and numpy.
   libonnx-dev libprotobuf-dev python3-onnx python3-numpy
+  # kiln-report draws a run's plots with Debian's matplotlib.
+  python3-matplotlib
+  # Cluster simulation (bench/cluster, runtime/smpi): SimGrid's SMPI (mpi.h, libsimgrid, smpirun).
+  libsimgrid-dev simgrid
   # Test-only: test/onnx/torch exports torchvision's models and compares with PyTorch.
   python3-torch python3-torchvision
   # The default data set the README's main command trains on.

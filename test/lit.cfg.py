@@ -28,7 +28,8 @@ llvm_config.with_environment("FILECHECK_OPTS",
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 
 tool_dirs = [config.kiln_tools_dir, config.llvm_tools_dir]
-tools = ["kiln-checkpoint", "kiln-opt", "kiln-run", "kiln-sim", "kiln-translate", "kilnc"]
+tools = ["kiln-checkpoint", "kiln-opt", "kiln-report", "kiln-run", "kiln-sim", "kiln-translate",
+         "kilnc"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # test/onnx builds its models with Debian's python3-onnx (1.12) and numpy,
