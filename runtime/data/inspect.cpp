@@ -7,9 +7,12 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <memory>
 #include <vector>
 
 namespace kiln::rt {
@@ -49,6 +52,130 @@ std::string basename(const std::string &path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+/// Closes a stdio file on every path; close() reports the error of a write
+/// the buffer deferred.
+struct OutputFile {
+  std::string path;
+  std::FILE *file = nullptr;
+  ~OutputFile() {
+    if (file)
+      std::fclose(file);
+  }
+  Status open(std::string p) {
+    path = std::move(p);
+    file = std::fopen(path.c_str(), "wb");
+    KILN_CHECK_LIBC_PTR(file, "cannot create " + path);
+    return Status::ok();
+  }
+  Status write(const void *data, size_t n) {
+    if (n && std::fwrite(data, 1, n, file) != n) {
+      int saved = errno;
+      return errnoStatus(__FILE__, __LINE__, "cannot write " + path, saved);
+    }
+    return Status::ok();
+  }
+  Status close() {
+    std::FILE *f = file;
+    file = nullptr;
+    KILN_CHECK_LIBC(std::fclose(f), "cannot write " + path);
+    return Status::ok();
+  }
+};
+
+/// Writes HWC pixels (whole values in 0..255, as the exact path of the
+/// pipeline's transform stores them) as a binary PGM (1 channel) or PPM.
+Status writeNetpbm(const std::string &path, int width, int height, int channels,
+                   const std::vector<float> &pixels) {
+  std::string bytes = std::string(channels == 1 ? "P5" : "P6") + "\n" +
+                      std::to_string(width) + " " + std::to_string(height) +
+                      "\n255\n";
+  size_t header = bytes.size();
+  bytes.resize(header + size_t(width) * height * channels);
+  for (size_t i = 0; i + header < bytes.size(); ++i)
+    bytes[header + i] = static_cast<char>(
+        static_cast<uint8_t>(std::lround(std::clamp(pixels[i], 0.0f, 255.0f))));
+  OutputFile out;
+  KILN_RETURN_IF_ERROR(out.open(path));
+  KILN_RETURN_IF_ERROR(out.write(bytes.data(), bytes.size()));
+  return out.close();
+}
+
+/// A feature's text for one column of records.tsv: no tabs or line breaks.
+std::string tsvField(std::string_view text) {
+  std::string out(text);
+  for (char &c : out)
+    if (c == '\t' || c == '\n' || c == '\r')
+      c = ' ';
+  return out.empty() ? "-" : out;
+}
+
+/// `--dump`: each decoded record as an image file and a line of
+/// records.tsv.
+class Dumper {
+public:
+  Status open(const InspectOptions &options) {
+    dir_ = options.dumpDir;
+    transform_.labelOffset = options.labelOffset;
+    transform_.numClasses = options.numClasses;
+    if (options.maxImagePixels)
+      transform_.maxImagePixels = options.maxImagePixels;
+    // The whole image at its own size: the transform's exact path, which
+    // stores the decoded bytes unchanged.
+    transform_.augment = KILN_RT_AUGMENT_NONE;
+    transform_.convertChannels = transform_.upscale = true;
+    KILN_RETURN_IF_ERROR(makeDirectories(dir_));
+    KILN_RETURN_IF_ERROR(index_.open(dir_ + "/records.tsv"));
+    static const char kHeader[] = "file\trecord\tlabel\tclass\twidth\theight\t"
+                                  "channels\tfilename\timage\n";
+    return index_.write(kHeader, sizeof(kHeader) - 1);
+  }
+
+  /// Decodes `record` (already checked as `image`) and writes it. A decode
+  /// error is the record's problem and goes to `problem`; the returned
+  /// status is a failure to write.
+  Status dump(const std::string &file, uint64_t index, std::string_view record,
+              const Example &example, const RecordImage &image,
+              Status &problem) {
+    TransformOptions o = transform_;
+    o.width = image.width;
+    o.height = image.height;
+    // What the pipeline makes of the image's color: gray stays gray, color
+    // (and CMYK, which it converts) is RGB.
+    o.channels = image.channels == 1 ? 1 : 3;
+    pixels_.resize(size_t(o.width) * o.height * o.channels);
+    int32_t label;
+    ExampleTransform transform(o);
+    problem = transform.apply(record, 0, pixels_.data(), label);
+    if (!problem.isOk())
+      return Status::ok();
+    std::string name = basename(file) + "." + std::to_string(index) +
+                       (o.channels == 1 ? ".pgm" : ".ppm");
+    KILN_RETURN_IF_ERROR(
+        writeNetpbm(dir_ + "/" + name, o.width, o.height, o.channels, pixels_));
+    std::string_view source;
+    if (example.find(keys::kFilename)) {
+      if (StatusOr<std::string_view> f = example.getBytes(keys::kFilename);
+          f.isOk())
+        source = *f;
+    }
+    std::string line = tsvField(basename(file)) + "\t" + std::to_string(index) +
+                       "\t" + std::to_string(image.storedLabel) + "\t" +
+                       std::to_string(label) + "\t" + std::to_string(o.width) +
+                       "\t" + std::to_string(o.height) + "\t" +
+                       std::to_string(o.channels) + "\t" + tsvField(source) +
+                       "\t" + name + "\n";
+    return index_.write(line.data(), line.size());
+  }
+
+  Status close() { return index_.close(); }
+
+private:
+  std::string dir_;
+  TransformOptions transform_;
+  OutputFile index_;
+  std::vector<float> pixels_;
+};
+
 } // namespace
 
 Status inspectData(const InspectOptions &options, InspectReport &report) {
@@ -69,8 +196,16 @@ Status inspectData(const InspectOptions &options, InspectReport &report) {
     KILN_ASSIGN_OR_RETURN(TfRecordCount count, countTfRecords(path, true));
     total += count.records;
   }
-  uint64_t stride =
-      options.decode ? std::max<uint64_t>(1, total / options.decode) : 0;
+  // A dump without a sample size decodes (and writes) every record.
+  uint64_t decode = options.decode;
+  if (!options.dumpDir.empty() && !decode)
+    decode = std::max<uint64_t>(total, 1);
+  uint64_t stride = decode ? std::max<uint64_t>(1, total / decode) : 0;
+  std::unique_ptr<Dumper> dumper;
+  if (!options.dumpDir.empty()) {
+    dumper = std::make_unique<Dumper>();
+    KILN_RETURN_IF_ERROR(dumper->open(options));
+  }
 
   TransformOptions transform;
   transform.labelOffset = options.labelOffset;
@@ -116,8 +251,8 @@ Status inspectData(const InspectOptions &options, InspectReport &report) {
       KILN_RETURN_IF_ERROR(s);
       ++file.records;
       std::string at = where(path, reader->recordIndex(), reader->recordOffset());
-      bool sampled = stride && position++ % stride == 0 &&
-                     report.decoded < options.decode;
+      bool sampled =
+          stride && position++ % stride == 0 && report.decoded < decode;
 
       // What the record holds, whether or not it passes the checks.
       if (Status p = example.parse(record); !p.isOk()) {
@@ -140,7 +275,17 @@ Status inspectData(const InspectOptions &options, InspectReport &report) {
       ++format.records;
       format.width.add(image.width);
       format.height.add(image.height);
-      if (sampled) {
+      if (sampled && dumper) {
+        // The dump's decode is the whole image too: it is the check.
+        ++report.decoded;
+        Status d;
+        KILN_RETURN_IF_ERROR(dumper->dump(path, reader->recordIndex(), record,
+                                          example, image, d));
+        if (!d.isOk())
+          problem(at + ": " + d.message());
+        else
+          ++report.dumped;
+      } else if (sampled) {
         ++report.decoded;
         int32_t label;
         if (Status d = decoder.apply(record, 0, pixels.data(), label);
@@ -151,6 +296,8 @@ Status inspectData(const InspectOptions &options, InspectReport &report) {
     report.records += file.records;
     report.files.push_back(std::move(file));
   }
+  if (dumper)
+    KILN_RETURN_IF_ERROR(dumper->close());
   return Status::ok();
 }
 
@@ -186,9 +333,12 @@ std::string formatInspectReport(const InspectOptions &options,
          ", height %" PRId64 "..%" PRId64 "\n",
          f.records, name.c_str(), f.width.min, f.width.max, f.height.min,
          f.height.max);
-  if (options.decode)
+  if (options.decode || !options.dumpDir.empty())
     appendf(out, "decoded: %" PRIu64 " records (strict JPEG, the pipeline's path)\n",
          report.decoded);
+  if (!options.dumpDir.empty())
+    out += "dumped: " + std::to_string(report.dumped) + " records to " +
+           options.dumpDir + " (records.tsv lists them)\n";
   for (const auto &p : report.problems)
     out += "bad: " + p + "\n"; // unbounded: not through appendf's buffer
   if (report.ok())

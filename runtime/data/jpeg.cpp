@@ -100,6 +100,35 @@ void cmykToOutput(const uint8_t *cmyk, uint8_t *dst, int channels) {
 
 } // namespace
 
+Status notJpegError(std::string_view bytes, const std::string &detail) {
+  std::string message =
+      "not a JPEG (no FF D8 FF start-of-image marker in the first bytes)";
+  std::string_view format = guessImageFormat(bytes);
+  if (!format.empty())
+    message += ": the bytes are a " + std::string(format) + " image";
+  if (!detail.empty())
+    message += detail;
+  return KILN_STATUS(kDataLoss, message);
+}
+
+std::string_view guessImageFormat(std::string_view bytes) {
+  auto startsWith = [&](std::string_view magic, size_t at = 0) {
+    return bytes.size() >= at + magic.size() &&
+           bytes.substr(at, magic.size()) == magic;
+  };
+  if (looksLikeJpeg(bytes))
+    return "JPEG";
+  if (startsWith("\x89PNG\r\n\x1a\n"))
+    return "PNG";
+  if (startsWith("GIF87a") || startsWith("GIF89a"))
+    return "GIF";
+  if (startsWith("RIFF") && startsWith("WEBP", 8))
+    return "WebP";
+  if (startsWith("BM") && bytes.size() >= 26)
+    return "BMP";
+  return {};
+}
+
 bool looksLikeJpeg(std::string_view bytes) {
   return bytes.size() >= 3 && static_cast<uint8_t>(bytes[0]) == 0xFF &&
          static_cast<uint8_t>(bytes[1]) == 0xD8 &&
@@ -108,8 +137,7 @@ bool looksLikeJpeg(std::string_view bytes) {
 
 StatusOr<JpegInfo> readJpegInfo(std::string_view jpeg) {
   if (!looksLikeJpeg(jpeg))
-    return KILN_STATUS(kDataLoss, "not a JPEG (no FF D8 FF start-of-image "
-                                  "marker in the first bytes)");
+    return notJpegError(jpeg);
   jpeg_decompress_struct cinfo;
   ErrorManager err;
   JpegInfo info;
@@ -136,8 +164,7 @@ Status decodeJpeg(std::string_view jpeg, const CropBox *crop, int channels,
                        "JPEG output must have 1 or 3 channels, not " +
                            std::to_string(channels));
   if (!looksLikeJpeg(jpeg))
-    return KILN_STATUS(kDataLoss, "not a JPEG (no FF D8 FF start-of-image "
-                                  "marker in the first bytes)");
+    return notJpegError(jpeg);
   jpeg_decompress_struct cinfo;
   ErrorManager err;
   // Scratch row for the crop path; constructed before setjmp (see top).

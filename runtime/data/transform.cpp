@@ -69,6 +69,30 @@ Status checkAgainstModel(const RecordImage &image,
             str(std::max(image.width, image.height)) + ")");
   return Status::ok();
 }
+/// kDataLoss if an image of width x height is larger than the options
+/// allow; `what` says where the size comes from.
+Status checkPixelCap(const std::string &what, uint64_t width, uint64_t height,
+                     const TransformOptions &options) {
+  if (width * height <= options.maxImagePixels)
+    return Status::ok();
+  return KILN_STATUS(kDataLoss, what + " " + std::to_string(width) + "x" +
+                                    std::to_string(height) + " = " +
+                                    std::to_string(width * height) +
+                                    " pixels, more than max_image_pixels " +
+                                    std::to_string(options.maxImagePixels));
+}
+
+/// The checks of a JPEG's header that do not depend on a record: the pixel
+/// cap, then what the model takes. Sets the image's size and channels.
+Status checkJpeg(const JpegInfo &info, const TransformOptions &options,
+                 RecordImage &image) {
+  KILN_RETURN_IF_ERROR(checkPixelCap("the JPEG declares", uint64_t(info.width),
+                                     uint64_t(info.height), options));
+  image.width = info.width;
+  image.height = info.height;
+  image.channels = info.components;
+  return checkAgainstModel(image, options);
+}
 } // namespace
 
 StatusOr<int32_t> checkLabel(int64_t stored, int32_t labelOffset,
@@ -120,18 +144,18 @@ Status inspectRecord(std::string_view record, const TransformOptions &options,
     KILN_ASSIGN_OR_RETURN(format, example.getBytes(keys::kFormat));
   }
   image.raw = format == kRawFormat;
-  auto tooLarge = [&](const std::string &what, uint64_t width,
-                      uint64_t height) -> Status {
-    if (width * height <= options.maxImagePixels)
-      return Status::ok();
-    return KILN_STATUS(kDataLoss,
-                       what + " " + std::to_string(width) + "x" +
-                           std::to_string(height) + " = " +
-                           std::to_string(width * height) +
-                           " pixels, more than max_image_pixels " +
-                           std::to_string(options.maxImagePixels));
-  };
   if (!image.raw) {
+    // Anything but "raw" is taken for JPEG; say what else the pipeline
+    // reads, since writers of other formats (PNG) usually say so here.
+    if (!looksLikeJpeg(image.encoded))
+      return notJpegError(
+          image.encoded,
+          (format.empty() ? std::string(" (the record has no image/format)")
+                          : " (image/format '" + std::string(format) + "')") +
+              "; the pipeline decodes JPEG images, and uint8 pixels stored "
+              "as they are under image/format \"raw\" with image/height, "
+              "image/width and image/channels: re-encode the images as "
+              "JPEG or store them raw");
     KILN_ASSIGN_OR_RETURN(JpegInfo info, readJpegInfo(image.encoded));
     // TensorFlow-written records state the size; a JPEG that declares
     // another is not the image the record describes (or a decompression
@@ -154,12 +178,7 @@ Status inspectRecord(std::string_view record, const TransformOptions &options,
                              "image/height say " +
                              text(stated[0]) + "x" + text(stated[1]));
     }
-    KILN_RETURN_IF_ERROR(tooLarge("the JPEG declares", info.width,
-                                  info.height));
-    image.width = info.width;
-    image.height = info.height;
-    image.channels = info.components;
-    return checkAgainstModel(image, options);
+    return checkJpeg(info, options, image);
   }
   int64_t dims[3];
   const std::string_view dimKeys[3] = {keys::kHeight, keys::kWidth,
@@ -173,8 +192,8 @@ Status inspectRecord(std::string_view record, const TransformOptions &options,
   if (dims[2] != 1 && dims[2] != 3)
     return KILN_STATUS(kDataLoss, "raw image has " + std::to_string(dims[2]) +
                                       " channels; 1 or 3 are supported");
-  KILN_RETURN_IF_ERROR(tooLarge("the raw image is", uint64_t(dims[1]),
-                                uint64_t(dims[0])));
+  KILN_RETURN_IF_ERROR(checkPixelCap("the raw image is", uint64_t(dims[1]),
+                                     uint64_t(dims[0]), options));
   uint64_t want = uint64_t(dims[0]) * dims[1] * dims[2];
   if (image.encoded.size() != want)
     return KILN_STATUS(kDataLoss, "raw image of " + std::to_string(dims[0]) +
@@ -195,6 +214,20 @@ Status ExampleTransform::apply(std::string_view record, uint64_t seed,
   RecordImage info;
   KILN_RETURN_IF_ERROR(inspectRecord(record, options_, example_, info));
   label = info.label;
+  return transform(info, seed, out);
+}
+
+Status ExampleTransform::applyToImage(std::string_view encoded, float *out) {
+  RecordImage info;
+  info.encoded = encoded;
+  KILN_ASSIGN_OR_RETURN(JpegInfo header, readJpegInfo(encoded));
+  KILN_RETURN_IF_ERROR(checkJpeg(header, options_, info));
+  // The eval recipe draws nothing: any seed gives the same pixels.
+  return transform(info, 0, out);
+}
+
+Status ExampleTransform::transform(const RecordImage &info, uint64_t seed,
+                                   float *out) {
   Rng rng(seed);
   const TransformOptions &o = options_;
   // The eval recipe follows the data: photos (JPEG) are center-cropped as

@@ -21,7 +21,7 @@ namespace {
 const char *kUsage =
     "usage: kiln-data <mode> --input DIR --output DIR [options]\n"
     "       kiln-data inspect DIR_OR_FILE [--split S] [--decode N]\n"
-    "                 [--label-offset N] [--classes N]\n"
+    "                 [--label-offset N] [--classes N] [--dump DIR]\n"
     "\n"
     "modes:\n"
     "  idx       MNIST-style IDX files in DIR: {train,t10k}-{images-idx3,"
@@ -35,6 +35,11 @@ const char *kUsage =
     "            checks their range), the image headers, and N records "
     "decoded\n"
     "            (--decode N, strict JPEG). Exit status 1 if a record is bad.\n"
+    "            --dump DIR writes the decoded records (all, or the N of\n"
+    "            --decode N) to DIR as <file>.<record>.pgm/.ppm, whole and\n"
+    "            at their stored size, with DIR/records.tsv listing each\n"
+    "            one's file, record, stored label, class, size, channels\n"
+    "            and image/filename.\n"
     "\n"
     "options:\n"
     "  --train-shards N        training shards (imagenet 1024, idx 16)\n"
@@ -116,6 +121,7 @@ int inspectMain(int argc, char **argv) {
   parser.add("--label-offset",
              signedFlag(options.labelOffset, INT32_MIN, INT32_MAX));
   parser.add("--classes", signedFlag(options.numClasses, 1, UINT32_MAX));
+  parser.add("--dump", kiln::flags::stringFlag(options.dumpDir));
   parser.setUnknownMessage(unknownOption);
   parser.setPositional([&](const std::string &arg) {
     if (!options.path.empty())

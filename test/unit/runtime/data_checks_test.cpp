@@ -657,6 +657,126 @@ TEST(Inspect, ReportsEveryBadRecordTheLabelsAndTheImages) {
             1 << 8);
 }
 
+/// A raw Example of the given pixels (kiln-data idx's form, any channels).
+std::string rawPixelsExample(int height, int width, int channels,
+                             const std::string &pixels, int64_t label) {
+  return ExampleBuilder()
+      .addBytes(keys::kEncoded, pixels)
+      .addBytes(keys::kFormat, kRawFormat)
+      .addInt64(keys::kLabel, label)
+      .addInt64(keys::kHeight, height)
+      .addInt64(keys::kWidth, width)
+      .addInt64(keys::kChannels, channels)
+      .addBytes(keys::kFilename, "raw" + std::to_string(label))
+      .build();
+}
+
+std::string netpbm(const char *magic, int width, int height,
+                   const std::string &pixels) {
+  return std::string(magic) + "\n" + std::to_string(width) + " " +
+         std::to_string(height) + "\n255\n" + pixels;
+}
+
+TEST(Inspect, DumpWritesWhatThePipelineDecodes) {
+  TempDir dir;
+  // Raw gray and RGB pixels, a 4:2:0 colour JPEG at an odd size, a gray
+  // JPEG, then two records the pipeline cannot decode: a PNG and a JPEG
+  // whose scan is corrupt.
+  std::string gray(6 * 5, '\0'), rgb(3 * 4 * 3, '\0');
+  for (size_t i = 0; i < gray.size(); ++i)
+    gray[i] = static_cast<char>(i * 37 + 11);
+  for (size_t i = 0; i < rgb.size(); ++i)
+    rgb[i] = static_cast<char>(255 - i * 7);
+  const int w = 37, h = 23;
+  std::string color =
+      test::encodeJpeg(test::photoPattern(w, h, 5), w, h, 3, 90, TJSAMP_420);
+  std::vector<uint8_t> grayPhoto(size_t(w) * h);
+  for (size_t i = 0; i < grayPhoto.size(); ++i)
+    grayPhoto[i] = static_cast<uint8_t>(i * 13 % 251);
+  std::string grayJpeg = test::encodeJpeg(grayPhoto, w, h, 1, 85);
+  std::string png =
+      ExampleBuilder()
+          .addBytes(keys::kEncoded,
+                    std::string("\x89PNG\r\n\x1a\n", 8) + std::string(40, 'x'))
+          .addBytes(keys::kFormat, "png")
+          .addInt64(keys::kLabel, 9)
+          .build();
+  std::string path = dir.path() + "/train-00000-of-00001";
+  test::writeRecords(
+      path,
+      {rawPixelsExample(6, 5, 1, gray, 1), rawPixelsExample(3, 4, 3, rgb, 2),
+       test::jpegExample(color, 3, w, h), test::jpegExample(grayJpeg, 4, w, h),
+       png, test::jpegExample(withStrayMarker(color), 5, w, h)});
+
+  InspectOptions options;
+  options.path = path;
+  options.dumpDir = dir.path() + "/dump/sub"; // created with its parents
+  InspectReport report;
+  ASSERT_TRUE(inspectData(options, report).isOk());
+  EXPECT_EQ(report.decoded, 5u); // all but the PNG, which fails its check
+  EXPECT_EQ(report.dumped, 4u);
+  ASSERT_EQ(report.problems.size(), 2u);
+  expectContains(report.problems[0],
+                 ": record 4 at byte offset " /* after 4 records */);
+  expectContains(report.problems[0],
+                 "not a JPEG (no FF D8 FF start-of-image marker in the first "
+                 "bytes): the bytes are a PNG image (image/format 'png'); the "
+                 "pipeline decodes JPEG images, and uint8 pixels stored as "
+                 "they are under image/format \"raw\"");
+  expectContains(report.problems[1], ": record 5 at byte offset ");
+  expectContains(report.problems[1], "corrupt JPEG");
+
+  // Each image file holds exactly the decoded bytes: raw pixels unchanged,
+  // JPEGs as decodeJpeg gives them whole.
+  std::string d = options.dumpDir + "/train-00000-of-00001.";
+  EXPECT_EQ(test::readFileBytes(d + "0.pgm"), netpbm("P5", 5, 6, gray));
+  EXPECT_EQ(test::readFileBytes(d + "1.ppm"), netpbm("P6", 4, 3, rgb));
+  ImageU8 colorPixels, grayPixels;
+  ASSERT_TRUE(
+      decodeJpeg(color, nullptr, 3, JpegDecodeMode::kFull, colorPixels).isOk());
+  ASSERT_TRUE(
+      decodeJpeg(grayJpeg, nullptr, 1, JpegDecodeMode::kFull, grayPixels)
+          .isOk());
+  auto bytesOf = [](const ImageU8 &image) {
+    return std::string(image.pixels.begin(), image.pixels.end());
+  };
+  EXPECT_EQ(test::readFileBytes(d + "2.ppm"),
+            netpbm("P6", w, h, bytesOf(colorPixels)));
+  EXPECT_EQ(test::readFileBytes(d + "3.pgm"),
+            netpbm("P5", w, h, bytesOf(grayPixels)));
+  EXPECT_EQ(test::readFileBytes(options.dumpDir + "/records.tsv"),
+            "file\trecord\tlabel\tclass\twidth\theight\tchannels\tfilename\t"
+            "image\n"
+            "train-00000-of-00001\t0\t1\t0\t5\t6\t1\traw1\t"
+            "train-00000-of-00001.0.pgm\n"
+            "train-00000-of-00001\t1\t2\t1\t4\t3\t3\traw2\t"
+            "train-00000-of-00001.1.ppm\n"
+            "train-00000-of-00001\t2\t3\t2\t37\t23\t3\timg3.JPEG\t"
+            "train-00000-of-00001.2.ppm\n"
+            "train-00000-of-00001\t3\t4\t3\t37\t23\t1\timg4.JPEG\t"
+            "train-00000-of-00001.3.pgm\n");
+  std::string text = formatInspectReport(options, report);
+  expectContains(text, "dumped: 4 records to " + options.dumpDir);
+  expectContains(text, "FAILED: 2 bad records among 6 in 1 files");
+
+  // With --decode N only the sample is dumped; a directory that cannot be
+  // made is an error of the tool, not of the data.
+  std::string exe = KILN_DATA_EXE;
+  EXPECT_EQ(std::system((exe + " inspect " + path + " --decode 2 --dump " +
+                         dir.path() + "/two > /dev/null")
+                            .c_str()),
+            1 << 8); // the corrupt records still fail the check
+  std::string two = test::readFileBytes(dir.path() + "/two/records.tsv");
+  EXPECT_EQ(std::count(two.begin(), two.end(), '\n'), 3) << two;
+  EXPECT_EQ(std::system((exe + " inspect " + path + " --dump " + path +
+                         "/dump 2> " + dir.path() + "/err.txt > /dev/null")
+                            .c_str()),
+            1 << 8);
+  expectContains(test::readFileBytes(dir.path() + "/err.txt"),
+                 "kiln-data: error: ");
+  expectContains(test::readFileBytes(dir.path() + "/err.txt"), path + "/dump");
+}
+
 //===----------------------------------------------------------------------===//
 // Data the model does not take: channels and size
 //===----------------------------------------------------------------------===//

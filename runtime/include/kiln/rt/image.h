@@ -5,6 +5,7 @@
 #include "kiln/base/status.h"
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -40,6 +41,15 @@ struct JpegInfo {
 
 /// True if the bytes start with a JPEG SOI marker.
 bool looksLikeJpeg(std::string_view bytes);
+
+/// The image format whose signature starts `bytes` ("JPEG", "PNG", "GIF",
+/// "WebP", "BMP"), or empty; for messages about data the pipeline cannot
+/// decode.
+std::string_view guessImageFormat(std::string_view bytes);
+
+/// kDataLoss "not a JPEG (...)", naming the format the bytes' signature
+/// shows (TensorFlow Datasets, for one, stores PNGs), then `detail`.
+Status notJpegError(std::string_view bytes, const std::string &detail = "");
 
 /// Reads the header only. kDataLoss for a non-JPEG or corrupt header.
 StatusOr<JpegInfo> readJpegInfo(std::string_view jpeg);

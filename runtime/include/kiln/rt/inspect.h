@@ -4,7 +4,9 @@
 // file) the way the pipeline does -- both CRCs, the Example, the label
 // against the convention, the image header and size -- and decodes a sample
 // through the pipeline's own decoding path (strict JPEG), so that a data set
-// can be checked before a run trains on it.
+// can be checked before a run trains on it. Optionally writes the decoded
+// images and their labels out, so that what the pipeline sees can be looked
+// at, or compared with what another reader (TensorFlow) decodes.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RT_INSPECT_H
@@ -32,6 +34,13 @@ struct InspectOptions {
   /// Checked label range (0: only the int32 fit is checked).
   uint32_t numClasses = 0;
   uint64_t maxImagePixels = 0; ///< 0: the pipeline's default
+  /// If set, each decoded record (every record when `decode` is 0) is written
+  /// to this directory as `<file>.<record>.pgm` (1 channel) or `.ppm`
+  /// (3 channels): the whole image at its stored size, as the pipeline
+  /// decodes it, before any resize or normalization. `records.tsv` lists
+  /// them: file, record, stored label, class, width, height, channels,
+  /// image/filename and the image's file name.
+  std::string dumpDir;
 };
 
 struct InspectReport {
@@ -61,6 +70,7 @@ struct InspectReport {
   Range labels; ///< stored image/class/label values
   std::map<std::string, ImageFormat> formats;
   uint64_t decoded = 0;
+  uint64_t dumped = 0;
   /// Every bad record, with its file, record index and byte offset.
   std::vector<std::string> problems;
 
