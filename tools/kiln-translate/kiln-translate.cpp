@@ -3,6 +3,9 @@
 // kiln-translate --import-onnx MODEL.onnx [-o FILE] [--label-smoothing=F]
 //                [--init=onnx|fresh] [--split-input-file]
 //                [--elide-values-larger-than=BYTES]
+// kiln-translate --export-onnx MODEL.{mlir,onnx} [--weights=CKPT.safetensors]
+//                [--seed=N] [--onnx-text] [--import-onnx] [--split-input-file]
+//                -o OUT.onnx
 // kiln-translate --export-sa-program SA.mlir [-o FILE.ksap]
 //                [--split-input-file]
 //
@@ -11,6 +14,11 @@
 // syntax; --split-input-file imports each chunk between '# -----' lines on
 // its own (lit tests, as kiln-opt's). docs/onnx.md describes the import.
 //
+// --export-onnx writes the inference graph of a model (kiln IR, or an ONNX
+// file imported first) as an ONNX model with the weights of a checkpoint or
+// the model's initial values (docs/onnx.md "Exporting"); with --import-onnx
+// the input is ONNX whatever its name.
+//
 // The translations out of MLIR are registered by the compiler
 // (mlir::TranslateFromMLIRRegistration): --export-sa-program writes a
 // module's sa.program as the program file kiln-sim runs (docs/systolic.md);
@@ -18,11 +26,17 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Export/Onnx/OnnxExport.h"
 #include "compiler/Import/Onnx/OnnxImport.h"
 #include "compiler/Target/Systolic/ExportSaProgram.h"
 
+#include "dialects/Kiln/IR/KilnDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/ToolUtilities.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
@@ -41,6 +55,27 @@ static cl::opt<std::string> output("o", cl::desc("Output file"),
                                    cl::cat(category));
 static cl::opt<bool> importOnnx("import-onnx", cl::desc("Import an ONNX model"),
                                 cl::cat(category));
+static cl::opt<bool> exportOnnx(
+    "export-onnx",
+    cl::desc("Export a model's inference graph (kiln IR or an ONNX file) as "
+             "an ONNX model"),
+    cl::cat(category));
+static cl::opt<std::string> weights(
+    "weights",
+    cl::desc("With --export-onnx: the variables' values, a safetensors file "
+             "in Kiln's layouts (a checkpoint); default: the model's own "
+             "initial values"),
+    cl::value_desc("file"), cl::cat(category));
+static cl::opt<uint64_t> seed(
+    "seed",
+    cl::desc("With --export-onnx and no --weights: the seed of the random "
+             "initializers, as the executable's and kiln-run's --seed"),
+    cl::init(0), cl::cat(category));
+static cl::opt<bool> onnxText(
+    "onnx-text",
+    cl::desc("With --export-onnx: write ONNX's textual syntax instead of the "
+             "serialized ModelProto"),
+    cl::cat(category));
 static cl::opt<float>
     labelSmoothing("label-smoothing",
                    cl::desc("Label smoothing of the appended loss"),
@@ -70,9 +105,16 @@ int main(int argc, char **argv) {
                         cl::cat(category));
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "Kiln model translator\n");
-  if (importOnnx == (exportTranslation != nullptr)) {
-    llvm::errs() << "kiln-translate: give one of --import-onnx and "
-                    "--export-sa-program\n";
+  // --import-onnx with --export-onnx says the input is ONNX whatever its
+  // name (ONNX's textual syntax in a lit test).
+  if ((importOnnx || exportOnnx) == (exportTranslation != nullptr)) {
+    llvm::errs() << "kiln-translate: give one of --import-onnx, --export-onnx "
+                    "and --export-sa-program\n";
+    return 1;
+  }
+  if (!exportOnnx && (!weights.empty() || onnxText)) {
+    llvm::errs() << "kiln-translate: --weights and --onnx-text go with "
+                    "--export-onnx\n";
     return 1;
   }
   if (init != "onnx" && init != "fresh") {
@@ -127,8 +169,42 @@ int main(int argc, char **argv) {
     mlir::SourceMgrDiagnosticHandler handler(*sourceMgr, &context);
     return (*exportTranslation)(sourceMgr, os, &context);
   };
+  // The model, parsed as kiln IR or imported from ONNX, then exported.
+  auto exportOnnxOne = [&](std::unique_ptr<llvm::MemoryBuffer> buffer,
+                           llvm::raw_ostream &os) -> llvm::LogicalResult {
+    mlir::MLIRContext context;
+    context.loadDialect<kiln::KilnDialect, mlir::func::FuncDialect,
+                        mlir::arith::ArithDialect>();
+    llvm::SourceMgr sourceMgr;
+    mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+    mlir::OwningOpRef<mlir::ModuleOp> module;
+    if (importOnnx || kiln::isOnnxFile(input)) {
+      std::unique_ptr<llvm::MemoryBuffer> named =
+          llvm::MemoryBuffer::getMemBuffer(buffer->getBuffer(), input);
+      module = kiln::importOnnx(*named, context, options);
+    } else {
+      sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+      module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+    }
+    if (!module)
+      return mlir::failure();
+    kiln::OnnxExportOptions exportOptions;
+    exportOptions.weights = weights;
+    exportOptions.seed = seed;
+    exportOptions.text = onnxText;
+    return kiln::exportOnnx(*module, exportOptions, os);
+  };
   llvm::LogicalResult result = mlir::failure();
-  if (importOnnx)
+  if (exportOnnx) {
+    bool onnxInput = importOnnx || kiln::isOnnxFile(input);
+    result = splitInputFile
+                 ? mlir::splitAndProcessBuffer(
+                       std::move(file), exportOnnxOne, out->os(),
+                       onnxInput ? "# -----" : "// -----",
+                       onnxInput ? "# -----" : "// -----")
+                 : exportOnnxOne(std::move(file), out->os());
+  }
+  else if (importOnnx)
     result = splitInputFile ? mlir::splitAndProcessBuffer(
                                   std::move(file), importOne, out->os(),
                                   "# -----", "// -----")
