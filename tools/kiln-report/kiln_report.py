@@ -228,7 +228,7 @@ def readDeviceReport(path, run):
         times = LayerTimes(
             f"Simulated step by layer ({report.get('program', '?')} on "
             f"{report.get('target', '?')})", "\u00b5s per step",
-            ["MXU busy", "vector unit busy"])
+            ["MXU busy (summed over the MXUs)", "vector unit busy"])
         for layer in layers:
             times.add(str(layer["layer"]) or "(no layer)",
                       [1e6 * float(layer["mxu_busy_cycles"]) / clock,
