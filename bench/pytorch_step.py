@@ -54,7 +54,15 @@ def main():
     p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     p.add_argument("--image-size", type=int, default=224)
     p.add_argument("--round", type=int, default=1, help="the caller's round, echoed")
+    p.add_argument("--compile", action="store_true",
+                   help="train the model through torch.compile (Inductor, PyTorch 2); the "
+                        "first step's time beyond a steady step is reported as compile_sec")
+    p.add_argument("--profile-out", metavar="PATH",
+                   help="after timing, profile one more step with torch.profiler and write "
+                        "its per-op table (self CPU time) to PATH")
     args = p.parse_args()
+    if args.compile and args.memory_format == "best":
+        p.error("--compile needs one --memory-format (trials would compile each format)")
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -76,17 +84,28 @@ def main():
     chosen = min(trials, key=trials.get) if trials else formats[0]
     fmt = getattr(torch, chosen if chosen == "channels_last" else "contiguous_format")
     model = model.to(memory_format=fmt)
-    step = make_step(model, images.to(memory_format=fmt), labels, args.precision)
-    for _ in range(args.warmup):
+    step = make_step(torch.compile(model) if args.compile else model,
+                     images.to(memory_format=fmt), labels, args.precision)
+    start = time.perf_counter()
+    step()
+    first_step_sec = time.perf_counter() - start
+    for _ in range(args.warmup - 1):
         step()
     seconds = seconds_per_step(step, args.steps)
+    if args.profile_out:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            step()
+        with open(args.profile_out, "w") as f:
+            f.write(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=40))
     print(json.dumps({
         "system": "pytorch", "model": args.model, "precision": args.precision,
         "batch": args.batch, "threads": args.threads, "image_size": args.image_size,
         "images_per_sec": args.batch / seconds, "memory_format": chosen,
         "trial_sec_per_step": trials,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "torch": torch.__version__, "round": args.round}))
+        "torch": torch.__version__, "round": args.round,
+        "compile": "inductor" if args.compile else None, "first_step_sec": first_step_sec,
+        "compile_sec": first_step_sec - seconds if args.compile else None}))
 
 
 if __name__ == "__main__":

@@ -14,9 +14,7 @@ RandomHorizontalFlip, ToTensor, Normalize), batched by a DataLoader with
 test top-1."""
 
 import argparse
-import gzip
 import json
-import math
 import os
 import resource
 import time
@@ -26,15 +24,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-MEAN, STD = 0.2860, 0.3530  # Fashion-MNIST training-set pixel statistics
-
-
-def load_idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    dims = data[3]
-    shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(dims)]
-    return np.frombuffer(data, np.uint8, offset=4 + 4 * dims).reshape(shape)
+from fmnist_data import MEAN, STD, load_idx, lr_at
 
 
 class Block(nn.Module):
@@ -123,6 +113,9 @@ def main():
                    help="DataLoader worker processes with --torchvision-loader")
     p.add_argument("--bf16", action="store_true",
                    help="train under torch.autocast('cpu', bfloat16), as Kiln's --precision=bf16")
+    p.add_argument("--compile", action="store_true",
+                   help="train the model through torch.compile (Inductor); one untimed step "
+                        "at the schedule's learning rate 0 compiles it first")
     args = p.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -146,12 +139,6 @@ def main():
     steps_per_epoch = len(train_x) // args.batch
     total = steps_per_epoch * args.schedule_epochs
 
-    def lr_at(step):
-        if step < steps_per_epoch:
-            return 0.1 * step / steps_per_epoch
-        t = (step - steps_per_epoch) / max(1, total - steps_per_epoch)
-        return 0.05 * (1 + math.cos(math.pi * min(t, 1.0)))
-
     def batches():
         """(images, labels) of one epoch."""
         if args.torchvision_loader:
@@ -167,19 +154,32 @@ def main():
             TorchvisionFashionMnist(raw_x, raw_y), batch_size=args.batch, shuffle=True,
             drop_last=True, num_workers=args.workers, generator=generator)
 
+    train_model = torch.compile(model) if args.compile else model
+
+    def train_step(x, y, lr):
+        for g in optimizer.param_groups:
+            g["lr"] = lr
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            loss = F.cross_entropy(train_model(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    compile_sec = None
+    if args.compile:
+        start = time.perf_counter()
+        train_step(augment(train_x[:args.batch], generator).contiguous(memory_format=fmt),
+                   train_y[:args.batch], 0.0)
+        compile_sec = time.perf_counter() - start
+
     step = 0
     for epoch in range(args.epochs):
         model.train()
         start = time.perf_counter()
         for x, y in batches():
-            x = x.contiguous(memory_format=fmt)
-            for g in optimizer.param_groups:
-                g["lr"] = lr_at(step)
-            optimizer.zero_grad(set_to_none=True)
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
-                loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            optimizer.step()
+            loss = train_step(x.contiguous(memory_format=fmt), y,
+                              lr_at(step, steps_per_epoch, total))
             step += 1
         seconds = time.perf_counter() - start
         row = {"system": "pytorch", "epoch": epoch + 1, "epoch_sec": seconds,
@@ -189,6 +189,9 @@ def main():
                "threads": args.threads, "loss": loss.item(),
                "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                "torch": torch.__version__}
+        if args.compile:
+            row["compile"] = "inductor"
+            row["compile_sec"] = compile_sec
         if args.eval:
             model.eval()
             with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
