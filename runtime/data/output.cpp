@@ -3,6 +3,20 @@
 
 namespace kiln::rt {
 
+OutputFormat OutputFormat::fromConfig(const kiln_rt_dataset_config_t &config) {
+  OutputFormat f;
+  f.dtype = config.dtype;
+  f.layout = config.layout;
+  f.height = static_cast<int>(config.height);
+  f.width = static_cast<int>(config.width);
+  f.channels = static_cast<int>(config.channels);
+  for (uint32_t k = 0; k < config.channels && k < KILN_RT_MAX_CHANNELS; ++k) {
+    f.mean[k] = config.mean[k];
+    f.invStd[k] = 1.0f / config.std[k];
+  }
+  return f;
+}
+
 size_t OutputFormat::exampleElements() const {
   size_t plane = size_t(height) * width;
   if (layout == KILN_RT_LAYOUT_NCHW16C)

@@ -826,17 +826,8 @@ Dataset::openImpl(const kiln_rt_dataset_config_t &config, ShardCounts counts,
               std::to_string(total) + " records");
   }
   impl->transform = TransformOptions::fromConfig(config);
-  OutputFormat &f = impl->format;
-  f.dtype = config.dtype;
-  f.layout = config.layout;
-  f.height = static_cast<int>(config.height);
-  f.width = static_cast<int>(config.width);
-  f.channels = static_cast<int>(config.channels);
-  for (uint32_t k = 0; k < config.channels; ++k) {
-    f.mean[k] = config.mean[k];
-    f.invStd[k] = 1.0f / config.std[k];
-  }
-  size_t bytes = f.exampleBytes() * config.batch_size;
+  impl->format = OutputFormat::fromConfig(config);
+  size_t bytes = impl->format.exampleBytes() * config.batch_size;
   size_t alloc = (bytes + 63) / 64 * 64;
   impl->slots.resize(config.prefetch_batches + 1);
   for (Slot &s : impl->slots) {

@@ -180,7 +180,8 @@ uint64_t executableCodeDigest() {
 // --weights-format, --conv-algorithm, --data-workers, --prefetch: the
 // averaged gradient is the same on every rank whatever they are), and what
 // only rank 0 uses or a rank decides alone (--log-every, --profile,
-// --keep-checkpoints, --comm, --comm-timeout).
+// --keep-checkpoints, --comm, --comm-timeout). --predict and --labels never
+// get here: prediction runs on rank 0 alone, without a collective.
 RankFields describeRunFlags(const RunOptions &o) {
   RankFields fields;
   auto add = [&](std::string name, std::string value, std::string shown = "") {

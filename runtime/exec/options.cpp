@@ -202,6 +202,12 @@ void addRunFlags(flags::Parser &parser, RunOptions &o) {
       {"--resume", flags::switchFlag(o.resume, true)},
       {"--init-from", flags::stringFlag(o.initFrom)},
       {"--eval", flags::switchFlag(o.eval, true)},
+      {"--predict", flags::valueFlag([&o](const std::string &,
+                                          const std::string &v) {
+         o.predict.push_back(v);
+         return Status::ok();
+       })},
+      {"--labels", flags::stringFlag(o.labels)},
       {"--eval-every-epoch", flags::switchFlag(o.evalEveryEpoch, true)},
       {"--lr", scheduleFlag("lr")},
       {"--warmup-init-lr", scheduleFlag("warmup_init_lr")},
@@ -264,9 +270,43 @@ void addRunFlags(flags::Parser &parser, RunOptions &o) {
     parser.add(name, std::move(flag));
 }
 
+/// --predict classifies and exits: the flags of training have no meaning
+/// there, and weights must come from somewhere.
+Status checkPredictOptions(const RunOptions &o) {
+  const std::pair<bool, const char *> training[] = {
+      {!o.dataDir.empty(), "--data"},
+      {o.synthetic, "--synthetic"},
+      {o.steps.has_value(), "--steps"},
+      {o.epochs.has_value(), "--epochs"},
+      {o.eval, "--eval"},
+      {o.evalEveryEpoch, "--eval-every-epoch"},
+      {o.resume, "--resume"},
+      {o.checkpointEvery > 0, "--checkpoint-every"},
+      {o.profile, "--profile"},
+      {!o.scheduleOverrides.empty(), "the schedule flags"},
+  };
+  for (const auto &[given, flag] : training)
+    if (given)
+      return bad(fmt::format("{} is for training; --predict only classifies "
+                             "images",
+                             flag));
+  if (o.initFrom.empty() && o.modelDir.empty())
+    return bad("--predict needs trained weights: --init-from FILE (a "
+               "checkpoint) or --model-dir DIR (its newest checkpoint)");
+  if (!o.initFrom.empty() && !o.modelDir.empty())
+    return bad("--predict takes its weights from --init-from or --model-dir, "
+               "not both");
+  return Status::ok();
+}
+
 Status checkRunOptions(RunOptions &o) {
   if (o.help)
     return Status::ok();
+  if (!o.labels.empty() && o.predict.empty())
+    return bad("--labels names the classes --predict prints; it needs "
+               "--predict FILE");
+  if (!o.predict.empty())
+    return checkPredictOptions(o);
   if (o.synthetic && !o.dataDir.empty())
     return bad("--data and --synthetic exclude each other");
   if (!o.synthetic && o.dataDir.empty())
@@ -314,6 +354,15 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
   RunOptions o;
   flags::Parser parser;
   addRunFlags(parser, o);
+  // `--predict a.jpg b.jpg`: the files after the first.
+  parser.setPositional([&o](const std::string &arg) {
+    if (o.predict.empty())
+      return bad(fmt::format("unexpected argument '{}' (images to classify "
+                             "follow --predict)",
+                             arg));
+    o.predict.push_back(arg);
+    return Status::ok();
+  });
   KILN_RETURN_IF_ERROR(parser.parse(argc, argv));
   KILN_RETURN_IF_ERROR(checkRunOptions(o));
   return o;
@@ -322,6 +371,7 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
 std::string usage(const char *program) {
   return fmt::format(
       R"(usage: {0} (--data DIR | --synthetic) (--steps N | --epochs E) [flags]
+       {0} --predict FILE... (--init-from CKPT | --model-dir DIR) [--labels FILE]
 
 Trains the compiled model (docs/runtime.md). Under mpirun, every rank trains
 on its own share of each epoch's records and gradients are averaged.
@@ -396,6 +446,12 @@ output:
 evaluation:
   --eval                   top-1/top-5 on the validation shards at the end
   --eval-every-epoch       ... and after every epoch
+
+prediction (instead of training; weights from --init-from or --model-dir):
+  --predict FILE...        top-5 classes of each JPEG, preprocessed as --eval
+                           preprocesses records (center crop, --mean/--std,
+                           --convert-channels, --upscale)
+  --labels FILE            class names, one per line, in class order
 
 distribution:
   --comm auto|local|mpi    backend (default auto: mpi under mpirun)

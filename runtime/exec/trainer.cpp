@@ -14,6 +14,7 @@
 #include "kiln/rt/exec/manifest.h"
 #include "kiln/rt/exec/metrics.h"
 #include "kiln/rt/exec/options.h"
+#include "kiln/rt/exec/predict.h"
 #include "kiln/rt/exec/profile.h"
 #include "kiln/rt/exec/run_loop.h"
 #include "kiln/rt/exec/schedule.h"
@@ -488,6 +489,8 @@ int runMain(int argc, char **argv, const ModelEntryPoints &model) {
     fmt::print("{}", usage(program));
     return kExitOk;
   }
+  if (!options.predict.empty())
+    return runPredict(options, model);
   return runTraining(options, [&](Comm &comm) {
     return std::make_unique<Trainer>(options, model, comm);
   });

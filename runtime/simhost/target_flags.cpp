@@ -32,6 +32,12 @@ void addTargetFlags(flags::Parser &parser, TargetOptions &target) {
                         "{} does not apply to the systolic target (it sets up "
                         "x86 kernels)",
                         x86)));
+  for (const char *predict : {"--predict", "--labels"})
+    parser.add(predict,
+               flags::rejectedFlag(fmt::format(
+                   "{} runs on x86 executables only: the systolic target has "
+                   "no eval step yet",
+                   predict)));
 }
 
 std::string targetUsage() {

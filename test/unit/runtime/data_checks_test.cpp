@@ -573,6 +573,41 @@ TEST(EvalAugment, FollowsTheImageFormat) {
   EXPECT_EQ(whole, std::vector<float>(36, 77.0f));
 }
 
+// --predict: a bare JPEG gives exactly the pixels of the record holding it,
+// under the same checks (policy, pixel cap) with the same messages.
+TEST(EvalAugment, ABareJpegIsTransformedAsItsRecord) {
+  const int w = 120, h = 90;
+  std::string jpeg = photoJpeg(w, h);
+  TransformOptions o;
+  o.height = o.width = 32;
+  o.augment = KILN_RT_AUGMENT_EVAL;
+  std::vector<float> fromRecord(32 * 32 * 3), fromFile(32 * 32 * 3);
+  int32_t label;
+  ASSERT_TRUE(ExampleTransform(o)
+                  .apply(test::jpegExample(jpeg, 1, w, h), 5,
+                         fromRecord.data(), label)
+                  .isOk());
+  ASSERT_TRUE(ExampleTransform(o).applyToImage(jpeg, fromFile.data()).isOk());
+  EXPECT_EQ(fromFile, fromRecord);
+
+  Status s = ExampleTransform(o).applyToImage("\x89PNG\r\n\x1a\nrest",
+                                              fromFile.data());
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  expectContains(s.message(), "not a JPEG");
+  // Gray into an RGB model: only with the policy's conversion.
+  std::string gray =
+      test::encodeJpeg(std::vector<uint8_t>(40 * 40, 128), 40, 40, 1, 95);
+  s = ExampleTransform(o).applyToImage(gray, fromFile.data());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  expectContains(s.message(), "pass --convert-channels");
+  o.convertChannels = true;
+  ASSERT_TRUE(ExampleTransform(o).applyToImage(gray, fromFile.data()).isOk());
+  EXPECT_NEAR(fromFile[0], 128.0f, 1.0f);
+  o.maxImagePixels = 1000;
+  s = ExampleTransform(o).applyToImage(jpeg, fromFile.data());
+  expectContains(s.message(), "more than max_image_pixels 1000");
+}
+
 TEST(Abi, AMinorOneCallerGetsTheNewFieldsDefaults) {
   TempDir dir;
   writeLabels(dir.path() + "/train-00000-of-00001", {1, 2, 30, 40});

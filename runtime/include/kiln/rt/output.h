@@ -48,6 +48,9 @@ struct OutputFormat {
   size_t exampleBytes() const { return exampleElements() * elementBytes(); }
   /// Index of (channel, y, x) within one example.
   size_t offset(int c, int y, int x) const;
+
+  /// The batch format `config` asks for (its normalization included).
+  static OutputFormat fromConfig(const kiln_rt_dataset_config_t &config);
 };
 
 /// Normalizes `hwc` (height*width*channels floats in 0..255) and stores it as

@@ -99,7 +99,18 @@ public:
   Status apply(std::string_view record, uint64_t seed, float *out,
                int32_t &label);
 
+  /// The same for a bare JPEG (a file's bytes, no record around it), as
+  /// apply() treats a record holding it: the header's checks (a JPEG, at
+  /// most maxImagePixels, the model's channels and size unless the image
+  /// policy allows otherwise) and the augmentation, under
+  /// KILN_RT_AUGMENT_EVAL the evaluation's center crop. The executable's
+  /// --predict classifies images with it exactly as --eval scores records.
+  Status applyToImage(std::string_view encoded, float *out);
+
 private:
+  /// Decodes `info` (inspected) and augments it into `out`.
+  Status transform(const RecordImage &info, uint64_t seed, float *out);
+
   TransformOptions options_;
   Example example_;
   ImageU8 decoded_;

@@ -82,6 +82,11 @@ struct RunOptions {
   bool eval = false;
   bool evalEveryEpoch = false;
 
+  // Prediction (predict.h): images to classify instead of training, and the
+  // class names (one per line).
+  std::vector<std::string> predict;
+  std::string labels;
+
   // Learning-rate schedule: (slot or alias, value) in command-line order.
   std::vector<std::pair<std::string, double>> scheduleOverrides;
   std::optional<double> warmupEpochs;
@@ -105,7 +110,8 @@ void addRunFlags(flags::Parser &parser, RunOptions &o);
 /// length, ...); nothing to check with --help.
 Status checkRunOptions(RunOptions &o);
 
-/// Parses argv[1..argc). `--flag=value` and `--flag value` both work.
+/// Parses argv[1..argc). `--flag=value` and `--flag value` both work;
+/// arguments after `--predict FILE` that are not flags are more files.
 StatusOr<RunOptions> parseOptions(int argc, char **argv);
 
 /// The --help text.
