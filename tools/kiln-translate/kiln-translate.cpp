@@ -175,6 +175,9 @@ int main(int argc, char **argv) {
     mlir::MLIRContext context;
     context.loadDialect<kiln::KilnDialect, mlir::func::FuncDialect,
                         mlir::arith::ArithDialect>();
+    // An error names the op and its location; the op's generic form after
+    // it would only repeat the line.
+    context.printOpOnDiagnostic(false);
     llvm::SourceMgr sourceMgr;
     mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
     mlir::OwningOpRef<mlir::ModuleOp> module;

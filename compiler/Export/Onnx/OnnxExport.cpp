@@ -178,6 +178,7 @@ private:
   LogicalResult exportRelu(Operation *op);
   LogicalResult exportActivation(Operation *op);
   LogicalResult exportIdentity(Operation *op);
+  LogicalResult exportDropout(Operation *op);
   LogicalResult exportAdd(Operation *op);
   LogicalResult exportBroadcastBinary(Operation *op);
   LogicalResult exportPool(Operation *op);
@@ -259,7 +260,7 @@ const llvm::StringMap<Exporter::Handler> &Exporter::handlers() {
       {"kiln.concat", &Exporter::exportConcat},
       {"kiln.conv2d", &Exporter::exportConv},
       {"kiln.dense", &Exporter::exportDense},
-      {"kiln.dropout", &Exporter::exportIdentity},
+      {"kiln.dropout", &Exporter::exportDropout},
       {"kiln.global_avg_pool", &Exporter::exportGlobalAvgPool},
       {"kiln.max_pool", &Exporter::exportPool},
       {"kiln.read", &Exporter::exportRead},
@@ -349,18 +350,18 @@ LogicalResult Exporter::collect() {
     if (seen.count(&op))
       graphOps.insert(&op);
   for (Operation *op : graphOps) {
-    if (!handlers().count(op->getName().getStringRef()))
-      return op->emitError("kiln-translate --export-onnx: '")
-             << op->getName()
-             << "' has no ONNX form in the exporter (docs/onnx.md "
-                "\"Exporting\" lists the ops it writes)";
     for (Type type : op->getResultTypes())
       if (auto tensor = dyn_cast<RankedTensorType>(type);
           tensor && !tensor.getElementType().isF32())
-        return op->emitError("kiln-translate --export-onnx: '")
+        return op->emitError("'")
                << op->getName() << "' computes in " << tensor.getElementType()
                << "; the exporter writes f32 models (export the model "
                   "before --kiln-bf16)";
+    if (!handlers().count(op->getName().getStringRef()))
+      return op->emitError("'")
+             << op->getName()
+             << "' has no ONNX form in the exporter (docs/onnx.md "
+                "\"Exporting\" lists the ops it writes)";
   }
   return success();
 }
@@ -547,7 +548,7 @@ FailureOr<Exported> Exporter::exported(Operation *user, Value value) {
   // Weights and constants are operands of the ops that take them
   // (operand()); as activations they are a model the exporter does not
   // know.
-  return user->emitError("kiln-translate --export-onnx: operand of '")
+  return user->emitError("operand of '")
          << user->getName()
          << "' is not an activation the exporter has written (a weight or "
             "constant where an activation belongs)";
@@ -603,7 +604,7 @@ FailureOr<std::string> Exporter::initializer(Operation *user,
   auto it = initializers.find(name);
   if (it != initializers.end()) {
     if (ArrayRef<int64_t>(it->second) != order)
-      return user->emitError("kiln-translate --export-onnx: '")
+      return user->emitError("'")
              << user->getName() << "' reads @" << name
              << " in another layout than an earlier reader; ONNX gives an "
                 "initializer one layout";
@@ -626,7 +627,7 @@ Exporter::constantTensor(Operation *user, arith::ConstantOp constant,
   auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
   auto type = cast<RankedTensorType>(constant.getType());
   if (!dense || !type.getElementType().isF32())
-    return constant.emitError("kiln-translate --export-onnx: the exporter "
+    return constant.emitError("the exporter "
                               "writes dense f32 constants only");
   std::vector<float> raw(dense.getValues<float>().begin(),
                          dense.getValues<float>().end());
@@ -818,8 +819,27 @@ LogicalResult Exporter::exportActivation(Operation *op) {
   return success();
 }
 
-/// Dropout (the identity in inference) and reorders (a physical layout
-/// only) write nothing.
+/// ONNX's Dropout without training_mode is the identity, as inference
+/// wants, and keeps where the model drops out and how much: a model
+/// imported from the export trains with its dropouts (the importer reads
+/// every Dropout as training dropout, the seed from its attribute).
+LogicalResult Exporter::exportDropout(Operation *op) {
+  auto dropout = cast<DropoutOp>(op);
+  FailureOr<Exported> x = exported(op, dropout.getInput());
+  if (failed(x))
+    return failure();
+  std::string y = resultName(op);
+  onnx::NodeProto *node = addNode(
+      op, "Dropout",
+      {x->name, addFloatConstant(op, dropout.getRatio().convertToFloat())},
+      y);
+  if (int64_t seed = int64_t(dropout.getSeed()))
+    setInt(node, "seed", seed);
+  define(dropout.getOutput(), y, x->order);
+  return success();
+}
+
+/// Reorders (a physical layout only) write nothing.
 LogicalResult Exporter::exportIdentity(Operation *op) {
   FailureOr<Exported> x = exported(op, op->getOperand(0));
   if (failed(x))
@@ -900,7 +920,8 @@ LogicalResult Exporter::exportGlobalAvgPool(Operation *op) {
   std::string pooled = resultName(op);
   addNode(op, "GlobalAveragePool", {*x}, pooled);
   Value result = op->getResult(0);
-  bool flat = llvm::any_of(result.getUsers(), [&](Operation *user) {
+  bool flat = result == logits ||
+              llvm::any_of(result.getUsers(), [&](Operation *user) {
     return graphOps.contains(user) &&
            !(isa<ReshapeOp>(user) && shapeOf(user->getResult(0)).size() == 4);
   });
@@ -934,9 +955,9 @@ LogicalResult Exporter::exportDense(Operation *op) {
 }
 
 /// A kiln reshape keeps the row-major order of its kiln shapes: the input
-/// in kiln's order (unless its order moves only dimensions of size 1), one
-/// Flatten or Reshape, and the result transposed to NCHW if it is an
-/// activation whose two orders differ.
+/// in kiln's order (unless its order moves only dimensions of size 1), then
+/// one Flatten or Reshape, to NCHW when that is the same element order and
+/// else to kiln's shape.
 LogicalResult Exporter::exportReshape(Operation *op) {
   auto reshape = cast<ReshapeOp>(op);
   Value input = reshape.getInput();
@@ -981,12 +1002,11 @@ LogicalResult Exporter::exportReshape(Operation *op) {
     define(reshape.getOutput(), y, outOrder);
     return success();
   }
-  std::string flat = freshName(y + "_kiln_order");
+  // Left in kiln's order: a reader that wants NCHW transposes it
+  // (operand()), one that reshapes again does not.
   SmallVector<int64_t> t = target(out);
-  addNode(op, "Reshape", {*src, addConstant(op, t, {int64_t(t.size())})},
-          flat);
-  setInts(addNode(op, "Transpose", {flat}, y), "perm", outOrder);
-  define(reshape.getOutput(), y, outOrder);
+  addNode(op, "Reshape", {*src, addConstant(op, t, {int64_t(t.size())})}, y);
+  define(reshape.getOutput(), y, identity(out.size()));
   return success();
 }
 
@@ -1118,6 +1138,11 @@ void Exporter::printText(llvm::raw_ostream &os) {
     }
     values += "}";
   }
+  // libonnx 1.12 prints a scalar tensor attribute (Clip's bounds) as
+  // `float[] {6}`, which its parser refuses; it reads `float {6}`.
+  for (size_t at = text.find("[] {"); at != std::string::npos;
+       at = text.find("[] {", at))
+    text.replace(at, 2, "");
   if (!values.empty()) {
     // After the signature's closing parenthesis, before the body's brace.
     size_t brace = text.find(") {");
@@ -1156,7 +1181,7 @@ LogicalResult Exporter::finish(llvm::raw_ostream &os) {
   std::string error;
   if (!callOnnx([&] { onnx::checker::check_model(model); }, error))
     return emitError(module.getLoc())
-           << "kiln-translate --export-onnx: the ONNX checker rejects the "
+           << "the ONNX checker rejects the "
               "exported model: "
            << error;
   // Strict: a node whose shapes do not infer, or an inferred output shape
@@ -1170,7 +1195,7 @@ LogicalResult Exporter::finish(llvm::raw_ostream &os) {
           },
           error))
     return emitError(module.getLoc())
-           << "kiln-translate --export-onnx: ONNX shape inference fails on "
+           << "ONNX shape inference fails on "
               "the exported model: "
            << error;
   if (options.text) {
@@ -1180,7 +1205,7 @@ LogicalResult Exporter::finish(llvm::raw_ostream &os) {
   std::string bytes;
   if (!model.SerializeToString(&bytes))
     return emitError(module.getLoc())
-           << "kiln-translate --export-onnx: the model does not serialize "
+           << "the model does not serialize "
               "(over protobuf's 2 GiB limit?)";
   os.write(bytes.data(), bytes.size());
   return success();
