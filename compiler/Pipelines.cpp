@@ -7,6 +7,12 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Regex.h"
+
+#include <cstdio>
+
 namespace kiln {
 
 /// Splits `options` into its `key[=value]` words: spaces separate them
@@ -38,9 +44,17 @@ splitOptions(llvm::StringRef options) {
 std::unique_ptr<TrainStepPipelineOptions>
 TrainStepPipelineOptions::parse(llvm::StringRef options,
                                 llvm::raw_ostream &errors) {
+  std::unique_ptr<mlir::Pass> pass = createKilnOptimizer();
+  llvm::StringSet<> known = {"forward", "bucket-bytes"};
+  for (llvm::cl::Option *option : getOptimizerOptions(*pass))
+    known.insert(option->ArgStr);
   std::string own, optimizer;
   for (llvm::StringRef word : splitOptions(options)) {
     llvm::StringRef key = word.split('=').first;
+    if (!known.contains(key)) {
+      errors << "kiln-build-train-step has no option '" << key << "'";
+      return nullptr;
+    }
     // Both the pipeline and kiln-optimizer have a `step`.
     if (key == "forward" || key == "bucket-bytes" || key == "step")
       own += (word + " ").str();
@@ -51,7 +65,6 @@ TrainStepPipelineOptions::parse(llvm::StringRef options,
   if (failed(result->parseFromString(own, errors)))
     return nullptr;
   // Checked now, so that a bad value fails before anything is compiled.
-  std::unique_ptr<mlir::Pass> pass = createKilnOptimizer();
   if (failed(
           pass->initializeOptions(optimizer, [&](const llvm::Twine &message) {
             errors << message;
@@ -62,13 +75,68 @@ TrainStepPipelineOptions::parse(llvm::StringRef options,
   return result;
 }
 
-llvm::SmallVector<std::string> getTrainStepFlagNames() {
-  llvm::SmallVector<std::string> names = {"bucket-bytes"};
-  for (std::string &name : getOptimizerOptionNames())
-    if (name != "step")
-      names.push_back(std::move(name));
-  return names;
+/// The values PassOptions::print writes ("{key=value ...}"), by key. Lists
+/// left at their default are not written.
+static llvm::StringMap<std::string> printedValues(llvm::StringRef printed) {
+  llvm::StringMap<std::string> values;
+  printed = printed.drop_until([](char c) { return c == '{'; });
+  if (!printed.consume_front("{") || !printed.consume_back("}"))
+    return values;
+  for (llvm::StringRef word : splitOptions(printed)) {
+    auto [key, value] = word.split('=');
+    values[key] = value.str();
+  }
+  return values;
 }
+
+/// A double as Passes.td would write it: raw_ostream prints doubles as %e
+/// ("1.000000e-01"), which PassOptions::print keeps.
+static std::string readableNumber(llvm::StringRef text) {
+  static const llvm::Regex exponentForm("^-?[0-9]\\.[0-9]{6}e[-+][0-9]+$");
+  double value;
+  if (!exponentForm.match(text) || text.getAsDouble(value))
+    return text.str();
+  // The shortest form that reads back as the same double.
+  for (int digits = 1; digits <= 17; ++digits) {
+    char shortest[32];
+    std::snprintf(shortest, sizeof(shortest), "%.*g", digits, value);
+    double back;
+    if (!llvm::StringRef(shortest).getAsDouble(back) && back == value)
+      return shortest;
+  }
+  return text.str();
+}
+
+TrainStepFlags::TrainStepFlags()
+    : pipeline(std::make_unique<TrainStepPipelineOptions>()),
+      optimizer(createKilnOptimizer()) {
+  std::string pipelinePrinted, optimizerPrinted;
+  llvm::raw_string_ostream pipelineOs(pipelinePrinted);
+  pipeline->print(pipelineOs);
+  llvm::raw_string_ostream optimizerOs(optimizerPrinted);
+  optimizer->printAsTextualPipeline(optimizerOs);
+  llvm::StringMap<std::string> defaults = printedValues(optimizerPrinted);
+  defaults["bucket-bytes"] =
+      printedValues(pipelinePrinted).lookup("bucket-bytes");
+
+  for (llvm::cl::Option *option : getOptimizerOptions(*optimizer))
+    if (option->ArgStr != "step")
+      options.push_back(option);
+  options.push_back(&pipeline->bucketBytes);
+  llvm::sort(options, [](llvm::cl::Option *a, llvm::cl::Option *b) {
+    return a->ArgStr < b->ArgStr;
+  });
+  for (llvm::cl::Option *option : options) {
+    auto found = defaults.find(option->ArgStr);
+    std::string value =
+        found == defaults.end() ? "none" : readableNumber(found->second);
+    descriptions.push_back(
+        (option->HelpStr + " (default: " + value + ")").str());
+    option->setDescription(descriptions.back());
+  }
+}
+
+TrainStepFlags::~TrainStepFlags() = default;
 
 void buildTrainStepPipeline(mlir::OpPassManager &pm,
                             const TrainStepPipelineOptions &options) {
@@ -135,11 +203,15 @@ void registerKilnPipelines() {
       "allreduce buckets, optimizer and learning-rate schedule (the options "
       "below and every option of kiln-optimizer)",
       [](mlir::OpPassManager &pm, llvm::StringRef text,
-         llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)>) {
+         llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)>
+             errorHandler) {
+        std::string error;
+        llvm::raw_string_ostream errors(error);
         std::unique_ptr<TrainStepPipelineOptions> options =
-            TrainStepPipelineOptions::parse(text);
+            TrainStepPipelineOptions::parse(text, errors);
         if (!options)
-          return mlir::failure();
+          // An empty message: llvm::cl has printed it.
+          return error.empty() ? mlir::failure() : errorHandler(error);
         buildTrainStepPipeline(pm, *options);
         return mlir::success();
       },

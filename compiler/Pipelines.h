@@ -11,6 +11,8 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
+#include <deque>
+
 namespace kiln {
 
 /// Options of the training-step pipeline (kiln-build-train-step). The
@@ -35,16 +37,33 @@ struct TrainStepPipelineOptions
   std::string optimizerOptions;
 
   /// Parses the pipeline's options and kiln-optimizer's from one
-  /// `key=value ...` string (the pipeline's syntax), or prints why not to
-  /// `errors` and returns nullptr.
+  /// `key=value ...` string (the pipeline's syntax), or returns nullptr after
+  /// saying why in one line: on `errors`, or, for a value an option's parser
+  /// rejects, on stderr by llvm::cl (which leaves `errors` empty).
   static std::unique_ptr<TrainStepPipelineOptions>
   parse(llvm::StringRef options, llvm::raw_ostream &errors = llvm::errs());
 };
 
 /// The options of the training-step pipeline a compiler driver offers as
-/// flags: `bucket-bytes` and every kiln-optimizer option but `step`, by
-/// name, as Passes.td declares them.
-llvm::SmallVector<std::string> getTrainStepFlagNames();
+/// flags: `bucket-bytes` and every kiln-optimizer option but `step`. Each is
+/// the llvm::cl option of an instance of the options that declare it (the
+/// pipeline's, the pass's: Passes.td), so it prints its own help (its
+/// description, value type and enum values); the description ends with the
+/// option's default value, as those instances hold it.
+class TrainStepFlags {
+public:
+  TrainStepFlags();
+  ~TrainStepFlags();
+  /// The options, sorted by name.
+  llvm::ArrayRef<llvm::cl::Option *> getOptions() const { return options; }
+
+private:
+  std::unique_ptr<TrainStepPipelineOptions> pipeline;
+  std::unique_ptr<mlir::Pass> optimizer;
+  llvm::SmallVector<llvm::cl::Option *> options;
+  /// The descriptions with their defaults, which the options refer to.
+  std::deque<std::string> descriptions;
+};
 
 /// The training recipe of a reference run, reproduced exactly
 /// (docs/runtime.md "Reference recipes"): kilnc --recipe=NAME takes its

@@ -97,13 +97,15 @@ def KilnOptimizer : Pass<"kiln-optimizer", "mlir::ModuleOp"> {
     Option<"stepFunction", "step", "std::string", /*default=*/"\"train_step\"",
            "The training-step function">,
     Option<"optimizer", "optimizer", "::kiln::OptimizerKind",
-           /*default=*/"::kiln::OptimizerKind::Sgd", "sgd or lars",
+           /*default=*/"::kiln::OptimizerKind::Sgd",
+           "The optimizer",
            [{::llvm::cl::values(
              clEnumValN(::kiln::OptimizerKind::Sgd, "sgd",
                         "SGD with momentum"),
              clEnumValN(::kiln::OptimizerKind::Lars, "lars",
                         "LARS (layer-wise adaptive rate scaling)"))}]>,
-    Option<"momentum", "momentum", "double", /*default=*/"0.9", "Momentum">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.9",
+           "Momentum coefficient (both optimizers)">,
     Option<"nesterov", "nesterov", "bool", /*default=*/"false",
            "Nesterov momentum (sgd)">,
     Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
@@ -114,7 +116,7 @@ def KilnOptimizer : Pass<"kiln-optimizer", "mlir::ModuleOp"> {
            "none">,
     Option<"larsSkip", "lars-skip", "std::string", /*default=*/"\"bn,bias\"",
            "Parameter kinds whose LARS trust ratio is 1 (MLPerf's skip "
-           "list): bn, bias, both, or none">,
+           "list): bn, bias, a comma-separated list of both, or none">,
     Option<"larsForm", "lars-form", "::kiln::LarsForm",
            /*default=*/"::kiln::LarsForm::Tf2",
            "The LARS update: tf2 (MLPerf TF2: v = m v + lr trust g') or "
@@ -133,8 +135,7 @@ def KilnOptimizer : Pass<"kiln-optimizer", "mlir::ModuleOp"> {
            "Label smoothing of the training loss">,
     Option<"schedule", "schedule", "::kiln::Schedule",
            /*default=*/"::kiln::Schedule::Constant",
-           "constant, linear_warmup_linear_decay, warmup_polynomial_decay, "
-           "step_decay or cosine_decay",
+           "The learning-rate schedule",
            [{::llvm::cl::values(
              clEnumValN(::kiln::Schedule::Constant, "constant",
                         "lr throughout"),
@@ -173,10 +174,12 @@ def KilnOptimizer : Pass<"kiln-optimizer", "mlir::ModuleOp"> {
     Option<"factor", "factor", "double", /*default=*/"0.1",
            "Multiplier at each step_decay boundary">,
     ListOption<"boundaries", "boundaries", "int64_t",
-               "Steps at which step_decay multiplies by factor">,
+               "Steps at which step_decay multiplies by factor "
+               "(comma-separated)">,
     ListOption<"boundaryEpochs", "boundary-epochs", "double",
                "Epochs at which step_decay multiplies by factor, resolved "
-               "into steps by the runtime (instead of boundaries)">
+               "into steps by the runtime (comma-separated; instead of "
+               "boundaries)">
   ];
 }
 
@@ -271,7 +274,8 @@ def KilnLayout : Pass<"kiln-layout", "mlir::func::FuncOp"> {
   }];
   let options = [
     Option<"mode", "mode", "::kiln::LayoutMode",
-           /*default=*/"::kiln::LayoutMode::Auto", "auto, nhwc or blocked",
+           /*default=*/"::kiln::LayoutMode::Auto",
+           "How each op's layout is chosen",
            [{::llvm::cl::values(
              clEnumValN(::kiln::LayoutMode::Auto, "auto",
                         "the layouts of least estimated time"),

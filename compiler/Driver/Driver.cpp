@@ -537,6 +537,10 @@ int compile(const CompileOptions &options) {
   DialectRegistry registry;
   registerAllKilnDialects(registry);
   MLIRContext context(registry);
+  // An error names the op by file, line and column in the model; the op
+  // printed after it (MLIR's default) would be the whole module for errors
+  // on the module, hundreds of lines of a half-compiled model.
+  context.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
   StageTimer timer(options.printStats);

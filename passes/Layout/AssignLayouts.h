@@ -8,6 +8,7 @@
 #define KILN_PASSES_LAYOUT_ASSIGNLAYOUTS_H
 
 #include "dialects/Kiln/IR/KilnLayout.h"
+#include "passes/EnumOptionParser.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -43,5 +44,8 @@ int64_t applyLayouts(mlir::func::FuncOp func,
 double reorderSeconds(mlir::Value value);
 
 } // namespace kiln
+
+// kiln-layout's mode option (Passes.td) names its values in errors.
+KILN_ENUM_OPTION_PARSER(::kiln::LayoutMode)
 
 #endif // KILN_PASSES_LAYOUT_ASSIGNLAYOUTS_H

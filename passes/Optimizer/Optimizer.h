@@ -5,6 +5,8 @@
 
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+#include "passes/EnumOptionParser.h"
 #include "llvm/Support/JSON.h"
 
 #include <string>
@@ -67,9 +69,10 @@ llvm::json::Object scheduleManifestEntry(LearningRateOp op);
 
 enum class OptimizerKind { Sgd, Lars };
 
-/// The names of kiln-optimizer's options (Passes.td), sorted: what a driver
-/// that forwards them to the pass offers as flags.
-llvm::SmallVector<std::string> getOptimizerOptionNames();
+/// The options of `pass`, an instance of kiln-optimizer, sorted by name:
+/// what a driver that forwards them to the pass offers as flags, with their
+/// descriptions, value types and values as Passes.td declares them.
+llvm::SmallVector<llvm::cl::Option *> getOptimizerOptions(mlir::Pass &pass);
 
 /// What a parameter is, decided by the ops that read it (not by its rank):
 /// a batch norm's scale or offset, a dense layer's bias, or anything else.
@@ -120,5 +123,10 @@ llvm::LogicalResult applyOptimizer(mlir::func::FuncOp step,
                                    const OptimizerConfig &config);
 
 } // namespace kiln
+
+// kiln-optimizer's enum options (Passes.td) name their values in errors.
+KILN_ENUM_OPTION_PARSER(::kiln::OptimizerKind)
+KILN_ENUM_OPTION_PARSER(::kiln::LarsForm)
+KILN_ENUM_OPTION_PARSER(::kiln::Schedule)
 
 #endif // KILN_PASSES_OPTIMIZER_OPTIMIZER_H

@@ -11,35 +11,34 @@ namespace {
 struct OptimizerPass : impl::KilnOptimizerBase<OptimizerPass> {
   using Base::Base;
 
-  /// Every option's name: each is registered with the pass's options, which
-  /// `llvm::cl` keeps as a subcommand of its own.
-  llvm::SmallVector<std::string> getOptionNames() const {
-    llvm::SmallVector<std::string> names;
-    for (llvm::cl::SubCommand *options : stepFunction.Subs)
-      for (const auto &entry : llvm::cl::getRegisteredOptions(*options))
-        names.push_back(entry.first.str());
-    llvm::sort(names);
-    return names;
+  /// Every option, as llvm::cl registered it: the pass's options are a
+  /// subcommand of their own.
+  llvm::SmallVector<llvm::cl::Option *> getOptions() const {
+    llvm::SmallVector<llvm::cl::Option *> options;
+    for (llvm::cl::SubCommand *sub : stepFunction.Subs)
+      for (const auto &entry : llvm::cl::getRegisteredOptions(*sub))
+        options.push_back(entry.second);
+    llvm::sort(options, [](llvm::cl::Option *a, llvm::cl::Option *b) {
+      return a->ArgStr < b->ArgStr;
+    });
+    return options;
   }
 
-  void runOnOperation() override {
-    mlir::ModuleOp module = getOperation();
+  /// The configuration the options describe, or why they describe none.
+  llvm::FailureOr<OptimizerConfig> getConfig(std::string &error) const {
     OptimizerConfig config;
     config.kind = optimizer;
     config.momentum = momentum;
     config.nesterov = nesterov;
     config.weightDecay = weightDecay;
-    std::string error;
     llvm::FailureOr<ParameterKinds> exempt =
         parseParameterKinds("kiln-optimizer: no-decay", noDecay, error);
+    if (llvm::failed(exempt))
+      return llvm::failure();
     llvm::FailureOr<ParameterKinds> skip =
-        llvm::failed(exempt)
-            ? llvm::FailureOr<ParameterKinds>(llvm::failure())
-            : parseParameterKinds("kiln-optimizer: lars-skip", larsSkip, error);
-    if (llvm::failed(skip)) {
-      module.emitError(error);
-      return signalPassFailure();
-    }
+        parseParameterKinds("kiln-optimizer: lars-skip", larsSkip, error);
+    if (llvm::failed(skip))
+      return llvm::failure();
     config.noDecay = *exempt;
     config.larsSkip = *skip;
     config.larsForm = larsForm;
@@ -60,19 +59,58 @@ struct OptimizerPass : impl::KilnOptimizerBase<OptimizerPass> {
     s.warmupEpochs = warmupEpochs;
     s.decayEpochs = decayEpochs;
     s.boundaryEpochs.assign(boundaryEpochs.begin(), boundaryEpochs.end());
+    return config;
+  }
+
+  /// Checks the options as a whole when they are given as text (kiln-opt,
+  /// a pipeline string, kilnc's flags), so that a bad combination is one
+  /// line before anything runs rather than an error on the module.
+  llvm::LogicalResult
+  initializeOptions(llvm::StringRef options,
+                    llvm::function_ref<llvm::LogicalResult(const llvm::Twine &)>
+                        errorHandler) override {
+    if (llvm::failed(
+            Base::initializeOptions(options, [&](const llvm::Twine &message) {
+              // llvm::cl reports a bad value itself, on stderr, and leaves
+              // the message empty: one line is enough.
+              std::string text = message.str();
+              llvm::StringRef line = llvm::StringRef(text).rtrim();
+              return line.empty() ? llvm::failure() : errorHandler(line);
+            })))
+      return llvm::failure();
+    std::string error;
+    llvm::FailureOr<OptimizerConfig> config = getConfig(error);
+    if (llvm::failed(config))
+      return errorHandler(error);
+    if (llvm::failed(scheduleSlots(config->schedule, error)))
+      return errorHandler("kiln-optimizer: invalid learning-rate schedule: " +
+                          error);
+    return llvm::success();
+  }
+
+  void runOnOperation() override {
+    mlir::ModuleOp module = getOperation();
+    std::string error;
+    llvm::FailureOr<OptimizerConfig> config = getConfig(error);
+    if (llvm::failed(config)) {
+      module.emitError(error);
+      return signalPassFailure();
+    }
 
     auto step = module.lookupSymbol<mlir::func::FuncOp>(stepFunction);
     if (!step) {
       module.emitError("kiln-optimizer: no function @") << stepFunction;
       return signalPassFailure();
     }
-    if (failed(applyOptimizer(step, config)))
+    if (failed(applyOptimizer(step, *config)))
       signalPassFailure();
   }
 };
 } // namespace
 
-llvm::SmallVector<std::string> getOptimizerOptionNames() {
-  return OptimizerPass().getOptionNames();
+llvm::SmallVector<llvm::cl::Option *> getOptimizerOptions(mlir::Pass &pass) {
+  assert(pass.getTypeID() == mlir::TypeID::get<OptimizerPass>() &&
+         "not a kiln-optimizer");
+  return static_cast<OptimizerPass &>(pass).getOptions();
 }
 } // namespace kiln

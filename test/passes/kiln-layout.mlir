@@ -2,7 +2,7 @@
 // RUN: kiln-opt %s -split-input-file -verify-diagnostics --pass-pipeline="builtin.module(func.func(kiln-layout{mode=auto}))" | FileCheck %s --check-prefix=AUTO
 // RUN: kiln-opt %s -split-input-file -verify-diagnostics --pass-pipeline="builtin.module(func.func(kiln-layout{mode=nhwc}))" | FileCheck %s --check-prefix=NHWC
 // RUN: not kiln-opt %s -split-input-file --pass-pipeline="builtin.module(func.func(kiln-layout{mode=nchw}))" 2>&1 | FileCheck %s --check-prefix=MODE
-// MODE: for the --mode option: Cannot find option named 'nchw'!
+// MODE: for the --mode option: 'nchw' is not a valid value (expected auto, nhwc or blocked)
 
 // NHWC-NOT: kiln.layout
 // NHWC-NOT: kiln.reorder

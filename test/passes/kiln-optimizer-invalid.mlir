@@ -15,6 +15,9 @@
 // RUN: not kiln-opt %s --kiln-optimizer="schedule=cosine_decay warmup-epochs=2 decay-epochs=2" 2>&1 | FileCheck %s --check-prefix=EPOCHS-ORDER
 // RUN: not kiln-opt %s --kiln-optimizer="schedule=step_decay boundary-epochs=3,2.5" 2>&1 | FileCheck %s --check-prefix=ORDER
 // RUN: not kiln-opt %s --kiln-optimizer="schedule=cosine_decay warmup-epochs=-1" 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// The options are checked as they are parsed: one line each, no IR.
+// RUN: not kiln-opt %s --kiln-optimizer="schedule=step_decay" 2>&1 | count 1
+// RUN: not kiln-opt %s --kiln-optimizer="schedule=exponential" 2>&1 | count 1
 // TOTAL: invalid learning-rate schedule: total-steps (5) must exceed warmup-steps (10)
 // WARMUP-BOTH: invalid learning-rate schedule: warmup-steps and warmup-epochs exclude each other
 // DECAY-BOTH: invalid learning-rate schedule: total-steps and decay-epochs exclude each other
@@ -27,8 +30,8 @@
 // BOUNDS: invalid learning-rate schedule: step_decay needs boundaries
 // ORDER: invalid learning-rate schedule: step_decay boundaries must increase
 // PEAK: invalid learning-rate schedule: linear_warmup_linear_decay needs peak-lr
-// OPT: for the --optimizer option: Cannot find option named 'adam'!
-// KIND: for the --schedule option: Cannot find option named 'exponential'!
+// OPT: for the --optimizer option: 'adam' is not a valid value (expected sgd or lars)
+// KIND: for the --schedule option: 'exponential' is not a valid value (expected constant, linear_warmup_linear_decay, warmup_polynomial_decay, step_decay or cosine_decay)
 kiln.variable parameter @w : tensor<4xf32> init zeros
 func.func @train_step(%x: tensor<4xf32>) -> (tensor<f32>, tensor<4xf32> {kiln.gradient_of = @w}) {
   %l = arith.constant dense<1.0> : tensor<f32>

@@ -6,9 +6,10 @@
 // Without decay there is nothing for the trust ratio to miss.
 // RUN: kiln-opt %s --kiln-optimizer="optimizer=lars no-decay=bn,bias lars-skip=bn" | FileCheck %s --check-prefix=NODECAY
 // RUN: not kiln-opt %s --kiln-optimizer="warmup-steps=-0.5" 2>&1 | FileCheck %s --check-prefix=WARMUP
+// RUN: not kiln-opt %s --kiln-optimizer="no-decay=bn,beta" 2>&1 | count 1
 // KIND: kiln-optimizer: no-decay: unknown parameter kind 'beta' (expected a comma-separated list of bn and bias, or none)
 // SKIP: kiln-optimizer: lars-skip: unknown parameter kind 'gamma' (expected a comma-separated list of bn and bias, or none)
-// FORM: for the --lars-form option: Cannot find option named 'v0.7'!
+// FORM: for the --lars-form option: 'v0.7' is not a valid value (expected tf2 or v0.6)
 // TRUST: 'kiln.variable' op is a bias parameter, exempt from weight decay (no-decay) but not from LARS's trust ratio (lars-skip), whose denominator holds the decay; list 'bias' in both or in neither
 // NODECAY: kiln.lars_update {{.*}} weight_decay 0.000000e+00 epsilon 0.000000e+00 : tensor<3xf32>
 // WARMUP: invalid learning-rate schedule: the learning rate and warmup steps must be non-negative
