@@ -2,6 +2,9 @@
 
 #include "kiln/sim/Isa.h"
 
+#include "kiln/ref/elementwise.h"
+#include "kiln/ref/window.h"
+
 namespace kiln::sim {
 
 const VectorSignature &vectorSignature(fb::VectorOp op) {
@@ -21,10 +24,10 @@ const VectorSignature &vectorSignature(fb::VectorOp op) {
       {"channel_affine", 3, 1, 0, 1, U::Vector},
       {"bn_grad_coeffs", 5, 5, 2, 0, U::Vector},
       {"channel_affine2", 5, 1, 0, 0, U::Vector},
-      {"max_pool", 1, 1, 0, 12, U::Vector},
-      {"max_pool_grad", 2, 1, 0, 12, U::Vector},
-      {"avg_pool", 1, 1, 0, 12, U::Vector},
-      {"avg_pool_grad", 1, 1, 0, 12, U::Vector},
+      {"max_pool", 1, 1, 0, -1, U::Vector},
+      {"max_pool_grad", 2, 1, 0, -1, U::Vector},
+      {"avg_pool", 1, 1, 0, -1, U::Vector},
+      {"avg_pool_grad", 1, 1, 0, -1, U::Vector},
       {"global_avg_pool", 1, 1, 0, 3, U::Vector},
       {"global_avg_pool_grad", 1, 1, 0, 3, U::Vector},
       {"xent_loss", 2, 1, 2, 0, U::Vector},
@@ -34,6 +37,14 @@ const VectorSignature &vectorSignature(fb::VectorOp op) {
       {"lars_update", 6, 2, 6, 0, U::Vector},
       {"learning_rate", 2, 1, 0, 1, U::Scalar},
       {"scale", 1, 1, 1, 0, U::Vector},
+      {"activation", 1, 1, 0, 1, U::Vector},
+      {"activation_grad", 2, 1, 0, 1, U::Vector},
+      {"broadcast_binary", 2, 1, 0, -1, U::Vector},
+      {"broadcast_binary_grad", -1, 1, 0, -1, U::Vector},
+      {"dropout", 2, 1, 1, 3, U::Vector},
+      {"depthwise_conv", 2, 1, 0, 14, U::Vector},
+      {"depthwise_conv_grad_data", 2, 1, 0, 14, U::Vector},
+      {"depthwise_conv_grad_filter", 2, 1, 0, 14, U::Vector},
   };
   static_assert(sizeof(table) / sizeof(table[0]) ==
                     size_t(fb::VectorOp::MAX) + 1,
@@ -75,10 +86,11 @@ int64_t shapeElements(const std::vector<int64_t> &shape) {
 namespace kiln::sim {
 
 Status decodePoolShape(const std::vector<int64_t> &a, PoolShape &s) {
-  if (a.size() != 12)
-    return invalidArgumentError("pooling needs 12 integer attributes");
-  s = {a[0], a[1], a[2], a[3],  a[4],  a[5], a[6],
-       a[7], a[8], a[9], a[10], a[11], 0,    0};
+  if (a.size() != 12 && a.size() != 13)
+    return invalidArgumentError("pooling needs 12 integer attributes and an "
+                                "optional ceil mode");
+  s = {a[0], a[1], a[2],  a[3],  a[4], a[5], a[6],
+       a[7], a[8], a[9], a[10], a[11], 0,    0, false};
   for (size_t i = 0; i < 8; ++i)
     if (a[i] <= 0)
       return invalidArgumentError("pooling sizes, windows and strides must be "
@@ -89,11 +101,87 @@ Status decodePoolShape(const std::vector<int64_t> &a, PoolShape &s) {
   if (s.pt >= s.kh || s.pb >= s.kh || s.pl >= s.kw || s.pr >= s.kw)
     return invalidArgumentError(
         "pooling paddings must be smaller than the window");
-  int64_t hp = s.h + s.pt + s.pb, wp = s.w + s.pl + s.pr;
-  if (hp < s.kh || wp < s.kw)
+  if (a.size() == 13) {
+    if (a[12] != 0 && a[12] != 1)
+      return invalidArgumentError("pooling's ceil mode must be 0 or 1");
+    s.ceil = a[12] != 0;
+  }
+  s.oh = ref::slidingWindowOutputSize(s.h, s.pt, s.pb, s.kh, s.sh, 1, s.ceil);
+  s.ow = ref::slidingWindowOutputSize(s.w, s.pl, s.pr, s.kw, s.sw, 1, s.ceil);
+  if (s.oh <= 0 || s.ow <= 0)
     return invalidArgumentError("pooling window larger than the padded input");
-  s.oh = (hp - s.kh) / s.sh + 1;
-  s.ow = (wp - s.kw) / s.sw + 1;
+  return Status::ok();
+}
+
+Status decodeDepthwiseShape(const std::vector<int64_t> &a,
+                            DepthwiseShape &s) {
+  if (a.size() != 14)
+    return invalidArgumentError("depthwise convolution needs 14 integer "
+                                "attributes");
+  s = {a[0], a[1], a[2], a[3],  a[4],  a[5],  a[6], a[7],
+       a[8], a[9], a[10], a[11], a[12], a[13], 0,    0};
+  for (size_t i : {0, 1, 2, 3, 4, 5, 6, 7, 12, 13})
+    if (a[i] <= 0)
+      return invalidArgumentError("depthwise convolution sizes, windows, "
+                                  "strides and dilations must be positive");
+  for (size_t i = 8; i < 12; ++i)
+    if (a[i] < 0)
+      return invalidArgumentError(
+          "depthwise convolution paddings must be non-negative");
+  s.oh = ref::slidingWindowOutputSize(s.h, s.pt, s.pb, s.kh, s.sh, s.dh);
+  s.ow = ref::slidingWindowOutputSize(s.w, s.pl, s.pr, s.kw, s.sw, s.dw);
+  if (s.oh <= 0 || s.ow <= 0)
+    return invalidArgumentError(
+        "depthwise convolution window larger than the padded input");
+  return Status::ok();
+}
+
+bool broadcastGradReads(int64_t kind, bool wrtRhs, bool &lhs, bool &rhs) {
+  if (kind < 0 || kind > 3)
+    return false;
+  auto k = ref::BinaryKind(kind);
+  // kiln/ref/elementwise.h's table: mul and div read the other operand,
+  // div's gradient with respect to rhs both.
+  lhs = (k == ref::BinaryKind::Mul || k == ref::BinaryKind::Div) && wrtRhs;
+  rhs = (k == ref::BinaryKind::Mul && !wrtRhs) || k == ref::BinaryKind::Div;
+  return true;
+}
+
+Status decodeBroadcast(const fb::VectorT &v, BroadcastShape &s) {
+  const auto &a = v.iattrs;
+  bool grad = v.op == fb::VectorOp::BroadcastBinaryGrad;
+  size_t head = grad ? 4 : 2;
+  if (a.size() < head || a[head - 1] < 1 || a[head - 1] > 8 ||
+      a.size() != head + 3 * size_t(a[head - 1]))
+    return invalidArgumentError(
+        std::string(grad ? "broadcast_binary_grad" : "broadcast_binary") +
+        " needs [kind, " + (grad ? "wrt, accumulate, " : "") +
+        "rank] and three shapes of that rank");
+  s.kind = a[0];
+  if (s.kind < 0 || s.kind > 3)
+    return invalidArgumentError("broadcast kind must be one of 0..3");
+  if (grad) {
+    if ((a[1] != 0 && a[1] != 1) || (a[2] != 0 && a[2] != 1))
+      return invalidArgumentError("broadcast_binary_grad: wrt and accumulate "
+                                  "must be 0 or 1");
+    s.wrtRhs = a[1] != 0;
+    s.accumulate = a[2] != 0;
+  }
+  size_t r = size_t(a[head - 1]);
+  s.out.assign(a.begin() + long(head), a.begin() + long(head + r));
+  s.lhs.assign(a.begin() + long(head + r), a.begin() + long(head + 2 * r));
+  s.rhs.assign(a.begin() + long(head + 2 * r), a.end());
+  for (const auto *shape : {&s.out, &s.lhs, &s.rhs})
+    for (int64_t d : *shape)
+      if (d <= 0)
+        return invalidArgumentError("broadcast shapes must be positive");
+  ref::Shape out;
+  if (!ref::inferBroadcast(s.lhs, s.rhs, out).isOk() || out != s.out)
+    return invalidArgumentError("broadcast shapes " +
+                                ref::shapeToString(s.lhs) + " and " +
+                                ref::shapeToString(s.rhs) +
+                                " do not broadcast to " +
+                                ref::shapeToString(s.out));
   return Status::ok();
 }
 
@@ -101,7 +189,8 @@ Status vectorExtents(const fb::VectorT &v, std::vector<int64_t> &srcs,
                      std::vector<int64_t> &dsts) {
   const VectorSignature &sig = vectorSignature(v.op);
   std::string name = sig.name;
-  if (int(v.srcs.size()) != sig.numSrcs || int(v.dsts.size()) != sig.numDsts)
+  if ((sig.numSrcs >= 0 && int(v.srcs.size()) != sig.numSrcs) ||
+      int(v.dsts.size()) != sig.numDsts)
     return invalidArgumentError(name + " takes " + std::to_string(sig.numSrcs) +
                                 " sources and " + std::to_string(sig.numDsts) +
                                 " destinations");
@@ -112,6 +201,25 @@ Status vectorExtents(const fb::VectorT &v, std::vector<int64_t> &srcs,
     return invalidArgumentError(name + ": negative rows or channels");
   int64_t e = v.rows * v.channels, c = v.channels, r = v.rows;
   using Op = fb::VectorOp;
+  if (v.op == Op::BroadcastBinaryGrad) {
+    // dy and the forward operands its formula reads.
+    BroadcastShape b;
+    KILN_RETURN_IF_ERROR(decodeBroadcast(v, b));
+    bool lhs = false, rhs = false;
+    broadcastGradReads(b.kind, b.wrtRhs, lhs, rhs);
+    if (int(v.srcs.size()) != 1 + int(lhs) + int(rhs) || v.dsts.size() != 1)
+      return invalidArgumentError(
+          name + " takes dy and the " +
+          std::to_string(int(lhs) + int(rhs)) +
+          " forward operands its formula reads, and one destination");
+    srcs = {shapeElements(b.out)};
+    if (lhs)
+      srcs.push_back(shapeElements(b.lhs));
+    if (rhs)
+      srcs.push_back(shapeElements(b.rhs));
+    dsts = {shapeElements(b.wrtRhs ? b.rhs : b.lhs)};
+    return Status::ok();
+  }
   switch (v.op) {
   case Op::Fill:
     dsts = {e};
@@ -206,6 +314,51 @@ Status vectorExtents(const fb::VectorT &v, std::vector<int64_t> &srcs,
     srcs = {e, e, e, 1, 1, 1};
     dsts = {e, e};
     break;
+  case Op::Activation:
+  case Op::ActivationGrad:
+    if (v.iattrs[0] < 0 || v.iattrs[0] > 4)
+      return invalidArgumentError(name + ": kind must be one of 0..4");
+    srcs.assign(v.op == Op::Activation ? 1 : 2, e);
+    dsts = {e};
+    break;
+  case Op::BroadcastBinary: {
+    BroadcastShape b;
+    KILN_RETURN_IF_ERROR(decodeBroadcast(v, b));
+    srcs = {shapeElements(b.lhs), shapeElements(b.rhs)};
+    dsts = {shapeElements(b.out)};
+    break;
+  }
+  case Op::BroadcastBinaryGrad:
+    break; // above
+  case Op::Dropout:
+    if (!(v.fattrs[0] >= 0.0 && v.fattrs[0] < 1.0))
+      return invalidArgumentError(name + ": ratio must be in [0, 1)");
+    if (v.iattrs[1] < 0 || v.iattrs[1] > int64_t(UINT32_MAX) ||
+        v.iattrs[2] < 0)
+      return invalidArgumentError(name + ": stream must be a 32-bit value "
+                                         "and the first index non-negative");
+    srcs = {e, 1};
+    dsts = {e};
+    break;
+  case Op::DepthwiseConv:
+  case Op::DepthwiseConvGradData:
+  case Op::DepthwiseConvGradFilter: {
+    DepthwiseShape s;
+    KILN_RETURN_IF_ERROR(decodeDepthwiseShape(v.iattrs, s));
+    int64_t x = s.n * s.h * s.w * s.c, y = s.n * s.oh * s.ow * s.c,
+            w = s.kh * s.kw * s.c;
+    if (v.op == Op::DepthwiseConv) {
+      srcs = {x, w};
+      dsts = {y};
+    } else if (v.op == Op::DepthwiseConvGradData) {
+      srcs = {y, w};
+      dsts = {x};
+    } else {
+      srcs = {x, y};
+      dsts = {w};
+    }
+    break;
+  }
   case Op::LearningRate:
     if (v.iattrs.size() != 1 || v.iattrs[0] < 0 || v.iattrs[0] > 4)
       return invalidArgumentError(name + ": schedule must be one of 0..4");

@@ -202,6 +202,36 @@ uint64_t vectorWork(const fb::VectorT &v) {
     return 5 * e;
   case Op::LearningRate:
     return 64;
+  case Op::Activation:
+  case Op::ActivationGrad: {
+    // Sigmoid and SiLU take an exponential and a reciprocal (a few passes
+    // of the transcendental unit); the clipped kinds compare and scale.
+    bool smooth = v.iattrs.size() == 1 && v.iattrs[0] <= 1;
+    return (smooth ? 4 : 2) * e;
+  }
+  case Op::BroadcastBinary:
+  case Op::BroadcastBinaryGrad: {
+    // One pass over the broadcast shape (dy's for the gradient) per operand
+    // read; division twice.
+    BroadcastShape b;
+    if (!decodeBroadcast(v, b).isOk())
+      return 0;
+    uint64_t n = uint64_t(shapeElements(b.out));
+    return (b.kind == 3 ? 2 : 1) * n * uint64_t(v.srcs.size());
+  }
+  case Op::Dropout:
+    // Philox4x32-10 per element: ten rounds of two 32x32->64 multiplies and
+    // xors, about 40 integer operations (docs/systolic.md).
+    return 40 * e;
+  case Op::DepthwiseConv:
+  case Op::DepthwiseConvGradData:
+  case Op::DepthwiseConvGradFilter: {
+    // One multiply-add per window element and lane.
+    DepthwiseShape s;
+    if (!decodeDepthwiseShape(v.iattrs, s).isOk())
+      return 0;
+    return uint64_t(s.n * s.oh * s.ow * s.c) * uint64_t(s.kh * s.kw);
+  }
   }
   return e;
 }

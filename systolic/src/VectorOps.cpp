@@ -5,11 +5,16 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/ref/activation.h"
 #include "kiln/ref/bf16.h"
+#include "kiln/ref/conv.h"
+#include "kiln/ref/elementwise.h"
+#include "kiln/ref/philox.h"
 #include "kiln/ref/schedule.h"
 #include "kiln/sim/Functional.h"
 #include "kiln/sim/Isa.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -70,7 +75,8 @@ void pool(const PoolShape &s, fb::VectorOp op, const Operands &o) {
             o.set(0, outIdx, bestVal);
             break;
           case Op::MaxPoolGrad:
-            o.dst[0][best] = o.store(0, o.dst[0][best] + o.src[0][outIdx]);
+            if (best >= 0) // a ceil-mode window always reads the input
+              o.dst[0][best] = o.store(0, o.dst[0][best] + o.src[0][outIdx]);
             break;
           case Op::AvgPool:
             o.set(0, outIdx, float(sum / double(count)));
@@ -88,6 +94,80 @@ void pool(const PoolShape &s, fb::VectorOp op, const Operands &o) {
           }
           }
         }
+}
+
+/// `count` elements of an operand as a reference tensor of `shape`.
+ref::Tensor tensorOf(const float *data, ref::Shape shape) {
+  ref::Tensor t(std::move(shape));
+  std::copy(data, data + t.size(), t.data.begin());
+  return t;
+}
+
+/// Writes a reference kernel's result to destination `d` (rounded to bf16
+/// for a bf16 buffer), or adds it with `accumulate`.
+void writeResult(const Operands &o, size_t d, const ref::Tensor &t,
+                 bool accumulate) {
+  for (int64_t i = 0; i < t.size(); ++i)
+    o.set(d, i, accumulate ? o.dst[d][i] + t[i] : t[i]);
+}
+
+/// The depthwise convolutions through the reference kernels (grouped, one
+/// channel per group), which accumulate in double and round once: the
+/// vector unit's reduction numerics.
+void depthwise(const DepthwiseShape &s, fb::VectorOp op, const Operands &o) {
+  ref::Conv2dAttrs a;
+  a.strides = {s.sh, s.sw};
+  a.padding = {s.pt, s.pb, s.pl, s.pr};
+  a.dilations = {s.dh, s.dw};
+  a.groups = s.c;
+  ref::Shape x = {s.n, s.h, s.w, s.c}, y = {s.n, s.oh, s.ow, s.c},
+             w = {s.kh, s.kw, 1, s.c};
+  switch (op) {
+  case fb::VectorOp::DepthwiseConv:
+    writeResult(o, 0,
+                ref::conv2d(tensorOf(o.src[0], x), tensorOf(o.src[1], w), a),
+                false);
+    break;
+  case fb::VectorOp::DepthwiseConvGradData:
+    writeResult(o, 0,
+                ref::conv2dBackwardData(tensorOf(o.src[0], y),
+                                        tensorOf(o.src[1], w), x, a),
+                false);
+    break;
+  default:
+    writeResult(o, 0,
+                ref::conv2dBackwardFilter(tensorOf(o.src[0], x),
+                                          tensorOf(o.src[1], y), w, a),
+                true);
+  }
+}
+
+void broadcast(const fb::VectorT &v, const Operands &o) {
+  BroadcastShape b;
+  // Checked by the loader (vectorExtents).
+  (void)decodeBroadcast(v, b);
+  auto kind = ref::BinaryKind(b.kind);
+  if (v.op == fb::VectorOp::BroadcastBinary) {
+    writeResult(o, 0,
+                ref::broadcastBinary(kind, tensorOf(o.src[0], b.lhs),
+                                     tensorOf(o.src[1], b.rhs)),
+                false);
+    return;
+  }
+  bool readsLhs = false, readsRhs = false;
+  broadcastGradReads(b.kind, b.wrtRhs, readsLhs, readsRhs);
+  ref::Tensor lhs, rhs;
+  size_t next = 1;
+  if (readsLhs)
+    lhs = tensorOf(o.src[next++], b.lhs);
+  if (readsRhs)
+    rhs = tensorOf(o.src[next++], b.rhs);
+  writeResult(o, 0,
+              ref::broadcastBinaryBackward(
+                  kind, b.wrtRhs, tensorOf(o.src[0], b.out),
+                  readsLhs ? &lhs : nullptr, readsRhs ? &rhs : nullptr,
+                  b.wrtRhs ? b.rhs : b.lhs),
+              b.accumulate);
 }
 
 /// -sum_k q_k log softmax(x)_k for one row, and optionally softmax - q.
@@ -361,6 +441,49 @@ Status executeVector(const Program &program, const fb::VectorT &v,
   }
   case Op::LearningRate:
     return learningRate(o, ch, v.iattrs[0]);
+  case Op::Activation:
+  case Op::ActivationGrad: {
+    auto kind = ref::Activation(v.iattrs[0]);
+    ref::Tensor x = tensorOf(o.src[v.op == Op::Activation ? 0 : 1], {e});
+    writeResult(o, 0,
+                v.op == Op::Activation
+                    ? ref::activation(kind, x)
+                    : ref::activationBackward(kind, tensorOf(o.src[0], {e}),
+                                              x),
+                false);
+    break;
+  }
+  case Op::BroadcastBinary:
+  case Op::BroadcastBinaryGrad:
+    broadcast(v, o);
+    break;
+  case Op::Dropout: {
+    double ratio = f[0];
+    double step = o.src[1][0];
+    if (!(step >= 0) || step != std::floor(step))
+      return invalidArgumentError("dropout: step " + std::to_string(step) +
+                                  " is not a non-negative integer");
+    uint32_t threshold = ref::dropoutThreshold(ratio);
+    float scale = ref::dropoutScale(ratio);
+    auto seed = uint64_t(v.iattrs[0]);
+    auto stream = uint32_t(v.iattrs[1]);
+    auto first = uint64_t(v.iattrs[2]);
+    for (int64_t i = 0; i < e; ++i)
+      o.set(0, i,
+            ref::dropoutKeeps(seed, uint64_t(step), stream, first + uint64_t(i),
+                              threshold)
+                ? o.src[0][i] * scale
+                : 0.0f);
+    break;
+  }
+  case Op::DepthwiseConv:
+  case Op::DepthwiseConvGradData:
+  case Op::DepthwiseConvGradFilter: {
+    DepthwiseShape s;
+    KILN_RETURN_IF_ERROR(decodeDepthwiseShape(v.iattrs, s));
+    depthwise(s, v.op, o);
+    break;
+  }
   }
   return Status::ok();
 }

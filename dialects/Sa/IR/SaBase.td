@@ -120,7 +120,15 @@ def Sa_VectorOpKind : I32EnumAttr<"VectorOpKind", "operation of the vector unit"
     I32EnumAttrCase<"SumSquares", 22, "sum_squares">,
     I32EnumAttrCase<"LarsUpdate", 23, "lars_update">,
     I32EnumAttrCase<"LearningRate", 24, "learning_rate">,
-    I32EnumAttrCase<"Scale", 25, "scale">]> {
+    I32EnumAttrCase<"Scale", 25, "scale">,
+    I32EnumAttrCase<"Activation", 26, "activation">,
+    I32EnumAttrCase<"ActivationGrad", 27, "activation_grad">,
+    I32EnumAttrCase<"BroadcastBinary", 28, "broadcast_binary">,
+    I32EnumAttrCase<"BroadcastBinaryGrad", 29, "broadcast_binary_grad">,
+    I32EnumAttrCase<"Dropout", 30, "dropout">,
+    I32EnumAttrCase<"DepthwiseConv", 31, "depthwise_conv">,
+    I32EnumAttrCase<"DepthwiseConvGradData", 32, "depthwise_conv_grad_data">,
+    I32EnumAttrCase<"DepthwiseConvGradFilter", 33, "depthwise_conv_grad_filter">]> {
   let cppNamespace = "::kiln::sa";
 }
 

@@ -65,6 +65,12 @@ private:
   LogicalResult lowerLars(LarsUpdateOp u);
   LogicalResult lowerLearningRate(LearningRateOp lr);
   LogicalResult lowerAllReduce(AllReduceOp ar);
+  LogicalResult lowerActivation(Operation *op, ActivationKind kind,
+                                NodeKind nodeKind);
+  LogicalResult lowerBroadcast(BroadcastBinaryOp b);
+  LogicalResult lowerBroadcast(BroadcastBinaryBackwardOp b);
+  LogicalResult lowerDropout(DropoutOp d);
+  LogicalResult lowerMovement(Operation *op);
   std::string layerFromRead(Value v) {
     // Through the precision casts of --kiln-bf16.
     while (auto cast = v.getDefiningOp<CastOp>())
@@ -154,24 +160,12 @@ template <typename T> std::array<int64_t, 4> quad(T values) {
   return {values[0], values[1], values[2], values[3]};
 }
 
-/// The systolic planner maps a convolution onto the array as one matrix
-/// product over all input channels; a grouped one would be a product per
-/// group (for depthwise convolutions, one channel each, which leaves all
-/// but one column of the array idle), which it does not plan yet.
-template <typename ConvOp> LogicalResult checkUngrouped(ConvOp conv) {
-  if (conv.getGroups() == 1)
-    return success();
-  return conv.emitError("kiln-convert-to-sa: '")
-         << conv->getName() << "' with groups " << conv.getGroups()
-         << " (a grouped or depthwise convolution) is not supported on the "
-         << "systolic target";
-}
-
 /// Sets the strides, padding and dilations of a convolution node.
 template <typename ConvOp> void setConvAttrs(Node &n, ConvOp conv) {
   n.strides = pair(conv.getStrides());
   n.padding = quad(conv.getPadding());
   n.dilations = pair(conv.getDilations());
+  n.groups = int64_t(conv.getGroups());
 }
 
 /// Appends the tensors of `operands` to `n`'s inputs.
@@ -232,8 +226,6 @@ LogicalResult GraphBuilder::lowerReshape(ReshapeOp r) {
 }
 
 LogicalResult GraphBuilder::lowerConv(Conv2DOp conv) {
-  if (failed(checkUngrouped(conv)))
-    return failure();
   // --kiln-fuse, which folds a bias into a convolution, is x86-only.
   if (conv.getBias())
     return conv.emitError("kiln-convert-to-sa: 'kiln.conv2d' with a fused "
@@ -248,8 +240,6 @@ LogicalResult GraphBuilder::lowerConv(Conv2DOp conv) {
 }
 
 LogicalResult GraphBuilder::lowerConv(Conv2DBackwardDataOp conv) {
-  if (failed(checkUngrouped(conv)))
-    return failure();
   Node n{NodeKind::Conv2dBackwardData};
   setConvAttrs(n, conv);
   n.layer = layerFromRead(conv.getFilter());
@@ -257,8 +247,6 @@ LogicalResult GraphBuilder::lowerConv(Conv2DBackwardDataOp conv) {
 }
 
 LogicalResult GraphBuilder::lowerConv(Conv2DBackwardFilterOp conv) {
-  if (failed(checkUngrouped(conv)))
-    return failure();
   Node n{NodeKind::Conv2dBackwardFilter};
   setConvAttrs(n, conv);
   n.layer = convLayerByInput.lookup(conv.getInput());
@@ -294,12 +282,8 @@ LogicalResult GraphBuilder::lowerBatchNorm(BatchNormBackwardOp bn) {
 /// The windowed pools and their gradients.
 template <typename PoolOp>
 LogicalResult GraphBuilder::lowerPool(PoolOp p, NodeKind kind) {
-  // The simulator's pooling instructions take the floor-mode output size.
-  if (p.getCeilMode())
-    return p.emitError("kiln-convert-to-sa: '")
-           << p->getName() << "' with ceil_mode is not supported on the "
-           << "systolic target";
   Node n{kind};
+  n.ceilMode = p.getCeilMode();
   n.window = pair(p.getWindow());
   n.strides = pair(p.getStrides());
   n.padding = quad(p.getPadding());
@@ -383,6 +367,78 @@ LogicalResult GraphBuilder::lowerAllReduce(AllReduceOp ar) {
   return success();
 }
 
+LogicalResult GraphBuilder::lowerActivation(Operation *op,
+                                            ActivationKind kind,
+                                            NodeKind nodeKind) {
+  Node n{nodeKind};
+  // kiln/ref/activation.h numbers the kinds as the dialect does.
+  n.activation = int64_t(kind);
+  return addNodeOf(op, n, true);
+}
+
+LogicalResult GraphBuilder::lowerBroadcast(BroadcastBinaryOp b) {
+  Node n{NodeKind::BroadcastBinary};
+  n.binaryKind = int64_t(b.getKind());
+  return addNodeOf(b, n, true);
+}
+
+/// Its inputs are dy and the forward operands the formula reads, in order.
+LogicalResult GraphBuilder::lowerBroadcast(BroadcastBinaryBackwardOp b) {
+  Node n{NodeKind::BroadcastBinaryBackward};
+  n.binaryKind = int64_t(b.getKind());
+  n.wrtRhs = b.getWrt() == BinaryOperand::Rhs;
+  return addNodeOf(b, n, true);
+}
+
+LogicalResult GraphBuilder::lowerDropout(DropoutOp d) {
+  Node n{NodeKind::Dropout};
+  n.ratio = d.getRatioAttr().getValueAsDouble();
+  n.seed = int64_t(d.getSeed());
+  n.stream = int64_t(d.getStream());
+  return addNodeOf(d, n, true);
+}
+
+/// Concat, slices, transposes and shuffles: copies between HBM views.
+LogicalResult GraphBuilder::lowerMovement(Operation *op) {
+  Node n = llvm::TypeSwitch<Operation *, Node>(op)
+               .Case([](ConcatOp c) {
+                 Node n{NodeKind::Concat};
+                 n.axis = int64_t(c.getAxis());
+                 return n;
+               })
+               .Case([](SliceOp s) {
+                 Node n{NodeKind::Slice};
+                 n.axis = int64_t(s.getAxis());
+                 n.start = int64_t(s.getStart());
+                 return n;
+               })
+               .Case([](SliceBackwardOp s) {
+                 Node n{NodeKind::SliceBackward};
+                 n.axis = int64_t(s.getAxis());
+                 n.start = int64_t(s.getStart());
+                 return n;
+               })
+               .Case([](TransposeOp t) {
+                 Node n{NodeKind::Transpose};
+                 n.permutation.assign(t.getPermutation().begin(),
+                                      t.getPermutation().end());
+                 return n;
+               })
+               .Case([](ChannelShuffleOp c) {
+                 Node n{NodeKind::ChannelShuffle};
+                 n.groups = int64_t(c.getGroups());
+                 return n;
+               });
+  // Moved elements keep their type (activation-type=bf16 included): the
+  // result is stored as the first input is.
+  if (failed(addNodeOf(op, n, false)))
+    return failure();
+  const Node &added = g.nodes.back();
+  g.tensors[size_t(added.outputs[0])].dtype =
+      g.tensors[size_t(g.root(added.inputs[0]))].dtype;
+  return success();
+}
+
 LogicalResult GraphBuilder::lower(Operation *op) {
   auto simple = [&](NodeKind kind, bool activation) {
     return addNodeOf(op, Node{kind}, activation);
@@ -430,6 +486,27 @@ LogicalResult GraphBuilder::lower(Operation *op) {
       .Case([&](LarsUpdateOp u) { return lowerLars(u); })
       .Case([&](LearningRateOp lr) { return lowerLearningRate(lr); })
       .Case([&](AllReduceOp ar) { return lowerAllReduce(ar); })
+      .Case([&](ActivationOp a) {
+        return lowerActivation(a, a.getKind(), NodeKind::Activation);
+      })
+      .Case([&](ActivationBackwardOp a) {
+        return lowerActivation(a, a.getKind(), NodeKind::ActivationBackward);
+      })
+      .Case([&](BiasAddOp b) {
+        // The layer whose bias it is, for the reports.
+        Node n{NodeKind::BiasAdd};
+        n.layer = layerFromRead(b.getBias());
+        return addNodeOf(b, n, true);
+      })
+      // The bias gradient is a channel sum over the leading dimensions.
+      .Case([&](BiasAddBackwardOp) {
+        return simple(NodeKind::ReduceSum, false);
+      })
+      .Case<BroadcastBinaryOp, BroadcastBinaryBackwardOp>(
+          [&](auto b) { return lowerBroadcast(b); })
+      .Case([&](DropoutOp d) { return lowerDropout(d); })
+      .Case<ConcatOp, SliceOp, SliceBackwardOp, TransposeOp,
+            ChannelShuffleOp>([&](Operation *m) { return lowerMovement(m); })
       .Case([&](func::ReturnOp) -> LogicalResult { return success(); })
       .Default([&](Operation *other) -> LogicalResult {
         return other->emitError("kiln-convert-to-sa: '")

@@ -77,6 +77,18 @@ enum class NodeKind {
   LarsUpdate,            // in: w g v lr        out: w' v'
   LearningRate,          // in: step params     out: lr
   AllReduce,             // in: g...            out: same tensors (in place)
+  // The ops of newer CNNs (issue 28).
+  Activation,              // in: x               out: y   (activation)
+  ActivationBackward,      // in: dy x            out: dx  (activation)
+  BiasAdd,                 // in: x b             out: y
+  BroadcastBinary,         // in: a b             out: c   (binaryKind)
+  BroadcastBinaryBackward, // in: dy [a] [b]      out: g   (binaryKind, wrtRhs)
+  Dropout,                 // in: x step          out: y
+  Concat,                  // in: x...            out: y   (axis)
+  Slice,                   // in: x               out: y   (axis, start)
+  SliceBackward,           // in: dy              out: dx  (axis, start)
+  Transpose,               // in: x               out: y   (permutation)
+  ChannelShuffle,          // in: x               out: y   (groups)
 };
 
 struct Node {
@@ -96,6 +108,20 @@ struct Node {
   /// Conv2d: lower as a space-to-depth stem (see docs/systolic.md).
   bool spaceToDepth = false;
   int64_t schedule = 0;
+  /// Convolutions: groups; channel shuffle: groups.
+  int64_t groups = 1;
+  /// Pools: PyTorch's ceil mode (kiln/ref/window.h).
+  bool ceilMode = false;
+  /// Activation: kiln/ref/activation.h's kind; broadcast: its BinaryKind.
+  int64_t activation = 0, binaryKind = 0;
+  /// BroadcastBinaryBackward: the gradient is the rhs's.
+  bool wrtRhs = false;
+  /// Concat, slices: the axis; slices: the first element along it.
+  int64_t axis = 0, start = 0;
+  std::vector<int64_t> permutation;
+  /// Dropout (kiln.dropout's attributes).
+  double ratio = 0;
+  int64_t seed = 0, stream = 0;
   /// For reports: the kiln op and the layer it belongs to.
   std::string opName, layer;
 };

@@ -54,7 +54,32 @@ struct ConvInstance {
   /// Input coordinate = lattice coordinate * a + tap offset.
   int64_t ay = 1, ax = 1;
   TapAxis th, tw;
+  /// Grouped convolutions: IC and OC are one group's channels; the tensors
+  /// have XC and YC channels and the filter WC along its last dimension
+  /// (forward: output channels; backward data: the contraction). Group g
+  /// reads channels [xc0, xc0 + IC) of x, writes [yc0, yc0 + OC) of y and
+  /// takes the filter's last dimension from woff (atGroup sets them).
+  int64_t groups = 1, XC = 0, YC = 0, WC = 0, xc0 = 0, yc0 = 0, woff = 0;
 };
+
+/// The instance of group g.
+ConvInstance atGroup(ConvInstance c, int64_t g) {
+  c.xc0 = g * c.IC;
+  c.yc0 = g * c.OC;
+  c.woff = g * (c.wTransposed ? c.IC : c.OC);
+  return c;
+}
+
+/// Sets the per-group channel counts of an instance whose IC and OC are
+/// still the tensors' channels.
+void setGroups(ConvInstance &c, int64_t groups) {
+  c.groups = groups;
+  c.XC = c.IC;
+  c.YC = c.OC;
+  c.IC /= groups;
+  c.OC /= groups;
+  c.WC = c.wTransposed ? c.XC : c.YC;
+}
 
 /// Weight tiles: a rectangle of taps and a chunk of input channels.
 struct KTile {
@@ -108,7 +133,7 @@ void stageWeights(Planner &p, const ConvInstance &c, int64_t oc0, int64_t ocg,
   int64_t wIC = c.s2dC ? c.s2dC : c.IC;
   if (!c.wTransposed) {
     int64_t rows = c.KH * c.KW * wIC;
-    p.b.dma(OperandSpec::matrix(p.home(c.w), oc0, rows, ocg, c.OC),
+    p.b.dma(OperandSpec::matrix(p.home(c.w), c.woff + oc0, rows, ocg, c.WC),
             OperandSpec::matrix(slot, 0, rows, ocg, ocg));
     return;
   }
@@ -116,9 +141,9 @@ void stageWeights(Planner &p, const ConvInstance &c, int64_t oc0, int64_t ocg,
   src.buffer = p.home(c.w);
   src.rows = {c.KH * c.KW, ocg};
   src.cols = {c.IC};
-  src.coords = {{c.OC * c.IC, 0, c.KH * c.KW, {1, 0}, {0}},
-                {c.IC, oc0, c.OC, {0, 1}, {0}},
-                {1, 0, c.IC, {0, 0}, {1}}};
+  src.coords = {{c.OC * c.WC, 0, c.KH * c.KW, {1, 0}, {0}},
+                {c.WC, oc0, c.OC, {0, 1}, {0}},
+                {1, c.woff, c.woff + c.IC, {0, 0}, {1}}};
   p.b.dma(src, OperandSpec::matrix(slot, 0, c.KH * c.KW * ocg, c.IC, c.IC));
 }
 
@@ -203,10 +228,10 @@ OperandSpec outputView(const ConvInstance &c, const Tile &t, uint32_t buffer,
   v.buffer = buffer;
   v.rows = {t.nb, t.cnt, c.OW2};
   v.cols = {w};
-  v.coords = {{c.OH * c.OW * c.OC, t.n0, c.N, {1, 0, 0}, {0}},
-              {c.OW * c.OC, t.r0 * c.sy + c.py, c.OH, {0, c.sy, 0}, {0}},
-              {c.OC, c.px, c.OW, {0, 0, c.sx}, {0}},
-              {1, oc0, c.OC, {0, 0, 0}, {1}}};
+  v.coords = {{c.OH * c.OW * c.YC, t.n0, c.N, {1, 0, 0}, {0}},
+              {c.OW * c.YC, t.r0 * c.sy + c.py, c.OH, {0, c.sy, 0}, {0}},
+              {c.YC, c.px, c.OW, {0, 0, c.sx}, {0}},
+              {1, c.yc0 + oc0, c.YC, {0, 0, 0}, {1}}};
   return v;
 }
 
@@ -266,12 +291,15 @@ Status ConvInstancesLowering::run() {
   KILN_RETURN_IF_ERROR(placeFilter());
   KILN_RETURN_IF_ERROR(planTiles());
   KILN_RETURN_IF_ERROR(allocateSlots());
+  // Groups one after the other, each its own implicit GEMM over its
+  // channels (the staging slots are shared).
+  for (int64_t group = 0; group < c0.groups; ++group)
   for (int64_t oc0 = 0; oc0 < c0.OC; oc0 += ocg) {
     int64_t g = std::min(ocg, c0.OC - oc0);
     if (!wOnChip)
-      stageWeights(p, c0, oc0, g, wslot);
+      stageWeights(p, atGroup(c0, group), oc0, g, wslot);
     for (size_t ci = 0; ci < all.size(); ++ci) {
-      const ConvInstance &c = all[ci];
+      const ConvInstance c = atGroup(all[ci], group);
       if (shapes[ci].nb == 0)
         continue;
       std::vector<KTile> ktiles = kTiles(c, p.t.arrayRows, p.opt.packTaps);
@@ -374,7 +402,18 @@ void ConvInstancesLowering::lowerTile(const ConvInstance &c,
     nOff = t.n0;
     nBound = c.N;
   }
-  if (!xOnChip && !ktiles.empty() && t.slabRows > 0) {
+  if (!xOnChip && !ktiles.empty() && t.slabRows > 0 && c.groups > 1) {
+    // The group's channels of the tile's input rows, packed in the slab.
+    OperandSpec src;
+    src.buffer = p.home(c.x);
+    src.rows = {t.nb};
+    src.cols = {t.slabRows * c.IW, c.IC};
+    src.coords = {{c.IH * c.IW * c.XC, t.n0, c.N, {1}, {0, 0}},
+                  {c.XC, t.ih0 * c.IW, c.IH * c.IW, {0}, {1, 0}},
+                  {1, c.xc0, c.xc0 + c.IC, {0}, {0, 1}}};
+    p.b.dma(src, OperandSpec::matrix(s, 0, t.nb, t.slabRows * c.IW * c.IC,
+                                     t.slabRows * c.IW * c.IC));
+  } else if (!xOnChip && !ktiles.empty() && t.slabRows > 0) {
     // The input rows of the tile, for every image of it.
     OperandSpec src;
     src.buffer = p.home(c.x);
@@ -405,7 +444,8 @@ void ConvInstancesLowering::writeOutputBlock(const ConvInstance &c,
                                              int64_t w) {
   bool dense = c.sy == 1 && c.sx == 1 && c.OW2 == c.OW;
   if (yOnChip && dense) {
-    p.storeBlock(c.y, a, (t.n0 * c.OH + t.r0) * c.OW, rows, oc0, w, 0);
+    p.storeBlock(c.y, a, (t.n0 * c.OH + t.r0) * c.OW, rows, c.yc0 + oc0, w,
+                 0);
     return;
   }
   uint32_t src = a;
@@ -473,6 +513,9 @@ private:
   int xid = 0, dyid = 0, dwid = 0;
   int64_t R = 0, C = 0;
   int64_t N = 0, H = 0, W = 0, Cx = 0, OH = 0, OW = 0, Co = 0;
+  /// Grouped: Cx and Co are one group's channels of x and dy, which have
+  /// XC and YC; the current group's start in each (and in dW's columns).
+  int64_t groups = 1, XC = 0, YC = 0, xg0 = 0, yg0 = 0;
   int64_t KH = 0, KW = 0, Ci = 0;
   bool s2d = false;
   // Rows of dW^T streamed per pass: (tap, channel).
@@ -493,14 +536,19 @@ Status FilterGradientLowering::run() {
   KILN_RETURN_IF_ERROR(planGeometry());
   KILN_RETURN_IF_ERROR(planTiles());
   KILN_RETURN_IF_ERROR(allocateSlots());
-  for (int64_t b0 = 0; b0 < blocks; b0 += group) {
-    int64_t gb = std::min(group, blocks - b0);
-    first = firstOther = true;
-    chunkCounter = 0;
-    for (int64_t n0 = 0; n0 < N; n0 += nb)
-      for (int64_t r0 = 0; r0 < OH; r0 += cnt)
-        accumulateTile(loadTile(n0, r0), b0, gb);
-    storeGroup(b0, gb);
+  // Convolution groups one after the other (each its own dW^T = x^T dy
+  // over its channels), sharing the staging slots.
+  for (int64_t cg = 0; cg < groups; ++cg) {
+    xg0 = cg * Cx, yg0 = cg * Co;
+    for (int64_t b0 = 0; b0 < blocks; b0 += group) {
+      int64_t gb = std::min(group, blocks - b0);
+      first = firstOther = true;
+      chunkCounter = 0;
+      for (int64_t n0 = 0; n0 < N; n0 += nb)
+        for (int64_t r0 = 0; r0 < OH; r0 += cnt)
+          accumulateTile(loadTile(n0, r0), b0, gb);
+      storeGroup(b0, gb);
+    }
   }
   return Status::ok();
 }
@@ -512,6 +560,11 @@ Status FilterGradientLowering::planGeometry() {
   R = p.t.arrayRows, C = p.t.arrayCols;
   N = x.shape[0], H = x.shape[1], W = x.shape[2], Cx = x.shape[3];
   OH = dy.shape[1], OW = dy.shape[2], Co = dy.shape[3];
+  groups = n.groups, XC = Cx, YC = Co;
+  Cx /= groups;
+  Co /= groups;
+  if (groups > 1 && n.spaceToDepth)
+    return invalidArgumentError("a grouped space-to-depth stem");
   KH = dwT.shape[0], KW = dwT.shape[1], Ci = dwT.shape[2];
   if (OW > R)
     return invalidArgumentError(
@@ -617,6 +670,12 @@ FilterGradientLowering::TileView FilterGradientLowering::loadTile(int64_t n0,
   src.cols = {std::max<int64_t>(v.rows, 1) * W * Cx};
   src.coords = {{H * W * Cx, n0, N, {1}, {0}},
                 {1, v.ih0 * W * Cx, H * W * Cx, {0}, {1}}};
+  if (groups > 1) { // the group's channels, packed in the slab
+    src.cols = {std::max<int64_t>(v.rows, 1) * W, Cx};
+    src.coords = {{H * W * XC, n0, N, {1}, {0, 0}},
+                  {XC, v.ih0 * W, H * W, {0}, {1, 0}},
+                  {1, xg0, xg0 + Cx, {0}, {0, 1}}};
+  }
   if (v.rows > 0 && !xIn)
     p.b.dma(src, OperandSpec::matrix(v.xsl, 0, v.tn, v.rows * W * Cx,
                                      v.rows * W * Cx));
@@ -626,6 +685,12 @@ FilterGradientLowering::TileView FilterGradientLowering::loadTile(int64_t n0,
   dsrc.cols = {v.tc * OW * Co};
   dsrc.coords = {{OH * OW * Co, n0, N, {1}, {0}},
                  {1, r0 * OW * Co, OH * OW * Co, {0}, {1}}};
+  if (groups > 1) {
+    dsrc.cols = {v.tc * OW, Co};
+    dsrc.coords = {{OH * OW * YC, n0, N, {1}, {0, 0}},
+                   {YC, r0 * OW, OH * OW, {0}, {1, 0}},
+                   {1, yg0, yg0 + Co, {0}, {0, 1}}};
+  }
   if (!dyIn)
     p.b.dma(dsrc, OperandSpec::matrix(v.ysl, 0, v.tn, v.tc * OW * Co,
                                       v.tc * OW * Co));
@@ -698,7 +763,7 @@ void FilterGradientLowering::storeGroup(int64_t b0, int64_t gb) {
   for (int64_t bi = 0; bi < gb; ++bi) {
     int64_t oc0 = (b0 + bi) * obw, w = std::min(obw, Co - oc0);
     if (!s2d) {
-      p.storeBlock(dwid, acc[size_t(bi)], 0, m, oc0, w, cvt);
+      p.storeBlock(dwid, acc[size_t(bi)], 0, m, yg0 + oc0, w, cvt);
       continue;
     }
     // Unfold (a, b, p, q, c) back onto the 7x7 filter, dropping the
@@ -761,6 +826,9 @@ Status Planner::lowerConv(const Node &n) {
     c.th = {c.KH, 0, 1, -n.padding[0], n.dilations[0]};
     c.tw = {c.KW, 0, 1, -n.padding[2], n.dilations[1]};
   }
+  if (n.groups > 1 && n.spaceToDepth)
+    return invalidArgumentError("a grouped space-to-depth stem");
+  setGroups(c, n.groups);
   return lowerInstances(*this, {c});
 }
 
@@ -812,6 +880,7 @@ Status Planner::lowerConvBackwardData(const Node &n) {
       axis(pw, n.padding[2], c.KW, sw, dw, c.tw);
       if (c.th.count == 0 || c.tw.count == 0)
         c.th.count = c.tw.count = 0; // no taps: the class is zero
+      setGroups(c, n.groups);
       classes.push_back(c);
     }
   return lowerInstances(*this, classes);

@@ -15,81 +15,8 @@ namespace kiln::sa {
 
 using Op = fb::VectorOp;
 
-namespace {
-
-/// Rows per tile so that `copies` tiles of `bytesPerRow` fit in `budget`.
-int64_t tileRows(int64_t rows, int64_t bytesPerRow, int copies,
-                 int64_t budget) {
-  int64_t fit = budget / std::max<int64_t>(1, bytesPerRow * copies);
-  return std::max<int64_t>(1, std::min(rows, fit));
-}
-
-} // namespace
-
-/// Double-buffered staging slots for a set of tensors, made on first use.
-class Slots {
-public:
-  Slots(Planner &p, std::vector<int> tensors, int64_t elems)
-      : p(p), tensors(std::move(tensors)), elems(elems) {}
-  /// Slot for tensor number i of the set, in buffer k (0 or 1).
-  Status get(size_t i, int k, uint32_t &id) {
-    auto key = std::make_pair(i, k);
-    for (auto &e : made)
-      if (e.first == key) {
-        id = e.second;
-        return Status::ok();
-      }
-    int t = tensors[i];
-    Status s = p.slot(p.tensor(t).name.empty() ? "x" : "t" + std::to_string(t),
-                      p.dtype(t), elems, id);
-    if (s.isOk())
-      made.push_back({key, id});
-    return s;
-  }
-
-private:
-  Planner &p;
-  std::vector<int> tensors;
-  int64_t elems;
-  std::vector<std::pair<std::pair<size_t, int>, uint32_t>> made;
-};
-
-Status Planner::lowerElementwise(const Node &n) {
-  int out = n.outputs[0];
-  int64_t c = tensor(out).channels(), rows = tensor(out).numElements() / c;
-  std::vector<int> all = n.inputs;
-  all.push_back(out);
-  int64_t bpr = 0;
-  for (int id : all)
-    bpr += c * bytes(dtype(id));
-  int64_t tr = tileRows(rows, bpr, 2, budget());
-  Slots slots(*this, all, tr * c);
-  Op op = n.kind == NodeKind::Relu           ? Op::Relu
-          : n.kind == NodeKind::ReluBackward ? Op::ReluGrad
-          : n.kind == NodeKind::Add          ? Op::Add
-                                             : Op::Copy;
-  for (int64_t r0 = 0, tile = 0; r0 < rows; r0 += tr, ++tile) {
-    int k = int(tile % 2);
-    int64_t cnt = std::min(tr, rows - r0);
-    std::vector<fb::Region> srcs;
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      uint32_t s = 0;
-      if (!onChip(n.inputs[i]))
-        KILN_RETURN_IF_ERROR(slots.get(i, k, s));
-      srcs.push_back(load(n.inputs[i], r0 * c, cnt * c, s).region());
-    }
-    uint32_t d = 0;
-    if (!onChip(out))
-      KILN_RETURN_IF_ERROR(slots.get(n.inputs.size(), k, d));
-    Loc dst = outLoc(out, r0 * c, d);
-    b.vector(op, srcs, {dst.region()}, cnt, c);
-    store(out, r0 * c, cnt * c, dst);
-  }
-  return Status::ok();
-}
-
 /// Per-channel operands ([C]) on chip for the whole op.
-static Status loadVectors(Planner &p, const std::vector<int> &ids,
+Status loadVectors(Planner &p, const std::vector<int> &ids,
                           std::vector<Loc> &locs) {
   for (int id : ids) {
     uint32_t s = 0;
@@ -101,7 +28,7 @@ static Status loadVectors(Planner &p, const std::vector<int> &ids,
   return Status::ok();
 }
 
-static Status outVectors(Planner &p, const std::vector<int> &ids,
+Status outVectors(Planner &p, const std::vector<int> &ids,
                          std::vector<Loc> &locs) {
   for (int id : ids) {
     uint32_t s = 0;
@@ -109,6 +36,77 @@ static Status outVectors(Planner &p, const std::vector<int> &ids,
       KILN_RETURN_IF_ERROR(
           p.slot("c", p.dtype(id), p.tensor(id).numElements(), s));
     locs.push_back(p.outLoc(id, 0, s));
+  }
+  return Status::ok();
+}
+
+Status Planner::lowerElementwise(const Node &n) {
+  int out = n.outputs[0];
+  int64_t c = tensor(out).channels(), rows = tensor(out).numElements() / c;
+  // A bias ([C]) and dropout's step (a scalar) are read whole; the other
+  // inputs are tiled with the output.
+  bool lastWhole = n.kind == NodeKind::BiasAdd || n.kind == NodeKind::Dropout;
+  std::vector<int> tiled(n.inputs.begin(), n.inputs.end() - (lastWhole ? 1 : 0));
+  std::vector<Loc> whole;
+  if (lastWhole)
+    KILN_RETURN_IF_ERROR(loadVectors(*this, {n.inputs.back()}, whole));
+  std::vector<int> all = tiled;
+  all.push_back(out);
+  int64_t bpr = 0;
+  for (int id : all)
+    bpr += c * bytes(dtype(id));
+  int64_t reserve = lastWhole ? 4 * c + 4096 : 0;
+  int64_t tr = tileRows(rows, bpr, 2, budget() - reserve);
+  Slots slots(*this, all, tr * c);
+  Op op = Op::Copy;
+  std::vector<double> fattrs;
+  std::vector<int64_t> iattrs;
+  switch (n.kind) {
+  case NodeKind::Relu:
+    op = Op::Relu;
+    break;
+  case NodeKind::ReluBackward:
+    op = Op::ReluGrad;
+    break;
+  case NodeKind::Add:
+    op = Op::Add;
+    break;
+  case NodeKind::Activation:
+  case NodeKind::ActivationBackward:
+    op = n.kind == NodeKind::Activation ? Op::Activation : Op::ActivationGrad;
+    iattrs = {n.activation};
+    break;
+  case NodeKind::BiasAdd:
+    op = Op::ChannelAdd;
+    break;
+  case NodeKind::Dropout:
+    op = Op::Dropout;
+    fattrs = {n.ratio};
+    break;
+  default:
+    break;
+  }
+  for (int64_t r0 = 0, tile = 0; r0 < rows; r0 += tr, ++tile) {
+    int k = int(tile % 2);
+    int64_t cnt = std::min(tr, rows - r0);
+    std::vector<fb::Region> srcs;
+    for (size_t i = 0; i < tiled.size(); ++i) {
+      uint32_t s = 0;
+      if (!onChip(tiled[i]))
+        KILN_RETURN_IF_ERROR(slots.get(i, k, s));
+      srcs.push_back(load(tiled[i], r0 * c, cnt * c, s).region());
+    }
+    for (const Loc &l : whole)
+      srcs.push_back(l.region());
+    uint32_t d = 0;
+    if (!onChip(out))
+      KILN_RETURN_IF_ERROR(slots.get(tiled.size(), k, d));
+    Loc dst = outLoc(out, r0 * c, d);
+    // Dropout's mask follows the element's logical index: the tile's first.
+    if (n.kind == NodeKind::Dropout)
+      iattrs = {n.seed, n.stream, r0 * c};
+    b.vector(op, srcs, {dst.region()}, cnt, c, fattrs, iattrs);
+    store(out, r0 * c, cnt * c, dst);
   }
   return Status::ok();
 }
@@ -280,10 +278,14 @@ Status Planner::lowerPool(const Node &n) {
     }
     int out = n.outputs[0];
     Loc o = outLoc(out, n0 * perOf(out), slotIds[base + n.inputs.size()]);
-    b.vector(op, srcs, {o.region()}, 0, 0, {},
-             {cnt, bt.shape[1], bt.shape[2], bt.shape[3], n.window[0],
-              n.window[1], n.strides[0], n.strides[1], n.padding[0],
-              n.padding[1], n.padding[2], n.padding[3]});
+    std::vector<int64_t> shape = {
+        cnt,          bt.shape[1],  bt.shape[2],  bt.shape[3],
+        n.window[0],  n.window[1],  n.strides[0], n.strides[1],
+        n.padding[0], n.padding[1], n.padding[2], n.padding[3]};
+    // The ceil mode is a 13th attribute, absent in floor mode.
+    if (n.ceilMode)
+      shape.push_back(1);
+    b.vector(op, srcs, {o.region()}, 0, 0, {}, shape);
     store(out, n0 * perOf(out), cnt * perOf(out), o);
   }
   return Status::ok();

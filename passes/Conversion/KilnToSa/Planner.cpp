@@ -60,6 +60,28 @@ const char *nodeName(NodeKind k) {
     return "learning_rate";
   case NodeKind::AllReduce:
     return "allreduce";
+  case NodeKind::Activation:
+    return "activation";
+  case NodeKind::ActivationBackward:
+    return "activation_backward";
+  case NodeKind::BiasAdd:
+    return "bias_add";
+  case NodeKind::BroadcastBinary:
+    return "broadcast_binary";
+  case NodeKind::BroadcastBinaryBackward:
+    return "broadcast_binary_backward";
+  case NodeKind::Dropout:
+    return "dropout";
+  case NodeKind::Concat:
+    return "concat";
+  case NodeKind::Slice:
+    return "slice";
+  case NodeKind::SliceBackward:
+    return "slice_backward";
+  case NodeKind::Transpose:
+    return "transpose";
+  case NodeKind::ChannelShuffle:
+    return "channel_shuffle";
   }
   return "?";
 }
@@ -74,6 +96,16 @@ Status Planner::assignHomes() {
   std::vector<bool> strided(n, false);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node &node = g.nodes[i];
+    // Data movement copies between HBM views, and grouped convolutions on
+    // the MXU read and write one group's channels through strided views,
+    // which only DMAs have: their operands live in HBM.
+    if (isMovement(node.kind) || (isConv(node.kind) && node.groups > 1 &&
+                                  !depthwise(node))) {
+      for (int id : node.inputs)
+        strided[size_t(g.root(id))] = true;
+      for (int id : node.outputs)
+        strided[size_t(g.root(id))] = true;
+    }
     for (int id : node.inputs) {
       int r = g.root(id);
       first[size_t(r)] = std::min<int64_t>(first[size_t(r)], int64_t(i));
@@ -155,6 +187,32 @@ Status Planner::assignHomes() {
     homes[id].buffer = b.addBuffer(s);
   }
   return Status::ok();
+}
+
+bool Planner::isConv(NodeKind k) {
+  return k == NodeKind::Conv2d || k == NodeKind::Conv2dBackwardData ||
+         k == NodeKind::Conv2dBackwardFilter;
+}
+
+bool Planner::isMovement(NodeKind k) {
+  return k == NodeKind::Concat || k == NodeKind::Slice ||
+         k == NodeKind::SliceBackward || k == NodeKind::Transpose ||
+         k == NodeKind::ChannelShuffle;
+}
+
+bool Planner::depthwise(const Node &n) const {
+  if (!isConv(n.kind) || n.groups <= 1)
+    return false;
+  // The filter is the second input (forward, backward data) or the output.
+  const Tensor &w = tensor(n.kind == NodeKind::Conv2dBackwardFilter
+                               ? n.outputs[0]
+                               : n.inputs[1]);
+  const Tensor &a = tensor(n.inputs[0]);
+  const Tensor &b = tensor(n.kind == NodeKind::Conv2dBackwardFilter
+                               ? n.inputs[1]
+                               : n.outputs[0]);
+  return w.shape.size() == 4 && w.shape[2] == 1 && n.groups == w.shape[3] &&
+         a.channels() == n.groups && b.channels() == n.groups;
 }
 
 void Planner::beginNode(const Node &n, size_t index) {
@@ -239,13 +297,16 @@ Status Planner::run() {
     beginNode(n, i);
     switch (n.kind) {
     case NodeKind::Conv2d:
-      s = lowerConv(n);
-      break;
     case NodeKind::Conv2dBackwardData:
-      s = lowerConvBackwardData(n);
-      break;
     case NodeKind::Conv2dBackwardFilter:
-      s = lowerConvBackwardFilter(n);
+      if (depthwise(n))
+        s = lowerDepthwise(n);
+      else if (n.kind == NodeKind::Conv2d)
+        s = lowerConv(n);
+      else if (n.kind == NodeKind::Conv2dBackwardData)
+        s = lowerConvBackwardData(n);
+      else
+        s = lowerConvBackwardFilter(n);
       break;
     case NodeKind::Matmul:
       s = lowerMatmul(n);
@@ -260,7 +321,22 @@ Status Planner::run() {
     case NodeKind::ReluBackward:
     case NodeKind::Add:
     case NodeKind::Copy:
+    case NodeKind::Activation:
+    case NodeKind::ActivationBackward:
+    case NodeKind::BiasAdd:
+    case NodeKind::Dropout:
       s = lowerElementwise(n);
+      break;
+    case NodeKind::BroadcastBinary:
+    case NodeKind::BroadcastBinaryBackward:
+      s = lowerBroadcast(n);
+      break;
+    case NodeKind::Concat:
+    case NodeKind::Slice:
+    case NodeKind::SliceBackward:
+    case NodeKind::Transpose:
+    case NodeKind::ChannelShuffle:
+      s = lowerMovement(n);
       break;
     case NodeKind::MaxPool:
     case NodeKind::MaxPoolBackward:

@@ -5,7 +5,9 @@
 
 #include "Planner.h"
 
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kiln::sa {
@@ -79,6 +81,17 @@ public:
   Status lowerConv(const Node &n);
   Status lowerConvBackwardData(const Node &n);
   Status lowerConvBackwardFilter(const Node &n);
+  /// Depthwise convolutions (one input channel per output channel, no
+  /// channel multiplier) on the vector unit (PlanCnnOps.cpp), and the other
+  /// ops of newer CNNs.
+  Status lowerDepthwise(const Node &n);
+  Status lowerBroadcast(const Node &n);
+  Status lowerMovement(const Node &n);
+
+  static bool isConv(NodeKind k);
+  static bool isMovement(NodeKind k);
+  /// A depthwise convolution the vector unit runs (see docs/systolic.md).
+  bool depthwise(const Node &n) const;
 
 private:
   struct Home {
@@ -93,6 +106,51 @@ private:
   size_t nodeIndex = 0;
   int slotCount = 0;
 };
+
+// --- Helpers of the vector-unit lowerings (PlanOps.cpp) -------------------
+
+/// Rows per tile so that `copies` tiles of `bytesPerRow` fit in `budget`.
+inline int64_t tileRows(int64_t rows, int64_t bytesPerRow, int copies,
+                        int64_t budget) {
+  int64_t fit = budget / std::max<int64_t>(1, bytesPerRow * copies);
+  return std::max<int64_t>(1, std::min(rows, fit));
+}
+
+/// Double-buffered staging slots for a set of tensors, made on first use.
+class Slots {
+public:
+  Slots(Planner &p, std::vector<int> tensors, int64_t elems)
+      : p(p), tensors(std::move(tensors)), elems(elems) {}
+  /// Slot for tensor number i of the set, in buffer k (0 or 1).
+  Status get(size_t i, int k, uint32_t &id) {
+    auto key = std::make_pair(i, k);
+    for (auto &e : made)
+      if (e.first == key) {
+        id = e.second;
+        return Status::ok();
+      }
+    int t = tensors[i];
+    Status s = p.slot(p.tensor(t).name.empty() ? "x" : "t" + std::to_string(t),
+                      p.dtype(t), elems, id);
+    if (s.isOk())
+      made.push_back({key, id});
+    return s;
+  }
+
+private:
+  Planner &p;
+  std::vector<int> tensors;
+  int64_t elems;
+  std::vector<std::pair<std::pair<size_t, int>, uint32_t>> made;
+};
+
+/// Per-channel (or scalar) operands on chip for the whole op: their homes
+/// if resident, else a staging slot after a DMA.
+Status loadVectors(Planner &p, const std::vector<int> &ids,
+                   std::vector<Loc> &locs);
+/// Where to write whole small outputs (then Planner::store).
+Status outVectors(Planner &p, const std::vector<int> &ids,
+                  std::vector<Loc> &locs);
 
 } // namespace kiln::sa
 

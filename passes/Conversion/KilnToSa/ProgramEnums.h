@@ -86,6 +86,14 @@ KILN_SA_SAME(VectorOpKind, VectorOp, SumSquares);
 KILN_SA_SAME(VectorOpKind, VectorOp, LarsUpdate);
 KILN_SA_SAME(VectorOpKind, VectorOp, LearningRate);
 KILN_SA_SAME(VectorOpKind, VectorOp, Scale);
+KILN_SA_SAME(VectorOpKind, VectorOp, Activation);
+KILN_SA_SAME(VectorOpKind, VectorOp, ActivationGrad);
+KILN_SA_SAME(VectorOpKind, VectorOp, BroadcastBinary);
+KILN_SA_SAME(VectorOpKind, VectorOp, BroadcastBinaryGrad);
+KILN_SA_SAME(VectorOpKind, VectorOp, Dropout);
+KILN_SA_SAME(VectorOpKind, VectorOp, DepthwiseConv);
+KILN_SA_SAME(VectorOpKind, VectorOp, DepthwiseConvGradData);
+KILN_SA_SAME(VectorOpKind, VectorOp, DepthwiseConvGradFilter);
 KILN_SA_SAME_MAX(VectorOpKind, VectorOp);
 
 #undef KILN_SA_SAME

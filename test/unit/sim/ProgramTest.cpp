@@ -60,7 +60,7 @@ TEST(Program, RejectsAnotherMajorVersion) {
   std::vector<uint8_t> bytes = serializeProgram(*p);
   std::unique_ptr<Program> q;
   kiln::Status s = loadProgram(bytes.data(), bytes.size(), TargetConfig(), q);
-  EXPECT_TRUE(contains(s.message(), "schema version 2.0 is not readable"))
+  EXPECT_TRUE(contains(s.message(), "schema version 2.1 is not readable"))
       << s.message();
   // A newer minor version only adds fields: accepted.
   p->version_major = kProgramVersionMajor;

@@ -43,6 +43,28 @@
 //   LearningRate       step:1 params:channels       lr:1     i[schedule]
 //   (scalar unit)
 //
+// The ops of newer CNNs (program version 1.1):
+//
+//   Activation          x:E -> y:E, i[kind]: kiln/ref/activation.h's kinds
+//                       (sigmoid, silu, relu6, hard_sigmoid, hard_swish)
+//   ActivationGrad      dy:E x:E -> dx:E, i[kind] (x: the forward input)
+//   BroadcastBinary     lhs rhs -> y, i[kind, r, y shape, lhs shape, rhs
+//                       shape] (rank r; kinds add, sub, mul, div; numpy
+//                       broadcasting without rank extension)
+//   BroadcastBinaryGrad dy [lhs] [rhs] -> g, i[kind, wrt, accumulate, r,
+//                       dy shape, lhs shape, rhs shape]: dy times the
+//                       partial derivative, summed to the operand's shape;
+//                       the sources are dy and exactly the forward operands
+//                       the formula reads; accumulate: g += instead of =
+//   Dropout             x:E step:1 -> y:E, f[ratio] i[seed, stream, first
+//                       index]: element k's logical index is first + k
+//                       (kiln/ref/philox.h's mask rule, bit for bit)
+//   DepthwiseConv       x w -> y            i[N,H,W,C,kh,kw,sh,sw,pt,pb,pl,
+//   DepthwiseConvGradData dy w -> dx          pr,dh,dw], filter [kh,kw,1,C]
+//   DepthwiseConvGradFilter x dy -> dw (+=)
+//
+// Pooling takes an optional 13th attribute, ceil mode.
+//
 // Pooling and the optimizer updates follow the reference kernels
 // (kiln/ref/pool.h, optimizer.h, loss.h, batchnorm.h) exactly; the
 // LearningRate schedules are kiln/ref/schedule.h's with the parameter slots
@@ -66,6 +88,8 @@ enum class VectorUnit { Vector, Scalar };
 
 struct VectorSignature {
   const char *name;
+  /// -1: checked per op (BroadcastBinaryGrad's sources are the operands
+  /// its formula reads).
   int numSrcs;
   int numDsts;
   int numFattrs;
@@ -95,13 +119,38 @@ namespace kiln::sim {
 
 /// Output height and width of a pooling window op from its 12 iattrs
 /// [N,H,W,C,kh,kw,sh,sw,pt,pb,pl,pr].
+/// A 13th attribute, when present, is the ceil mode (kiln/ref/window.h's
+/// rule: the last window may overhang the input, and the overhang is
+/// padding).
 struct PoolShape {
   int64_t n, h, w, c, kh, kw, sh, sw, pt, pb, pl, pr, oh, ow;
+  bool ceil;
 };
 
 /// Decodes and checks the attributes of a pooling op (positive sizes,
 /// paddings smaller than the window, a non-empty output).
 Status decodePoolShape(const std::vector<int64_t> &iattrs, PoolShape &shape);
+
+/// The shape of a depthwise convolution op from its 14 iattrs
+/// [N,H,W,C,kh,kw,sh,sw,pt,pb,pl,pr,dh,dw] (filter [kh,kw,1,C]) and its
+/// output size.
+struct DepthwiseShape {
+  int64_t n, h, w, c, kh, kw, sh, sw, pt, pb, pl, pr, dh, dw, oh, ow;
+};
+Status decodeDepthwiseShape(const std::vector<int64_t> &iattrs,
+                            DepthwiseShape &shape);
+
+/// The attributes of BroadcastBinary ([kind, rank, out, lhs, rhs]) and
+/// BroadcastBinaryGrad ([kind, wrt, accumulate, rank, dy, lhs, rhs]).
+struct BroadcastShape {
+  int64_t kind = 0;
+  bool wrtRhs = false, accumulate = false;
+  std::vector<int64_t> out, lhs, rhs;
+};
+Status decodeBroadcast(const fb::VectorT &vec, BroadcastShape &shape);
+/// Which forward operands the gradient of broadcast `kind` with respect to
+/// one operand reads (false for an unknown kind).
+bool broadcastGradReads(int64_t kind, bool wrtRhs, bool &lhs, bool &rhs);
 
 /// The number of elements each source and destination of a vector
 /// instruction spans, after checking its operand counts and attributes.

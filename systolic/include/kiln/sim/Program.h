@@ -28,7 +28,7 @@ using Program = fb::ProgramT;
 
 /// The schema version this library writes and reads.
 constexpr uint32_t kProgramVersionMajor = 1;
-constexpr uint32_t kProgramVersionMinor = 0;
+constexpr uint32_t kProgramVersionMinor = 1;
 
 /// Serializes a program. Its version fields default to this library's
 /// version (the schema's defaults); tests set others to check rejection.
