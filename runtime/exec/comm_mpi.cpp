@@ -34,6 +34,116 @@ std::string mpiErrorText(int code) {
           std::string(#call) + " failed: " + mpiErrorText(kilnMpiRc_));        \
   } while (0)
 
+/// One ring allreduce (sum) of `count` elements at `buffer`, in place:
+/// the buffer is cut into one chunk per rank; N - 1 rounds of
+/// reduce-scatter leave each rank with one chunk summed over all ranks, and
+/// N - 1 rounds of allgather pass the sums on. Each round sends one chunk
+/// to the next rank and receives one from the previous; a round starts only
+/// once the previous one has completed (its received chunk is added in
+/// reduce-scatter), so with no progress thread the ring moves when
+/// advance() is called. Every rank receives each chunk's final sum from the
+/// one rank that made it, so all ranks hold bit-identical results.
+class RingReduction {
+public:
+  /// Sets up a reduction; `tag` keeps concurrent reductions apart.
+  void reset(void *data, int64_t elements, DType type, int tag) {
+    buffer = static_cast<uint8_t *>(data);
+    count = elements;
+    dtype = type;
+    messageTag = tag;
+    round = 0;
+    int64_t largest = (count + size - 1) / size;
+    received.resize(static_cast<size_t>(largest) * dtypeInfo(dtype).bytes);
+  }
+  void setRanks(MPI_Comm communicator, int rank, int ranks) {
+    comm = communicator;
+    me = rank;
+    size = ranks;
+  }
+
+  /// Posts the first round (nothing to send on one rank).
+  int start() {
+    if (size == 1)
+      return MPI_SUCCESS;
+    return post();
+  }
+
+  /// Completes as many rounds as have arrived; `done` once all have.
+  int advance(bool &done) {
+    done = size == 1;
+    while (!done) {
+      int complete = 0;
+      int rc = MPI_Testall(2, requests, &complete, MPI_STATUSES_IGNORE);
+      if (rc != MPI_SUCCESS || !complete)
+        return rc;
+      if (round < size - 1)
+        accumulate(chunkOf(me - round - 1));
+      ++round;
+      if (round == 2 * (size - 1)) {
+        done = true;
+        return MPI_SUCCESS;
+      }
+      if ((rc = post()) != MPI_SUCCESS)
+        return rc;
+    }
+    return MPI_SUCCESS;
+  }
+
+private:
+  MPI_Comm comm = MPI_COMM_NULL;
+  int me = 0, size = 1;
+  uint8_t *buffer = nullptr;
+  int64_t count = 0;
+  DType dtype = DType::F32;
+  int messageTag = 0;
+  int round = 0;
+  MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  std::vector<uint8_t> received;
+
+  int chunkOf(int index) const { return ((index % size) + size) % size; }
+  int64_t chunkBegin(int chunk) const { return count * chunk / size; }
+  int chunkCount(int chunk) const {
+    return static_cast<int>(chunkBegin(chunk + 1) - chunkBegin(chunk));
+  }
+  uint8_t *chunkData(int chunk) const {
+    return buffer + chunkBegin(chunk) * dtypeInfo(dtype).bytes;
+  }
+
+  /// Round r < N - 1 sends chunk (me - r) and receives (me - r - 1) for
+  /// summing; round N - 1 + j sends the summed chunk (me + 1 - j) and
+  /// receives (me - j) in place.
+  int post() {
+    bool scatter = round < size - 1;
+    int j = scatter ? round : round - (size - 1);
+    int sendChunk = chunkOf(scatter ? me - j : me + 1 - j);
+    int recvChunk = chunkOf(scatter ? me - j - 1 : me - j);
+    MPI_Datatype type = dtype == DType::F64 ? MPI_DOUBLE : MPI_FLOAT;
+    int next = (me + 1) % size, previous = (me + size - 1) % size;
+    int rc = MPI_Irecv(scatter ? received.data() : chunkData(recvChunk),
+                       chunkCount(recvChunk), type, previous, messageTag, comm,
+                       &requests[0]);
+    if (rc != MPI_SUCCESS)
+      return rc;
+    return MPI_Isend(chunkData(sendChunk), chunkCount(sendChunk), type, next,
+                     messageTag, comm, &requests[1]);
+  }
+
+  void accumulate(int chunk) {
+    int n = chunkCount(chunk);
+    if (dtype == DType::F64) {
+      auto *dst = reinterpret_cast<double *>(chunkData(chunk));
+      const auto *src = reinterpret_cast<const double *>(received.data());
+      for (int i = 0; i < n; ++i)
+        dst[i] += src[i];
+    } else {
+      auto *dst = reinterpret_cast<float *>(chunkData(chunk));
+      const auto *src = reinterpret_cast<const float *>(received.data());
+      for (int i = 0; i < n; ++i)
+        dst[i] += src[i];
+    }
+  }
+};
+
 class MpiComm final : public Comm {
 public:
   MpiComm(MPI_Comm comm, int rank, int size, const MpiOptions &options)
@@ -49,6 +159,9 @@ public:
     plans = planBuckets(buckets);
     staging.resize(plans.size());
     requests.assign(plans.size(), MPI_REQUEST_NULL);
+    rings.assign(plans.size(), RingReduction());
+    for (RingReduction &ring : rings)
+      ring.setRanks(comm, rank_, size_);
     state.assign(plans.size(), State::Idle);
     startedAt.resize(plans.size());
     bytesPerStep = 0;
@@ -80,11 +193,9 @@ public:
     }
     // Open MPI may do part of the reduction inside the call.
     auto callBegin = std::chrono::steady_clock::now();
-    MPI_Datatype type = plan.reduceType == DType::F64 ? MPI_DOUBLE : MPI_FLOAT;
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, buffer, static_cast<int>(plan.count),
-                            type, MPI_SUM, comm, &requests[b]);
+    int rc = startReduction(b, buffer, plan);
     if (rc != MPI_SUCCESS)
-      fatal(fmt::format("MPI_Iallreduce of bucket {} failed: {}", bucket,
+      fatal(fmt::format("{} of bucket {} failed: {}", reductionName(), bucket,
                         mpiErrorText(rc)),
             __FILE__, __LINE__);
     startedAt[b] = std::chrono::steady_clock::now();
@@ -111,11 +222,11 @@ public:
                                        std::chrono::duration<double>(
                                            options.timeoutSeconds));
     for (unsigned spins = 0; state[b] == State::Running; ++spins) {
-      int done = 0;
-      int rc = MPI_Test(&requests[b], &done, MPI_STATUS_IGNORE);
+      bool done = false;
+      int rc = testReduction(b, done);
       if (rc != MPI_SUCCESS)
-        fatal(fmt::format("MPI_Test of bucket {} failed: {}", bucket,
-                          mpiErrorText(rc)),
+        fatal(fmt::format("testing the reduction of bucket {} failed: {}",
+                          bucket, mpiErrorText(rc)),
               __FILE__, __LINE__);
       if (done)
         break;
@@ -158,6 +269,17 @@ public:
       KILN_RETURN_IF_ERROR(barrier());
       auto start = std::chrono::steady_clock::now();
       for (size_t b = 0; b < plans.size(); ++b) {
+        if (options.algorithm == AllreduceAlgorithm::Ring) {
+          RingReduction ring;
+          ring.setRanks(comm, rank_, size_);
+          ring.reset(scratch.data(), plans[b].count, plans[b].reduceType,
+                     static_cast<int>(plans.size() + b));
+          KILN_MPI_CHECK(ring.start());
+          KILN_RETURN_IF_ERROR(waitWithDeadline(
+              [&](bool &done) { return ring.advance(done); },
+              "timed allreduce"));
+          continue;
+        }
         MPI_Request request;
         KILN_MPI_CHECK(MPI_Iallreduce(
             MPI_IN_PLACE, scratch.data(), static_cast<int>(plans[b].count),
@@ -182,10 +304,10 @@ public:
     for (size_t b = 0; b < requests.size(); ++b) {
       if (state[b] != State::Running)
         continue;
-      int done = 0;
-      int rc = MPI_Test(&requests[b], &done, MPI_STATUS_IGNORE);
+      bool done = false;
+      int rc = testReduction(b, done);
       if (rc != MPI_SUCCESS)
-        fatal(fmt::format("MPI_Test of bucket {} failed: {}", b,
+        fatal(fmt::format("testing the reduction of bucket {} failed: {}", b,
                           mpiErrorText(rc)),
               __FILE__, __LINE__);
       if (done) {
@@ -294,6 +416,8 @@ private:
   std::vector<BucketPlan> plans;
   std::vector<std::vector<uint8_t>> staging;
   std::vector<MPI_Request> requests;
+  /// AllreduceAlgorithm::Ring: each bucket's reduction.
+  std::vector<RingReduction> rings;
   enum class State { Idle, Running, Finished };
   std::vector<State> state;
   std::vector<std::chrono::steady_clock::time_point> startedAt;
@@ -302,15 +426,55 @@ private:
   /// Requests in State::Running: progress() returns at once without any.
   int running = 0;
 
+  const char *reductionName() const {
+    return options.algorithm == AllreduceAlgorithm::Ring ? "ring allreduce"
+                                                         : "MPI_Iallreduce";
+  }
+
+  /// Starts bucket `b`'s reduction of `buffer` with the chosen algorithm.
+  int startReduction(size_t b, void *buffer, const BucketPlan &plan) {
+    if (options.algorithm == AllreduceAlgorithm::Ring) {
+      // Tags 0..buckets-1; timeBucketsAlone uses the next ones.
+      rings[b].reset(buffer, plan.count, plan.reduceType, static_cast<int>(b));
+      return rings[b].start();
+    }
+    MPI_Datatype type = plan.reduceType == DType::F64 ? MPI_DOUBLE : MPI_FLOAT;
+    return MPI_Iallreduce(MPI_IN_PLACE, buffer, static_cast<int>(plan.count),
+                          type, MPI_SUM, comm, &requests[b]);
+  }
+
+  /// Lets bucket `b`'s reduction advance; `done` once it has finished.
+  int testReduction(size_t b, bool &done) {
+    if (options.algorithm == AllreduceAlgorithm::Ring)
+      return rings[b].advance(done);
+    int finished = 0;
+    int rc = MPI_Test(&requests[b], &finished, MPI_STATUS_IGNORE);
+    done = finished != 0;
+    return rc;
+  }
+
   /// Polls `request` until it completes or --comm-timeout passes.
   Status waitWithDeadline(MPI_Request &request, const char *what) {
+    return waitWithDeadline(
+        [&](bool &done) {
+          int finished = 0;
+          int rc = MPI_Test(&request, &finished, MPI_STATUS_IGNORE);
+          done = finished != 0;
+          return rc;
+        },
+        what);
+  }
+
+  /// Calls `test` until it reports done or --comm-timeout passes.
+  template <typename Test>
+  Status waitWithDeadline(Test &&test, const char *what) {
     auto deadline = std::chrono::steady_clock::now() +
                     std::chrono::duration_cast<
                         std::chrono::steady_clock::duration>(
                         std::chrono::duration<double>(options.timeoutSeconds));
     for (unsigned spins = 0;; ++spins) {
-      int done = 0;
-      KILN_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+      bool done = false;
+      KILN_MPI_CHECK(test(done));
       if (done)
         return Status::ok();
       if (std::chrono::steady_clock::now() > deadline)

@@ -263,6 +263,10 @@ void addRunFlags(flags::Parser &parser, RunOptions &o) {
                                   "{} must be positive, got {}", f, v));
                             return Status::ok();
                           }}},
+      {"--allreduce",
+       flags::enumFlag(o.allreduce, {{"library", AllreduceAlgorithm::Library},
+                                     {"ring", AllreduceAlgorithm::Ring}})},
+      {"--comm-trace", flags::stringFlag(o.commTrace)},
       {"--verify-replicas", flags::switchFlag(o.verifyReplicas, true)},
   };
 
@@ -456,6 +460,11 @@ prediction (instead of training; weights from --init-from or --model-dir):
 distribution:
   --comm auto|local|mpi    backend (default auto: mpi under mpirun)
   --comm-timeout SEC       abort if a gradient allreduce takes longer (default 300)
+  --allreduce ALG          library (MPI_Iallreduce, default) | ring: Kiln's ring
+                           of point-to-point messages, the one SMPI simulates
+  --comm-trace FILE        each rank writes its steps' compute and communication
+                           calls as JSON lines ({{rank}} in FILE becomes the rank)
+                           for kiln-comm-replay (docs/scaling.md)
   --verify-replicas        check at the end that every rank holds the same parameters
 
 exit status: 0 done, 1 runtime error, 2 bad command line, 3 loss became NaN/Inf,

@@ -3,6 +3,7 @@
 #include "kiln/rt/exec/run_loop.h"
 
 #include "kiln/rt/exec/checkpoint.h"
+#include "kiln/rt/exec/comm_trace.h"
 #include "kiln/rt/exec/trainer.h"
 #include "kiln/rt/exec/variables.h"
 
@@ -282,12 +283,19 @@ int runTraining(
   if (mpi) {
     MpiOptions mpiOptions;
     mpiOptions.timeoutSeconds = options.commTimeout;
+    mpiOptions.algorithm = options.allreduce;
     auto created = createMpiComm(mpiOptions);
     if (!created.isOk())
       return fail(created.status(), nullptr);
     comm = std::move(*created);
   } else {
     comm = createLocalComm();
+  }
+  if (!options.commTrace.empty()) {
+    auto traced = createTracingComm(comm, options.commTrace);
+    if (!traced.isOk())
+      return fail(traced.status(), comm.get());
+    comm = std::move(*traced);
   }
 
   int exitCode = kExitOk;

@@ -290,6 +290,7 @@ Status Trainer::train(int &exitCode) {
   profileStart = Clock::now();
 
   while (run.step < run.totalSteps) {
+    comm.traceStepBegin(run.step);
     KILN_RETURN_IF_ERROR(input->fill(run.step, arena->data()));
     if (std::string note = input->takeEpochNote(); !note.empty())
       std::fputs(note.c_str(), stderr); // each rank's own files
@@ -321,6 +322,8 @@ Status Trainer::train(int &exitCode) {
       return Status::ok();
     }
     KILN_RETURN_IF_ERROR(checkpoints->snapshot());
+    // Progress reports, checkpoints and evaluations are not steps.
+    KILN_RETURN_IF_ERROR(comm.traceStepEnd());
 
     if (std::optional<ProgressClock::Interval> interval =
             clock.lap(options, run, globalBatch())) {

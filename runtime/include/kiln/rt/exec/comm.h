@@ -112,6 +112,12 @@ public:
   /// Returns once every rank has called it.
   virtual Status barrier() = 0;
 
+  /// The training loop marks each step's iteration (input, step function,
+  /// per-step reductions) for --comm-trace (comm_trace.h); other backends
+  /// ignore the marks.
+  virtual void traceStepBegin(int64_t step) { (void)step; }
+  virtual Status traceStepEnd() { return Status::ok(); }
+
   /// Ends the whole job with `code` (all ranks).
   [[noreturn]] virtual void abort(int code) = 0;
   /// Orderly shutdown (MPI_Finalize); called once at the end.
@@ -121,9 +127,21 @@ public:
 /// One rank: collectives are identities.
 std::unique_ptr<Comm> createLocalComm();
 
+/// How the MPI backend reduces a gradient bucket.
+enum class AllreduceAlgorithm {
+  /// MPI_Iallreduce: the MPI library's own algorithm.
+  Library,
+  /// Kiln's ring (reduce-scatter, then allgather) of MPI_Isend/MPI_Irecv,
+  /// advanced at each progress() and wait: one algorithm whose messages
+  /// are the same under Open MPI and under SimGrid's SMPI, whose
+  /// MPI_Iallreduce is a naive exchange of whole buffers (docs/scaling.md).
+  Ring,
+};
+
 struct MpiOptions {
   /// Seconds a bucket wait may take before the job is aborted.
   double timeoutSeconds = 300;
+  AllreduceAlgorithm algorithm = AllreduceAlgorithm::Library;
 };
 
 /// Initializes MPI (once per process) and returns the MPI backend.

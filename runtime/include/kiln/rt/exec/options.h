@@ -11,6 +11,7 @@
 
 #include "kiln/base/flags.h"
 #include "kiln/base/status.h"
+#include "kiln/rt/exec/comm.h"
 
 #include <cstdint>
 #include <optional>
@@ -98,6 +99,10 @@ struct RunOptions {
   // Distribution.
   CommBackend comm = CommBackend::Auto;
   double commTimeout = 300;
+  AllreduceAlgorithm allreduce = AllreduceAlgorithm::Library;
+  /// --comm-trace: where each rank writes its steps' communication trace
+  /// (comm_trace.h); "{rank}" in it becomes the rank.
+  std::string commTrace;
   bool verifyReplicas = false;
 };
 

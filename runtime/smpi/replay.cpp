@@ -1,0 +1,303 @@
+//===- replay.cpp - kiln-comm-replay: a training run's trace under SMPI ---===//
+//
+// Each simulated rank replays one --comm-trace file (rank r reads trace
+// r mod the number of traces): the compute between the runtime's calls into
+// the communicator as smpi_execute, the calls themselves through MpiComm
+// (runtime/exec/comm_mpi.cpp, compiled here against SimGrid's mpi.h), so the
+// bucket reductions start, progress and are waited for where the compiled
+// step did. Rank 0 prints one JSON line: the simulated step time, its
+// compute and exposed communication, and the traced run's own figures for
+// the same steps. Run it with smpirun (runtime/smpi/cluster.py does).
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/base/flags.h"
+#include "kiln/rt/exec/comm.h"
+#include "kiln/rt/exec/comm_trace.h"
+
+#include <fmt/format.h>
+#include <mpi.h>
+#include <smpi/smpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+using namespace kiln;
+using namespace kiln::rt::exec;
+
+namespace {
+
+struct ReplayOptions {
+  std::vector<std::string> traces;
+  /// Steps left out at the start of each trace (the first writes every
+  /// activation for the first time).
+  int64_t skip = 1;
+  /// Steps replayed (0: all that remain).
+  int64_t steps = 0;
+  /// When positive, each rank's compute is scaled to this many seconds per
+  /// step, keeping where in the step each call happens.
+  double stepCompute = 0;
+  /// Examples per rank and step, for images/s (0: not printed).
+  int64_t batch = 0;
+  AllreduceAlgorithm algorithm = AllreduceAlgorithm::Ring;
+  double timeout = 1e6;
+  /// Replays the time the traced run spent inside progress calls as the
+  /// rank's own CPU time before each simulated progress call: Open MPI has
+  /// no progress thread, and its TCP transport's work there takes the
+  /// compute's place, which SMPI's network model does not include.
+  bool progressCpu = false;
+};
+
+const char *kUsage =
+    "usage: smpirun ... kiln-comm-replay --trace FILE [--trace FILE ...]\n"
+    "         [--skip N] [--steps N] [--step-compute SEC] [--batch N]\n"
+    "         [--allreduce ring|library] [--progress-cpu]\n";
+
+Status parseReplayOptions(int argc, char **argv, ReplayOptions &o) {
+  flags::Parser parser;
+  parser.add("--trace", flags::valueFlag([&](const std::string &,
+                                              const std::string &v) {
+               o.traces.push_back(v);
+               return Status::ok();
+             }));
+  parser.add("--skip", flags::intFlag(o.skip, 0, int64_t(1) << 40));
+  parser.add("--steps", flags::intFlag(o.steps, 0, int64_t(1) << 40));
+  parser.add("--batch", flags::intFlag(o.batch, 0, int64_t(1) << 40));
+  parser.add("--step-compute",
+             flags::valueFlag([&](const std::string &f, const std::string &v) {
+               return flags::parseDouble(f, v, 0, 1e6, o.stepCompute);
+             }));
+  parser.add("--allreduce",
+             flags::enumFlag(o.algorithm,
+                             {{"ring", AllreduceAlgorithm::Ring},
+                              {"library", AllreduceAlgorithm::Library}}));
+  parser.add("--progress-cpu", flags::switchFlag(o.progressCpu));
+  KILN_RETURN_IF_ERROR(parser.parse(argc, argv));
+  if (o.traces.empty())
+    return flags::usageError("--trace is required");
+  return Status::ok();
+}
+
+/// FNV-1a over what every rank must agree on, so that traces that would
+/// not meet in their collectives are refused instead of hanging.
+struct Fingerprint {
+  uint64_t value = 1469598103934665603ull;
+  void add(int64_t x) {
+    for (int i = 0; i < 8; ++i) {
+      value ^= uint64_t(x >> (8 * i)) & 0xff;
+      value *= 1099511628211ull;
+    }
+  }
+};
+
+class Replay {
+public:
+  Replay(Comm &comm, const ReplayOptions &options)
+      : comm(comm), options(options) {}
+
+  Status run() {
+    const std::string &path =
+        options.traces[size_t(comm.rank()) % options.traces.size()];
+    StatusOr<CommTrace> read = readCommTrace(path);
+    // Every rank learns whether all traces were read, so that none waits
+    // in a collective for a rank that has given up.
+    int64_t allRead = read.isOk() ? 1 : 0;
+    KILN_RETURN_IF_ERROR(comm.allreduceMin(&allRead, 1));
+    if (!read.isOk())
+      return read.status();
+    if (!allRead)
+      return invalidArgumentError("another rank's trace could not be read");
+    CommTrace &trace = *read;
+    // Every rank replays the same number of steps.
+    int64_t available =
+        std::max<int64_t>(0, int64_t(trace.steps.size()) - options.skip);
+    int64_t count = options.steps ? std::min(options.steps, available)
+                                  : available;
+    KILN_RETURN_IF_ERROR(comm.allreduceMin(&count, 1));
+    if (count <= 0)
+      return invalidArgumentError(fmt::format(
+          "{}: no step left to replay after --skip {} (a trace has {})", path,
+          options.skip, trace.steps.size()));
+    std::vector<const TraceStep *> steps;
+    for (int64_t i = 0; i < count; ++i)
+      steps.push_back(&trace.steps[size_t(options.skip + i)]);
+    KILN_RETURN_IF_ERROR(checkTracesMeet(trace, steps));
+
+    double traced = 0;
+    for (const TraceStep *step : steps)
+      traced += step->computeSeconds();
+    double scale = 1;
+    if (options.stepCompute > 0 && traced > 0)
+      scale = options.stepCompute * double(count) / traced;
+
+    // The gradients live in one arena shared by every simulated rank
+    // (SMPI_SHARED_MALLOC): the values do not change the time, and 512
+    // copies of ResNet-50's gradients would not fit in this machine. It
+    // starts as zeros, and sums of zeros stay finite.
+    std::vector<Bucket> buckets;
+    int64_t bytes = 0;
+    for (size_t b = 0; b < trace.buckets.size(); ++b) {
+      TensorRef tensor;
+      tensor.offset = bytes;
+      tensor.shape = {trace.buckets[b].count};
+      tensor.dtype = trace.buckets[b].type;
+      bytes += tensor.byteSize();
+      buckets.push_back({int32_t(b), {tensor}});
+    }
+    arena = static_cast<uint8_t *>(SMPI_SHARED_MALLOC(size_t(bytes) + 64));
+    KILN_RETURN_IF_ERROR(comm.setBuckets(buckets, arena));
+
+    KILN_RETURN_IF_ERROR(comm.barrier());
+    double simulated = 0, computed = 0, measured = 0, communicated = 0;
+    for (const TraceStep *step : steps) {
+      double begin = MPI_Wtime();
+      for (const TraceEvent &event : step->events) {
+        double before = event.computeBefore * scale;
+        if (options.progressCpu && event.kind == 'p')
+          before += event.callSeconds;
+        compute(before);
+        KILN_RETURN_IF_ERROR(call(event));
+      }
+      compute(step->tail * scale);
+      simulated += MPI_Wtime() - begin;
+      // The progress calls' CPU time counts as communication, as in the
+      // trace.
+      computed += step->computeSeconds() * scale;
+      measured += step->seconds;
+      communicated += step->callSeconds();
+    }
+    SMPI_SHARED_FREE(arena);
+    arena = nullptr;
+
+    double sums[4] = {simulated / double(count), computed / double(count),
+                      measured / double(count), communicated / double(count)};
+    KILN_RETURN_IF_ERROR(comm.allreduceSum(sums, 4));
+    if (comm.rank() != 0)
+      return Status::ok();
+    double ranks = comm.size();
+    double stepSeconds = sums[0] / ranks, computeSeconds = sums[1] / ranks;
+    std::string line = fmt::format(
+        "{{\"ranks\":{},\"steps\":{},\"allreduce\":\"{}\",\"bucket_bytes\":{},"
+        "\"progress_cpu\":{},\"compute_scale\":{:.6g},"
+        "\"step_seconds\":{:.6f},"
+        "\"compute_seconds\":{:.6f},\"exposed_seconds\":{:.6f},"
+        "\"traced_step_seconds\":{:.6f},\"traced_exposed_seconds\":{:.6f}",
+        comm.size(), count,
+        options.algorithm == AllreduceAlgorithm::Ring ? "ring" : "library",
+        comm.bucketBytes(), options.progressCpu, scale, stepSeconds,
+        computeSeconds, stepSeconds - computeSeconds, sums[2] / ranks,
+        sums[3] / ranks);
+    if (options.batch > 0)
+      line += fmt::format(",\"images_per_second\":{:.1f}",
+                          double(options.batch) * ranks / stepSeconds);
+    std::printf("%s}\n", line.c_str());
+    std::fflush(stdout);
+    return Status::ok();
+  }
+
+private:
+  Comm &comm;
+  const ReplayOptions &options;
+  uint8_t *arena = nullptr;
+
+  static void compute(double seconds) {
+    if (seconds > 0)
+      smpi_execute(seconds);
+  }
+
+  Status call(const TraceEvent &event) {
+    switch (event.kind) {
+    case 's':
+      comm.allreduceStart(int32_t(event.argument));
+      return Status::ok();
+    case 'w':
+      comm.allreduceWait(int32_t(event.argument));
+      return Status::ok();
+    case 'p':
+      comm.progress();
+      return Status::ok();
+    case 'r': {
+      std::vector<double> values(size_t(event.argument), 0.0);
+      return comm.allreduceSum(values.data(), int(event.argument));
+    }
+    case 'm': {
+      std::vector<int64_t> values(size_t(event.argument), 0);
+      return comm.allreduceMin(values.data(), int(event.argument));
+    }
+    case 'g':
+      return comm.allgather(0).status();
+    case 't':
+      return comm.allgatherText(std::string(size_t(event.argument), ' '))
+          .status();
+    case 'b':
+      return comm.barrier();
+    case 'c': {
+      std::vector<uint8_t> data(size_t(event.argument));
+      return comm.broadcast(data.data(), data.size(), 0);
+    }
+    }
+    return invalidArgumentError(
+        fmt::format("unknown trace event '{}'", event.kind));
+  }
+
+  /// The ranks must agree on the buckets and on the collectives each step
+  /// makes, in order; bucket reductions must start in the same order too
+  /// (their messages are matched by bucket).
+  Status checkTracesMeet(const CommTrace &trace,
+                         const std::vector<const TraceStep *> &steps) {
+    Fingerprint print;
+    for (const TraceBucket &b : trace.buckets) {
+      print.add(b.count);
+      print.add(int64_t(b.type));
+    }
+    for (const TraceStep *step : steps)
+      for (const TraceEvent &e : step->events)
+        if (e.kind != 'p' && e.kind != 'w') {
+          print.add(e.kind);
+          print.add(e.argument);
+        }
+    KILN_ASSIGN_OR_RETURN(std::vector<uint64_t> all,
+                          comm.allgather(print.value));
+    for (size_t r = 1; r < all.size(); ++r)
+      if (all[r] != all[0])
+        return invalidArgumentError(fmt::format(
+            "{} (rank {}) and {} (rank 0) differ in their buckets or in the "
+            "collectives their steps make: the ranks would not meet",
+            options.traces[r % options.traces.size()], r, options.traces[0]));
+    return Status::ok();
+  }
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  ReplayOptions options;
+  MpiOptions mpiOptions;
+  Status parsed = parseReplayOptions(argc, argv, options);
+  mpiOptions.algorithm = options.algorithm;
+  mpiOptions.timeoutSeconds = options.timeout;
+  StatusOr<std::unique_ptr<Comm>> created = createMpiComm(mpiOptions);
+  if (!created.isOk()) {
+    std::fprintf(stderr, "kiln-comm-replay: %s\n",
+                 created.status().message().c_str());
+    return 1;
+  }
+  Comm &comm = **created;
+  if (!parsed.isOk()) {
+    if (comm.rank() == 0)
+      std::fprintf(stderr, "kiln-comm-replay: %s\n%s",
+                   parsed.message().c_str(), kUsage);
+    comm.finalize();
+    return 2;
+  }
+  // The replay's errors are collective (every rank returns one), so each
+  // rank can end normally; smpirun's exit status is then 1.
+  Status status = Replay(comm, options).run();
+  if (!status.isOk())
+    std::fprintf(stderr, "kiln-comm-replay: rank %d: %s\n", comm.rank(),
+                 status.message().c_str());
+  comm.finalize();
+  return status.isOk() ? 0 : 1;
+}
