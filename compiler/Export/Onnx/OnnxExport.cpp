@@ -420,8 +420,8 @@ LogicalResult Exporter::loadWeights() {
     const st::Tensor *tensor = file.find(name.str());
     if (!tensor)
       return emitError(module.getLoc())
-             << path << ": no tensor '" << name << "' for the variable of "
-             << shapeString(shape) << " (f32)";
+             << path << ": no tensor '" << name
+             << "' for the model's variable F32" << shapeString(shape);
     if (tensor->dtype != st::DType::F32 ||
         ArrayRef<int64_t>(tensor->shape) != shape)
       return emitError(module.getLoc())
