@@ -242,6 +242,7 @@ for kindFile in "$meta"/*.kind; do
     if ! why=$(match_output "$item.text" "$lastLog"); then
       fail "$line" "$why" "$lastLog"
     fi
+    echo "readme-check: $name:$line: output as shown"
     ;;
   esac
 done
