@@ -53,8 +53,11 @@ static cl::opt<std::string> input(cl::Positional, cl::desc("<model>"),
 static cl::opt<std::string> output("o", cl::desc("Output file"),
                                    cl::value_desc("file"), cl::init("-"),
                                    cl::cat(category));
-static cl::opt<bool> importOnnx("import-onnx", cl::desc("Import an ONNX model"),
-                                cl::cat(category));
+static cl::opt<bool> importOnnx(
+    "import-onnx",
+    cl::desc("Import an ONNX model (with --export-onnx: the input is ONNX "
+             "whatever its name)"),
+    cl::cat(category));
 static cl::opt<bool> exportOnnx(
     "export-onnx",
     cl::desc("Export a model's inference graph (kiln IR or an ONNX file) as "
@@ -93,7 +96,8 @@ static cl::opt<int64_t> elideValues(
     cl::value_desc("bytes"), cl::init(64 << 10), cl::cat(category));
 static cl::opt<bool> splitInputFile(
     "split-input-file",
-    cl::desc("Import each chunk between '# -----' lines as its own model"),
+    cl::desc("Translate each chunk between '# -----' lines (ONNX input) or "
+             "'// -----' lines (MLIR input) as its own model"),
     cl::cat(category));
 
 int main(int argc, char **argv) {

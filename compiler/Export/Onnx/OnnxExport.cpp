@@ -189,6 +189,8 @@ private:
   LogicalResult exportSlice(Operation *op);
   LogicalResult exportChannelShuffle(Operation *op);
   LogicalResult exportTranspose(Operation *op);
+  // Weights and constants are written by the ops that read them, in the
+  // layout each reader needs (operand()).
   LogicalResult exportRead(Operation *op) { return success(); }
   LogicalResult exportConstant(Operation *op) { return success(); }
 
