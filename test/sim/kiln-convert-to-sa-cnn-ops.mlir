@@ -83,6 +83,32 @@ module @ceil_mode {
 
 // -----
 
+// ShuffleNet's stem batch norm: 24 channels, whose f32 per-channel slots
+// take 128 bytes each (64-byte alignment), fill staging exactly when the
+// tiles are sized for 96.
+// CHECK-LABEL: sa.program @batch_norm_24
+// CHECK: sa.vector channel_moments
+// CHECK: sa.vector bn_stats
+// CHECK: sa.vector channel_affine
+module @batch_norm_24 {
+  kiln.variable parameter @bn.weight : tensor<24xf32> init ones
+  kiln.variable parameter @bn.bias : tensor<24xf32> init zeros
+  kiln.variable state @bn.running_mean : tensor<24xf32> init zeros
+  kiln.variable state @bn.running_var : tensor<24xf32> init ones
+  func.func @train_step(%x: tensor<8x112x112x24xbf16>) -> tensor<8x112x112x24xbf16> {
+    %g = kiln.read @bn.weight : tensor<24xf32>
+    %b = kiln.read @bn.bias : tensor<24xf32>
+    %m0 = kiln.read @bn.running_mean : tensor<24xf32>
+    %v0 = kiln.read @bn.running_var : tensor<24xf32>
+    %y, %m, %v, %rm, %rv = kiln.batch_norm_train %x, %g, %b, %m0, %v0 epsilon 9.99999974E-6 momentum 0.899999976 : (tensor<8x112x112x24xbf16>, tensor<24xf32>, tensor<24xf32>, tensor<24xf32>, tensor<24xf32>) -> (tensor<8x112x112x24xbf16>, tensor<24xf32>, tensor<24xf32>, tensor<24xf32>, tensor<24xf32>)
+    kiln.assign @bn.running_mean, %rm : tensor<24xf32>
+    kiln.assign @bn.running_var, %rv : tensor<24xf32>
+    return %y : tensor<8x112x112x24xbf16>
+  }
+}
+
+// -----
+
 // Negative case: an op the conversion has no lowering for is refused by
 // name (inference batch norm belongs to the evaluation step, which this
 // target does not lower yet).

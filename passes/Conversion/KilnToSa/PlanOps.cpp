@@ -111,6 +111,14 @@ Status Planner::lowerElementwise(const Node &n) {
   return Status::ok();
 }
 
+/// Staging bytes of `count` f32 per-channel slots and of the alignment of
+/// the two double-buffered tiles (slots are 64-byte aligned, so 24 channels
+/// take 128 bytes, not 96).
+static int64_t vectorBytes(int64_t count, int64_t c) {
+  int64_t aligned = (c * 4 + 63) / 64 * 64;
+  return count * aligned + (aligned == c * 4 ? 0 : 4 * 64);
+}
+
 Status Planner::lowerBatchNorm(const Node &n) {
   int x = n.inputs[0], y = n.outputs[0];
   int64_t c = tensor(x).channels(), rows = tensor(x).numElements() / c;
@@ -125,7 +133,7 @@ Status Planner::lowerBatchNorm(const Node &n) {
   KILN_RETURN_IF_ERROR(slot("scale", fb::DType::F32, c, scale));
   KILN_RETURN_IF_ERROR(slot("shift", fb::DType::F32, c, shift));
   int64_t bpr = c * (bytes(dtype(x)) + bytes(dtype(y)));
-  int64_t tr = tileRows(rows, bpr, 2, budget() - 12 * c * 4);
+  int64_t tr = tileRows(rows, bpr, 2, budget() - vectorBytes(12, c));
   Slots slots(*this, {x, y}, tr * c);
   b.vector(Op::Fill, {}, {fb::Region(sum, 0)}, 1, c, {0.0});
   b.vector(Op::Fill, {}, {fb::Region(sq, 0)}, 1, c, {0.0});
@@ -179,7 +187,7 @@ Status Planner::lowerBatchNormBackward(const Node &n) {
        {std::pair{"sdy", &s0}, {"sdyx", &s1}, {"a", &A}, {"b", &B}, {"k", &K}})
     KILN_RETURN_IF_ERROR(slot(name, fb::DType::F32, c, *id));
   int64_t bpr = c * (bytes(dtype(dy)) + bytes(dtype(x)) + bytes(dtype(dx)));
-  int64_t tr = tileRows(rows, bpr, 2, budget() - 16 * c * 4);
+  int64_t tr = tileRows(rows, bpr, 2, budget() - vectorBytes(16, c));
   Slots slots(*this, {dy, x, dx}, tr * c);
   b.vector(Op::Fill, {}, {fb::Region(s0, 0)}, 1, c, {0.0});
   b.vector(Op::Fill, {}, {fb::Region(s1, 0)}, 1, c, {0.0});
