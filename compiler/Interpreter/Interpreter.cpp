@@ -16,6 +16,7 @@
 #include "dialects/Kiln/IR/InitialValue.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "kiln/ref/bf16.h"
+#include "passes/Analysis/LayerNames.h"
 #include "kiln/ref/check.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -178,6 +179,11 @@ InFlightDiagnostic EvalContext::error(Operation *op) {
   InFlightDiagnostic diag = op->emitOpError();
   if (!options.context.empty())
     diag << "(" << options.context << ") ";
+  // The layer as the profile and kiln-sim name it: a model line alone says
+  // little in an imported model, where every op has the file's location.
+  // Computed on the error path only (one walk of the block).
+  if (std::string layer = layerNameOf(op); !layer.empty())
+    diag << "in " << layer << ": ";
   return diag;
 }
 

@@ -96,15 +96,21 @@ Status MetricsLog::write(const std::vector<JsonField> &fields) {
 }
 
 Status MetricsLog::writeEvent(const std::vector<JsonField> &fields) {
-  std::string kind = "metrics", prefix;
+  std::string kind = "metrics", loc, layer;
   for (const JsonField &f : fields) {
     if (f.key == "step" && f.isNumber)
       lastStep_ = static_cast<long long>(f.numeric);
     else if (f.key == "kind")
       kind = f.textValue;
     else if (f.key == "loc")
-      prefix = f.textValue + "/";
+      loc = f.textValue;
+    else if (f.key == "layer")
+      layer = f.textValue;
   }
+  // A layer row's series is named by its layer; an op row's by its line,
+  // since the ops of a layer share its name.
+  std::string series = kind == "profile_layer" && !layer.empty() ? layer : loc;
+  std::string prefix = series.empty() ? "" : series + "/";
   std::vector<Scalar> scalars;
   for (const JsonField &f : fields)
     if (f.isNumber && f.key != "step")

@@ -31,6 +31,7 @@ readSources(const flatbuffers::Vector<flatbuffers::Offset<fb::Site>> *sites) {
     SourceSite source;
     source.op = text(site->op());
     source.loc = text(site->loc());
+    source.layer = site->layer() ? site->layer()->str() : "";
     source.function = text(site->function());
     sources.push_back(std::move(source));
   }
@@ -53,6 +54,37 @@ void addOpName(std::string &ops, std::string_view op) {
   ops += ops.empty() ? name : " " + name;
 }
 
+/// "m.mlir:12,14" for the lines {"m.mlir:14", "m.mlir:12", "m.mlir:14"}:
+/// each file once, its lines in order, without repeats.
+std::string joinLines(std::vector<std::string> locs) {
+  std::map<std::string, std::vector<long>> byFile;
+  std::vector<std::string> whole; // without a line ("?")
+  for (const std::string &loc : locs) {
+    size_t colon = loc.rfind(':');
+    char *end = nullptr;
+    long line = colon == std::string::npos
+                    ? -1
+                    : std::strtol(loc.c_str() + colon + 1, &end, 10);
+    if (colon == std::string::npos || !end || *end || line < 0) {
+      if (std::find(whole.begin(), whole.end(), loc) == whole.end())
+        whole.push_back(loc);
+      continue;
+    }
+    byFile[loc.substr(0, colon)].push_back(line);
+  }
+  std::string out;
+  for (auto &[file, numbers] : byFile) {
+    std::sort(numbers.begin(), numbers.end());
+    numbers.erase(std::unique(numbers.begin(), numbers.end()), numbers.end());
+    out += (out.empty() ? "" : " ") + file + ":";
+    for (size_t i = 0; i < numbers.size(); ++i)
+      out += (i ? "," : "") + std::to_string(numbers[i]);
+  }
+  for (const std::string &loc : whole)
+    out += (out.empty() ? "" : " ") + loc;
+  return out;
+}
+
 std::vector<ProfileRow> sortedByTime(std::map<std::string, ProfileRow> rows) {
   std::vector<ProfileRow> sorted;
   for (auto &entry : rows)
@@ -62,7 +94,8 @@ std::vector<ProfileRow> sortedByTime(std::map<std::string, ProfileRow> rows) {
             [](const ProfileRow &a, const ProfileRow &b) {
               if (a.seconds() != b.seconds())
                 return a.seconds() > b.seconds();
-              return std::tie(a.loc, a.ops) < std::tie(b.loc, b.ops);
+              return std::tie(a.layer, a.loc, a.ops) <
+                     std::tie(b.layer, b.loc, b.ops);
             });
   return sorted;
 }
@@ -91,17 +124,19 @@ double percentOf(double part, double whole) {
 
 std::string generatedTable(const std::vector<ProfileRow> &rows,
                            double loopSeconds, size_t limit) {
-  std::string out = fmt::format("  {:<44} {:<24} {:>8} {:>9} {:>7}\n",
-                                "kiln op", "location", "calls", "s", "% step");
+  std::string out =
+      fmt::format("  {:<44} {:<24} {:<24} {:>8} {:>9} {:>7}\n", "kiln op",
+                  "layer", "location", "calls", "s", "% step");
   for (size_t i = 0; i < rows.size() && i < limit; ++i)
-    out += fmt::format("  {:<44} {:<24} {:8} {:9.4f} {:6.1f}%\n", rows[i].ops,
+    out += fmt::format("  {:<44} {:<24} {:<24} {:8} {:9.4f} {:6.1f}%\n",
+                       rows[i].ops, rows[i].layer.empty() ? "-" : rows[i].layer,
                        rows[i].loc, rows[i].calls, rows[i].seconds(),
                        percentOf(rows[i].seconds(), loopSeconds));
   if (rows.size() > limit) {
     double rest = 0;
     for (size_t i = limit; i < rows.size(); ++i)
       rest += rows[i].seconds();
-    out += fmt::format("  {:<78} {:9.4f} {:6.1f}%\n",
+    out += fmt::format("  {:<103} {:9.4f} {:6.1f}%\n",
                        fmt::format("({} more)", rows.size() - limit), rest,
                        percentOf(rest, loopSeconds));
   }
@@ -134,14 +169,15 @@ std::string kindTable(const std::vector<ProfileRow> &kinds,
 
 std::string layerTable(const std::vector<ProfileRow> &rows, double loopSeconds,
                        size_t limit) {
-  std::string out =
-      fmt::format("  {:<24} {:>10} {:>12} {:>9} {:>7}  {}\n", "location",
-                  "library s", "generated s", "total s", "% step", "kiln ops");
+  std::string out = fmt::format(
+      "  {:<24} {:>10} {:>12} {:>9} {:>7}  {:<24} {}\n", "layer", "library s",
+      "generated s", "total s", "% step", "location", "kiln ops");
   for (size_t i = 0; i < rows.size() && i < limit; ++i)
-    out += fmt::format("  {:<24} {:10.4f} {:12.4f} {:9.4f} {:6.1f}%  {}\n",
-                       rows[i].loc, rows[i].librarySeconds,
-                       rows[i].generatedSeconds, rows[i].seconds(),
-                       percentOf(rows[i].seconds(), loopSeconds), rows[i].ops);
+    out += fmt::format(
+        "  {:<24} {:10.4f} {:12.4f} {:9.4f} {:6.1f}%  {:<24} {}\n",
+        rows[i].layer, rows[i].librarySeconds, rows[i].generatedSeconds,
+        rows[i].seconds(), percentOf(rows[i].seconds(), loopSeconds),
+        rows[i].loc, rows[i].ops);
   if (rows.size() > limit) {
     ProfileRow rest;
     for (size_t i = limit; i < rows.size(); ++i) {
@@ -260,6 +296,7 @@ std::vector<ProfileRow> generatedCodeByOp(const SiteProfile &sites) {
     ProfileRow &row = rows[site.op + '\0' + site.loc];
     row.ops = site.op;
     row.loc = site.loc;
+    row.layer = site.layer;
     row.calls += sites.calls(i);
     row.generatedSeconds += sites.seconds(i);
   }
@@ -270,23 +307,31 @@ std::vector<ProfileRow> timeByLayer(const SiteProfile &sites,
                                     const Kernels &kernels,
                                     const Manifest &manifest) {
   std::map<std::string, ProfileRow> rows;
+  std::map<std::string, std::vector<std::string>> lines;
+  auto rowOf = [&](const std::string &layer,
+                   const std::string &loc) -> ProfileRow & {
+    ProfileRow &row = rows[layer];
+    row.layer = layer;
+    lines[layer].push_back(loc);
+    return row;
+  };
   for (size_t i = 0; i < kernels.numCalls(); ++i) {
     if (manifest.calls[i].function != kTrain)
       continue;
     const SourceSite &site = sites.callSite(i);
-    ProfileRow &row = rows[site.loc];
-    row.loc = site.loc;
+    ProfileRow &row = rowOf(site.layerKey(), site.loc);
     addOpName(row.ops, site.op);
     row.calls += sites.libraryCalls(kernels, i);
     row.librarySeconds += sites.librarySeconds(kernels, i);
   }
   for (const ProfileRow &op : generatedCodeByOp(sites)) {
-    ProfileRow &row = rows[op.loc];
-    row.loc = op.loc;
+    ProfileRow &row = rowOf(op.layer.empty() ? op.loc : op.layer, op.loc);
     addOpName(row.ops, op.ops);
     row.calls += op.calls;
     row.generatedSeconds += op.generatedSeconds;
   }
+  for (auto &[layer, row] : rows)
+    row.loc = joinLines(std::move(lines[layer]));
   return sortedByTime(std::move(rows));
 }
 
@@ -324,12 +369,14 @@ std::vector<std::vector<JsonField>> profileMetrics(const SiteProfile &sites,
   for (const ProfileRow &op : generatedCodeByOp(sites))
     rows.push_back({JsonField::text("kind", "profile_op"),
                     JsonField::text("op", op.ops),
+                    JsonField::text("layer", op.layer),
                     JsonField::text("loc", op.loc),
                     JsonField::integer("calls", (long long)op.calls),
                     JsonField::number("seconds", op.generatedSeconds)});
   for (const ProfileRow &layer : timeByLayer(sites, kernels, manifest))
     rows.push_back(
         {JsonField::text("kind", "profile_layer"),
+         JsonField::text("layer", layer.layer),
          JsonField::text("loc", layer.loc), JsonField::text("ops", layer.ops),
          JsonField::integer("calls", (long long)layer.calls),
          JsonField::number("library_sec", layer.librarySeconds),

@@ -7,14 +7,16 @@
 //
 // Every call gets a site id, and the manifest gets the site table: the kiln
 // op and model line of each site (from the NameLoc the lowering gives the
-// loops), and of each library call, by call id. The table is not part of
-// the kernels: the relu and the add share kiln_kernel_0.
+// loops), and of each library call, by call id, with the layer where the
+// lowering marked one (LayerNames.h; the add and the fused op have none). The
+// table is not part of the kernels: the relu and the add share
+// kiln_kernel_0.
 // CHECK: module attributes {kiln.manifest = "{\22abi\22:4,
-// CHECK-SAME: \22call_sites\22:[{\22loc\22:\22model.mlir:9\22,\22op\22:\22kiln.conv2d\22}],
+// CHECK-SAME: \22call_sites\22:[{\22layer\22:\22layer1.0.conv1\22,\22loc\22:\22model.mlir:9\22,\22op\22:\22kiln.conv2d\22}],
 // CHECK-SAME: \22sites\22:[
-// CHECK-SAME: {\22function\22:\22train\22,\22kernel\22:\22kiln_kernel_0\22,\22loc\22:\22model.mlir:12\22,\22op\22:\22kiln.relu\22,\22parallel\22:true},
+// CHECK-SAME: {\22function\22:\22train\22,\22kernel\22:\22kiln_kernel_0\22,\22layer\22:\22layer1.0.bn1\22,\22loc\22:\22model.mlir:12\22,\22op\22:\22kiln.relu\22,\22parallel\22:true},
 // CHECK-SAME: {\22function\22:\22train\22,\22kernel\22:\22kiln_kernel_0\22,\22loc\22:\22model.mlir:20\22,\22op\22:\22kiln.add\22,\22parallel\22:true},
-// CHECK-SAME: {\22function\22:\22train\22,\22kernel\22:\22kiln_kernel_1\22,\22loc\22:\22model.mlir:12\22,\22op\22:\22kiln.relu\22,\22parallel\22:false},
+// CHECK-SAME: {\22function\22:\22train\22,\22kernel\22:\22kiln_kernel_1\22,\22layer\22:\22layer1.0.bn1\22,\22loc\22:\22model.mlir:12\22,\22op\22:\22kiln.relu\22,\22parallel\22:false},
 // CHECK-SAME: {\22function\22:\22train\22,\22kernel\22:\22kiln_kernel_2\22,\22loc\22:\22model.mlir:30\22,\22op\22:\22kiln.fused_elementwise(add+relu)\22,\22parallel\22:false},
 // CHECK-SAME: {\22function\22:\22train\22,\22kernel\22:\22kiln_kernel_3\22,\22loc\22:\22model.mlir:40\22,\22op\22:\22?\22,\22parallel\22:false}]}"}
 // CHECK-DAG: memref.global "private" constant @[[$T0:kiln_offsets_[0-9]+]] : memref<1xi64> = dense<0>
@@ -108,7 +110,7 @@ module attributes {kiln.manifest = "{\22abi\22:4}"} {
     return
   }
 }
-#relu = loc("kiln.relu"("model.mlir":12:5))
+#relu = loc("kiln.relu"(fused<{kiln.layer = "layer1.0.bn1"}>["model.mlir":12:5]))
 #add = loc("kiln.add"("model.mlir":20:5))
 #fused = loc("kiln.fused_elementwise(add+relu)"("model.mlir":30:5))
-#conv = loc("kiln.conv2d"("some/dir/model.mlir":9:5))
+#conv = loc("kiln.conv2d"(fused<{kiln.layer = "layer1.0.conv1"}>["some/dir/model.mlir":9:5]))

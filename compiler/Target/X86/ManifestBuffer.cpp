@@ -256,7 +256,8 @@ static bool fromJSON(const Value &e, std::unique_ptr<SiteT> &out, Path p) {
   return o && o.mapOptional("op", out->op) && o.mapOptional("loc", out->loc) &&
          o.mapOptional("function", out->function) &&
          o.mapOptional("kernel", out->kernel) &&
-         o.mapOptional("parallel", out->parallel);
+         o.mapOptional("parallel", out->parallel) &&
+         o.mapOptional("layer", out->layer);
 }
 
 /// Manifest::Pack (the generated CreateManifest, member for member and in

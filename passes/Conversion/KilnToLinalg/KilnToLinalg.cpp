@@ -4,6 +4,7 @@
 
 #include "passes/Conversion/KilnToLinalg/Lowering.h"
 #include "passes/Conversion/KilnToLinalg/MemoryPlan.h"
+#include "passes/Analysis/LayerNames.h"
 #include "passes/Optimizer/Optimizer.h"
 #include "passes/Passes.h"
 
@@ -157,14 +158,15 @@ static std::string sourceName(Operation *op) {
 
 /// Gives every op emitted for `source` (the range [begin, end) of the step,
 /// nested ops included) the location NameLoc(<source's name>, <source's
-/// location>), so that the kernels outlined later, and the profile of their
-/// call sites, name the kiln op and its line in the model
-/// (kiln-outline-parallel-loops). One location per kiln op: cheap to build.
-static void attributeToSource(Operation *source, Block::iterator begin,
-                              Block::iterator end) {
+/// location> in `layer`), so that the kernels outlined later, and the
+/// profile of their call sites, name the kiln op, its layer and its line in
+/// the model (kiln-outline-parallel-loops). One location per kiln op: cheap
+/// to build.
+static void attributeToSource(Operation *source, StringRef layer,
+                              Block::iterator begin, Block::iterator end) {
   Location loc =
       NameLoc::get(StringAttr::get(source->getContext(), sourceName(source)),
-                   source->getLoc());
+                   locationWithLayer(source->getLoc(), layer));
   for (Operation &op : llvm::make_range(begin, end))
     op.walk([&](Operation *nested) { nested->setLoc(loc); });
 }
@@ -257,6 +259,8 @@ FailureOr<llvm::json::Object> FunctionLowering::run() {
     l.emitRuntimeCall(loc, kAllReduceWait, bucket);
   };
   SmallVector<AssignOp> copies;
+  // Before lowering: the rule reads the kiln ops around each op.
+  LayerNames layers(func.front());
 
   for (Operation &op : func.front()) {
     for (Value operand : op.getOperands())
@@ -293,8 +297,8 @@ FailureOr<llvm::json::Object> FunctionLowering::run() {
     Operation *last = entry->empty() ? nullptr : &entry->back();
     if (failed(lowerOp(l, &op)))
       return failure();
-    attributeToSource(&op, last ? std::next(Block::iterator(last))
-                                : entry->begin(),
+    attributeToSource(&op, layers.lookup(&op),
+                      last ? std::next(Block::iterator(last)) : entry->begin(),
                       entry->end());
   }
   Location end = func.front().getTerminator()->getLoc();

@@ -31,6 +31,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/Analysis/LayerNames.h"
 #include "passes/Conversion/KilnToLinalg/KilnToLinalg.h"
 #include "passes/Passes.h"
 
@@ -65,7 +66,7 @@ inline constexpr llvm::StringLiteral kKernelCall = KILN_RT_KERNEL_CALL_SYMBOL;
 /// The kiln op and the model line that `loc` names: kiln-lower-to-linalg
 /// gives what it emits for an op NameLoc("kiln.relu", "model.mlir":12:3),
 /// which yields {"kiln.relu", "model.mlir:12"}. Parts it cannot find are
-/// "?".
+/// "?". (The layer is read apart: layerOfLocation.)
 static std::pair<std::string, std::string> describeSource(Location loc) {
   std::string op = "?", where = "?";
   loc->walk([&](Location inner) {
@@ -80,10 +81,14 @@ static std::pair<std::string, std::string> describeSource(Location loc) {
   return {op, where};
 }
 
-/// `{"op", "loc"}` of the source of `loc`, for the manifest.
+/// `{"op", "loc", "layer"}` of the source of `loc`, for the manifest; no
+/// "layer" where LayerNames names none.
 static llvm::json::Object sourceJson(Location loc) {
   auto [op, where] = describeSource(loc);
-  return llvm::json::Object{{"op", op}, {"loc", where}};
+  llvm::json::Object source{{"op", op}, {"loc", where}};
+  if (StringRef layer = layerOfLocation(loc); !layer.empty())
+    source["layer"] = layer.str();
+  return source;
 }
 
 /// The source of every library call of `steps`, by call id (null for an id

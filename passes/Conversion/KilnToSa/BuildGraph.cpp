@@ -4,11 +4,13 @@
 
 #include "dialects/Kiln/IR/InitialValue.h"
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "passes/Analysis/LayerNames.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cstring>
+#include <optional>
 
 using namespace mlir;
 
@@ -75,11 +77,8 @@ private:
     // Through the precision casts of --kiln-bf16.
     while (auto cast = v.getDefiningOp<CastOp>())
       v = cast.getInput();
-    if (auto read = v.getDefiningOp<ReadOp>()) {
-      std::string name = read.getVariable().str();
-      size_t dot = name.rfind('.');
-      return dot == std::string::npos ? name : name.substr(0, dot);
-    }
+    if (auto read = v.getDefiningOp<ReadOp>())
+      return layerOfVariable(read.getVariable()).str();
     return "";
   }
   std::string layerOf(Value v) {
@@ -105,6 +104,8 @@ private:
   /// gradient.
   llvm::DenseMap<Value, std::string> convLayerByInput;
   Value stemInput;
+  /// The step's layers by the rule every target shares (built on first use).
+  std::optional<LayerNames> layerNames;
 };
 
 fb::DType dtypeOf(Type t) {
@@ -142,6 +143,12 @@ LogicalResult GraphBuilder::addNode(Operation *op, Node node,
     values[r] = id;
     node.outputs.push_back(id);
   }
+  // The shared rule names the node, so that kiln-sim's reports and the x86
+  // profile name an op alike; what it leaves unnamed keeps the fallbacks.
+  if (!layerNames)
+    layerNames.emplace(step.front());
+  if (StringRef layer = layerNames->lookup(op); !layer.empty())
+    node.layer = layer.str();
   if (node.layer.empty() && op->getNumOperands() > 0)
     node.layer = layerOf(op->getOperand(0));
   if (node.layer.empty())

@@ -1,7 +1,8 @@
 """Reads a Kiln run's TensorBoard event files with TensorBoard's own reader
 (EventAccumulator, from the pinned PyPI tensorboard in build/interop-venv)
 and checks every number against metrics.jsonl: each numeric field of each row
-is the scalar "<kind>/<key>" (profile rows: "<kind>/<loc>/<key>") at the
+is the scalar "<kind>/<key>" (profile rows: "<kind>/<series>/<key>", the
+series a layer row's "layer" and any other row's "loc") at the
 row's step, equal to float32's precision (simple_value's type): within one
 float32 step, since metrics.jsonl prints 9 digits of the double and the
 event file rounds the double itself.
@@ -44,7 +45,9 @@ def main():
     for line in open(os.path.join(run, "metrics.jsonl")):
         row = json.loads(line)
         step = row.get("step", step)
-        prefix = row["kind"] + "/" + (row["loc"] + "/" if "loc" in row else "")
+        series = row.get("layer") if row["kind"] == "profile_layer" else None
+        series = series or row.get("loc")
+        prefix = row["kind"] + "/" + (series + "/" if series else "")
         for key, value in row.items():
             if key != "step" and isinstance(value, (int, float)) and not isinstance(value, bool):
                 expected.setdefault(prefix + key, []).append((step, f32(value)))

@@ -7,7 +7,7 @@
 // (locations are within each split).
 // RUN: not kiln-run %s -split-input-file --inputs=%t/hand-inputs.safetensors 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=OPS
-// OPS: errors.mlir:{{[0-9]+}} offset :{{[0-9]+}}:14: error: 'arith.addf' op (step 0) is not supported by kiln-run (it executes the kiln dialect, arith.constant and func.return)
+// OPS: errors.mlir:{{[0-9]+}} offset :{{[0-9]+}}:14: error: 'arith.addf' op (step 0) in w: is not supported by kiln-run (it executes the kiln dialect, arith.constant and func.return)
 // OPS: errors.mlir:{{[0-9]+}} offset :{{[0-9]+}}:5: error: type of return operand 0 ('tensor<?x2xf32>') doesn't match function result type ('tensor<?x2xbf16>')
 
 module {

@@ -84,19 +84,32 @@ TEST(EventsTest, MetricsRowsBecomeScalarsAtTheirStep) {
                     .isOk());
     // No step: the last one seen; the layer's name is in the tag.
     ASSERT_TRUE(log.write({JsonField::text("kind", "profile_layer"),
-                           JsonField::text("loc", "conv1"),
+                           JsonField::text("layer", "layer1.0.conv1"),
+                           JsonField::text("loc", "m.mlir:12"),
                            JsonField::number("library_sec", 0.5)})
+                    .isOk());
+    // An op row: its line (the ops of a layer share the layer's name).
+    ASSERT_TRUE(log.write({JsonField::text("kind", "profile_op"),
+                           JsonField::text("op", "kiln.relu"),
+                           JsonField::text("layer", "layer1.0.bn1"),
+                           JsonField::text("loc", "m.mlir:14"),
+                           JsonField::number("seconds", 0.25)})
                     .isOk());
   }
   std::vector<std::string> files = eventFiles(dir.path());
   ASSERT_EQ(files.size(), 1u);
   std::vector<std::string> events = records(files[0]);
-  ASSERT_EQ(events.size(), 3u);
+  ASSERT_EQ(events.size(), 4u);
   // Wall times differ run to run: compare what follows them.
   EXPECT_EQ(events[0].substr(9), bytes({0x1a, 13}) + "brain.Event:2");
   EXPECT_EQ(events[1].substr(9), encodeScalarsEvent(0, 300, {{"train/loss", 0.25}}).substr(9));
   EXPECT_EQ(events[2].substr(9),
-            encodeScalarsEvent(0, 300, {{"profile_layer/conv1/library_sec", 0.5}})
+            encodeScalarsEvent(
+                0, 300, {{"profile_layer/layer1.0.conv1/library_sec", 0.5}})
+                .substr(9));
+  EXPECT_EQ(events[3].substr(9),
+            encodeScalarsEvent(0, 300,
+                               {{"profile_op/m.mlir:14/seconds", 0.25}})
                 .substr(9));
 }
 

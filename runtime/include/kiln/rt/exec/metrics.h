@@ -18,7 +18,9 @@
 // Unless turned off (--tensorboard off), every row also goes to a TensorBoard
 // event file beside it (events.h): each numeric field becomes the scalar
 // "<kind>/<key>" at the row's step (the last step seen for rows without
-// one), and a row's "loc" names its layer: "profile_layer/<loc>/library_sec".
+// one), and a profile row's series is in the tag: a layer row's "layer"
+// ("profile_layer/layer1.0.conv1/library_sec"), any other row's "loc"
+// ("profile_op/tiny.mlir:12/seconds").
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RT_EXEC_METRICS_H

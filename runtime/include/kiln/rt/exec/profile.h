@@ -2,10 +2,11 @@
 //
 // With --profile the runtime times every library call (kernels.h) and every
 // call of generated code (kiln_rt_parallel_for, kiln_rt_serial_call). The
-// manifest's "sites" and "call_sites" (model-abi.md) name the kiln op and the
-// model line behind each call, so the report can say which ops the generated
-// code's time belongs to and, with the library calls merged in, which layers
-// of the model a step's time goes to. Without --profile none of this exists
+// manifest's "sites" and "call_sites" (model-abi.md) name the kiln op, the
+// model layer (its parameters' prefix, `layer1.0.conv1`, as kiln-sim names
+// it) and the model line behind each call, so the report can say which ops
+// the generated code's time belongs to and, with the library calls merged
+// in, which layers of the model a step's time goes to. Without --profile none of this exists
 // and the calls cost one branch more than untimed ones.
 //
 // The first step writes every activation for the first time, and its page
@@ -33,11 +34,17 @@
 namespace kiln::rt::exec {
 
 /// Where a call comes from: the kiln op ("kiln.relu"), its line in the model
-/// ("resnet50.mlir:282") and the step function ("train" or "eval").
+/// ("resnet50.mlir:282"), its layer ("layer1.0.bn1"; empty when the
+/// manifest names none) and the step function ("train" or "eval").
 struct SourceSite {
   std::string op = "?";
   std::string loc = "?";
+  std::string layer;
   std::string function;
+
+  /// What the profile groups layers by: the layer, else the line (a
+  /// manifest of an older compiler has no layers).
+  const std::string &layerKey() const { return layer.empty() ? loc : layer; }
 };
 
 /// The time spent at each call site of generated code.
@@ -89,14 +96,16 @@ struct StepTimes {
   double stepSeconds = 0;
 };
 
-/// One row of the report: a kiln op at a model line, or a model line (a
-/// layer) with all the ops at it.
+/// One row of the report: a kiln op at a model line, or a layer with all
+/// its ops.
 struct ProfileRow {
+  std::string layer;
+  /// The op's line; for a layer, its lines ("m.mlir:12,14").
   std::string loc;
   /// The op; for a layer, the names of its ops without "kiln.".
   std::string ops;
   uint64_t calls = 0;
-  /// For a kind of op: the model lines it is at.
+  /// For a kind of op: the (op, line) rows it sums.
   int lines = 0;
   double librarySeconds = 0;
   double generatedSeconds = 0;
@@ -105,10 +114,11 @@ struct ProfileRow {
 };
 
 /// Generated code of the train step by (kiln op, line), most time first.
+/// The layer is the op's.
 std::vector<ProfileRow> generatedCodeByOp(const SiteProfile &sites);
 
-/// Library calls and generated code of the train step by model line (the
-/// backward ops of a layer carry its forward op's line), most time first.
+/// Library calls and generated code of the train step by layer (the
+/// backward ops of a layer belong to it), most time first.
 std::vector<ProfileRow> timeByLayer(const SiteProfile &sites,
                                     const Kernels &kernels,
                                     const Manifest &manifest);
