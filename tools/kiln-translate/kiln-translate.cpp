@@ -69,11 +69,11 @@ static cl::opt<std::string> weights(
              "in Kiln's layouts (a checkpoint); default: the model's own "
              "initial values"),
     cl::value_desc("file"), cl::cat(category));
-static cl::opt<uint64_t> seed(
-    "seed",
-    cl::desc("With --export-onnx and no --weights: the seed of the random "
-             "initializers, as the executable's and kiln-run's --seed"),
-    cl::init(0), cl::cat(category));
+static cl::opt<uint64_t>
+    seed("seed",
+         cl::desc("With --export-onnx and no --weights: the seed of the random "
+                  "initializers, as the executable's and kiln-run's --seed"),
+         cl::init(0), cl::cat(category));
 static cl::opt<bool> onnxText(
     "onnx-text",
     cl::desc("With --export-onnx: write ONNX's textual syntax instead of the "
@@ -203,24 +203,22 @@ int main(int argc, char **argv) {
   };
   llvm::LogicalResult result = mlir::failure();
   if (exportOnnx) {
-    bool onnxInput = importOnnx || kiln::isOnnxFile(input);
+    const char *marker =
+        importOnnx || kiln::isOnnxFile(input) ? "# -----" : "// -----";
     result = splitInputFile
-                 ? mlir::splitAndProcessBuffer(
-                       std::move(file), exportOnnxOne, out->os(),
-                       onnxInput ? "# -----" : "// -----",
-                       onnxInput ? "# -----" : "// -----")
+                 ? mlir::splitAndProcessBuffer(std::move(file), exportOnnxOne,
+                                               out->os(), marker, marker)
                  : exportOnnxOne(std::move(file), out->os());
-  }
-  else if (importOnnx)
-    result = splitInputFile ? mlir::splitAndProcessBuffer(
-                                  std::move(file), importOne, out->os(),
-                                  "# -----", "// -----")
-                            : importOne(std::move(file), out->os());
-  else
+  } else if (importOnnx) {
     result = splitInputFile
-                 ? mlir::splitAndProcessBuffer(std::move(file), exportOne,
-                                               out->os())
-                 : exportOne(std::move(file), out->os());
+                 ? mlir::splitAndProcessBuffer(std::move(file), importOne,
+                                               out->os(), "# -----", "// -----")
+                 : importOne(std::move(file), out->os());
+  } else {
+    result = splitInputFile ? mlir::splitAndProcessBuffer(std::move(file),
+                                                          exportOne, out->os())
+                            : exportOne(std::move(file), out->os());
+  }
   if (mlir::failed(result))
     return 1;
   out->keep();

@@ -74,12 +74,11 @@ Order identity(size_t rank) {
 
 /// The order kiln's ops mean by a value of this rank: NHWC activations for
 /// rank 4, else row-major as is.
-Order defaultOrder(size_t rank) {
-  return rank == 4 ? kNchw : identity(rank);
-}
+Order defaultOrder(size_t rank) { return rank == 4 ? kNchw : identity(rank); }
 
 /// `shape` permuted by `order` (result dimension i is shape[order[i]]).
-SmallVector<int64_t> permuted(ArrayRef<int64_t> shape, ArrayRef<int64_t> order) {
+SmallVector<int64_t> permuted(ArrayRef<int64_t> shape,
+                              ArrayRef<int64_t> order) {
   SmallVector<int64_t> out;
   for (int64_t d : order)
     out.push_back(shape[d]);
@@ -377,8 +376,8 @@ LogicalResult Exporter::loadWeights() {
     if (auto r = dyn_cast<ReadOp>(op)) {
       auto variable = module.lookupSymbol<VariableOp>(r.getVariableAttr());
       if (!variable)
-        return r.emitError("reads @") << r.getVariable()
-                                      << ", which the module does not declare";
+        return r.emitError("reads @")
+               << r.getVariable() << ", which the module does not declare";
       if (!weights.count(variable.getSymName())) {
         weights[variable.getSymName()];
         // Initializers are named after their variables: no value may be.
@@ -392,8 +391,7 @@ LogicalResult Exporter::loadWeights() {
     if (failed(store) || failed(store->initialize(options.seed)))
       return failure();
     for (VariableOp variable : read) {
-      const interp::HostTensor *value =
-          store->lookup(variable.getSymName());
+      const interp::HostTensor *value = store->lookup(variable.getSymName());
       weights[variable.getSymName()] = value->floats;
     }
     return success();
@@ -503,9 +501,8 @@ static void setFloat(onnx::NodeProto *node, StringRef name, float value) {
 
 static void setFloats(onnx::TensorProto *t, ArrayRef<float> values) {
   t->set_data_type(onnx::TensorProto::FLOAT);
-  t->set_raw_data(
-      std::string(reinterpret_cast<const char *>(values.data()),
-                  values.size() * sizeof(float)));
+  t->set_raw_data(std::string(reinterpret_cast<const char *>(values.data()),
+                              values.size() * sizeof(float)));
 }
 
 /// An int64 Constant node (shape targets, slice bounds): constants other
@@ -562,9 +559,8 @@ FailureOr<Exported> Exporter::exported(Operation *user, Value value) {
 FailureOr<std::string> Exporter::operand(Operation *user, Value value,
                                          ArrayRef<int64_t> order) {
   if (auto read = value.getDefiningOp<ReadOp>())
-    return initializer(user,
-                       module.lookupSymbol<VariableOp>(read.getVariableAttr()),
-                       order);
+    return initializer(
+        user, module.lookupSymbol<VariableOp>(read.getVariableAttr()), order);
   if (auto constant = value.getDefiningOp<arith::ConstantOp>())
     return constantTensor(user, constant, order);
   FailureOr<Exported> x = exported(user, value);
@@ -581,10 +577,8 @@ FailureOr<std::string> Exporter::operand(Operation *user, Value value,
   for (const Exported &t : transposed[value])
     if (ArrayRef<int64_t>(t.order) == order)
       return t.name;
-  std::string name = freshName(x->name + "_" + (order == ArrayRef<int64_t>(
-                                                            kNchw)
-                                                    ? "nchw"
-                                                    : "t"));
+  std::string name = freshName(
+      x->name + "_" + (order == ArrayRef<int64_t>(kNchw) ? "nchw" : "t"));
   if (keepsElementOrder(onnxShape, perm)) {
     // Only dimensions of size 1 move: a reshape (the batch copied).
     SmallVector<int64_t> target = permuted(shape, order);
@@ -623,9 +617,9 @@ FailureOr<std::string> Exporter::initializer(Operation *user,
   return name.str();
 }
 
-FailureOr<std::string>
-Exporter::constantTensor(Operation *user, arith::ConstantOp constant,
-                         ArrayRef<int64_t> order) {
+FailureOr<std::string> Exporter::constantTensor(Operation *user,
+                                                arith::ConstantOp constant,
+                                                ArrayRef<int64_t> order) {
   auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
   auto type = cast<RankedTensorType>(constant.getType());
   if (!dense || !type.getElementType().isF32())
@@ -833,8 +827,7 @@ LogicalResult Exporter::exportDropout(Operation *op) {
   std::string y = resultName(op);
   onnx::NodeProto *node = addNode(
       op, "Dropout",
-      {x->name, addFloatConstant(op, dropout.getRatio().convertToFloat())},
-      y);
+      {x->name, addFloatConstant(op, dropout.getRatio().convertToFloat())}, y);
   if (int64_t seed = int64_t(dropout.getSeed()))
     setInt(node, "seed", seed);
   define(dropout.getOutput(), y, x->order);
@@ -899,8 +892,7 @@ LogicalResult Exporter::exportPool(Operation *op) {
   if (failed(x))
     return failure();
   std::string y = resultName(op);
-  onnx::NodeProto *node =
-      addNode(op, max ? "MaxPool" : "AveragePool", {*x}, y);
+  onnx::NodeProto *node = addNode(op, max ? "MaxPool" : "AveragePool", {*x}, y);
   setInts(node, "kernel_shape", window);
   setInts(node, "strides", strides);
   setInts(node, "pads", onnxPads(padding));
@@ -922,11 +914,12 @@ LogicalResult Exporter::exportGlobalAvgPool(Operation *op) {
   std::string pooled = resultName(op);
   addNode(op, "GlobalAveragePool", {*x}, pooled);
   Value result = op->getResult(0);
-  bool flat = result == logits ||
-              llvm::any_of(result.getUsers(), [&](Operation *user) {
-    return graphOps.contains(user) &&
-           !(isa<ReshapeOp>(user) && shapeOf(user->getResult(0)).size() == 4);
-  });
+  bool flat =
+      result == logits || llvm::any_of(result.getUsers(), [&](Operation *user) {
+        return graphOps.contains(user) &&
+               !(isa<ReshapeOp>(user) &&
+                 shapeOf(user->getResult(0)).size() == 4);
+      });
   std::string y = pooled;
   if (flat) {
     y = freshName(pooled + "_flat");
@@ -966,9 +959,9 @@ LogicalResult Exporter::exportReshape(Operation *op) {
   ArrayRef<int64_t> in = shapeOf(input), out = shapeOf(reshape.getOutput());
   Order outOrder = defaultOrder(out.size());
   // The pooled map of a global pool reshaped back to [N, 1, 1, C].
-  if (auto pooled = pooledMaps.find(input);
-      pooled != pooledMaps.end() && out.size() == 4 && out[1] == 1 &&
-      out[2] == 1) {
+  if (auto pooled = pooledMaps.find(input); pooled != pooledMaps.end() &&
+                                            out.size() == 4 && out[1] == 1 &&
+                                            out[2] == 1) {
     define(reshape.getOutput(), pooled->second, kNchw);
     return success();
   }
@@ -977,8 +970,8 @@ LogicalResult Exporter::exportReshape(Operation *op) {
     return failure();
   // Flatten and Reshape read ONNX's row-major order: the input in kiln's
   // order, unless its own order moves only dimensions of size 1.
-  Order sourceOrder = keepsElementOrder(in, x->order) ? x->order
-                                                      : identity(in.size());
+  Order sourceOrder =
+      keepsElementOrder(in, x->order) ? x->order : identity(in.size());
   FailureOr<std::string> src = operand(op, input, sourceOrder);
   if (failed(src))
     return failure();
@@ -999,8 +992,7 @@ LogicalResult Exporter::exportReshape(Operation *op) {
   };
   if (keepsElementOrder(out, outOrder)) {
     SmallVector<int64_t> t = target(permuted(out, outOrder));
-    addNode(op, "Reshape", {*src, addConstant(op, t, {int64_t(t.size())})},
-            y);
+    addNode(op, "Reshape", {*src, addConstant(op, t, {int64_t(t.size())})}, y);
     define(reshape.getOutput(), y, outOrder);
     return success();
   }
@@ -1037,8 +1029,8 @@ LogicalResult Exporter::exportSlice(Operation *op) {
   FailureOr<Exported> x = exported(op, slice.getInput());
   if (failed(x))
     return failure();
-  int64_t axis = llvm::find(x->order, int64_t(slice.getAxis())) -
-                 x->order.begin();
+  int64_t axis =
+      llvm::find(x->order, int64_t(slice.getAxis())) - x->order.begin();
   int64_t start = int64_t(slice.getStart());
   int64_t end = start + int64_t(slice.getSize());
   std::string y = resultName(op);
@@ -1065,8 +1057,7 @@ LogicalResult Exporter::exportChannelShuffle(Operation *op) {
   std::string swapped = freshName(y + "_transposed");
   addNode(op, "Reshape", {*x, addConstant(op, {0, g, c / g, h, w}, {5})},
           split);
-  setInts(addNode(op, "Transpose", {split}, swapped), "perm",
-          {0, 2, 1, 3, 4});
+  setInts(addNode(op, "Transpose", {split}, swapped), "perm", {0, 2, 1, 3, 4});
   addNode(op, "Reshape", {swapped, addConstant(op, {0, c, h, w}, {4})}, y);
   define(shuffle.getOutput(), y, kNchw);
   return success();
@@ -1182,10 +1173,9 @@ LogicalResult Exporter::finish(llvm::raw_ostream &os) {
 
   std::string error;
   if (!callOnnx([&] { onnx::checker::check_model(model); }, error))
-    return emitError(module.getLoc())
-           << "the ONNX checker rejects the "
-              "exported model: "
-           << error;
+    return emitError(module.getLoc()) << "the ONNX checker rejects the "
+                                         "exported model: "
+                                      << error;
   // Strict: a node whose shapes do not infer, or an inferred output shape
   // other than the one declared, is an exporter error.
   onnx::ShapeInferenceOptions inference(/*check_type=*/true,
@@ -1196,19 +1186,17 @@ LogicalResult Exporter::finish(llvm::raw_ostream &os) {
                 model, onnx::OpSchemaRegistry::Instance(), inference);
           },
           error))
-    return emitError(module.getLoc())
-           << "ONNX shape inference fails on "
-              "the exported model: "
-           << error;
+    return emitError(module.getLoc()) << "ONNX shape inference fails on "
+                                         "the exported model: "
+                                      << error;
   if (options.text) {
     printText(os);
     return success();
   }
   std::string bytes;
   if (!model.SerializeToString(&bytes))
-    return emitError(module.getLoc())
-           << "the model does not serialize "
-              "(over protobuf's 2 GiB limit?)";
+    return emitError(module.getLoc()) << "the model does not serialize "
+                                         "(over protobuf's 2 GiB limit?)";
   os.write(bytes.data(), bytes.size());
   return success();
 }
@@ -1226,10 +1214,10 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
     entry->set_key(key.str());
     entry->set_value(value.str());
   };
-  addMetadata("kiln_weights", options.weights.empty()
-                                  ? "initializers, seed " +
-                                        std::to_string(options.seed)
-                                  : options.weights);
+  addMetadata("kiln_weights",
+              options.weights.empty()
+                  ? "initializers, seed " + std::to_string(options.seed)
+                  : options.weights);
   if (!weightsStep.empty())
     addMetadata("kiln_step", weightsStep);
   graph = model.mutable_graph();
@@ -1240,16 +1228,15 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
     if (!llvm::isAlnum(ch) && ch != '_')
       ch = '_';
   graph->set_name(name);
-  SmallVector<int64_t> imageShape =
-      permuted(shapeOf(images), kNchw);
+  SmallVector<int64_t> imageShape = permuted(shapeOf(images), kNchw);
   imageShape[0] = ShapedType::kDynamic;
   setTensorType(graph->add_input(), "images", imageShape);
   usedNames.insert("images");
   usedNames.insert("logits");
   define(images, "images", kNchw);
   for (Operation *op : graphOps)
-    if (failed((this->*(handlers().find(op->getName().getStringRef())
-                            ->second))(op)))
+    if (failed((this->*(handlers().find(op->getName().getStringRef())->second))(
+            op)))
       return failure();
   return finish(os);
 }
