@@ -137,3 +137,37 @@ TEST(Timing, InBoundsCountsMatchTheDecodedView) {
       }
   EXPECT_EQ(checked, 75);
 }
+
+// The vector-unit ops of newer CNNs take ceil(work / lanes) cycles: one
+// multiply-add per window element and channel for a depthwise convolution,
+// ~40 integer operations per element for dropout's Philox draws, four
+// passes for the smooth activations and two for the clipped ones, one per
+// operand read over the broadcast shape.
+TEST(Timing, NewerCnnVectorOpsCostTheirWork) {
+  Fixture f;
+  uint32_t a = f.buffer("a", fb::Space::OnChip, 1 << 16, 0),
+           b = f.buffer("b", fb::Space::OnChip, 1 << 16, 1 << 18),
+           c = f.buffer("c", fb::Space::OnChip, 1 << 16, 1 << 19);
+  using Op = fb::VectorOp;
+  // 4 images of 16x16x32, a 3x3/1 filter with padding 1: 16x16 outputs.
+  f.b.vector(Op::DepthwiseConv, {fb::Region(a, 0), fb::Region(b, 0)},
+             {fb::Region(c, 0)}, 0, 0, {},
+             {4, 16, 16, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1});
+  f.b.vector(Op::Dropout, {fb::Region(a, 0), fb::Region(b, 0)},
+             {fb::Region(c, 0)}, 64, 128, {0.5}, {0, 0, 0});
+  f.b.vector(Op::Activation, {fb::Region(a, 0)}, {fb::Region(c, 0)}, 64, 128,
+             {}, {1});
+  f.b.vector(Op::Activation, {fb::Region(a, 0)}, {fb::Region(c, 0)}, 64, 128,
+             {}, {2});
+  // Squeeze-and-excitation's mul: [4, 16, 16, 32] x [4, 1, 1, 32].
+  f.b.vector(Op::BroadcastBinary, {fb::Region(a, 0), fb::Region(b, 0)},
+             {fb::Region(c, 0)}, 0, 0, {},
+             {2, 4, 4, 16, 16, 32, 4, 16, 16, 32, 4, 1, 1, 32});
+  TimingResult r = f.run();
+  uint64_t lanes = f.target.vectorLanes;
+  EXPECT_EQ(r.instrs[0].busy, (4u * 16 * 16 * 32 * 9 + lanes - 1) / lanes);
+  EXPECT_EQ(r.instrs[1].busy, 40u * 64 * 128 / lanes);
+  EXPECT_EQ(r.instrs[2].busy, 4u * 64 * 128 / lanes);
+  EXPECT_EQ(r.instrs[3].busy, 2u * 64 * 128 / lanes);
+  EXPECT_EQ(r.instrs[4].busy, 2u * 4 * 16 * 16 * 32 / lanes);
+}
