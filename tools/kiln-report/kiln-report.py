@@ -68,9 +68,9 @@ def main(argv):
         if deviceReport:
             kr.readDeviceReport(deviceReport, run)
         for s in (run.loss, run.evalLoss, run.top1, run.top5, run.lr):
-            if s.nonFinite():
-                run.notes.append(f"{s.label}: {s.nonFinite()} values not finite "
-                                 f"(null in {metrics}), drawn as gaps")
+            if n := s.nonFinite():
+                run.notes.append(f"{s.label}: {n} value{'s' if n > 1 else ''} not "
+                                 f"finite (null in {metrics}), drawn as gaps")
         written, skipped = kr.render(run, outDir, args.top, args.overview)
     except kr.ReportError as e:
         print(f"kiln-report: error: {e}", file=sys.stderr)
