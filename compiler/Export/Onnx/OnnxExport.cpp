@@ -580,10 +580,12 @@ FailureOr<std::string> Exporter::operand(Operation *user, Value value,
   std::string name = freshName(
       x->name + "_" + (order == ArrayRef<int64_t>(kNchw) ? "nchw" : "t"));
   if (keepsElementOrder(onnxShape, perm)) {
-    // Only dimensions of size 1 move: a reshape (the batch copied).
+    // Only dimensions of size 1 move: a reshape. The batch is copied (0)
+    // where it stays in place, else inferred (-1).
     SmallVector<int64_t> target = permuted(shape, order);
-    if (ShapedType::isDynamic(target[0]))
-      target[0] = 0;
+    for (auto [i, d] : llvm::enumerate(target))
+      if (ShapedType::isDynamic(d))
+        d = ShapedType::isDynamic(onnxShape[i]) ? 0 : -1;
     std::string shapeName = addConstant(user, target, {int64_t(target.size())});
     addNode(user, "Reshape", {x->name, shapeName}, name);
   } else {
