@@ -36,10 +36,11 @@ struct OnnxExportOptions {
 /// Writes the inference graph of `module`'s @forward to `os`: its first
 /// argument (NHWC images) becomes the input `images` (NCHW, dynamic batch),
 /// its logits the output `logits`; batch norm uses the running statistics,
-/// dropout is the identity and the loss is left out. The result passes
-/// ONNX's checker and shape inference before it is written. Errors are
-/// emitted on the module's context, naming the op and its location, or the
-/// weights file and the variable.
+/// dropout is ONNX's inference Dropout (the identity, its ratio kept for
+/// an importer) and the loss is left out. The result passes ONNX's checker
+/// and shape inference before it is written. Errors are emitted on the
+/// module's context, naming the op and its location, or the weights file
+/// and the variable.
 mlir::LogicalResult exportOnnx(mlir::ModuleOp module,
                                const OnnxExportOptions &options,
                                llvm::raw_ostream &os);
