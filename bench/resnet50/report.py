@@ -55,9 +55,17 @@ def read_profile(metrics):
 
 
 def line_of(layer):
-    """The model line of a layer ("resnet50.mlir:282" -> 282), for model order."""
-    _, _, line = layer["loc"].rpartition(":")
+    """The first model line of a layer ("resnet50.mlir:282,286" -> 282), for
+    model order."""
+    _, _, lines = layer["loc"].partition(" ")[0].rpartition(":")
+    line = lines.split(",")[0]
     return int(line) if line.isdigit() else 1 << 30
+
+
+def name_of(layer):
+    """The layer's name (its parameters' prefix); its line from a runtime
+    that wrote no names."""
+    return layer.get("layer") or layer["loc"]
 
 
 def print_profile(precision, layers, totals, top=15):
@@ -75,7 +83,7 @@ def print_profile(precision, layers, totals, top=15):
     ranked = sorted(layers, key=lambda r: r["library_sec"] + r["generated_sec"], reverse=True)
     for r in ranked[:top]:
         total = r["library_sec"] + r["generated_sec"]
-        print(f"  {r['loc']:22} {r['library_sec']:10.3f} {r['generated_sec']:12.3f} "
+        print(f"  {name_of(r):22} {r['library_sec']:10.3f} {r['generated_sec']:12.3f} "
               f"{100 * total / loop:6.1f}%  {r['ops']}")
 
 
@@ -96,7 +104,7 @@ def plot_profile(precision, layers, totals, out):
     fig, ax = plt.subplots(figsize=(14, 4.5))
     ax.bar(x, lib, color="tab:blue", label="library calls (oneDNN)")
     ax.bar(x, gen, bottom=lib, color="tab:orange", label="generated code")
-    ax.set_xlabel("layer (kiln op line in models/resnet50.mlir, model order)")
+    ax.set_xlabel("layer (in model order)")
     ax.set_ylabel("ms per step")
     ax.set_title(f"Kiln ResNet-50 {precision}, batch 32: time per layer "
                  f"({sum(lib):.0f} ms library, {sum(gen):.0f} ms generated per step)")
