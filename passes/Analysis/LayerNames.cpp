@@ -45,7 +45,8 @@ StringRef roleOf(Operation *op) {
 
 LayerNames::LayerNames(Block &block) {
   llvm::StringMap<VariableOp> variables = variablesAround(block);
-  // The variable a name stands for: a copy's source (`w.bf16` is `w`).
+  // The variable a name stands for: a copy's source (`w.bf16` is `w`). The
+  // hop bound only keeps malformed IR (a cycle of copies) from looping.
   auto source = [&](StringRef name) -> VariableOp {
     VariableOp variable = variables.lookup(name);
     for (int hops = 0; variable && variable.getInit() == Initializer::Copy &&
