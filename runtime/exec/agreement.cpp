@@ -173,14 +173,15 @@ uint64_t executableCodeDigest() {
 // whether a rank takes part in a collective (--model-dir given or not and
 // --checkpoint-every: the checkpoint broadcasts; --eval, --eval-every-epoch:
 // the evaluation's sums; --verify-replicas: its allgather; --interrupt-
-// snapshot, --resume). May differ per rank, and are not compared: where
+// snapshot, --resume; --allreduce: the messages of the bucket reductions).
+// May differ per rank, and are not compared: where
 // things are (the --data and --model-dir paths: only rank 0 writes, and
 // nodes may keep the data elsewhere; the data itself is compared by its
 // shards' names and sizes), how a rank computes (--threads,
 // --weights-format, --conv-algorithm, --data-workers, --prefetch: the
 // averaged gradient is the same on every rank whatever they are), and what
 // only rank 0 uses or a rank decides alone (--log-every, --profile,
-// --keep-checkpoints, --comm, --comm-timeout). --predict and --labels never
+// --keep-checkpoints, --comm, --comm-timeout, --comm-trace). --predict and --labels never
 // get here: prediction runs on rank 0 alone, without a collective.
 RankFields describeRunFlags(const RunOptions &o) {
   RankFields fields;
@@ -238,6 +239,8 @@ RankFields describeRunFlags(const RunOptions &o) {
   add("--eval", onOff(o.eval));
   add("--eval-every-epoch", onOff(o.evalEveryEpoch));
   add("--verify-replicas", onOff(o.verifyReplicas));
+  add("--allreduce",
+      o.allreduce == AllreduceAlgorithm::Ring ? "ring" : "library");
   return fields;
 }
 

@@ -41,7 +41,6 @@ struct ReplayOptions {
   double stepCompute = 0;
   /// Examples per rank and step, for images/s (0: not printed).
   int64_t batch = 0;
-  AllreduceAlgorithm algorithm = AllreduceAlgorithm::Ring;
   double timeout = 1e6;
   /// Replays the time the traced run spent inside progress calls as the
   /// rank's own CPU time before each simulated progress call: Open MPI has
@@ -53,7 +52,7 @@ struct ReplayOptions {
 const char *kUsage =
     "usage: smpirun ... kiln-comm-replay --trace FILE [--trace FILE ...]\n"
     "         [--skip N] [--steps N] [--step-compute SEC] [--batch N]\n"
-    "         [--allreduce ring|library] [--progress-cpu]\n";
+    "         [--progress-cpu]\n";
 
 Status parseReplayOptions(int argc, char **argv, ReplayOptions &o) {
   flags::Parser parser;
@@ -69,10 +68,6 @@ Status parseReplayOptions(int argc, char **argv, ReplayOptions &o) {
              flags::valueFlag([&](const std::string &f, const std::string &v) {
                return flags::parseDouble(f, v, 0, 1e6, o.stepCompute);
              }));
-  parser.add("--allreduce",
-             flags::enumFlag(o.algorithm,
-                             {{"ring", AllreduceAlgorithm::Ring},
-                              {"library", AllreduceAlgorithm::Library}}));
   parser.add("--progress-cpu", flags::switchFlag(o.progressCpu));
   KILN_RETURN_IF_ERROR(parser.parse(argc, argv));
   if (o.traces.empty())
@@ -184,9 +179,7 @@ public:
         "\"step_seconds\":{:.6f},"
         "\"compute_seconds\":{:.6f},\"exposed_seconds\":{:.6f},"
         "\"traced_step_seconds\":{:.6f},\"traced_exposed_seconds\":{:.6f}",
-        comm.size(), count,
-        options.algorithm == AllreduceAlgorithm::Ring ? "ring" : "library",
-        comm.bucketBytes(), options.progressCpu, scale, stepSeconds,
+        comm.size(), count, "ring", comm.bucketBytes(), options.progressCpu, scale, stepSeconds,
         computeSeconds, stepSeconds - computeSeconds, sums[2] / ranks,
         sums[3] / ranks);
     if (options.batch > 0)
@@ -276,7 +269,9 @@ int main(int argc, char **argv) {
   ReplayOptions options;
   MpiOptions mpiOptions;
   Status parsed = parseReplayOptions(argc, argv, options);
-  mpiOptions.algorithm = options.algorithm;
+  // Kiln's ring: SMPI 3.32's own MPI_Iallreduce is another algorithm than
+  // Open MPI's, and crashed (a segmentation fault) in place here.
+  mpiOptions.algorithm = AllreduceAlgorithm::Ring;
   mpiOptions.timeoutSeconds = options.timeout;
   StatusOr<std::unique_ptr<Comm>> created = createMpiComm(mpiOptions);
   if (!created.isOk()) {

@@ -131,6 +131,7 @@ TEST(AgreementTest, EveryFlagThatMustAgreeIsCompared) {
       {{"--eval"}, "--eval"},
       {{"--eval-every-epoch"}, "--eval-every-epoch"},
       {{"--verify-replicas"}, "--verify-replicas"},
+      {{"--allreduce", "ring"}, "--allreduce"},
   };
   RankFields zero;
   {

@@ -133,8 +133,8 @@ enum class AllreduceAlgorithm {
   Library,
   /// Kiln's ring (reduce-scatter, then allgather) of MPI_Isend/MPI_Irecv,
   /// advanced at each progress() and wait: one algorithm whose messages
-  /// are the same under Open MPI and under SimGrid's SMPI, whose
-  /// MPI_Iallreduce is a naive exchange of whole buffers (docs/scaling.md).
+  /// are the same under Open MPI and under SimGrid's SMPI (whose own
+  /// MPI_Iallreduce is another algorithm; docs/scaling.md).
   Ring,
 };
 
