@@ -8,6 +8,7 @@
 // MPI_Iallreduce (on 2 ranks a sum has one order, so the same values).
 
 #include "kiln/rt/exec/comm.h"
+#include "kiln/rt/exec/comm_trace.h"
 #include "kiln/rt/exec/variables.h"
 
 #include <cmath>
@@ -136,6 +137,15 @@ int main(int argc, char **argv) {
   expect(comm.broadcast(blob.data(), blob.size(), 0).isOk() && blob.front() == 0 &&
              blob.back() == 0,
          rank, "broadcast");
+
+  // --comm-trace: one file name for several ranks is refused, and the
+  // communicator stays with the caller.
+  auto traced = createTracingComm(*created, "/tmp/kiln-comm-trace.jsonl");
+  expect(!traced.isOk() &&
+             traced.status().message().find("put {rank} in the name") !=
+                 std::string::npos &&
+             *created,
+         rank, "--comm-trace without {rank}");
 
   comm.finalize();
   if (failures == 0 && rank == 0)
