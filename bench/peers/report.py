@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import statistics
+import textwrap
 
 NAMES = {
     "kiln": "Kiln",
@@ -125,7 +126,7 @@ def plot(systems, args, path):
         speed.scatter([i] * len(rates), rates, color="black", s=12, zorder=3)
         memory.bar(i, max(r["peak_rss_mib"] for r in runs.values()) / 1024, color=color,
                    alpha=0.75)
-    labels = [NAMES.get(n, n).replace(" (Inductor)", "").replace(", ", "\n") for n in names]
+    labels = [textwrap.fill(NAMES.get(n, n).replace(" (Inductor)", ""), 16) for n in names]
     for ax in (speed, memory):
         ax.set_xticks(range(len(names)))
         ax.set_xticklabels(labels, fontsize=7)

@@ -15,8 +15,8 @@
 #                      [--profile] [--no-build]
 #
 #   --steps     timed steps per round after the warm-up (synthetic models; 3)
-#   --xla-steps the same for the XLA peers (1: on CPU their ResNet-50 step
-#               takes minutes, and the compiling call is their warm-up)
+#   --xla-steps the same for the Keras peers (1: on this CPU their ResNet-50
+#               step takes minutes; their first, compiling call is the warm-up)
 #   --epochs    timed epochs per round (resnet20-fmnist; 1)
 #   --peers     default: the first four; keras-tf is TensorFlow without XLA
 #   --profile   after the rounds, one Kiln step profile (--profile) and one
@@ -78,11 +78,12 @@ spe=$((60000 / 128))
 
 # The peers' settings (docs/performance.md, "Peers", says what else was
 # tried): OpenMP and the frameworks' pools at 2 threads; PyTorch with glibc's
-# malloc kept from returning memory to the kernel (as bench/resnet50), which
-# beat jemalloc and tcmalloc here; XLA with its defaults.
+# malloc kept from returning memory to the kernel (as bench/resnet50); XLA's CPU backend with its XNNPACK kernels,
+# which took the JAX ResNet-50 step from 0.89 to 1.30 images/s (at 112x112,
+# batch 16) where its oneDNN options made it slower.
 export OMP_NUM_THREADS=$threads
 torch_env=(env GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736)
-keras_env=(env TF_CPP_MIN_LOG_LEVEL=2)
+keras_env=(env TF_CPP_MIN_LOG_LEVEL=2 XLA_FLAGS=--xla_cpu_use_xnnpack=true)
 # Inductor's cache starts empty, so round 1 reports a cold compile; later
 # rounds reuse it, as a user's second run would.
 export TORCHINDUCTOR_CACHE_DIR=$PWD/$out/inductor-cache
@@ -167,7 +168,7 @@ peer_round() {
     keras-*)
       local backend=tensorflow nojit=() n=$xla_steps warmup=1
       [[ $peer == keras-jax ]] && backend=jax
-      [[ $peer == keras-tf ]] && nojit=(--no-jit) n=$steps warmup=2
+      [[ $peer == keras-tf ]] && nojit=(--no-jit)
       cmd=("${keras_env[@]}" "$py" bench/peers/keras_step.py --backend $backend
            --model "$model" --precision "$precision" --threads $threads --steps "$n"
            --warmup $warmup --epochs "$epochs" "${nojit[@]}") ;;
