@@ -7,6 +7,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Format.h"
 
+#include <optional>
+
 using namespace mlir;
 
 namespace kiln {
@@ -23,13 +25,14 @@ std::string formatThousands(int64_t value) {
 }
 
 /// The batch a function is counted at: the leading dimension of its first
-/// ranked input when static, else 1 (a dynamic batch counts one example).
-static int64_t countedBatch(func::FuncOp func) {
+/// ranked input when static, none when dynamic (counted at one example).
+static std::optional<int64_t> countedBatch(func::FuncOp func) {
   for (Type type : func.getArgumentTypes())
     if (auto ranked = dyn_cast<RankedTensorType>(type);
         ranked && ranked.getRank() > 0)
-      return ShapedType::isDynamic(ranked.getDimSize(0)) ? 1
-                                                         : ranked.getDimSize(0);
+      return ShapedType::isDynamic(ranked.getDimSize(0))
+                 ? std::nullopt
+                 : std::optional<int64_t>(ranked.getDimSize(0));
   return 1;
 }
 
@@ -48,7 +51,9 @@ ModelStats computeModelStats(ModuleOp module) {
   for (auto func : module.getOps<func::FuncOp>()) {
     FunctionCost cost;
     cost.name = func.getSymName().str();
-    cost.batch = countedBatch(func);
+    std::optional<int64_t> batch = countedBatch(func);
+    cost.dynamicBatch = !batch;
+    cost.batch = batch.value_or(1);
     func.walk([&](CostOpInterface op) {
       int64_t macs = op.getMultiplyAdds(/*dynamicDimSize=*/1);
       cost.multiplyAdds += macs;
@@ -86,9 +91,15 @@ void printModelStats(const ModelStats &stats, llvm::raw_ostream &os,
      << stats.stateTensors << " tensors\n";
   for (const FunctionCost &cost : stats.functions) {
     double perExample = double(cost.multiplyAdds) / double(cost.batch);
-    os << "function @" << cost.name << " (batch " << cost.batch << ")\n";
-    os << "  multiply-adds per step: " << formatThousands(cost.multiplyAdds)
-       << "\n";
+    // A dynamic batch (kilnc's stats come before --batch is applied) has no
+    // per-step figure: saying "batch 1" there read as the compiled batch.
+    if (cost.dynamicBatch) {
+      os << "function @" << cost.name << " (dynamic batch)\n";
+    } else {
+      os << "function @" << cost.name << " (batch " << cost.batch << ")\n";
+      os << "  multiply-adds per step: " << formatThousands(cost.multiplyAdds)
+         << "\n";
+    }
     os << "  multiply-adds per example: "
        << formatThousands(int64_t(perExample)) << " ("
        << llvm::format("%.2f", perExample / 1e9) << " G)\n";

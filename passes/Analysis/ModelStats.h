@@ -17,8 +17,10 @@ namespace kiln {
 struct FunctionCost {
   std::string name;
   /// The batch size the function was counted at: its leading input dimension
-  /// when static, 1 when dynamic.
+  /// when static, 1 when dynamic (kilnc fixes the batch only later, so a
+  /// dynamic batch is counted per example).
   int64_t batch = 1;
+  bool dynamicBatch = false;
   int64_t multiplyAdds = 0;
   /// The part of multiplyAdds in ops of the backward pass.
   int64_t backwardMultiplyAdds = 0;

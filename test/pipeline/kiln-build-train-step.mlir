@@ -7,7 +7,7 @@
 // RUN: FileCheck %s --input-file=%t.mlir
 // RUN: grep -c kiln.lars_update %t.mlir | FileCheck %s --check-prefix=UPDATES
 
-// STATS: function @train_step (batch 1)
+// STATS: function @train_step (dynamic batch)
 // STATS: forward: 4,089,184,256 (4.09 G)
 // STATS-NEXT: backward: 8,060,354,560 (8.06 G, 1.97x forward)
 // UPDATES: 161
