@@ -231,10 +231,15 @@ Status ExampleTransform::transform(const RecordImage &info, uint64_t seed,
   Rng rng(seed);
   const TransformOptions &o = options_;
   // The eval recipe follows the data: photos (JPEG) are center-cropped as
-  // in the ImageNet references; raw images (IDX) are used whole.
+  // in the ImageNet references; raw images (IDX), and JPEGs already of the
+  // model's input size (small-image data sets stored as JPEG, whose models
+  // trained on the whole image), are used whole.
   kiln_rt_augment_t augment = o.augment;
-  if (augment == KILN_RT_AUGMENT_EVAL)
-    augment = info.raw ? KILN_RT_AUGMENT_NONE : KILN_RT_AUGMENT_CENTER_CROP;
+  if (augment == KILN_RT_AUGMENT_EVAL) {
+    bool inputSize = info.width == o.width && info.height == o.height;
+    augment = info.raw || inputSize ? KILN_RT_AUGMENT_NONE
+                                    : KILN_RT_AUGMENT_CENTER_CROP;
+  }
 
   // Which source region feeds the output, and whether to mirror it.
   CropBox box{0, 0, info.width, info.height};

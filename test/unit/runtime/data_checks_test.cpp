@@ -563,6 +563,19 @@ TEST(EvalAugment, FollowsTheImageFormat) {
                   .isOk());
   EXPECT_EQ(eval, center);
 
+  // A JPEG already of the output size is taken whole, not cropped and
+  // enlarged (a small-image data set stored as JPEG).
+  std::string small = test::jpegExample(photoJpeg(32, 32), 1, 32, 32);
+  std::vector<float> none(32 * 32 * 3);
+  o.augment = KILN_RT_AUGMENT_EVAL;
+  ASSERT_TRUE(ExampleTransform(o).apply(small, 5, eval.data(), label).isOk());
+  o.augment = KILN_RT_AUGMENT_NONE;
+  ASSERT_TRUE(ExampleTransform(o).apply(small, 9, none.data(), label).isOk());
+  o.augment = KILN_RT_AUGMENT_CENTER_CROP;
+  ASSERT_TRUE(ExampleTransform(o).apply(small, 9, center.data(), label).isOk());
+  EXPECT_EQ(eval, none);
+  EXPECT_NE(eval, center);
+
   // Raw: the whole image, pixels exact at the same size.
   std::string raw = test::rawExample(6, 6, 77, 1);
   o.channels = 1;

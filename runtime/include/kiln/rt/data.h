@@ -46,8 +46,9 @@ typedef enum kiln_rt_augment_e {
   /* Whole image, resized only if its size differs from the output. */
   KILN_RT_AUGMENT_NONE = 3,
   /* The standard evaluation recipe, chosen per record by image/format: a
-   * JPEG gets CENTER_CROP, raw pixels get NONE. Fixed by the data, so an
-   * eval's score never depends on the training flags. (ABI 0.2) */
+   * JPEG gets CENTER_CROP, raw pixels get NONE, and so does a JPEG already
+   * of the output size. Fixed by the data, so an eval's score never depends
+   * on the training flags. (ABI 0.2) */
   KILN_RT_AUGMENT_EVAL = 4,
 } kiln_rt_augment_t;
 

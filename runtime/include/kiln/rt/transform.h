@@ -103,7 +103,8 @@ public:
   /// apply() treats a record holding it: the header's checks (a JPEG, at
   /// most maxImagePixels, the model's channels and size unless the image
   /// policy allows otherwise) and the augmentation, under
-  /// KILN_RT_AUGMENT_EVAL the evaluation's center crop. The executable's
+  /// KILN_RT_AUGMENT_EVAL the evaluation's center crop (none for an image of
+  /// the model's input size). The executable's
   /// --predict classifies images with it exactly as --eval scores records.
   Status applyToImage(std::string_view encoded, float *out);
 
