@@ -192,10 +192,12 @@ LogicalResult convertToSa(ModuleOp module, const Graph &graph,
   if (s.isOk())
     return success();
   // The target's buffers are sized for its native bf16; an f32 program needs
-  // twice the room, which is usually what a user has to change.
+  // twice the room, which is usually what a user has to change. A bf16
+  // program keeps some f32 temporaries (statistics), so it is the absence of
+  // bf16 activations that marks an f32 program.
   std::string hint;
-  bool f32 = llvm::any_of(graph.tensors, [](const Tensor &t) {
-    return t.kind == TensorKind::Temp && t.dtype == fb::DType::F32;
+  bool f32 = llvm::none_of(graph.tensors, [](const Tensor &t) {
+    return t.kind == TensorKind::Temp && t.dtype == fb::DType::BF16;
   });
   if (f32 && s.message().find("staging memory") != std::string::npos)
     hint = "; the program computes in f32: compile with --precision=bf16, "
