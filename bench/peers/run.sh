@@ -20,7 +20,7 @@
 #   --epochs    timed epochs per round (resnet20-fmnist; 1)
 #   --peers     default: the first four; keras-tf is TensorFlow without XLA
 #   --profile   after the rounds, one Kiln step profile (--profile) and one
-#               torch.profiler step of PyTorch eager, side by side
+#               torch.profiler step of PyTorch (compiled if torch-compile runs)
 #   --no-build  use build/bin as it is instead of running scripts/build.sh
 #
 # Results in build/peers-results/MODEL_PRECISION/: results.jsonl, table.md,
@@ -201,16 +201,19 @@ done
 if ((profile)); then
   # Where the time goes, side by side: Kiln's per-call profile (library calls
   # by kernel, generated code by op) and torch.profiler's per-op table of one
-  # PyTorch 2 eager step.
+  # PyTorch 2 step, compiled when torch-compile is among the peers (the
+  # faster of the two here).
   if ((kiln_ok)) && [[ $model != resnet20-fmnist ]]; then
     rm -rf "$out/kiln_profile"
     "$exe" --synthetic --steps $((steps + 1)) --threads $threads --log-every 0 --profile \
       --model-dir "$out/kiln_profile" >"$out/kiln_profile.txt" 2>&1
   fi
   if [[ $model != resnet20-fmnist ]]; then
+    compile_flag=()
+    [[ ,$peers, == *,torch-compile,* ]] && compile_flag=(--compile)
     "${torch_env[@]}" "$py" bench/pytorch_step.py --model "$model" --memory-format channels_last \
       --precision "$precision" --batch $batch --threads $threads --steps 1 \
-      --profile-out "$out/torch_profile.txt" >/dev/null
+      "${compile_flag[@]}" --profile-out "$out/torch_profile.txt" >/dev/null
   fi
 fi
 
