@@ -17,7 +17,12 @@ PyTorch's training-mode step (float64, the reference) on the same values.
     pre-activation near a kink takes another branch in one of them (the
     weights differ by rounding after the first update, and a flip moves a
     late layer's gradient by up to a percent): R bounds that drift, the
-    early steps check the update itself.
+    early steps check the update itself. With --state-rtol, every
+    parameter and batch-norm running statistic after the first
+    --early-steps (the executable's checkpoint) must equal PyTorch's to
+    that tolerance: the running statistics steer every evaluation but no
+    training loss (--torch-bn-momentum changes the reference's batch-norm
+    momentum, to show that the check sees them).
 
 Both start from the ONNX file's initializers, loaded into torchvision's module
 by their state-dict names (so the comparison does not depend on what the
@@ -416,30 +421,45 @@ def steps(args):
              "--quiet"])
         run([args.kilnc, args.onnx, "-o", exe, f"--batch={args.batch}",
              f"--lr={args.lr}", "--momentum=0"])
-        model_dir = os.path.join(tmp, "run")
         # The data set is exactly one batch: every step trains on all of it
         # (in a shuffled order, which neither the mean loss nor batch norm
         # sees).
-        run([exe, "--data", shards, "--steps", str(args.steps), "--augment",
-             "none", "--no-flip", "--convert-channels", "--mean",
-             f"{mean},{mean},{mean}", "--std", f"{std},{std},{std}",
-             "--log-every", "1", "--threads", "2", "--model-dir", model_dir])
+        def train(steps, model_dir):
+            run([exe, "--data", shards, "--steps", str(steps), "--augment",
+                 "none", "--no-flip", "--convert-channels", "--mean",
+                 f"{mean},{mean},{mean}", "--std", f"{std},{std},{std}",
+                 "--log-every", "1", "--threads", "2", "--model-dir",
+                 model_dir])
+            return os.path.join(model_dir, f"ckpt-{steps:010d}.safetensors")
+
+        model_dir = os.path.join(tmp, "run")
+        train(args.steps, model_dir)
         with open(os.path.join(model_dir, "metrics.jsonl")) as f:
             rows = [json.loads(line) for line in f]
         kiln = [r["loss"] for r in rows if r.get("kind") == "train"]
+        if args.state_rtol is not None:
+            # Its own short run: cheaper than a checkpoint every few steps.
+            kiln_state = read_safetensors(
+                train(args.early_steps, os.path.join(tmp, "early")))
 
     model = model.double().train()
+    if args.torch_bn_momentum is not None:
+        for module in model.modules():
+            if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
+                module.momentum = args.torch_bn_momentum
     images = torch.from_numpy((pixels.astype(np.float64) - mean) / std)
     images = images[:, None].expand(-1, 3, -1, -1).contiguous()
     targets = torch.from_numpy(labels.astype(np.int64))
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0)
     reference = []
-    for _ in range(args.steps):
+    for step in range(args.steps):
         optimizer.zero_grad()
         loss = F.cross_entropy(model(images), targets)
         loss.backward()
         optimizer.step()
         reference.append(loss.item())
+        if step + 1 == args.early_steps:
+            reference_state = copy.deepcopy(model.state_dict())
 
     if len(kiln) != args.steps:
         sys.exit(f"FAIL: the executable logged {len(kiln)} losses, not {args.steps}")
@@ -460,6 +480,41 @@ def steps(args):
         sys.exit("FAIL: the loss did not fall")
     print(f"PASS: {args.steps} steps, worst relative difference {worst:.2e}, "
           f"{early:.2e} over the first {args.early_steps}")
+    if args.state_rtol is not None:
+        compare_state(kiln_state, reference_state, values, args)
+
+
+def compare_state(kiln_state, reference_state, values, args):
+    """Each floating-point parameter and buffer after --early-steps: the
+    largest difference relative to the tensor's largest magnitude (a running
+    variance's absolute error scales with the variance)."""
+    worst, worst_name, compared = 0.0, "", 0
+    statistics, worst_statistic = 0, 0.0
+    for name, tensor in reference_state.items():
+        if not tensor.is_floating_point():
+            continue
+        compared += 1
+        if name not in kiln_state:
+            sys.exit(f"FAIL: the executable's checkpoint has no {name}")
+        expected = values.to_kiln(name, tensor.numpy()).ravel()
+        actual = np.asarray(kiln_state[name])
+        if actual.shape != expected.shape:
+            sys.exit(f"FAIL: {name} has {actual.size} values in the "
+                     f"checkpoint, {expected.size} in PyTorch")
+        error = np.abs(actual - expected).max() / max(np.abs(expected).max(),
+                                                      1e-30)
+        if error > worst:
+            worst, worst_name = error, name
+        if not error <= args.state_rtol:
+            sys.exit(f"FAIL: {name} after {args.early_steps} steps differs by "
+                     f"{error:.2e} > {args.state_rtol:g} (relative to its "
+                     f"largest magnitude)")
+        if name.endswith(("running_mean", "running_var")):
+            statistics += 1
+            worst_statistic = max(worst_statistic, error)
+    print(f"PASS: {compared} variables after {args.early_steps} "
+          f"steps; worst {worst:.2e} ({worst_name}), of the {statistics} "
+          f"running statistics {worst_statistic:.2e}")
 
 
 def main():
@@ -480,6 +535,12 @@ def main():
                         help="steps before branch flips near kinks can "
                         "have accumulated, held to --early-rtol")
     parser.add_argument("--early-rtol", type=float, default=1e-5)
+    parser.add_argument("--state-rtol", type=float,
+                        help="steps: parameters and running statistics "
+                        "after --early-steps, to this tolerance")
+    parser.add_argument("--torch-bn-momentum", type=float,
+                        help="steps: the reference's batch-norm momentum "
+                        "(PyTorch's convention; default the model's)")
     parser.add_argument("--explain-flips", action="store_true",
                         help="on an ill-conditioned batch, find the branch "
                         "flips that explain Kiln's gradients (one float64 "
@@ -500,6 +561,9 @@ def main():
             parser.error("grads needs --loss-rtol")
         grads(args)
     else:
+        if args.state_rtol is not None and args.early_steps > args.steps:
+            parser.error("--state-rtol compares after --early-steps, which "
+                         "exceeds --steps")
         steps(args)
 
 
