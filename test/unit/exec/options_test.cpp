@@ -1,6 +1,7 @@
 //===- options_test.cpp - The executable's command line -------------------===//
 
 #include "kiln/rt/exec/options.h"
+#include "parse_args.h"
 
 #include <gtest/gtest.h>
 
@@ -11,12 +12,7 @@
 namespace kiln::rt::exec {
 namespace {
 
-StatusOr<RunOptions> parse(std::initializer_list<const char *> args) {
-  std::vector<char *> argv = {const_cast<char *>("train")};
-  for (const char *a : args)
-    argv.push_back(const_cast<char *>(a));
-  return parseOptions(static_cast<int>(argv.size()), argv.data());
-}
+using test::parse;
 
 TEST(OptionsTest, Defaults) {
   auto o = parse({"--synthetic", "--steps", "5"});

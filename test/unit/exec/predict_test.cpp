@@ -3,6 +3,7 @@
 #include "exec_test_util.h"
 
 #include "kiln/rt/exec/options.h"
+#include "parse_args.h"
 #include "kiln/rt/exec/predict.h"
 
 #include <gtest/gtest.h>
@@ -14,12 +15,7 @@
 namespace kiln::rt::exec {
 namespace {
 
-StatusOr<RunOptions> parse(std::initializer_list<const char *> args) {
-  std::vector<char *> argv = {const_cast<char *>("train")};
-  for (const char *a : args)
-    argv.push_back(const_cast<char *>(a));
-  return parseOptions(static_cast<int>(argv.size()), argv.data());
-}
+using test::parse;
 
 TEST(PredictTest, FilesFollowTheFlagAndNeedWeights) {
   auto o = parse({"--predict", "a.jpg", "b.jpg", "--init-from", "w.st",
