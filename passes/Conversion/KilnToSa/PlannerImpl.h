@@ -66,7 +66,7 @@ public:
   }
   static int64_t bytes(fb::DType d) { return d == fb::DType::BF16 ? 2 : 4; }
 
-  // --- Lowerings (PlanOps.cpp, PlanConv.cpp) -------------------------------
+  // --- Lowerings (PlanOps.cpp, PlanPool.cpp, PlanConv.cpp) ----------------
   Status lowerElementwise(const Node &n);
   Status lowerBatchNorm(const Node &n);
   Status lowerBatchNormBackward(const Node &n);
