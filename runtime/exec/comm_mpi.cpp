@@ -34,113 +34,209 @@ std::string mpiErrorText(int code) {
           std::string(#call) + " failed: " + mpiErrorText(kilnMpiRc_));        \
   } while (0)
 
-/// One ring allreduce (sum) of `count` elements at `buffer`, in place:
-/// the buffer is cut into one chunk per rank; N - 1 rounds of
-/// reduce-scatter leave each rank with one chunk summed over all ranks, and
-/// N - 1 rounds of allgather pass the sums on. Each round sends one chunk
-/// to the next rank and receives one from the previous; a round starts only
-/// once the previous one has completed (its received chunk is added in
-/// reduce-scatter), so with no progress thread the ring moves when
-/// advance() is called. Every rank receives each chunk's final sum from the
-/// one rank that made it, so all ranks hold bit-identical results.
+/// One allreduce (sum) of `count` elements at `buffer`, in place, as
+/// rings. The ring (AllreduceAlgorithm::Ring): the buffer is cut into one
+/// chunk per rank; N - 1 rounds of reduce-scatter leave each rank with one
+/// chunk summed over all ranks, and N - 1 rounds of allgather pass the sums
+/// on. The torus (AllreduceAlgorithm::Torus) does the same along each
+/// dimension of the rank grid in turn, each on the chunk the previous
+/// dimension left this rank, then the allgathers in reverse order; each half
+/// of the buffer goes round every ring in its own direction (a lane). Each
+/// round sends one chunk to the next rank of the ring and receives one from
+/// the previous; a lane's round starts only once its previous one has
+/// completed (its received chunk is added in reduce-scatter), so with no
+/// progress thread the rings move when advance() is called. Every rank
+/// receives each chunk's final sum from the one rank that made it, so all
+/// ranks hold bit-identical results.
 class RingReduction {
 public:
   /// Sets up a reduction; `tag` keeps concurrent reductions apart.
   void reset(void *data, int64_t elements, DType type, int tag) {
     buffer = static_cast<uint8_t *>(data);
-    count = elements;
     dtype = type;
-    messageTag = tag;
-    round = 0;
-    int64_t largest = (count + size - 1) / size;
-    received.resize(static_cast<size_t>(largest) * dtypeInfo(dtype).bytes);
+    int count = torus ? 2 : 1;
+    for (int l = 0; l < 2; ++l) {
+      Lane &lane = lanes[l];
+      lane = Lane();
+      if (l >= count)
+        continue;
+      lane.begin = elements * l / count;
+      lane.count = elements * (l + 1) / count - lane.begin;
+      lane.reverse = l == 1;
+      lane.tag = 2 * tag + l;
+      lane.phases = phases(lane);
+      int64_t largest = 0;
+      for (const Phase &p : lane.phases)
+        largest = std::max(largest, (p.count + p.ranks - 1) / p.ranks);
+      lane.received.resize(static_cast<size_t>(largest) *
+                           dtypeInfo(dtype).bytes);
+    }
   }
-  void setRanks(MPI_Comm communicator, int rank, int ranks) {
+  /// `grid`: the ranks' grid for AllreduceAlgorithm::Torus (empty: one
+  /// ring over all ranks).
+  void setRanks(MPI_Comm communicator, int rank, int ranks,
+                const std::vector<int> &grid = {}) {
     comm = communicator;
     me = rank;
     size = ranks;
+    torus = !grid.empty();
+    dims = torus ? grid : std::vector<int>{ranks};
   }
 
   /// Posts the first round (nothing to send on one rank).
   int start() {
-    if (size == 1)
-      return MPI_SUCCESS;
-    return post();
+    for (Lane &lane : lanes)
+      if (!lane.phases.empty())
+        if (int rc = post(lane); rc != MPI_SUCCESS)
+          return rc;
+    return MPI_SUCCESS;
   }
 
   /// Completes as many rounds as have arrived; `done` once all have. With
   /// `block`, waits for every round instead.
   int advance(bool &done, bool block = false) {
-    done = size == 1 || round == 2 * (size - 1);
-    while (!done) {
-      int complete = 1;
-      int rc = block ? MPI_Waitall(2, requests, MPI_STATUSES_IGNORE)
-                     : MPI_Testall(2, requests, &complete,
-                                   MPI_STATUSES_IGNORE);
-      if (rc != MPI_SUCCESS || !complete)
+    done = true;
+    for (Lane &lane : lanes) {
+      bool laneDone = false;
+      if (int rc = advance(lane, laneDone, block); rc != MPI_SUCCESS)
         return rc;
-      if (round < size - 1)
-        accumulate(chunkOf(me - round - 1));
-      ++round;
-      if (round == 2 * (size - 1)) {
-        done = true;
-        return MPI_SUCCESS;
-      }
-      if ((rc = post()) != MPI_SUCCESS)
-        return rc;
+      done = done && laneDone;
     }
     return MPI_SUCCESS;
   }
 
 private:
+  /// One ring's reduce-scatter or allgather over [begin, begin + count).
+  struct Phase {
+    int next = 0, previous = 0;
+    /// Ranks in the ring and this rank's place in it.
+    int ranks = 1, position = 0;
+    int64_t begin = 0, count = 0;
+    bool scatter = true;
+  };
+  struct Lane {
+    int64_t begin = 0, count = 0;
+    bool reverse = false;
+    int tag = 0;
+    std::vector<Phase> phases;
+    size_t phase = 0;
+    int round = 0;
+    MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    std::vector<uint8_t> received;
+  };
+
   MPI_Comm comm = MPI_COMM_NULL;
   int me = 0, size = 1;
+  std::vector<int> dims;
+  bool torus = false;
   uint8_t *buffer = nullptr;
-  int64_t count = 0;
   DType dtype = DType::F32;
-  int messageTag = 0;
-  int round = 0;
-  MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-  std::vector<uint8_t> received;
+  Lane lanes[2];
 
-  int chunkOf(int index) const { return ((index % size) + size) % size; }
-  int64_t chunkBegin(int chunk) const { return count * chunk / size; }
-  int chunkCount(int chunk) const {
-    return static_cast<int>(chunkBegin(chunk + 1) - chunkBegin(chunk));
-  }
-  uint8_t *chunkData(int chunk) const {
-    return buffer + chunkBegin(chunk) * dtypeInfo(dtype).bytes;
+  /// The reduce-scatters along each dimension (of more than one rank), each
+  /// on the chunk the previous one left, then the allgathers in reverse.
+  std::vector<Phase> phases(const Lane &lane) const {
+    std::vector<Phase> scatters;
+    int64_t begin = lane.begin, count = lane.count;
+    int stride = 1;
+    for (int d : dims) {
+      int coordinate = (me / stride) % d;
+      if (d > 1) {
+        Phase p;
+        p.ranks = d;
+        int up = me + (((coordinate + 1) % d) - coordinate) * stride;
+        int down = me + (((coordinate + d - 1) % d) - coordinate) * stride;
+        p.next = lane.reverse ? down : up;
+        p.previous = lane.reverse ? up : down;
+        p.position = lane.reverse ? (d - coordinate) % d : coordinate;
+        p.begin = begin;
+        p.count = count;
+        scatters.push_back(p);
+        // Reduce-scatter leaves this rank chunk (position + 1) summed.
+        int owned = (p.position + 1) % d;
+        int64_t from = count * owned / d, to = count * (owned + 1) / d;
+        begin += from;
+        count = to - from;
+      }
+      stride *= d;
+    }
+    std::vector<Phase> all = scatters;
+    for (auto it = scatters.rbegin(); it != scatters.rend(); ++it) {
+      Phase gather = *it;
+      gather.scatter = false;
+      all.push_back(gather);
+    }
+    return all;
   }
 
-  /// Round r < N - 1 sends chunk (me - r) and receives (me - r - 1) for
-  /// summing; round N - 1 + j sends the summed chunk (me + 1 - j) and
-  /// receives (me - j) in place.
-  int post() {
-    bool scatter = round < size - 1;
-    int j = scatter ? round : round - (size - 1);
-    int sendChunk = chunkOf(scatter ? me - j : me + 1 - j);
-    int recvChunk = chunkOf(scatter ? me - j - 1 : me - j);
+  int advance(Lane &lane, bool &done, bool block) {
+    done = lane.phase == lane.phases.size();
+    while (!done) {
+      int complete = 1;
+      int rc = block ? MPI_Waitall(2, lane.requests, MPI_STATUSES_IGNORE)
+                     : MPI_Testall(2, lane.requests, &complete,
+                                   MPI_STATUSES_IGNORE);
+      if (rc != MPI_SUCCESS || !complete)
+        return rc;
+      const Phase &p = lane.phases[lane.phase];
+      if (p.scatter)
+        accumulate(lane, p, chunkOf(p, p.position - lane.round - 1));
+      if (++lane.round == p.ranks - 1) {
+        lane.round = 0;
+        if (++lane.phase == lane.phases.size()) {
+          done = true;
+          return MPI_SUCCESS;
+        }
+      }
+      if ((rc = post(lane)) != MPI_SUCCESS)
+        return rc;
+    }
+    return MPI_SUCCESS;
+  }
+
+  static int chunkOf(const Phase &p, int index) {
+    return ((index % p.ranks) + p.ranks) % p.ranks;
+  }
+  static int64_t chunkBegin(const Phase &p, int chunk) {
+    return p.begin + p.count * chunk / p.ranks;
+  }
+  static int chunkCount(const Phase &p, int chunk) {
+    return static_cast<int>(chunkBegin(p, chunk + 1) - chunkBegin(p, chunk));
+  }
+  uint8_t *chunkData(const Phase &p, int chunk) const {
+    return buffer + chunkBegin(p, chunk) * dtypeInfo(dtype).bytes;
+  }
+
+  /// Round r < n - 1 of a reduce-scatter sends chunk (position - r) and
+  /// receives (position - r - 1) for summing; round j of an allgather sends
+  /// the summed chunk (position + 1 - j) and receives (position - j) in
+  /// place.
+  int post(Lane &lane) {
+    const Phase &p = lane.phases[lane.phase];
+    int j = lane.round;
+    int sendChunk = chunkOf(p, p.scatter ? p.position - j : p.position + 1 - j);
+    int recvChunk = chunkOf(p, p.position - j - 1 + (p.scatter ? 0 : 1));
     MPI_Datatype type = dtype == DType::F64 ? MPI_DOUBLE : MPI_FLOAT;
-    int next = (me + 1) % size, previous = (me + size - 1) % size;
-    int rc = MPI_Irecv(scatter ? received.data() : chunkData(recvChunk),
-                       chunkCount(recvChunk), type, previous, messageTag, comm,
-                       &requests[0]);
+    int rc = MPI_Irecv(p.scatter ? lane.received.data()
+                                 : chunkData(p, recvChunk),
+                       chunkCount(p, recvChunk), type, p.previous, lane.tag,
+                       comm, &lane.requests[0]);
     if (rc != MPI_SUCCESS)
       return rc;
-    return MPI_Isend(chunkData(sendChunk), chunkCount(sendChunk), type, next,
-                     messageTag, comm, &requests[1]);
+    return MPI_Isend(chunkData(p, sendChunk), chunkCount(p, sendChunk), type,
+                     p.next, lane.tag, comm, &lane.requests[1]);
   }
 
-  void accumulate(int chunk) {
-    int n = chunkCount(chunk);
+  void accumulate(const Lane &lane, const Phase &p, int chunk) {
+    int n = chunkCount(p, chunk);
     if (dtype == DType::F64) {
-      auto *dst = reinterpret_cast<double *>(chunkData(chunk));
-      const auto *src = reinterpret_cast<const double *>(received.data());
+      auto *dst = reinterpret_cast<double *>(chunkData(p, chunk));
+      const auto *src = reinterpret_cast<const double *>(lane.received.data());
       for (int i = 0; i < n; ++i)
         dst[i] += src[i];
     } else {
-      auto *dst = reinterpret_cast<float *>(chunkData(chunk));
-      const auto *src = reinterpret_cast<const float *>(received.data());
+      auto *dst = reinterpret_cast<float *>(chunkData(p, chunk));
+      const auto *src = reinterpret_cast<const float *>(lane.received.data());
       for (int i = 0; i < n; ++i)
         dst[i] += src[i];
     }
@@ -164,7 +260,7 @@ public:
     requests.assign(plans.size(), MPI_REQUEST_NULL);
     rings.assign(plans.size(), RingReduction());
     for (RingReduction &ring : rings)
-      ring.setRanks(comm, rank_, size_);
+      ring.setRanks(comm, rank_, size_, torusDims());
     state.assign(plans.size(), State::Idle);
     startedAt.resize(plans.size());
     bytesPerStep = 0;
@@ -229,7 +325,7 @@ public:
     // per MPI_Test, thousands per wait at 512 ranks; blocking completes at
     // the same simulated time, and SimGrid reports a deadlock itself.
     if (state[b] == State::Running &&
-        options.algorithm == AllreduceAlgorithm::Ring) {
+        usesRings()) {
       bool done = false;
       int rc = rings[b].advance(done, /*block=*/true);
       if (rc != MPI_SUCCESS)
@@ -286,9 +382,9 @@ public:
       KILN_RETURN_IF_ERROR(barrier());
       auto start = std::chrono::steady_clock::now();
       for (size_t b = 0; b < plans.size(); ++b) {
-        if (options.algorithm == AllreduceAlgorithm::Ring) {
+        if (usesRings()) {
           RingReduction ring;
-          ring.setRanks(comm, rank_, size_);
+          ring.setRanks(comm, rank_, size_, torusDims());
           ring.reset(scratch.data(), plans[b].count, plans[b].reduceType,
                      static_cast<int>(plans.size() + b));
           KILN_MPI_CHECK(ring.start());
@@ -433,7 +529,7 @@ private:
   std::vector<BucketPlan> plans;
   std::vector<std::vector<uint8_t>> staging;
   std::vector<MPI_Request> requests;
-  /// AllreduceAlgorithm::Ring: each bucket's reduction.
+  /// AllreduceAlgorithm::Ring and Torus: each bucket's reduction.
   std::vector<RingReduction> rings;
   enum class State { Idle, Running, Finished };
   std::vector<State> state;
@@ -443,15 +539,26 @@ private:
   /// Requests in State::Running: progress() returns at once without any.
   int running = 0;
 
+  bool usesRings() const {
+    return options.algorithm == AllreduceAlgorithm::Ring ||
+           options.algorithm == AllreduceAlgorithm::Torus;
+  }
+  std::vector<int> torusDims() const {
+    return options.algorithm == AllreduceAlgorithm::Torus ? options.torusDims
+                                                          : std::vector<int>{};
+  }
+
   const char *reductionName() const {
-    return options.algorithm == AllreduceAlgorithm::Ring ? "ring allreduce"
+    return options.algorithm == AllreduceAlgorithm::Torus ? "torus allreduce"
+           : options.algorithm == AllreduceAlgorithm::Ring ? "ring allreduce"
                                                          : "MPI_Iallreduce";
   }
 
   /// Starts bucket `b`'s reduction of `buffer` with the chosen algorithm.
   int startReduction(size_t b, void *buffer, const BucketPlan &plan) {
-    if (options.algorithm == AllreduceAlgorithm::Ring) {
-      // Tags 0..buckets-1; timeBucketsAlone uses the next ones.
+    if (usesRings()) {
+      // Tags from 0..buckets-1 (two per bucket); timeBucketsAlone uses the
+      // next ones.
       rings[b].reset(buffer, plan.count, plan.reduceType, static_cast<int>(b));
       return rings[b].start();
     }
@@ -462,7 +569,7 @@ private:
 
   /// Lets bucket `b`'s reduction advance; `done` once it has finished.
   int testReduction(size_t b, bool &done) {
-    if (options.algorithm == AllreduceAlgorithm::Ring)
+    if (usesRings())
       return rings[b].advance(done);
     int finished = 0;
     int rc = MPI_Test(&requests[b], &finished, MPI_STATUS_IGNORE);
@@ -542,6 +649,22 @@ StatusOr<std::unique_ptr<Comm>> createMpiComm(const MpiOptions &options) {
   int rank = 0, size = 0;
   KILN_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   KILN_MPI_CHECK(MPI_Comm_size(comm, &size));
+  if (options.algorithm == AllreduceAlgorithm::Torus) {
+    int64_t ranks = 1;
+    std::string shape;
+    for (int d : options.torusDims) {
+      ranks *= d > 0 ? d : 0;
+      shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    }
+    if (options.torusDims.empty() || ranks != size) {
+      MPI_Comm_free(&comm);
+      return KILN_STATUS(kInvalidArgument,
+                         fmt::format("the torus allreduce's grid {} has {} "
+                                     "ranks, the job {}",
+                                     shape.empty() ? "(none)" : shape, ranks,
+                                     size));
+    }
+  }
   return std::unique_ptr<Comm>(new MpiComm(comm, rank, size, options));
 }
 

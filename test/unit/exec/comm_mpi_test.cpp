@@ -5,11 +5,16 @@
 // and the runtime do it (f32 or f64 sum, then / world size). Also the
 // blocking collectives. Exits non-zero naming the first mismatch. With the
 // argument "ring", the buckets go through Kiln's ring allreduce instead of
-// MPI_Iallreduce (on 2 ranks a sum has one order, so the same values).
+// MPI_Iallreduce (on 2 ranks a sum has one order, so the same values); with
+// "torus", through the torus allreduce on a 2 x (N / 2) grid, whose sums
+// are in another order (within f32 rounding of the average, and the same
+// bits on every rank), after a grid of the wrong size has been refused.
 
 #include "kiln/rt/exec/comm.h"
 #include "kiln/rt/exec/comm_trace.h"
 #include "kiln/rt/exec/variables.h"
+
+#include <mpi.h>
 
 #include <cmath>
 #include <cstdio>
@@ -36,9 +41,26 @@ double value(int rank, int64_t i) { return 0.37 * double(i + 1) * (rank + 1) - 1
 
 int main(int argc, char **argv) {
   MpiOptions options;
-  bool ring = argc > 1 && std::string(argv[1]) == "ring";
+  std::string mode = argc > 1 ? argv[1] : "";
+  bool ring = mode == "ring", torus = mode == "torus";
   if (ring)
     options.algorithm = AllreduceAlgorithm::Ring;
+  if (torus) {
+    options.algorithm = AllreduceAlgorithm::Torus;
+    options.torusDims = {3, 5};
+    auto refused = createMpiComm(options);
+    if (refused.isOk() || refused.status().message().find(
+                              "torus allreduce's grid 3x5 has 15 ranks") ==
+                              std::string::npos) {
+      std::fprintf(stderr, "FAILED: a 3x5 grid should be refused: %s\n",
+                   refused.isOk() ? "accepted"
+                                  : refused.status().toString().c_str());
+      return 1;
+    }
+    int worldSize = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &worldSize);
+    options.torusDims = {2, worldSize / 2};
+  }
   auto created = createMpiComm(options);
   if (!created.isOk()) {
     std::fprintf(stderr, "%s\n", created.status().toString().c_str());
@@ -110,7 +132,11 @@ int main(int argc, char **argv) {
                    reduce == DType::F64 ? sum / size : double(sumF / float(size)));
       double want = loadElement(expected.data(), t.dtype, 0);
       double got = loadElement(arena.data() + t.offset, t.dtype, i);
-      if (got != want) {
+      // Another order of the f32 sum: a few ulps of the average, which
+      // can flip a bf16 rounding.
+      double tolerance =
+          torus ? (t.dtype == DType::BF16 ? 8e-3 : 1e-6) * std::fabs(want) : 0;
+      if (std::fabs(got - want) > tolerance) {
         expect(false, rank,
                std::string(dtypeInfo(t.dtype).name) + " tensor at " +
                    std::to_string(t.offset) + " element " + std::to_string(i) +
@@ -119,6 +145,16 @@ int main(int argc, char **argv) {
       }
     }
   }
+
+  // Every rank holds the same bits (FNV-1a over the arena).
+  uint64_t hash = 1469598103934665603ull;
+  for (uint8_t byte : arena)
+    hash = (hash ^ byte) * 1099511628211ull;
+  auto hashes = comm.allgather(hash);
+  bool same = hashes.isOk();
+  for (size_t r = 0; same && r < hashes->size(); ++r)
+    same = (*hashes)[r] == hash;
+  expect(same, rank, "replicas differ after the allreduce");
 
   auto alone = comm.timeBucketsAlone(3);
   expect(alone.isOk() && *alone > 0, rank, "timeBucketsAlone");
@@ -150,6 +186,6 @@ int main(int argc, char **argv) {
   comm.finalize();
   if (failures == 0 && rank == 0)
     std::printf("comm_mpi_test: all checks passed on %d ranks%s\n", size,
-                ring ? " (ring)" : "");
+                ring ? " (ring)" : torus ? " (torus)" : "");
   return failures ? 1 : 0;
 }

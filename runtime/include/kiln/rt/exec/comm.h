@@ -136,12 +136,22 @@ enum class AllreduceAlgorithm {
   /// are the same under Open MPI and under SimGrid's SMPI (whose own
   /// MPI_Iallreduce is another algorithm; docs/scaling.md).
   Ring,
+  /// The ranks as a grid (MpiOptions::torusDims, the first dimension
+  /// fastest): a ring reduce-scatter along each dimension in turn on the
+  /// part the previous one left, then allgathers in reverse order, with
+  /// half of each bucket going each way round every ring. On a torus every
+  /// ring is between neighbours and both directions of each link carry
+  /// data; it needs 2 * sum(d - 1) rounds instead of the ring's 2 (N - 1).
+  Torus,
 };
 
 struct MpiOptions {
   /// Seconds a bucket wait may take before the job is aborted.
   double timeoutSeconds = 300;
   AllreduceAlgorithm algorithm = AllreduceAlgorithm::Library;
+  /// AllreduceAlgorithm::Torus: the grid's dimensions, whose product is the
+  /// number of ranks.
+  std::vector<int> torusDims;
 };
 
 /// Initializes MPI (once per process) and returns the MPI backend.
