@@ -129,7 +129,8 @@ uint32_t ProgramBuilder::beginSourceOp(const std::string &kind,
 
 uint32_t ProgramBuilder::emit(std::unique_ptr<fb::InstructionT> instr,
                               uint32_t unit, const std::vector<uint32_t> &reads,
-                              const std::vector<uint32_t> &writes) {
+                              const std::vector<uint32_t> &writes,
+                              const std::vector<uint32_t> &drainedReads) {
   uint32_t index = count++;
   std::vector<uint32_t> deps;
   auto touch = [&](uint32_t b) {
@@ -152,6 +153,14 @@ uint32_t ProgramBuilder::emit(std::unique_ptr<fb::InstructionT> instr,
       if (w.first != unit)
         deps.push_back(w.second);
   }
+  // An MXU's result leaves the array R + C - 2 cycles after its last row
+  // streamed in, while the unit already streams its next pass: a pass that
+  // takes that result as an operand must wait for it like any other unit.
+  for (uint32_t b : drainedReads) {
+    auto w = buffers[b].writers.find(unit);
+    if (w != buffers[b].writers.end())
+      deps.push_back(w->second);
+  }
   for (uint32_t b : writes) {
     touch(b);
     for (auto &w : buffers[b].writers)
@@ -161,8 +170,8 @@ uint32_t ProgramBuilder::emit(std::unique_ptr<fb::InstructionT> instr,
       if (r.first != unit)
         deps.push_back(r.second);
   }
-  // Instructions of one unit run in order, so same-unit hazards need no
-  // flags.
+  // Otherwise instructions of one unit run in order, so same-unit hazards
+  // need no flags.
   for (uint32_t b : reads)
     buffers[b].readers[unit] = index;
   for (uint32_t b : writes) {
@@ -206,7 +215,8 @@ uint32_t ProgramBuilder::matmul(uint32_t mxu, const OperandSpec &lhs,
   std::vector<uint32_t> reads = {lhs.buffer, rhs.buffer};
   if (accumulate)
     reads.push_back(out.buffer);
-  return emit(std::move(instr), mxu, reads, {out.buffer});
+  return emit(std::move(instr), mxu, reads, {out.buffer},
+              {lhs.buffer, rhs.buffer});
 }
 
 uint32_t ProgramBuilder::vector(fb::VectorOp op, std::vector<fb::Region> srcs,

@@ -262,8 +262,10 @@ TimingResult simulateTiming(const Program &program, const TargetConfig &target,
   r.instrs.resize(program.instructions.size());
   std::vector<uint64_t> unitFree(u.count(), 0);
   std::vector<MxuState> mxus(target.mxuCount);
-  // For MXU passes: when streaming started (same-MXU dependencies are met in
-  // stream order).
+  // For MXU passes: when streaming started. A later pass on the same MXU
+  // that only accumulates into (or reuses the bytes of) its output follows it
+  // in stream order; one that reads its output as an operand waits for the
+  // result to drain, as on any other unit.
   std::vector<uint64_t> streamStart(program.instructions.size(), 0);
   Channel hbm;
   double bytesPerCycle = target.hbmBytesPerCycle();
@@ -277,9 +279,11 @@ TimingResult simulateTiming(const Program &program, const TargetConfig &target,
     uint64_t ready = 0;
     for (uint32_t d : in.deps) {
       const InstrTiming &dep = r.instrs[d];
-      bool sameMxu = mm && dep.unit == mm->mxu &&
-                     program.instructions[d]->kind.type == fb::Kind::MatMul;
-      ready = std::max(ready, sameMxu ? streamStart[d] : dep.end);
+      const fb::MatMulT *depMm = program.instructions[d]->kind.AsMatMul();
+      bool inStreamOrder = mm && depMm && depMm->mxu == mm->mxu &&
+                           depMm->out->buffer != mm->lhs->buffer &&
+                           depMm->out->buffer != mm->rhs->buffer;
+      ready = std::max(ready, inStreamOrder ? streamStart[d] : dep.end);
     }
     switch (in.kind.type) {
     case fb::Kind::MatMul: {

@@ -112,6 +112,39 @@ TEST(Timing, OnChipPeakFollowsLiveRanges) {
   EXPECT_EQ(r.onChipHighWater, 4 * 150);
 }
 
+// A pass that reads an earlier pass's result waits for it to drain from
+// the array whichever MXU ran that pass: on the same MXU it must not come
+// out faster than on the other one (the unit streams on, the result does
+// not leave earlier), and it waits for the producer's end.
+TEST(Timing, DependentPassOnTheSameMxuWaitsForTheResultToDrain) {
+  auto chain = [](uint32_t secondMxu) {
+    Fixture f;
+    int64_t m = 64, k = 128, n = 128;
+    uint32_t x = f.buffer("x", fb::Space::OnChip, m * k, 0),
+             w0 = f.buffer("w0", fb::Space::OnChip, k * n, 4 * m * k),
+             w1 = f.buffer("w1", fb::Space::OnChip, n * n, 4 * (m * k + k * n)),
+             a = f.buffer("a", fb::Space::OnChip, m * n,
+                          4 * (m * k + k * n + n * n)),
+             c = f.buffer("c", fb::Space::OnChip, m * n,
+                          4 * (m * k + k * n + n * n + m * n));
+    f.b.vector(fb::VectorOp::Fill, {}, {fb::Region(x, 0)}, 1, m * k, {1.0});
+    f.b.vector(fb::VectorOp::Fill, {}, {fb::Region(w0, 0)}, 1, k * n, {1.0});
+    f.b.vector(fb::VectorOp::Fill, {}, {fb::Region(w1, 0)}, 1, n * n, {1.0});
+    f.b.matmul(0, OperandSpec::matrix(x, 0, m, k, k),
+               OperandSpec::matrix(w0, 0, k, n, n),
+               OperandSpec::matrix(a, 0, m, n, n), false);
+    // a is the streamed operand of the second pass.
+    f.b.matmul(secondMxu, OperandSpec::matrix(a, 0, m, n, n),
+               OperandSpec::matrix(w1, 0, n, n, n),
+               OperandSpec::matrix(c, 0, m, n, n), false);
+    return f.run();
+  };
+  TimingResult same = chain(0), other = chain(1);
+  EXPECT_GE(same.instrs[4].end, other.instrs[4].end);
+  EXPECT_GE(same.instrs[4].start, same.instrs[3].end);
+  EXPECT_EQ(same.cycles, other.cycles);
+}
+
 // The closed-form count of in-bounds elements (used for DMA traffic) agrees
 // with decoding the view, for strided, negative and out-of-range mappings.
 TEST(Timing, InBoundsCountsMatchTheDecodedView) {

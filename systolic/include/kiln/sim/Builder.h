@@ -5,9 +5,12 @@
 // correct order; the builder adds the dependencies the parallel units need:
 //
 // - per buffer and per unit, the last writer and the last reader: a reader
-//   waits for the last writer on every unit, a writer also for the last
-//   readers (units run in order and their results become ready in order, so
-//   the last instruction of a unit stands for all of its earlier ones);
+//   waits for the last writer on every other unit, a writer also for the
+//   last readers (units run in order and their results become ready in
+//   order, so the last instruction of a unit stands for all of its earlier
+//   ones); an MXU pass whose operand an earlier pass of the same MXU wrote
+//   waits for that pass too, since the unit streams on while a result
+//   drains (accumulating into the same output needs no wait);
 // - on-chip memory reuse: a buffer placed over bytes that earlier buffers
 //   used waits, at its first use, for every access to those buffers.
 //
@@ -113,9 +116,13 @@ private:
     bool used = false;
     uint32_t first = 0, last = 0;
   };
+  /// `drainedReads` are read as whole results of this unit's earlier
+  /// instructions (an MXU's operands): they also wait for this unit's last
+  /// writer.
   uint32_t emit(std::unique_ptr<fb::InstructionT> instr, uint32_t unit,
                 const std::vector<uint32_t> &reads,
-                const std::vector<uint32_t> &writes);
+                const std::vector<uint32_t> &writes,
+                const std::vector<uint32_t> &drainedReads = {});
   uint32_t dmaUnit(uint32_t srcBuffer) const;
 
   ProgramSink &sink;
