@@ -1,19 +1,35 @@
 #!/usr/bin/env bash
 # Training steps of torchvision's models imported from ONNX (issue 28): Kiln's
-# executable against PyTorch eager in its strongest configuration here
-# (pytorch_step.py chooses the faster memory format per model), batch 32 at
-# 224x224, 2 threads, synthetic data, fp32 and bf16, in one run. Kiln and
-# PyTorch alternate for ROUNDS rounds per model; report.py prints the medians
-# and every round's ratio. Each model also compiles to the systolic target
-# and one timed step prints its per-layer MXU utilization (kiln-sim).
+# executable against PyTorch eager in its strongest configuration here, in
+# one run: Debian's PyTorch 1.13 and PyPI's PyTorch 2 (build/peers-venv,
+# bench/peers/venv.sh) both run every round, each in the faster memory format
+# for the model (pytorch_step.py times both), with glibc malloc kept from
+# trimming; the report compares Kiln with the faster of the two. Batch 32 at
+# 224x224, 2 threads, synthetic data, fp32 and bf16. Kiln and PyTorch
+# alternate for ROUNDS rounds per model; report.py prints the medians and
+# every round's ratio. Each model also compiles to the systolic target and
+# one timed step prints its per-layer MXU utilization (kiln-sim).
 #
-#   bench/torchvision/run.sh [MODELS] [STEPS] [ROUNDS] [PRECISIONS]
+#   bench/torchvision/run.sh [--no-build] [--no-torch2] [MODELS] [STEPS] [ROUNDS] [PRECISIONS]
 #     MODELS      comma-separated (default: the ten of issue 28)
 #     PRECISIONS  default "fp32 bf16"; bf16 on x86 needs AVX-512 (kilnc
 #                 refuses it otherwise, and the row says so)
+#     --no-build  use build/bin as it is instead of running scripts/build.sh
+#     --no-torch2 only Debian's PyTorch 1.13 (no PyPI venv)
+#     --no-systolic  skip the systolic half
 #   results in build/bench/torchvision/
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+build=1 torch2=1 systolic=1
+while [[ ${1:-} == --* ]]; do
+  case $1 in
+    --no-build) build=0 ;;
+    --no-torch2) torch2=0 ;;
+    --no-systolic) systolic=0 ;;
+    *) echo "bench/torchvision/run.sh: unknown option '$1' (see the usage at the top)" >&2; exit 2 ;;
+  esac
+  shift
+done
 models=${1:-resnet18,resnet50,mobilenet_v2,mobilenet_v3_large,efficientnet_b0,densenet121,vgg11_bn,squeezenet1_1,shufflenet_v2_x1_0,regnet_y_400mf}
 steps=${2:-4}
 rounds=${3:-3}
@@ -24,7 +40,12 @@ out=build/bench/torchvision
 mkdir -p "$out"
 source bench/ensure-packages.sh
 ensure_packages python3-torch python3-torchvision python3-onnx
-bash scripts/build.sh >/dev/null
+((build)) && bash scripts/build.sh >/dev/null
+pythons=(/usr/bin/python3)
+if ((torch2)); then
+  bash bench/peers/venv.sh
+  pythons+=(build/peers-venv/bin/python)
+fi
 bin=build/bin
 results=$out/results.jsonl
 : >"$results"
@@ -54,17 +75,30 @@ for model in ${models//,/ }; do
     for round in $(seq 1 "$rounds"); do
       run=$out/run_${model}_${precision}
       rm -rf "$run"
-      /usr/bin/time -f "%M" -o "$run.rss" "$exe" --synthetic --steps $((steps + 2)) \
-        --threads 2 --log-every 1 --model-dir "$run" >"$run.log" 2>&1
+      if ! /usr/bin/time -f "%M" -o "$run.rss" "$exe" --synthetic --steps $((steps + 2)) \
+          --threads 2 --log-every 1 --model-dir "$run" >"$run.log" 2>&1; then
+        /usr/bin/python3 -c 'import json, sys; print(json.dumps({"system": "kiln", "model": sys.argv[1],
+            "precision": sys.argv[2], "round": int(sys.argv[3]), "error": sys.argv[4][-300:]}))' \
+          "$model" "$precision" "$round" "$(tail -3 "$run.log")" >>"$results"
+        continue
+      fi
       /usr/bin/python3 bench/kiln_rate.py "$run/metrics.jsonl" --model "$model" \
         --precision "$precision" --batch $batch --compile-sec "$compile" \
         --peak-rss-kib "$(cat "$run.rss")" --round "$round" >>"$results"
-      GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736 \
-        /usr/bin/python3 bench/pytorch_step.py --model "$model" \
-        --precision "$precision" --batch $batch --image-size $size --steps "$steps" \
-        --round "$round" >>"$results"
+      # One warm-up and one timed step per memory format choose it (the
+      # trials are most of PyTorch's time per round otherwise).
+      for py in "${pythons[@]}"; do
+        GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736 \
+          "$py" bench/pytorch_step.py --model "$model" --precision "$precision" \
+          --batch $batch --image-size $size --steps "$steps" --warmup 1 --trial-steps 1 \
+          --round "$round" >>"$results" 2>"$out/pytorch.log" ||
+          "$py" -c 'import json, sys; print(json.dumps({"system": "pytorch", "model": sys.argv[1],
+              "precision": sys.argv[2], "round": int(sys.argv[3]), "error": sys.argv[4][-300:]}))' \
+            "$model" "$precision" "$round" "$(tail -3 "$out/pytorch.log")" >>"$results"
+      done
     done
   done
+  ((systolic)) || continue
   # The systolic target: bf16 training step at the same batch, one timed
   # simulated step, per-layer utilization.
   $bin/kiln-translate --import-onnx --elide-values-larger-than=-1 "$onnx" |
