@@ -56,7 +56,9 @@ def table(systems, args):
     epochs = args.model == "resnet20-fmnist"
     lines = [
         f"{args.model}, {args.precision}, batch {32 if not epochs else 128}, 2 threads, "
-        f"{'real Fashion-MNIST epoch' if epochs else 'synthetic data'}; CPU: {args.cpu}",
+        f"{'real Fashion-MNIST epoch' if epochs else 'synthetic data'}"
+        f"{'; OMP_WAIT_POLICY=' + args.omp_wait_policy if args.omp_wait_policy else ''}"
+        f"; CPU: {args.cpu}",
         "",
         "| system | images/s (median) | by round | " + ("s/epoch (median) | " if epochs else "")
         + "Kiln / system (median) | by round | compile or warm-up s | peak RSS MiB |",
@@ -145,6 +147,7 @@ def main():
     p.add_argument("--model", required=True)
     p.add_argument("--precision", required=True)
     p.add_argument("--cpu", default="")
+    p.add_argument("--omp-wait-policy", default="", help="the one every system ran with")
     args = p.parse_args()
     results = [json.loads(l) for l in open(args.results) if l.strip()]
     systems = by_system(results)

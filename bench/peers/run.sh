@@ -12,7 +12,7 @@
 #   bench/peers/run.sh [--model resnet50|resnet20-fmnist|mobilenet_v2|efficientnet_b0]
 #                      [--precision fp32|bf16] [--rounds N] [--steps N] [--epochs N]
 #                      [--peers torch-eager,torch-compile,keras-tf-xla,keras-jax,keras-tf]
-#                      [--profile] [--no-build]
+#                      [--profile] [--no-build] [--omp-wait-policy active|passive]
 #
 #   --steps     timed steps per round after the warm-up (synthetic models; 3)
 #   --xla-steps the same for the Keras peers (1: on this CPU their ResNet-50
@@ -22,6 +22,11 @@
 #   --profile   after the rounds, one Kiln step profile (--profile) and one
 #               torch.profiler step of PyTorch (compiled if torch-compile runs)
 #   --no-build  use build/bin as it is instead of running scripts/build.sh
+#   --omp-wait-policy  OMP_WAIT_POLICY for every system (libgomp's default,
+#               a spin of its own length, when not given): passive lets the
+#               idle thread of a parallel region sleep at once, which on an
+#               oversubscribed machine gives its core to the thread with the
+#               work (docs/performance.md, "Peers")
 #
 # Results in build/peers-results/MODEL_PRECISION/: results.jsonl, table.md,
 # peers.png, the logs. bf16 on x86 needs AVX-512 (avx512_bf16): where kilnc
@@ -30,6 +35,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 model=resnet50 precision=fp32 rounds=3 steps=3 xla_steps=1 epochs=1 profile=0 build=1
+wait_policy=
 peers=torch-eager,torch-compile,keras-tf-xla,keras-jax
 while (($#)); do
   case $1 in
@@ -42,12 +48,16 @@ while (($#)); do
     --peers) peers=$2; shift 2 ;;
     --profile) profile=1; shift ;;
     --no-build) build=0; shift ;;
+    --omp-wait-policy) wait_policy=$2; shift 2 ;;
     *) echo "bench/peers/run.sh: unknown argument '$1' (see the usage at the top of the script)" >&2
        exit 2 ;;
   esac
 done
 case $model in resnet50|resnet20-fmnist|mobilenet_v2|efficientnet_b0) ;;
   *) echo "bench/peers/run.sh: --model $model: not one of resnet50, resnet20-fmnist, mobilenet_v2, efficientnet_b0" >&2; exit 2 ;;
+esac
+case $wait_policy in ""|active|passive) ;;
+  *) echo "bench/peers/run.sh: --omp-wait-policy $wait_policy: not active or passive" >&2; exit 2 ;;
 esac
 case $precision in fp32|bf16) ;;
   *) echo "bench/peers/run.sh: --precision $precision: not fp32 or bf16" >&2; exit 2 ;;
@@ -82,6 +92,7 @@ spe=$((60000 / 128))
 # which took the JAX ResNet-50 step from 0.89 to 1.30 images/s (at 112x112,
 # batch 16) where its oneDNN options made it slower.
 export OMP_NUM_THREADS=$threads
+[[ -n $wait_policy ]] && export OMP_WAIT_POLICY=$wait_policy
 torch_env=(env GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736)
 keras_env=(env TF_CPP_MIN_LOG_LEVEL=2 XLA_FLAGS=--xla_cpu_use_xnnpack=true)
 # Inductor's cache starts empty, so round 1 reports a cold compile; later
@@ -218,4 +229,5 @@ if ((profile)); then
 fi
 
 /usr/bin/python3 bench/peers/report.py "$results" "$out" --model "$model" \
-  --precision "$precision" --cpu "$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
+  --precision "$precision" --omp-wait-policy "$wait_policy" \
+  --cpu "$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
