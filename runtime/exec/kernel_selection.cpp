@@ -62,9 +62,11 @@ Status Kernels::Impl::planConvPasses(const Call &call, CallPlan &plan) {
        options.convAlgorithm == ConvAlgorithm::Winograd) &&
       isFusedTileWinograd(call)) {
     // In bf16 the kernel was measured against oneDNN's AVX-512 kernels; its
-    // AMX kernels, on CPUs that have them, are kept.
+    // AMX kernels, on CPUs that have them, are kept. Without AVX-512 oneDNN
+    // has no bf16 convolution at all.
     CallPlan library;
-    if (hasBf16Operand(call))
+    if (hasBf16Operand(call) &&
+        dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core)
       KILN_RETURN_IF_ERROR(planConvWith(call, library,
                                         dnnl::algorithm::convolution_direct,
                                         /*kernelOnly=*/true));

@@ -130,9 +130,10 @@ Status Kernels::Impl::planFusedTileWinograd(const Call &call, CallPlan &plan) {
                  threads);
     };
   plan.steps.push_back(std::move(s));
-  plan.impl = kernel.streamsOutput(outView)
-                  ? "kiln_wino_4x3:avx512 (fused tiles, streaming stores)"
-                  : "kiln_wino_4x3:avx512 (fused tiles)";
+  plan.impl = fmt::format("kiln_wino_4x3:{} (fused tiles{})",
+                          Winograd3x3::instructionSet(),
+                          kernel.streamsOutput(outView) ? ", streaming stores"
+                                                        : "");
   return Status::ok();
 }
 

@@ -18,7 +18,8 @@
 // forward convolution of the output gradient with the filter flipped in
 // space and its channel axes swapped) and the filter gradient (the sum over
 // tiles of the transformed inputs times the transformed output gradients,
-// transformed back). AVX-512F only.
+// transformed back). On AVX-512F, or on AVX2 with FMA at half the vector
+// width (the same transforms, winograd.cpp).
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RT_EXEC_WINOGRAD_H
@@ -56,8 +57,11 @@ struct ActivationView {
 
 class Winograd3x3 {
 public:
-  /// Whether this CPU can run the kernel (AVX-512F).
+  /// Whether this CPU can run the kernel (AVX-512F, or AVX2 and FMA).
   static bool available();
+
+  /// The instruction set the kernel runs on here: "avx512" or "avx2".
+  static const char *instructionSet();
 
   enum class Pass {
     /// run(): output = conv(input, filter [3,3,inputs,outputs]).
