@@ -13,6 +13,43 @@ namespace kiln::sa {
 
 using Op = fb::VectorOp;
 
+namespace {
+
+/// The input rows that output rows [o0, o1) of a pooling window read, as an
+/// instruction of its own: rows [r0, r1) of the image with paddings
+/// `top`/`bottom` such that the instruction's windows are exactly output
+/// rows o0.. of the whole image (kiln/ref/window.h's rule on the band gives
+/// o1 - o0 rows). Interior band edges have no padding: the halo rows of the
+/// neighbouring bands are read instead. `minEnd` extends a band to at least
+/// that row (rows no window reads, which a gradient zeroes).
+struct Band {
+  int64_t r0, r1, top, bottom;
+};
+
+Band windowBand(const Node &n, int64_t h, int64_t oh, int64_t o0, int64_t o1,
+                int64_t minEnd = 0) {
+  int64_t kh = n.window[0], s = n.strides[0], pt = n.padding[0];
+  Band b;
+  int64_t start = o0 * s - pt;
+  b.r0 = std::max<int64_t>(0, start);
+  b.top = b.r0 - start;
+  int64_t end = (o1 - 1) * s - pt + kh;
+  if (o1 == oh) {
+    // The last band keeps the image's bottom padding. A ceil-mode overhang
+    // beyond it becomes padding too: the window rule counts no window in a
+    // band shorter than the window, as the last band of a ceil-mode pool can
+    // be.
+    b.r1 = h;
+    b.bottom = o0 > 0 ? std::max(n.padding[1], end - h) : n.padding[1];
+  } else {
+    b.r1 = std::min(h, std::max(end, minEnd));
+    b.bottom = std::max<int64_t>(0, end - b.r1);
+  }
+  return b;
+}
+
+} // namespace
+
 Status Planner::lowerPool(const Node &n) {
   bool grad = n.kind == NodeKind::MaxPoolBackward ||
               n.kind == NodeKind::AvgPoolBackward;
@@ -20,61 +57,165 @@ Status Planner::lowerPool(const Node &n) {
   int big = grad ? n.outputs[0] : n.inputs[0];
   int small = grad ? n.inputs[0] : n.outputs[0];
   const Tensor &bt = tensor(big), &st = tensor(small);
-  int64_t N = bt.shape[0], perBig = bt.numElements() / N,
-          perSmall = st.numElements() / N;
+  int64_t N = bt.shape[0], H = bt.shape[1], OH = st.shape[1],
+          perBig = bt.numElements() / N, perSmall = st.numElements() / N,
+          bigRow = perBig / H, smallRow = perSmall / OH;
+  auto isBig = [&](int id) {
+    return id == big ||
+           (n.kind == NodeKind::MaxPoolBackward && id == n.inputs[1]);
+  };
   std::vector<int> all = n.inputs;
   all.push_back(n.outputs[0]);
   int64_t perImage = 0;
   for (int id : all)
-    perImage +=
-        (id == big || (n.kind == NodeKind::MaxPoolBackward && id == n.inputs[1])
-             ? perBig
-             : perSmall) *
-        bytes(dtype(id));
+    perImage += (isBig(id) ? perBig : perSmall) * bytes(dtype(id));
+
+  // A tile is `nb` whole images, or one image's band of output rows when a
+  // whole image does not fit. A forward band reads its windows' input rows
+  // (a halo of kh - sh rows shared with the next band). A gradient band owns
+  // the result rows [own(j), own(j + 1)): from the first row its first
+  // window reads to the next band's; it recomputes the earlier output rows
+  // whose windows reach into those rows, so that every result row sums all
+  // of its windows in one instruction, in the whole image's order, and is
+  // stored once.
+  int64_t kh = n.window[0], s = n.strides[0];
+  int64_t haloRows = grad ? (kh + s - 1) / s - 1 : 0;
+  std::vector<int64_t> starts; // output rows where bands start, then OH
+  auto own = [&](size_t j) {
+    if (j == 0)
+      return int64_t(0);
+    if (j + 1 == starts.size())
+      return H;
+    return std::max<int64_t>(0, starts[j] * s - n.padding[0]);
+  };
+  auto firstOut = [&](size_t j) {
+    return std::max<int64_t>(0, starts[j] - haloRows);
+  };
+  auto bandOf = [&](size_t j) {
+    return windowBand(n, H, OH, firstOut(j), starts[j + 1],
+                      grad ? own(j + 1) : 0);
+  };
+  auto split = [&](int64_t rows) {
+    starts.clear();
+    for (int64_t o = 0; o < OH; o += rows)
+      starts.push_back(o);
+    starts.push_back(OH);
+  };
+  // Staging elements of each operand for the largest band.
+  auto bandElems = [&](std::vector<int64_t> &elems) {
+    elems.assign(all.size(), 0);
+    for (size_t j = 0; j + 1 < starts.size(); ++j) {
+      Band band = bandOf(j);
+      for (size_t i = 0; i < all.size(); ++i)
+        elems[i] = std::max(
+            elems[i], isBig(all[i]) ? (band.r1 - band.r0) * bigRow
+                                    : (starts[j + 1] - firstOut(j)) * smallRow);
+    }
+  };
+  // A banded gradient computes more rows than it keeps: into staging, then
+  // its own rows to the result's home.
+  int out = n.outputs[0];
+  auto staged = [&](size_t i, bool banded) {
+    return i + 1 == all.size() ? !onChip(out) || (grad && banded)
+                               : !onChip(all[i]);
+  };
   int copies = 2 * perImage <= budget() ? 2 : 1;
   int64_t nb =
       std::max<int64_t>(1, std::min(N, budget() / (copies * perImage)));
-  if (nb * perImage > budget())
-    return invalidArgumentError("one image does not fit in staging memory");
-  auto perOf = [&](int id) {
-    return id == big ||
-                   (n.kind == NodeKind::MaxPoolBackward && id == n.inputs[1])
-               ? perBig
-               : perSmall;
-  };
+  std::vector<int64_t> elems(all.size(), 0);
+  if (nb * perImage <= budget()) {
+    split(OH);
+    for (size_t i = 0; i < all.size(); ++i)
+      elems[i] = nb * (isBig(all[i]) ? perBig : perSmall);
+  } else {
+    // Row bands: the most rows that fit double-buffered, else single.
+    nb = 1;
+    auto fits = [&](int64_t rows, int c) {
+      split(rows);
+      bandElems(elems);
+      int64_t total = 0;
+      for (size_t i = 0; i < all.size(); ++i)
+        if (staged(i, true))
+          total += (elems[i] * bytes(dtype(all[i])) + 63) / 64 * 64;
+      return c * total <= budget();
+    };
+    int64_t rowsPerBand = 0;
+    for (copies = 2; copies >= 1; --copies) {
+      for (int64_t rows = OH - 1; rows >= 1 && rowsPerBand == 0; --rows)
+        if (fits(rows, copies))
+          rowsPerBand = rows;
+      if (rowsPerBand > 0)
+        break;
+    }
+    if (rowsPerBand == 0)
+      return invalidArgumentError(
+          "one output row of the window does not fit in staging memory");
+    split(rowsPerBand);
+    bandElems(elems);
+  }
+  bool banded = starts.size() > 2;
+  bool outStaged = staged(all.size() - 1, banded);
   std::vector<uint32_t> slotIds;
   for (int k = 0; k < copies; ++k)
-    for (int id : all) {
-      uint32_t s = 0;
-      if (!onChip(id))
-        KILN_RETURN_IF_ERROR(slot("img", dtype(id), nb * perOf(id), s));
-      slotIds.push_back(s);
+    for (size_t i = 0; i < all.size(); ++i) {
+      uint32_t sl = 0;
+      if (staged(i, banded))
+        KILN_RETURN_IF_ERROR(slot("img", dtype(all[i]), elems[i], sl));
+      slotIds.push_back(sl);
     }
   Op op = n.kind == NodeKind::MaxPool           ? Op::MaxPool
           : n.kind == NodeKind::MaxPoolBackward ? Op::MaxPoolGrad
           : n.kind == NodeKind::AvgPool         ? Op::AvgPool
                                                 : Op::AvgPoolGrad;
-  for (int64_t n0 = 0, tile = 0; n0 < N; n0 += nb, ++tile) {
+  int64_t tile = 0;
+  for (int64_t n0 = 0; n0 < N; n0 += nb) {
     int64_t cnt = std::min(nb, N - n0);
-    size_t base = size_t(tile % copies) * all.size();
-    std::vector<fb::Region> srcs;
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      int id = n.inputs[i];
-      srcs.push_back(
-          load(id, n0 * perOf(id), cnt * perOf(id), slotIds[base + i])
-              .region());
+    for (size_t j = 0; j + 1 < starts.size(); ++j, ++tile) {
+      size_t base = size_t(tile % copies) * all.size();
+      Band band = bandOf(j);
+      int64_t o0 = firstOut(j), o1 = starts[j + 1];
+      // Element offsets of the band in each operand (image n0 on).
+      auto first = [&](int id) {
+        return isBig(id) ? n0 * perBig + band.r0 * bigRow
+                         : n0 * perSmall + o0 * smallRow;
+      };
+      auto count = [&](int id) {
+        return banded ? (isBig(id) ? (band.r1 - band.r0) * bigRow
+                                   : (o1 - o0) * smallRow)
+                      : cnt * (isBig(id) ? perBig : perSmall);
+      };
+      std::vector<fb::Region> srcs;
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        int id = n.inputs[i];
+        srcs.push_back(
+            load(id, first(id), count(id), slotIds[base + i]).region());
+      }
+      uint32_t outSlot = slotIds[base + n.inputs.size()];
+      Loc o = outStaged ? Loc{outSlot, 0} : outLoc(out, first(out), outSlot);
+      std::vector<int64_t> shape = {
+          cnt,         band.r1 - band.r0, bt.shape[2], bt.shape[3],
+          n.window[0], n.window[1],       n.strides[0], n.strides[1],
+          band.top,    band.bottom,       n.padding[2], n.padding[3]};
+      // The ceil mode is a 13th attribute, absent in floor mode.
+      if (n.ceilMode)
+        shape.push_back(1);
+      b.vector(op, srcs, {o.region()}, 0, 0, {}, shape);
+      if (!(grad && banded)) {
+        store(out, first(out), count(out), o);
+        continue;
+      }
+      // The rows this band owns.
+      int64_t r0 = own(j), rows = own(j + 1) - r0;
+      if (rows == 0)
+        continue;
+      Loc from{outSlot, (r0 - band.r0) * bigRow};
+      int64_t at = n0 * perBig + r0 * bigRow;
+      if (onChip(out))
+        b.vector(Op::Copy, {from.region()}, {fb::Region(home(out), at)}, rows,
+                 bigRow);
+      else
+        store(out, at, rows * bigRow, from);
     }
-    int out = n.outputs[0];
-    Loc o = outLoc(out, n0 * perOf(out), slotIds[base + n.inputs.size()]);
-    std::vector<int64_t> shape = {
-        cnt,          bt.shape[1],  bt.shape[2],  bt.shape[3],
-        n.window[0],  n.window[1],  n.strides[0], n.strides[1],
-        n.padding[0], n.padding[1], n.padding[2], n.padding[3]};
-    // The ceil mode is a 13th attribute, absent in floor mode.
-    if (n.ceilMode)
-      shape.push_back(1);
-    b.vector(op, srcs, {o.region()}, 0, 0, {}, shape);
-    store(out, n0 * perOf(out), cnt * perOf(out), o);
   }
   return Status::ok();
 }

@@ -27,6 +27,7 @@
 
 #include <cmath>
 #include <map>
+#include <tuple>
 
 using namespace kiln;
 using sa::Graph;
@@ -131,9 +132,14 @@ struct OneOp {
       g.nodes.push_back(c);
     }
     sim::ProgramTSink sink(t, "test", 1);
-    KILN_RETURN_IF_ERROR(sa::planProgram(g, t, {}, sink));
+    KILN_RETURN_IF_ERROR(sa::planProgram(g, t, options, sink));
+    std::unique_ptr<sim::Program> program = sink.take();
+    vectorOps.clear();
+    for (const auto &instr : program->instructions)
+      if (const fb::VectorT *v = instr->kind.AsVector())
+        ++vectorOps[v->op];
     std::unique_ptr<sim::Simulator> sim;
-    KILN_RETURN_IF_ERROR(sim::Simulator::create(sink.take(), t, sim));
+    KILN_RETURN_IF_ERROR(sim::Simulator::create(std::move(program), t, sim));
     for (size_t i = 0; i < values.size(); ++i)
       KILN_RETURN_IF_ERROR(sim->setInput("arg" + std::to_string(i), values[i]));
     KILN_RETURN_IF_ERROR(sim->runStep());
@@ -141,6 +147,9 @@ struct OneOp {
   }
 
   int result = -1, resultFrom = -1;
+  sa::PlanOptions options;
+  /// Instructions of each vector op in the last planned program.
+  std::map<fb::VectorOp, int64_t> vectorOps;
 };
 
 void expectClose(const std::vector<float> &got, const ref::Tensor &want,
@@ -411,6 +420,105 @@ TEST(PlannerCnnOps, CeilModePooling) {
     }
 }
 
+// Pooling whose image does not fit in staging memory runs in row bands with
+// the window's halo: VGG's 2x2/2, ResNet's padded 3x3/2, SqueezeNet's ceil
+// mode, a stride larger than the window (rows no window reads), a 3x3/1 with
+// padding 2 (gradient bands recompute two earlier output rows). Each banded
+// result equals the whole-image one bit for bit (every window and every
+// gradient row's sum in the same order) and the reference within rounding,
+// in f32 and bf16, on HBM operands and on temporaries kept on chip.
+TEST(PlannerCnnOps, PoolingInRowBands) {
+  struct Case {
+    ref::Shape x;
+    int64_t window, stride, pad;
+    bool ceil;
+  };
+  for (const Case &c : {Case{{2, 20, 12, 8}, 2, 2, 0, false},
+                        Case{{2, 21, 9, 5}, 3, 2, 1, false},
+                        Case{{1, 16, 7, 3}, 3, 2, 0, true},
+                        Case{{1, 17, 8, 4}, 2, 3, 0, false},
+                        Case{{1, 12, 6, 4}, 3, 1, 2, false}})
+    for (fb::DType dt : {fb::DType::F32, fb::DType::BF16}) {
+      ref::Pool2dAttrs a;
+      a.window = {c.window, c.window};
+      a.strides = {c.stride, c.stride};
+      a.padding = {c.pad, c.pad, c.pad, c.pad};
+      a.ceilMode = c.ceil;
+      ref::Shape ys;
+      ASSERT_OK(ref::inferPool2dShape(c.x, a, ys));
+      ref::Tensor x = random(c.x, "x"), dy = random(ys, "dy");
+      if (dt == fb::DType::BF16) {
+        x = bf16(x);
+        dy = bf16(dy);
+      }
+      std::string what = ref::shapeToString(c.x) + " window " +
+                         std::to_string(c.window) + " stride " +
+                         std::to_string(c.stride) + " pad " +
+                         std::to_string(c.pad) + (c.ceil ? " ceil " : " ") +
+                         sim::dtypeName(dt);
+      struct Op {
+        NodeKind kind;
+        fb::VectorOp op;
+        std::vector<ref::Shape> in;
+        ref::Shape out;
+        std::vector<std::vector<float>> values;
+        ref::Tensor want;
+      };
+      std::vector<Op> ops = {
+          {NodeKind::MaxPool, fb::VectorOp::MaxPool, {c.x}, ys, {x.data},
+           ref::maxPool(x, a)},
+          {NodeKind::AvgPool, fb::VectorOp::AvgPool, {c.x}, ys, {x.data},
+           ref::avgPool(x, a)},
+          {NodeKind::MaxPoolBackward, fb::VectorOp::MaxPoolGrad, {ys, c.x},
+           c.x, {dy.data, x.data}, ref::maxPoolBackward(dy, x, a)},
+          {NodeKind::AvgPoolBackward, fb::VectorOp::AvgPoolGrad, {ys}, c.x,
+           {dy.data}, ref::avgPoolBackward(dy, c.x, a)}};
+      for (Op &op : ops) {
+        if (dt == fb::DType::BF16)
+          op.want = bf16(op.want);
+        auto run = [&](int64_t memory, bool temps, double resident,
+                       std::vector<float> &got) {
+          OneOp one(op.kind, op.in, op.out, temps, dt);
+          one.node.window = {c.window, c.window};
+          one.node.strides = {c.stride, c.stride};
+          one.node.padding = {c.pad, c.pad, c.pad, c.pad};
+          one.node.ceilMode = c.ceil;
+          one.options.residentFraction = resident;
+          kiln::Status s = one.run(target(memory), op.values, got);
+          EXPECT_TRUE(s.isOk()) << s.message() << " " << what;
+          return one.vectorOps[op.op];
+        };
+        std::vector<float> whole, got;
+        // One instruction per image or fewer: the whole-image tiling.
+        ASSERT_LE(run(1 << 20, false, 0.25, whole), c.x[0]) << what;
+        // The gradients' rounding to bf16 per scatter-add is the device's,
+        // not the reference's (which rounds once).
+        expectClose(whole, op.want, dt == fb::DType::BF16 ? 2e-2 : 1e-6,
+                    sim::vectorSignature(op.op).name + (" " + what));
+        // Small staging memories; with temporaries, most of on-chip memory
+        // holds them, so bands read and write tensors resident on chip.
+        int64_t perImage = 0;
+        for (const ref::Shape &s : op.in)
+          perImage += ref::numElements(s) / s[0];
+        perImage = (perImage + ref::numElements(op.out) / op.out[0]) *
+                   sim::dtypeBytes(dt);
+        for (auto [memory, temps, resident] :
+             {std::tuple{perImage * 6 / 5, false, 0.25},
+              std::tuple{perImage * 12 / 5, false, 0.25},
+              std::tuple{perImage * 4, true, 0.7}}) {
+          std::string how = what + " onchip " + std::to_string(memory) +
+                            (temps ? " temps" : " hbm");
+          EXPECT_GE(run(memory, temps, resident, got), 2 * c.x[0]) << how;
+          ASSERT_EQ(got.size(), whole.size()) << how;
+          for (size_t i = 0; i < got.size(); ++i)
+            ASSERT_EQ(got[i], whole[i])
+                << sim::vectorSignature(op.op).name << " " << how << " [" << i
+                << "]";
+        }
+      }
+    }
+}
+
 // Concat, slices, transposes and channel shuffles are DMAs: exact copies,
 // in bf16 too, in chunks when staging is small.
 TEST(PlannerCnnOps, DataMovement) {
@@ -474,6 +582,18 @@ TEST(PlannerCnnOps, Errors) {
              got);
   EXPECT_FALSE(s.isOk());
   EXPECT_NE(s.message().find("broadcast_binary (op): one image"),
+            std::string::npos)
+      << s.message();
+  // A pooling window one of whose output rows (with its window's input rows)
+  // exceeds staging memory.
+  OneOp mp(NodeKind::MaxPool, {{1, 8, 256, 16}}, {1, 4, 128, 16}, false);
+  mp.node.window = {2, 2};
+  mp.node.strides = {2, 2};
+  mp.node.padding = {0, 0, 0, 0};
+  s = mp.run(target(16 << 10), {std::vector<float>(32768)}, got);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("max_pool (op): one output row of the window "
+                             "does not fit in staging memory"),
             std::string::npos)
       << s.message();
 }
