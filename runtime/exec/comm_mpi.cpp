@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 #include <mpi.h>
+#ifdef KILN_SMPI
+#include <smpi/smpi.h>
+#endif
 
 #include <sched.h>
 
@@ -12,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <memory>
 
 namespace kiln::rt::exec {
 namespace {
@@ -33,6 +37,22 @@ std::string mpiErrorText(int code) {
           ::kiln::StatusCode::kInternal, __FILE__, __LINE__,                   \
           std::string(#call) + " failed: " + mpiErrorText(kilnMpiRc_));        \
   } while (0)
+
+/// Where a reduce-scatter round receives the chunk it then adds. Simulated
+/// (kiln-comm-replay), the ranks' scratch is one shared buffer, as their
+/// gradients are (SMPI_SHARED_MALLOC): the values do not change the time,
+/// and 512 ranks' copies of a quarter of each bucket (a torus's first
+/// dimension of 2) would not fit in memory.
+std::shared_ptr<uint8_t> newScratch(size_t bytes) {
+#ifdef KILN_SMPI
+  return std::shared_ptr<uint8_t>(
+      static_cast<uint8_t *>(SMPI_SHARED_MALLOC(bytes)),
+      [](uint8_t *p) { SMPI_SHARED_FREE(p); });
+#else
+  return std::shared_ptr<uint8_t>(new uint8_t[bytes],
+                                  std::default_delete<uint8_t[]>());
+#endif
+}
 
 /// One allreduce (sum) of `count` elements at `buffer`, in place, as
 /// rings. The ring (AllreduceAlgorithm::Ring): the buffer is cut into one
@@ -68,8 +88,9 @@ public:
       int64_t largest = 0;
       for (const Phase &p : lane.phases)
         largest = std::max(largest, (p.count + p.ranks - 1) / p.ranks);
-      lane.received.resize(static_cast<size_t>(largest) *
-                           dtypeInfo(dtype).bytes);
+      if (largest > 0)
+        lane.received =
+            newScratch(static_cast<size_t>(largest) * dtypeInfo(dtype).bytes);
     }
   }
   /// `grid`: the ranks' grid for AllreduceAlgorithm::Torus (empty: one
@@ -93,16 +114,33 @@ public:
   }
 
   /// Completes as many rounds as have arrived; `done` once all have. With
-  /// `block`, waits for every round instead.
+  /// `block`, waits for every round instead, moving each lane on as soon as
+  /// its round arrives (the lanes share no link, so neither waits for the
+  /// other).
   int advance(bool &done, bool block = false) {
-    done = true;
-    for (Lane &lane : lanes) {
-      bool laneDone = false;
-      if (int rc = advance(lane, laneDone, block); rc != MPI_SUCCESS)
+    while (true) {
+      done = true;
+      for (Lane &lane : lanes) {
+        bool laneDone = false;
+        // Blocking, MPI_Waitany below notices what arrives: no MPI_Test
+        // (each takes simulated time under SMPI).
+        if (int rc = advance(lane, laneDone, /*test=*/!block);
+            rc != MPI_SUCCESS)
+          return rc;
+        done = done && laneDone;
+      }
+      if (done || !block)
+        return MPI_SUCCESS;
+      MPI_Request pending[4] = {lanes[0].requests[0], lanes[0].requests[1],
+                                lanes[1].requests[0], lanes[1].requests[1]};
+      int index = 0;
+      if (int rc = MPI_Waitany(4, pending, &index, MPI_STATUS_IGNORE);
+          rc != MPI_SUCCESS)
         return rc;
-      done = done && laneDone;
+      // MPI_Waitany freed the request it completed.
+      for (int i = 0; i < 4; ++i)
+        lanes[i / 2].requests[i % 2] = pending[i];
     }
-    return MPI_SUCCESS;
   }
 
 private:
@@ -122,7 +160,7 @@ private:
     size_t phase = 0;
     int round = 0;
     MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-    std::vector<uint8_t> received;
+    std::shared_ptr<uint8_t> received;
   };
 
   MPI_Comm comm = MPI_COMM_NULL;
@@ -169,13 +207,17 @@ private:
     return all;
   }
 
-  int advance(Lane &lane, bool &done, bool block) {
+  /// Moves `lane` on while its rounds have arrived: tested with
+  /// MPI_Testall, or with `test` false, those MPI has already completed
+  /// (and freed).
+  int advance(Lane &lane, bool &done, bool test) {
     done = lane.phase == lane.phases.size();
     while (!done) {
-      int complete = 1;
-      int rc = block ? MPI_Waitall(2, lane.requests, MPI_STATUSES_IGNORE)
-                     : MPI_Testall(2, lane.requests, &complete,
-                                   MPI_STATUSES_IGNORE);
+      int complete = lane.requests[0] == MPI_REQUEST_NULL &&
+                     lane.requests[1] == MPI_REQUEST_NULL;
+      int rc = test ? MPI_Testall(2, lane.requests, &complete,
+                                  MPI_STATUSES_IGNORE)
+                    : MPI_SUCCESS;
       if (rc != MPI_SUCCESS || !complete)
         return rc;
       const Phase &p = lane.phases[lane.phase];
@@ -217,7 +259,7 @@ private:
     int sendChunk = chunkOf(p, p.scatter ? p.position - j : p.position + 1 - j);
     int recvChunk = chunkOf(p, p.position - j - 1 + (p.scatter ? 0 : 1));
     MPI_Datatype type = dtype == DType::F64 ? MPI_DOUBLE : MPI_FLOAT;
-    int rc = MPI_Irecv(p.scatter ? lane.received.data()
+    int rc = MPI_Irecv(p.scatter ? lane.received.get()
                                  : chunkData(p, recvChunk),
                        chunkCount(p, recvChunk), type, p.previous, lane.tag,
                        comm, &lane.requests[0]);
@@ -231,12 +273,12 @@ private:
     int n = chunkCount(p, chunk);
     if (dtype == DType::F64) {
       auto *dst = reinterpret_cast<double *>(chunkData(p, chunk));
-      const auto *src = reinterpret_cast<const double *>(lane.received.data());
+      const auto *src = reinterpret_cast<const double *>(lane.received.get());
       for (int i = 0; i < n; ++i)
         dst[i] += src[i];
     } else {
       auto *dst = reinterpret_cast<float *>(chunkData(p, chunk));
-      const auto *src = reinterpret_cast<const float *>(lane.received.data());
+      const auto *src = reinterpret_cast<const float *>(lane.received.get());
       for (int i = 0; i < n; ++i)
         dst[i] += src[i];
     }

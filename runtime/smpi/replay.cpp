@@ -8,12 +8,15 @@
 // step did. Rank 0 prints one JSON line: the simulated step time, its
 // compute and exposed communication, and the traced run's own figures for
 // the same steps. Run it with smpirun (runtime/smpi/cluster.py does).
+// With --program, every rank runs a systolic-target training step instead,
+// its timeline from the timed simulator (program_trace.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/base/flags.h"
 #include "kiln/rt/exec/comm.h"
 #include "kiln/rt/exec/comm_trace.h"
+#include "program_trace.h"
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -21,6 +24,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +46,14 @@ struct ReplayOptions {
   /// Examples per rank and step, for images/s (0: not printed).
   int64_t batch = 0;
   double timeout = 1e6;
+  /// A systolic program to replay instead of traces.
+  smpi::ProgramTraceOptions program;
+  AllreduceAlgorithm algorithm = AllreduceAlgorithm::Ring;
+  std::vector<int> torusDims;
+  /// When positive, a progress call every this many seconds of compute
+  /// while a bucket is in flight: a device whose links move the data while
+  /// its cores compute (a TPU's), or a host's progress thread.
+  double progressEvery = 0;
   /// Replays the time the traced run spent inside progress calls as the
   /// rank's own CPU time before each simulated progress call: Open MPI has
   /// no progress thread, and its TCP transport's work there takes the
@@ -52,7 +64,29 @@ struct ReplayOptions {
 const char *kUsage =
     "usage: smpirun ... kiln-comm-replay --trace FILE [--trace FILE ...]\n"
     "         [--skip N] [--steps N] [--step-compute SEC] [--batch N]\n"
+    "         [--allreduce ring|torus --torus-dims AxB...]\n"
+    "         [--progress-every SEC]\n"
+    "       (or --program STEP.ksap [--profile NAME] [--set FIELD=VALUE ...]\n"
+    "        instead of the traces)\n"
     "         [--progress-cpu]\n";
+
+/// "2x16x16": each at least 1.
+Status parseDims(const std::string &flag, const std::string &text,
+                 std::vector<int> &dims) {
+  dims.clear();
+  size_t at = 0;
+  while (true) {
+    size_t x = text.find('x', at);
+    int64_t d = 0;
+    KILN_RETURN_IF_ERROR(flags::parseInt(
+        flag, text.substr(at, x == std::string::npos ? x : x - at), 1,
+        1 << 20, d));
+    dims.push_back(int(d));
+    if (x == std::string::npos)
+      return Status::ok();
+    at = x + 1;
+  }
+}
 
 Status parseReplayOptions(int argc, char **argv, ReplayOptions &o) {
   flags::Parser parser;
@@ -69,9 +103,35 @@ Status parseReplayOptions(int argc, char **argv, ReplayOptions &o) {
                return flags::parseDouble(f, v, 0, 1e6, o.stepCompute);
              }));
   parser.add("--progress-cpu", flags::switchFlag(o.progressCpu));
+  parser.add("--progress-every",
+             flags::valueFlag([&](const std::string &f, const std::string &v) {
+               return flags::parseDouble(f, v, 0, 1e6, o.progressEvery);
+             }));
+  parser.add("--program", flags::stringFlag(o.program.path));
+  parser.add("--profile", flags::stringFlag(o.program.profile));
+  parser.add("--set", flags::valueFlag([&](const std::string &,
+                                           const std::string &v) {
+               size_t eq = v.find('=');
+               if (eq == std::string::npos || eq == 0)
+                 return flags::usageError("--set needs FIELD=VALUE, got '" +
+                                          v + "'");
+               o.program.sets.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+               return Status::ok();
+             }));
+  parser.add("--allreduce",
+             flags::enumFlag(o.algorithm, {{"ring", AllreduceAlgorithm::Ring},
+                                           {"torus", AllreduceAlgorithm::Torus}}));
+  parser.add("--torus-dims",
+             flags::valueFlag([&](const std::string &f, const std::string &v) {
+               return parseDims(f, v, o.torusDims);
+             }));
   KILN_RETURN_IF_ERROR(parser.parse(argc, argv));
-  if (o.traces.empty())
-    return flags::usageError("--trace is required");
+  if (o.traces.empty() == o.program.path.empty())
+    return flags::usageError("give --trace or --program (one of them)");
+  if ((o.algorithm == AllreduceAlgorithm::Torus) != !o.torusDims.empty())
+    return flags::usageError("--allreduce torus and --torus-dims go together");
+  o.program.steps = int(std::min<int64_t>(o.skip + std::max<int64_t>(o.steps, 1),
+                                          1 << 20));
   return Status::ok();
 }
 
@@ -93,9 +153,10 @@ public:
       : comm(comm), options(options) {}
 
   Status run() {
-    const std::string &path =
-        options.traces[size_t(comm.rank()) % options.traces.size()];
-    StatusOr<CommTrace> read = readCommTrace(path);
+    const std::string &path = traceName(comm.rank());
+    StatusOr<CommTrace> read = options.program.path.empty()
+                                   ? readCommTrace(path)
+                                   : programTrace(options.program);
     // Every rank learns whether all traces were read, so that none waits
     // in a collective for a rank that has given up.
     int64_t allRead = read.isOk() ? 1 : 0;
@@ -154,6 +215,7 @@ public:
           before += event.callSeconds;
         compute(before);
         KILN_RETURN_IF_ERROR(call(event));
+        inFlight += event.kind == 's' ? 1 : event.kind == 'w' ? -1 : 0;
       }
       compute(step->tail * scale);
       simulated += MPI_Wtime() - begin;
@@ -179,9 +241,16 @@ public:
         "\"step_seconds\":{:.6f},"
         "\"compute_seconds\":{:.6f},\"exposed_seconds\":{:.6f},"
         "\"traced_step_seconds\":{:.6f},\"traced_exposed_seconds\":{:.6f}",
-        comm.size(), count, "ring", comm.bucketBytes(), options.progressCpu, scale, stepSeconds,
+        comm.size(), count,
+        options.algorithm == AllreduceAlgorithm::Torus ? "torus" : "ring",
+        comm.bucketBytes(), options.progressCpu, scale, stepSeconds,
         computeSeconds, stepSeconds - computeSeconds, sums[2] / ranks,
         sums[3] / ranks);
+    if (options.progressEvery > 0)
+      line += fmt::format(",\"progress_every\":{:.6g}", options.progressEvery);
+    if (!options.program.path.empty())
+      line += fmt::format(",\"device_step_seconds\":{:.6f}",
+                          steps.front()->seconds);
     if (options.batch > 0)
       line += fmt::format(",\"images_per_second\":{:.1f}",
                           double(options.batch) * ranks / stepSeconds);
@@ -195,7 +264,42 @@ private:
   const ReplayOptions &options;
   uint8_t *arena = nullptr;
 
-  static void compute(double seconds) {
+  /// Buckets started and not yet waited for.
+  int inFlight = 0;
+
+  const std::string &traceName(int rank) const {
+    return options.program.path.empty()
+               ? options.traces[size_t(rank) % options.traces.size()]
+               : options.program.path;
+  }
+
+  /// The program's trace is the same for every rank: worked out once per
+  /// process (the simulated ranks share its globals, privatization off) and
+  /// copied, not 512 times.
+  static StatusOr<CommTrace>
+  programTrace(const smpi::ProgramTraceOptions &program) {
+    static std::optional<StatusOr<CommTrace>> cached;
+    if (!cached)
+      cached = smpi::traceFromProgram(program);
+    return *cached;
+  }
+
+  void compute(double seconds) {
+    if (seconds <= 0)
+      return;
+    // Slices with a progress call between them while a bucket is in flight
+    // (--progress-every). The calls' own simulated time (SMPI's cost of an
+    // MPI_Test) is taken from the compute, so that the step's compute stays
+    // what the trace says: they stand for links that move data by
+    // themselves.
+    while (options.progressEvery > 0 && inFlight > 0 &&
+           seconds > options.progressEvery) {
+      smpi_execute(options.progressEvery);
+      seconds -= options.progressEvery;
+      double before = MPI_Wtime();
+      comm.progress();
+      seconds -= MPI_Wtime() - before;
+    }
     if (seconds > 0)
       smpi_execute(seconds);
   }
@@ -258,7 +362,7 @@ private:
         return invalidArgumentError(fmt::format(
             "{} (rank {}) and {} (rank 0) differ in their buckets or in the "
             "collectives their steps make: the ranks would not meet",
-            options.traces[r % options.traces.size()], r, options.traces[0]));
+            traceName(int(r)), r, traceName(0)));
     return Status::ok();
   }
 };
@@ -271,12 +375,20 @@ int main(int argc, char **argv) {
   Status parsed = parseReplayOptions(argc, argv, options);
   // Kiln's ring: SMPI 3.32's own MPI_Iallreduce is another algorithm than
   // Open MPI's, and crashed (a segmentation fault) in place here.
-  mpiOptions.algorithm = AllreduceAlgorithm::Ring;
+  // A bad command line is reported once MPI is up, through the ring.
+  mpiOptions.algorithm =
+      parsed.isOk() ? options.algorithm : AllreduceAlgorithm::Ring;
+  if (parsed.isOk())
+    mpiOptions.torusDims = options.torusDims;
   mpiOptions.timeoutSeconds = options.timeout;
   StatusOr<std::unique_ptr<Comm>> created = createMpiComm(mpiOptions);
   if (!created.isOk()) {
-    std::fprintf(stderr, "kiln-comm-replay: %s\n",
-                 created.status().message().c_str());
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0)
+      std::fprintf(stderr, "kiln-comm-replay: %s\n",
+                   created.status().message().c_str());
+    MPI_Finalize();
     return 1;
   }
   Comm &comm = **created;
