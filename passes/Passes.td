@@ -429,7 +429,12 @@ def KilnConvertToSa : Pass<"kiln-convert-to-sa", "mlir::ModuleOp"> {
            "Fraction of on-chip memory for temporaries kept on chip">,
     Option<"packTaps", "pack-taps", "bool", /*default=*/"true",
            "Fold several filter taps into one weight tile when a layer has "
-           "fewer input channels than the array has rows">
+           "fewer input channels than the array has rows">,
+    Option<"fuse", "fuse", "bool", /*default=*/"true",
+           "Fuse batch norm with the convolution before it (statistics in "
+           "its epilogue), the relu and residual add after it, and "
+           "relu-backward into batch-norm backward (--kiln-fuse's patterns), "
+           "so the vector unit works on tiles while they are on chip">
   ];
   let dependentDialects = ["::kiln::sa::SaDialect"];
 }

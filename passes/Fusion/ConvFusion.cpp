@@ -84,12 +84,13 @@ static bool kernelTakesStatistics(Conv2DOp conv) {
 /// and every other reader of its output (the batch-norm backward) comes
 /// after the batch norm.
 struct FuseConvBatchNormTrain : OpRewritePattern<BatchNormTrainOp> {
-  using OpRewritePattern::OpRewritePattern;
+  FuseConvBatchNormTrain(MLIRContext *context, bool anyKernel)
+      : OpRewritePattern(context), anyKernel(anyKernel) {}
   LogicalResult matchAndRewrite(BatchNormTrainOp bn,
                                 PatternRewriter &rewriter) const override {
     auto conv = bn.getInput().getDefiningOp<Conv2DOp>();
     if (!conv || conv->getBlock() != bn->getBlock() ||
-        !batchNormFusible(conv) || !kernelTakesStatistics(conv))
+        !batchNormFusible(conv) || (!anyKernel && !kernelTakesStatistics(conv)))
       return failure();
     for (Operation *user : conv->getUsers())
       if (user != bn &&
@@ -111,6 +112,9 @@ struct FuseConvBatchNormTrain : OpRewritePattern<BatchNormTrainOp> {
     rewriter.replaceOp(conv, fused.getConvOutput());
     return success();
   }
+
+private:
+  bool anyKernel;
 };
 
 /// The fused convolution whose output `value` is, if nothing else reads that
@@ -239,6 +243,13 @@ void populateConvBatchNormFusionPatterns(RewritePatternSet &patterns) {
 }
 
 void populateConvBatchNormTrainFusionPatterns(RewritePatternSet &patterns) {
-  patterns.add<FuseConvBatchNormTrain>(patterns.getContext());
+  patterns.add<FuseConvBatchNormTrain>(patterns.getContext(),
+                                       /*anyKernel=*/false);
+}
+
+void populateConvBatchNormTrainFusionPatternsAnyKernel(
+    RewritePatternSet &patterns) {
+  patterns.add<FuseConvBatchNormTrain>(patterns.getContext(),
+                                       /*anyKernel=*/true);
 }
 } // namespace kiln

@@ -32,6 +32,10 @@ void populateConvBatchNormFusionPatterns(mlir::RewritePatternSet &patterns);
 /// writes its output.
 void populateConvBatchNormTrainFusionPatterns(
     mlir::RewritePatternSet &patterns);
+/// The same for a target whose every convolution takes the statistics as it
+/// writes its output (the systolic target's vector unit, in the epilogue).
+void populateConvBatchNormTrainFusionPatternsAnyKernel(
+    mlir::RewritePatternSet &patterns);
 
 /// A sum of kiln.slice_backward ops whose parts tile the axis (the gradient
 /// of a split value) becomes the kiln.concat of their output gradients.

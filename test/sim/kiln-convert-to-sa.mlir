@@ -104,35 +104,13 @@ module @passthrough {
 
 // -----
 
-// Negative case: batch norm fused with relu (--kiln-fuse) is not lowered.
-module @fused {
-  func.func @train_step(%x: tensor<2x2x2x4xf32>, %g: tensor<4xf32>) -> tensor<2x2x2x4xf32> {
-    // expected-error @+1 {{kiln-convert-to-sa: batch norm fused with relu or a residual (--kiln-fuse) is not lowered; convert the unfused step}}
-    %y, %m, %v, %nm, %nv = kiln.batch_norm_train %x, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 relu : (tensor<2x2x2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x2x2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
-    return %y : tensor<2x2x2x4xf32>
-  }
-}
-
-// -----
-
-// Negative case: so is batch norm fused with a residual alone.
-module @fused_residual {
-  func.func @train_step(%x: tensor<2x2x2x4xf32>, %g: tensor<4xf32>) -> tensor<2x2x2x4xf32> {
-    // expected-error @+1 {{kiln-convert-to-sa: batch norm fused with relu or a residual (--kiln-fuse) is not lowered; convert the unfused step}}
-    %y, %m, %v, %nm, %nv = kiln.batch_norm_train %x, %g, %g, %g, %g residual %x epsilon 1.0e-5 momentum 0.9 : (tensor<2x2x2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x2x2x4xf32>) -> (tensor<2x2x2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
-    return %y : tensor<2x2x2x4xf32>
-  }
-}
-
-// -----
-
-// Negative case: batch-norm backward fused with the relu mask (relu_offset,
-// --kiln-fuse) is not lowered either.
+// Negative case: a batch-norm backward with a relu mask (relu_offset,
+// --kiln-fuse) recomputes the mask with its forward's scale and shift, so
+// its statistics must come from a training batch norm of the step.
 module @fused_backward {
   func.func @train_step(%x: tensor<2x2x2x4xf32>, %g: tensor<4xf32>) -> tensor<2x2x2x4xf32> {
-    %y, %m, %v, %nm, %nv = kiln.batch_norm_train %x, %g, %g, %g, %g epsilon 1.0e-5 momentum 0.9 : (tensor<2x2x2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x2x2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
-    // expected-error @+1 {{kiln-convert-to-sa: batch norm backward fused with relu backward (--kiln-fuse) is not lowered; convert the unfused step}}
-    %dx, %dg, %db = kiln.batch_norm_backward %y, %x, %g, %m, %v relu_offset %g epsilon 1.0e-5 : (tensor<2x2x2x4xf32>, tensor<2x2x2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x2x2x4xf32>, tensor<4xf32>, tensor<4xf32>)
+    // expected-error @+1 {{kiln-convert-to-sa: batch norm backward with a relu mask whose batch statistics come from no training batch norm of this step}}
+    %dx, %dg, %db = kiln.batch_norm_backward %x, %x, %g, %g, %g relu_offset %g epsilon 1.0e-5 : (tensor<2x2x2x4xf32>, tensor<2x2x2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x2x2x4xf32>, tensor<4xf32>, tensor<4xf32>)
     return %dx : tensor<2x2x2x4xf32>
   }
 }

@@ -35,6 +35,13 @@ private:
   }
   FailureOr<Tensor> newTensor(Value v, TensorKind kind, bool activation);
   LogicalResult addNode(Operation *op, Node node, bool activationResults);
+  /// addNode for the results `results` of `op` (a fused op split in nodes).
+  LogicalResult addNode(Operation *op, Node node, bool activationResults,
+                        ValueRange results);
+  /// An f32 [2, channels] temporary the IR does not have: per-channel values
+  /// one node hands to another (fused batch norm's statistics, scale and
+  /// shift).
+  int addHiddenTensor(int64_t channels);
   LogicalResult lower(Operation *op);
 
   // The steps of run().
@@ -59,6 +66,9 @@ private:
   LogicalResult lowerConv(Conv2DBackwardFilterOp conv);
   LogicalResult lowerBatchNorm(BatchNormTrainOp bn);
   LogicalResult lowerBatchNorm(BatchNormBackwardOp bn);
+  LogicalResult lowerBatchNorm(FusedConv2DBatchNormTrainOp bn);
+  LogicalResult addBatchNormTrain(Operation *op, Node n, ValueRange results,
+                                  Value batchMean);
   template <typename PoolOp> LogicalResult lowerPool(PoolOp p, NodeKind kind);
   LogicalResult lowerDense(DenseOp d);
   LogicalResult lowerMatmul(MatmulOp m);
@@ -73,6 +83,7 @@ private:
   LogicalResult lowerBroadcast(BroadcastBinaryBackwardOp b);
   LogicalResult lowerDropout(DropoutOp d);
   LogicalResult lowerMovement(Operation *op);
+  LogicalResult lowerFused(FusedElementwiseOp f);
   std::string layerFromRead(Value v) {
     // Through the precision casts of --kiln-bf16.
     while (auto cast = v.getDefiningOp<CastOp>())
@@ -103,6 +114,9 @@ private:
   /// Forward convolutions by (input, filter): their layer, for the filter
   /// gradient.
   llvm::DenseMap<Value, std::string> convLayerByInput;
+  /// Training batch norms by their batch mean: the [2, C] tensor of the
+  /// scale and shift they normalized with, for a fused backward's relu mask.
+  llvm::DenseMap<Value, int> scaleShiftByMean;
   Value stemInput;
   /// The step's layers by the rule every target shares (built on first use).
   std::optional<LayerNames> layerNames;
@@ -133,8 +147,24 @@ FailureOr<Tensor> GraphBuilder::newTensor(Value v, TensorKind kind,
 
 LogicalResult GraphBuilder::addNode(Operation *op, Node node,
                                     bool activationResults) {
-  node.opName = op->getName().stripDialect().str();
-  for (Value r : op->getResults()) {
+  return addNode(op, std::move(node), activationResults, op->getResults());
+}
+
+int GraphBuilder::addHiddenTensor(int64_t channels) {
+  Tensor t;
+  t.shape = {2, channels};
+  t.name = "t" + std::to_string(g.tensors.size());
+  int id = g.addTensor(t);
+  layers.resize(g.tensors.size());
+  return id;
+}
+
+LogicalResult GraphBuilder::addNode(Operation *op, Node node,
+                                    bool activationResults,
+                                    ValueRange results) {
+  if (node.opName.empty())
+    node.opName = op->getName().stripDialect().str();
+  for (Value r : results) {
     FailureOr<Tensor> t = newTensor(r, TensorKind::Temp, activationResults);
     if (failed(t))
       return failure();
@@ -261,29 +291,104 @@ LogicalResult GraphBuilder::lowerConv(Conv2DBackwardFilterOp conv) {
   return addNodeOf(conv, n, false);
 }
 
+/// Adds a training batch norm node whose inputs `n` has up to the running
+/// variance (its residual, then its statistics tensor, after them), with
+/// the scale-and-shift output a fused backward of `batchMean` needs.
+LogicalResult GraphBuilder::addBatchNormTrain(Operation *op, Node n,
+                                              ValueRange results,
+                                              Value batchMean) {
+  bool masked = llvm::any_of(batchMean.getUsers(), [](Operation *user) {
+    auto back = dyn_cast<BatchNormBackwardOp>(user);
+    return back && back.getReluOffset();
+  });
+  if (failed(addNode(op, n, true, results)))
+    return failure();
+  if (masked) {
+    Node &added = g.nodes.back();
+    int64_t c = g.tensors[size_t(added.inputs[1])].numElements();
+    added.scaleShift = addHiddenTensor(c);
+    added.outputs.push_back(added.scaleShift);
+    scaleShiftByMean[batchMean] = added.scaleShift;
+  }
+  return success();
+}
+
 LogicalResult GraphBuilder::lowerBatchNorm(BatchNormTrainOp bn) {
-  // The fused forms of --kiln-fuse would lose their relu and
-  // residual here.
-  if (bn.getRelu() || bn.getResidual())
-    return bn.emitError("kiln-convert-to-sa: batch norm fused with "
-                        "relu or a residual (--kiln-fuse) is not "
-                        "lowered; convert the unfused step");
   Node n{NodeKind::BatchNormTrain};
   n.epsilon = bn.getEpsilonAttr().getValueAsDouble();
   n.momentum = bn.getMomentumAttr().getValueAsDouble();
   n.layer = layerFromRead(bn.getScale());
-  return addNodeOf(bn, n, true);
+  n.fuseRelu = bn.getRelu();
+  if (failed(addInputs(n, bn->getOperands())))
+    return failure();
+  if (bn.getResidual())
+    n.residual = n.inputs[5];
+  return addBatchNormTrain(bn, n, bn->getResults(), bn.getBatchMean());
+}
+
+/// The convolution, whose epilogue accumulates the channel sums and sums of
+/// squares of its (rounded) output into a [2, C] tensor, then the batch
+/// norm, which starts from them.
+LogicalResult GraphBuilder::lowerBatchNorm(FusedConv2DBatchNormTrainOp bn) {
+  Node conv{NodeKind::Conv2d};
+  conv.strides = pair(bn.getStrides());
+  conv.padding = quad(bn.getPadding());
+  conv.dilations = pair(bn.getDilations());
+  conv.opName = "conv2d";
+  conv.spaceToDepth = stemInput && bn.getInput() == stemInput;
+  convLayerByInput[bn.getInput()] = layerFromRead(bn.getFilter());
+  if (failed(addInputs(conv, {bn.getInput(), bn.getFilter()})) ||
+      failed(addNode(bn, conv, true, bn.getConvOutput())))
+    return failure();
+  Node &added = g.nodes.back();
+  if (std::string l = layerFromRead(bn.getFilter()); !l.empty())
+    added.layer = l;
+  int64_t c = cast<ShapedType>(bn.getScale().getType()).getNumElements();
+  added.moments = addHiddenTensor(c);
+  added.outputs.push_back(added.moments);
+
+  Node n{NodeKind::BatchNormTrain};
+  n.epsilon = bn.getEpsilonAttr().getValueAsDouble();
+  n.momentum = bn.getMomentumAttr().getValueAsDouble();
+  n.opName = "batch_norm_train";
+  n.fuseRelu = bn.getRelu();
+  n.moments = added.moments;
+  if (failed(addInputs(n, {bn.getConvOutput(), bn.getScale(), bn.getOffset(),
+                           bn.getRunningMean(), bn.getRunningVar()})))
+    return failure();
+  if (bn.getResidual()) {
+    if (failed(addInputs(n, bn.getResidual())))
+      return failure();
+    n.residual = n.inputs.back();
+  }
+  n.inputs.push_back(n.moments);
+  if (failed(addBatchNormTrain(bn, n, bn->getResults().drop_front(),
+                               bn.getBatchMean())))
+    return failure();
+  if (std::string l = layerFromRead(bn.getScale()); !l.empty())
+    g.nodes.back().layer = l;
+  return success();
 }
 
 LogicalResult GraphBuilder::lowerBatchNorm(BatchNormBackwardOp bn) {
-  if (bn.getReluOffset())
-    return bn.emitError("kiln-convert-to-sa: batch norm backward fused "
-                        "with relu backward (--kiln-fuse) is not "
-                        "lowered; convert the unfused step");
   Node n{NodeKind::BatchNormBackward};
   n.epsilon = bn.getEpsilonAttr().getValueAsDouble();
   n.layer = layerFromRead(bn.getScale());
-  return addNodeOf(bn, n, true);
+  if (!bn.getReluOffset())
+    return addNodeOf(bn, n, true);
+  // The relu mask of the forward output is recomputed from x with the
+  // forward's own scale and shift (bit for bit its output's sign).
+  auto it = scaleShiftByMean.find(bn.getBatchMean());
+  if (it == scaleShiftByMean.end())
+    return bn.emitError("kiln-convert-to-sa: batch norm backward with a "
+                        "relu mask whose batch statistics come from no "
+                        "training batch norm of this step");
+  if (failed(addInputs(n, {bn.getOutputGrad(), bn.getInput(), bn.getScale(),
+                           bn.getBatchMean(), bn.getBatchVar()})))
+    return failure();
+  n.scaleShift = it->second;
+  n.inputs.push_back(n.scaleShift);
+  return addNode(bn, n, true);
 }
 
 /// The windowed pools and their gradients.
@@ -405,6 +510,71 @@ LogicalResult GraphBuilder::lowerDropout(DropoutOp d) {
   return addNodeOf(d, n, true);
 }
 
+/// A chain of elementwise ops, run on each tile while it is on chip; every
+/// value keeps the element type it has in the IR (a cast's result its own,
+/// an activation's the activation storage type), so intermediates round as
+/// the unfused ops' results do.
+LogicalResult GraphBuilder::lowerFused(FusedElementwiseOp f) {
+  Node n{NodeKind::FusedElementwise};
+  if (failed(addInputs(n, f.getInputs())))
+    return failure();
+  Block &body = f.getBody().front();
+  llvm::DenseMap<Value, int> chain;
+  for (BlockArgument a : body.getArguments()) {
+    chain[a] = int(chain.size());
+    n.chainTypes.push_back(
+        g.tensors[size_t(g.root(n.inputs[a.getArgNumber()]))].dtype);
+  }
+  for (Operation &op : body.without_terminator()) {
+    std::optional<Node> step =
+        llvm::TypeSwitch<Operation *, std::optional<Node>>(&op)
+            .Case([](ReluOp) { return Node{NodeKind::Relu}; })
+            .Case([](ReluBackwardOp) { return Node{NodeKind::ReluBackward}; })
+            .Case([](AddOp) { return Node{NodeKind::Add}; })
+            .Case([](CastOp) { return Node{NodeKind::Copy}; })
+            .Case([](ActivationOp a) {
+              Node s{NodeKind::Activation};
+              s.activation = int64_t(a.getKind());
+              return s;
+            })
+            .Case([](ActivationBackwardOp a) {
+              Node s{NodeKind::ActivationBackward};
+              s.activation = int64_t(a.getKind());
+              return s;
+            })
+            .Default([](Operation *) { return std::nullopt; });
+    if (!step || op.getNumResults() != 1)
+      return op.emitError("kiln-convert-to-sa: '")
+             << op.getName()
+             << "' in a kiln.fused_elementwise is not supported on the "
+                "systolic target";
+    for (Value v : op.getOperands())
+      step->inputs.push_back(chain.lookup(v));
+    FailureOr<Tensor> t =
+        newTensor(op.getResult(0), TensorKind::Temp, !isa<CastOp>(op));
+    if (failed(t))
+      return failure();
+    step->outputs.push_back(int(n.chainTypes.size()));
+    chain[op.getResult(0)] = int(n.chainTypes.size());
+    n.chainTypes.push_back(t->dtype);
+    n.body.push_back(std::move(*step));
+  }
+  for (Value v : body.getTerminator()->getOperands()) {
+    int index = chain.lookup(v);
+    if (index < int(f.getInputs().size()))
+      return f.emitError("kiln-convert-to-sa: a kiln.fused_elementwise that "
+                         "yields an operand is not supported");
+    n.yields.push_back(index);
+  }
+  if (failed(addNode(f, n, true)))
+    return failure();
+  const Node &added = g.nodes.back();
+  for (size_t i = 0; i < added.outputs.size(); ++i)
+    g.tensors[size_t(added.outputs[i])].dtype =
+        added.chainTypes[size_t(added.yields[i])];
+  return success();
+}
+
 /// Concat, slices, transposes and shuffles: copies between HBM views.
 LogicalResult GraphBuilder::lowerMovement(Operation *op) {
   Node n = llvm::TypeSwitch<Operation *, Node>(op)
@@ -458,7 +628,8 @@ LogicalResult GraphBuilder::lower(Operation *op) {
       .Case([&](arith::ConstantOp c) { return lowerConstant(c); })
       .Case<Conv2DOp, Conv2DBackwardDataOp, Conv2DBackwardFilterOp>(
           [&](auto conv) { return lowerConv(conv); })
-      .Case<BatchNormTrainOp, BatchNormBackwardOp>(
+      .Case<BatchNormTrainOp, BatchNormBackwardOp,
+            FusedConv2DBatchNormTrainOp>(
           [&](auto bn) { return lowerBatchNorm(bn); })
       .Case([&](ReluOp) { return simple(NodeKind::Relu, true); })
       .Case(
@@ -514,6 +685,7 @@ LogicalResult GraphBuilder::lower(Operation *op) {
       .Case([&](DropoutOp d) { return lowerDropout(d); })
       .Case<ConcatOp, SliceOp, SliceBackwardOp, TransposeOp,
             ChannelShuffleOp>([&](Operation *m) { return lowerMovement(m); })
+      .Case([&](FusedElementwiseOp f) { return lowerFused(f); })
       .Case([&](func::ReturnOp) -> LogicalResult { return success(); })
       .Default([&](Operation *other) -> LogicalResult {
         return other->emitError("kiln-convert-to-sa: '")

@@ -58,8 +58,8 @@ enum class NodeKind {
   Conv2dBackwardData,    // in: dy, w           out: dx
   Conv2dBackwardFilter,  // in: x, dy           out: dw
   Matmul,                // in: a, b [, bias]   out: c   (flags: transpose a, b)
-  BatchNormTrain,        // in: x g b rm rv     out: y mean var nrm nrv
-  BatchNormBackward,     // in: dy x g mean var out: dx dg db
+  BatchNormTrain,        // in: x g b rm rv [r] [m] out: y mean var nrm nrv [ss]
+  BatchNormBackward,     // in: dy x g mean var [ss] out: dx dg db
   Relu,                  // in: x               out: y
   ReluBackward,          // in: dy y            out: dx
   Add,                   // in: a b             out: c
@@ -89,6 +89,8 @@ enum class NodeKind {
   SliceBackward,           // in: dy              out: dx  (axis, start)
   Transpose,               // in: x               out: y   (permutation)
   ChannelShuffle,          // in: x               out: y   (groups)
+  // kiln.fused_elementwise (--kiln-fuse's chains): one pass over the tiles.
+  FusedElementwise, // in: x...  out: y...  (body, chainTypes, yields)
 };
 
 struct Node {
@@ -105,6 +107,18 @@ struct Node {
   bool transposeA = false, transposeB = false, nesterov = false, skip = false;
   /// Fold a following ReLU into BatchNormTrain's output.
   bool fuseRelu = false;
+  /// Fused batch norm (docs/systolic.md, "Fusion"); each is a tensor id
+  /// also listed among the node's inputs or outputs, or -1.
+  /// BatchNormTrain: the residual added before the relu.
+  int residual = -1;
+  /// Conv2d (output) and BatchNormTrain (input): the [2, C] f32 channel
+  /// sums and sums of squares of the convolution's output, accumulated in
+  /// its epilogue.
+  int moments = -1;
+  /// BatchNormTrain (output) and BatchNormBackward (input): the [2, C] f32
+  /// scale and shift of the normalization; the backward recomputes the
+  /// relu mask of the forward output from x with them.
+  int scaleShift = -1;
   /// Conv2d: lower as a space-to-depth stem (see docs/systolic.md).
   bool spaceToDepth = false;
   int64_t schedule = 0;
@@ -122,6 +136,14 @@ struct Node {
   /// Dropout (kiln.dropout's attributes).
   double ratio = 0;
   int64_t seed = 0, stream = 0;
+  /// FusedElementwise: the chain's ops in order (Relu, ReluBackward, Add,
+  /// Copy, Activation, ActivationBackward). The chain's values are the
+  /// node's inputs, then each body op's result; body inputs and outputs are
+  /// indices of chain values, chainTypes their element types, and yields
+  /// the chain values that are the node's outputs.
+  std::vector<Node> body;
+  std::vector<fb::DType> chainTypes;
+  std::vector<int> yields;
   /// For reports: the kiln op and the layer it belongs to.
   std::string opName, layer;
 };

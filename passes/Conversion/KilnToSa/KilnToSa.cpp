@@ -11,9 +11,11 @@
 #include "ProgramEnums.h"
 
 #include "dialects/Sa/IR/SaOps.h"
+#include "passes/Fusion/Fuse.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
 
@@ -223,6 +225,21 @@ struct ConvertToSaPass : impl::KilnConvertToSaBase<ConvertToSaPass> {
     if (!s.isOk()) {
       module.emitError("kiln-convert-to-sa: ") << s.message();
       return signalPassFailure();
+    }
+    // The device's schedule: the vector unit works on convolution outputs
+    // and activations while a tile of them is on chip. The fused ops are
+    // --kiln-fuse's, decided on the kiln IR by its patterns, in its order
+    // (relu and residual into the batch norm first, then the convolution,
+    // then chains of what is left).
+    if (fuse) {
+      for (auto populate : {populateBatchNormReluFusionPatterns,
+                            populateConvBatchNormTrainFusionPatternsAnyKernel,
+                            populateElementwiseFusionPatterns}) {
+        RewritePatternSet patterns(&getContext());
+        populate(patterns);
+        if (failed(applyPatternsGreedily(fn, std::move(patterns))))
+          return signalPassFailure();
+      }
     }
     sa::GraphOptions graphOptions;
     if (activationType == sa::ActivationStorage::BF16)

@@ -60,6 +60,9 @@ struct ConvInstance {
   /// reads channels [xc0, xc0 + IC) of x, writes [yc0, yc0 + OC) of y and
   /// takes the filter's last dimension from woff (atGroup sets them).
   int64_t groups = 1, XC = 0, YC = 0, WC = 0, xc0 = 0, yc0 = 0, woff = 0;
+  /// Forward with a fused batch norm: the [2, C] f32 tensor the epilogue
+  /// accumulates the output's channel sums and sums of squares into.
+  int moments = -1;
 };
 
 /// The instance of group g.
@@ -284,6 +287,8 @@ private:
   int64_t maxSlab = 1, maxRows = 1;
   uint32_t slab[2] = {0, 0}, acc[2] = {0, 0}, cvt[2] = {0, 0};
   int64_t blockCounter = 0, tileCounter = 0;
+  /// The moments on chip (c0.moments >= 0).
+  Loc moments;
 };
 
 Status ConvInstancesLowering::run() {
@@ -291,6 +296,13 @@ Status ConvInstancesLowering::run() {
   KILN_RETURN_IF_ERROR(placeFilter());
   KILN_RETURN_IF_ERROR(planTiles());
   KILN_RETURN_IF_ERROR(allocateSlots());
+  if (c0.moments >= 0) {
+    std::vector<Loc> locs;
+    KILN_RETURN_IF_ERROR(outVectors(p, {c0.moments}, locs));
+    moments = locs[0];
+    p.b.vector(fb::VectorOp::Fill, {}, {moments.region()}, 1, 2 * c0.OC,
+               {0.0});
+  }
   // Groups one after the other, each its own implicit GEMM over its
   // channels (the staging slots are shared).
   for (int64_t group = 0; group < c0.groups; ++group)
@@ -311,6 +323,8 @@ Status ConvInstancesLowering::run() {
                     oc0, g);
     }
   }
+  if (c0.moments >= 0)
+    p.store(c0.moments, 0, 2 * c0.OC, moments);
   return Status::ok();
 }
 
@@ -329,7 +343,8 @@ Status ConvInstancesLowering::planFilterGroups() {
   obw = std::min(C, c0.OC);
   yOnChip = p.onChip(c0.y);
   needCvt = !yOnChip && p.dtype(c0.y) != fb::DType::F32;
-  left = p.budget() - (p.onChip(c0.w) ? 0 : ocg * perOc) - 4096;
+  left = p.budget() - (p.onChip(c0.w) ? 0 : ocg * perOc) - 4096 -
+         (c0.moments >= 0 ? 8 * c0.OC + 64 : 0);
   xb = p.bytes(p.dtype(c0.x));
   return Status::ok();
 }
@@ -443,9 +458,21 @@ void ConvInstancesLowering::writeOutputBlock(const ConvInstance &c,
                                              int64_t rows, int64_t oc0,
                                              int64_t w) {
   bool dense = c.sy == 1 && c.sx == 1 && c.OW2 == c.OW;
+  // The epilogue of a fused batch norm: the statistics of the block as it
+  // is stored (rounded to the output's type), while it is on chip.
+  auto accumulateMoments = [&](fb::Region block) {
+    if (c.moments < 0)
+      return;
+    p.b.vector(fb::VectorOp::ChannelMoments, {block},
+               {fb::Region(moments.buffer, moments.offset + oc0),
+                fb::Region(moments.buffer, moments.offset + c.OC + oc0)},
+               rows, w);
+  };
   if (yOnChip && dense) {
-    p.storeBlock(c.y, a, (t.n0 * c.OH + t.r0) * c.OW, rows, c.yc0 + oc0, w,
-                 0);
+    int64_t row0 = (t.n0 * c.OH + t.r0) * c.OW;
+    p.storeBlock(c.y, a, row0, rows, c.yc0 + oc0, w, 0);
+    // A resident output has one column block (Planner::assignHomes).
+    accumulateMoments(fb::Region(p.home(c.y), row0 * c.YC));
     return;
   }
   uint32_t src = a;
@@ -454,6 +481,7 @@ void ConvInstancesLowering::writeOutputBlock(const ConvInstance &c,
     p.b.vector(fb::VectorOp::Copy, {fb::Region(a, 0)}, {fb::Region(src, 0)},
                rows, w);
   }
+  accumulateMoments(fb::Region(src, 0));
   p.b.dma(OperandSpec::matrix(src, 0, rows, w, w),
           outputView(c, t, p.home(c.y), oc0, w));
 }
@@ -828,7 +856,11 @@ Status Planner::lowerConv(const Node &n) {
   }
   if (n.groups > 1 && n.spaceToDepth)
     return invalidArgumentError("a grouped space-to-depth stem");
+  if (n.moments >= 0 && n.groups > 1)
+    return invalidArgumentError(
+        "a grouped convolution cannot take its batch norm's statistics");
   setGroups(c, n.groups);
+  c.moments = n.moments;
   return lowerInstances(*this, {c});
 }
 

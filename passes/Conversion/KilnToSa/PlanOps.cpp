@@ -5,6 +5,14 @@
 // statistics, then the normalization), as the statistics of the whole batch
 // are needed before any output.
 //
+// Fused batch norm (kiln-convert-to-sa's `fuse`, docs/systolic.md "Fusion"):
+// the statistics pass disappears when the producing convolution accumulated
+// them in its epilogue; the residual add and the relu run on the normalized
+// tile while it is on chip, each writing the element type the unfused op's
+// result has, so the values are those of the unfused ops; a backward pass
+// recomputes the relu mask from x with the forward's scale and shift instead
+// of reading the forward output.
+//
 //===----------------------------------------------------------------------===//
 
 #include "PlannerImpl.h"
@@ -40,6 +48,28 @@ Status outVectors(Planner &p, const std::vector<int> &ids,
   return Status::ok();
 }
 
+fb::VectorOp elementwiseOp(const Node &n, std::vector<int64_t> &iattrs) {
+  switch (n.kind) {
+  case NodeKind::Relu:
+    return Op::Relu;
+  case NodeKind::ReluBackward:
+    return Op::ReluGrad;
+  case NodeKind::Add:
+    return Op::Add;
+  case NodeKind::Activation:
+  case NodeKind::ActivationBackward:
+    iattrs = {n.activation};
+    return n.kind == NodeKind::Activation ? Op::Activation
+                                          : Op::ActivationGrad;
+  case NodeKind::BiasAdd:
+    return Op::ChannelAdd;
+  case NodeKind::Dropout:
+    return Op::Dropout;
+  default:
+    return Op::Copy;
+  }
+}
+
 Status Planner::lowerElementwise(const Node &n) {
   int out = n.outputs[0];
   int64_t c = tensor(out).channels(), rows = tensor(out).numElements() / c;
@@ -58,34 +88,11 @@ Status Planner::lowerElementwise(const Node &n) {
   int64_t reserve = lastWhole ? 4 * c + 4096 : 0;
   int64_t tr = tileRows(rows, bpr, 2, budget() - reserve);
   Slots slots(*this, all, tr * c);
-  Op op = Op::Copy;
   std::vector<double> fattrs;
   std::vector<int64_t> iattrs;
-  switch (n.kind) {
-  case NodeKind::Relu:
-    op = Op::Relu;
-    break;
-  case NodeKind::ReluBackward:
-    op = Op::ReluGrad;
-    break;
-  case NodeKind::Add:
-    op = Op::Add;
-    break;
-  case NodeKind::Activation:
-  case NodeKind::ActivationBackward:
-    op = n.kind == NodeKind::Activation ? Op::Activation : Op::ActivationGrad;
-    iattrs = {n.activation};
-    break;
-  case NodeKind::BiasAdd:
-    op = Op::ChannelAdd;
-    break;
-  case NodeKind::Dropout:
-    op = Op::Dropout;
+  Op op = elementwiseOp(n, iattrs);
+  if (n.kind == NodeKind::Dropout)
     fattrs = {n.ratio};
-    break;
-  default:
-    break;
-  }
   for (int64_t r0 = 0, tile = 0; r0 < rows; r0 += tr, ++tile) {
     int k = int(tile % 2);
     int64_t cnt = std::min(tr, rows - r0);
@@ -119,41 +126,73 @@ static int64_t vectorBytes(int64_t count, int64_t c) {
   return count * aligned + (aligned == c * 4 ? 0 : 4 * 64);
 }
 
+/// The region `channels` elements after a place on chip.
+static fb::Region after(const Loc &l, int64_t channels) {
+  return fb::Region(l.buffer, l.offset + channels);
+}
+
 Status Planner::lowerBatchNorm(const Node &n) {
-  int x = n.inputs[0], y = n.outputs[0];
+  int x = n.inputs[0], y = n.outputs[0], r = n.residual;
   int64_t c = tensor(x).channels(), rows = tensor(x).numElements() / c;
-  std::vector<Loc> in, out;
+  std::vector<Loc> in, out, moments, scaleShift;
   KILN_RETURN_IF_ERROR(loadVectors(
       *this, {n.inputs[1], n.inputs[2], n.inputs[3], n.inputs[4]}, in));
   KILN_RETURN_IF_ERROR(outVectors(
       *this, {n.outputs[1], n.outputs[2], n.outputs[3], n.outputs[4]}, out));
-  uint32_t sum, sq, scale, shift;
-  KILN_RETURN_IF_ERROR(slot("sum", fb::DType::F32, c, sum));
-  KILN_RETURN_IF_ERROR(slot("sumsq", fb::DType::F32, c, sq));
-  KILN_RETURN_IF_ERROR(slot("scale", fb::DType::F32, c, scale));
-  KILN_RETURN_IF_ERROR(slot("shift", fb::DType::F32, c, shift));
-  int64_t bpr = c * (bytes(dtype(x)) + bytes(dtype(y)));
-  int64_t tr = tileRows(rows, bpr, 2, budget() - vectorBytes(12, c));
-  Slots slots(*this, {x, y}, tr * c);
-  b.vector(Op::Fill, {}, {fb::Region(sum, 0)}, 1, c, {0.0});
-  b.vector(Op::Fill, {}, {fb::Region(sq, 0)}, 1, c, {0.0});
-  for (int64_t r0 = 0, tile = 0; r0 < rows; r0 += tr, ++tile) {
-    int64_t cnt = std::min(tr, rows - r0);
-    uint32_t s = 0;
-    if (!onChip(x))
-      KILN_RETURN_IF_ERROR(slots.get(0, int(tile % 2), s));
-    Loc l = load(x, r0 * c, cnt * c, s);
-    b.vector(Op::ChannelMoments, {l.region()},
-             {fb::Region(sum, 0), fb::Region(sq, 0)}, cnt, c);
+  // The sums come from the convolution's epilogue, or from a pass here.
+  if (n.moments >= 0)
+    KILN_RETURN_IF_ERROR(loadVectors(*this, {n.moments}, moments));
+  // The scale and shift are kept for a fused backward, or staged.
+  if (n.scaleShift >= 0)
+    KILN_RETURN_IF_ERROR(outVectors(*this, {n.scaleShift}, scaleShift));
+  Loc sum, sq, scale, shift;
+  if (n.moments >= 0) {
+    sum = moments[0];
+    sq = {moments[0].buffer, moments[0].offset + c};
+  } else {
+    KILN_RETURN_IF_ERROR(slot("sum", fb::DType::F32, c, sum.buffer));
+    KILN_RETURN_IF_ERROR(slot("sumsq", fb::DType::F32, c, sq.buffer));
+  }
+  if (n.scaleShift >= 0) {
+    scale = scaleShift[0];
+    shift = {scaleShift[0].buffer, scaleShift[0].offset + c};
+  } else {
+    KILN_RETURN_IF_ERROR(slot("scale", fb::DType::F32, c, scale.buffer));
+    KILN_RETURN_IF_ERROR(slot("shift", fb::DType::F32, c, shift.buffer));
+  }
+  // A residual's tile, and the normalized tile before the add (in y's
+  // element type, as the unfused batch norm's output).
+  std::vector<int> tiled = {x, y};
+  if (r >= 0)
+    tiled.insert(tiled.end(), {r, y});
+  int64_t bpr = 0;
+  for (int id : tiled)
+    bpr += c * bytes(dtype(id));
+  int64_t tr = tileRows(rows, bpr, 2, budget() - vectorBytes(16, c));
+  Slots slots(*this, tiled, tr * c);
+  if (n.moments < 0) {
+    b.vector(Op::Fill, {}, {sum.region()}, 1, c, {0.0});
+    b.vector(Op::Fill, {}, {sq.region()}, 1, c, {0.0});
+    for (int64_t r0 = 0, tile = 0; r0 < rows; r0 += tr, ++tile) {
+      int64_t cnt = std::min(tr, rows - r0);
+      uint32_t s = 0;
+      if (!onChip(x))
+        KILN_RETURN_IF_ERROR(slots.get(0, int(tile % 2), s));
+      Loc l = load(x, r0 * c, cnt * c, s);
+      b.vector(Op::ChannelMoments, {l.region()}, {sum.region(), sq.region()},
+               cnt, c);
+    }
   }
   b.vector(Op::BnStats,
-           {fb::Region(sum, 0), fb::Region(sq, 0), in[0].region(),
-            in[1].region(), in[2].region(), in[3].region()},
-           {out[0].region(), out[1].region(), fb::Region(scale, 0),
-            fb::Region(shift, 0), out[2].region(), out[3].region()},
+           {sum.region(), sq.region(), in[0].region(), in[1].region(),
+            in[2].region(), in[3].region()},
+           {out[0].region(), out[1].region(), scale.region(), shift.region(),
+            out[2].region(), out[3].region()},
            1, c, {double(rows), n.epsilon, n.momentum});
   for (size_t i = 0; i < 4; ++i)
     store(n.outputs[i + 1], 0, c, out[i]);
+  if (n.scaleShift >= 0)
+    store(n.scaleShift, 0, 2 * c, scaleShift[0]);
   // The second pass walks the tiles backwards: the last tile of the first
   // pass may still be on chip.
   int64_t numTiles = (rows + tr - 1) / tr;
@@ -167,9 +206,21 @@ Status Planner::lowerBatchNorm(const Node &n) {
       KILN_RETURN_IF_ERROR(slots.get(1, k, d));
     Loc l = load(x, r0 * c, cnt * c, s);
     Loc o = outLoc(y, r0 * c, d);
-    b.vector(Op::ChannelAffine,
-             {l.region(), fb::Region(scale, 0), fb::Region(shift, 0)},
-             {o.region()}, cnt, c, {}, {n.fuseRelu ? 1 : 0});
+    if (r < 0) {
+      b.vector(Op::ChannelAffine, {l.region(), scale.region(), shift.region()},
+               {o.region()}, cnt, c, {}, {n.fuseRelu ? 1 : 0});
+    } else {
+      uint32_t rs = 0, t = 0;
+      if (!onChip(r))
+        KILN_RETURN_IF_ERROR(slots.get(2, k, rs));
+      KILN_RETURN_IF_ERROR(slots.get(3, k, t));
+      Loc lr = load(r, r0 * c, cnt * c, rs);
+      b.vector(Op::ChannelAffine, {l.region(), scale.region(), shift.region()},
+               {fb::Region(t, 0)}, cnt, c, {}, {0});
+      b.vector(Op::Add, {fb::Region(t, 0), lr.region()}, {o.region()}, cnt, c);
+      if (n.fuseRelu)
+        b.vector(Op::Relu, {o.region()}, {o.region()}, cnt, c);
+    }
     store(y, r0 * c, cnt * c, o);
   }
   return Status::ok();
@@ -178,17 +229,40 @@ Status Planner::lowerBatchNorm(const Node &n) {
 Status Planner::lowerBatchNormBackward(const Node &n) {
   int dy = n.inputs[0], x = n.inputs[1], dx = n.outputs[0];
   int64_t c = tensor(x).channels(), rows = tensor(x).numElements() / c;
-  std::vector<Loc> in, out;
+  bool masked = n.scaleShift >= 0;
+  std::vector<Loc> in, out, scaleShift;
   KILN_RETURN_IF_ERROR(
       loadVectors(*this, {n.inputs[2], n.inputs[3], n.inputs[4]}, in));
   KILN_RETURN_IF_ERROR(outVectors(*this, {n.outputs[1], n.outputs[2]}, out));
+  if (masked)
+    KILN_RETURN_IF_ERROR(loadVectors(*this, {n.scaleShift}, scaleShift));
   uint32_t s0, s1, A, B, K;
   for (auto [name, id] :
        {std::pair{"sdy", &s0}, {"sdyx", &s1}, {"a", &A}, {"b", &B}, {"k", &K}})
     KILN_RETURN_IF_ERROR(slot(name, fb::DType::F32, c, *id));
-  int64_t bpr = c * (bytes(dtype(dy)) + bytes(dtype(x)) + bytes(dtype(dx)));
+  // A masked gradient's tile: the forward output recomputed in its element
+  // type (dy's), then dy where it is positive.
+  std::vector<int> tiled = {dy, x, dx};
+  if (masked)
+    tiled.push_back(dy);
+  int64_t bpr = 0;
+  for (int id : tiled)
+    bpr += c * bytes(dtype(id));
   int64_t tr = tileRows(rows, bpr, 2, budget() - vectorBytes(16, c));
-  Slots slots(*this, {dy, x, dx}, tr * c);
+  Slots slots(*this, tiled, tr * c);
+  auto mask = [&](Loc &ldy, const Loc &lx, int64_t cnt, int k) -> Status {
+    if (!masked)
+      return Status::ok();
+    uint32_t m = 0;
+    KILN_RETURN_IF_ERROR(slots.get(3, k, m));
+    b.vector(Op::ChannelAffine,
+             {lx.region(), scaleShift[0].region(), after(scaleShift[0], c)},
+             {fb::Region(m, 0)}, cnt, c, {}, {0});
+    b.vector(Op::ReluGrad, {ldy.region(), fb::Region(m, 0)},
+             {fb::Region(m, 0)}, cnt, c);
+    ldy = {m, 0};
+    return Status::ok();
+  };
   b.vector(Op::Fill, {}, {fb::Region(s0, 0)}, 1, c, {0.0});
   b.vector(Op::Fill, {}, {fb::Region(s1, 0)}, 1, c, {0.0});
   int64_t numTiles = (rows + tr - 1) / tr;
@@ -200,6 +274,7 @@ Status Planner::lowerBatchNormBackward(const Node &n) {
     if (!onChip(x))
       KILN_RETURN_IF_ERROR(slots.get(1, int(tile % 2), bb));
     Loc ldy = load(dy, r0 * c, cnt * c, a), lx = load(x, r0 * c, cnt * c, bb);
+    KILN_RETURN_IF_ERROR(mask(ldy, lx, cnt, int(tile % 2)));
     b.vector(Op::ChannelCenteredDot,
              {ldy.region(), lx.region(), in[1].region()},
              {fb::Region(s0, 0), fb::Region(s1, 0)}, cnt, c);
@@ -223,6 +298,7 @@ Status Planner::lowerBatchNormBackward(const Node &n) {
     if (!onChip(dx))
       KILN_RETURN_IF_ERROR(slots.get(2, k, d));
     Loc ldy = load(dy, r0 * c, cnt * c, a), lx = load(x, r0 * c, cnt * c, bb);
+    KILN_RETURN_IF_ERROR(mask(ldy, lx, cnt, k));
     Loc o = outLoc(dx, r0 * c, d);
     b.vector(Op::ChannelAffine2,
              {ldy.region(), lx.region(), fb::Region(A, 0), fb::Region(B, 0),

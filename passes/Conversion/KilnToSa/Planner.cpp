@@ -82,6 +82,8 @@ const char *nodeName(NodeKind k) {
     return "transpose";
   case NodeKind::ChannelShuffle:
     return "channel_shuffle";
+  case NodeKind::FusedElementwise:
+    return "fused_elementwise";
   }
   return "?";
 }
@@ -364,6 +366,9 @@ Status Planner::run() {
       break;
     case NodeKind::AllReduce:
       s = lowerAllReduce(n);
+      break;
+    case NodeKind::FusedElementwise:
+      s = lowerFusedElementwise(n);
       break;
     }
     if (!s.isOk())

@@ -87,6 +87,8 @@ public:
   Status lowerDepthwise(const Node &n);
   Status lowerBroadcast(const Node &n);
   Status lowerMovement(const Node &n);
+  /// kiln.fused_elementwise: the chain on each tile (PlanFused.cpp).
+  Status lowerFusedElementwise(const Node &n);
 
   static bool isConv(NodeKind k);
   static bool isMovement(NodeKind k);
@@ -143,6 +145,10 @@ private:
   int64_t elems;
   std::vector<std::pair<std::pair<size_t, int>, uint32_t>> made;
 };
+
+/// The vector op of an elementwise node (Relu, ReluBackward, Add, Copy,
+/// Activation[Backward], BiasAdd, Dropout) and its integer attributes.
+fb::VectorOp elementwiseOp(const Node &n, std::vector<int64_t> &iattrs);
 
 /// Per-channel (or scalar) operands on chip for the whole op: their homes
 /// if resident, else a staging slot after a DMA.

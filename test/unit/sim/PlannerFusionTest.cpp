@@ -1,0 +1,343 @@
+//===- PlannerFusionTest.cpp - Fused lowerings against the unfused ones ---===//
+//
+// The fused schedule of kiln-convert-to-sa (docs/systolic.md, "Fusion") must
+// compute what the unfused ops compute: each case plans a graph both ways,
+// runs one functional step of each on the same inputs and compares every
+// output tensor. Intermediates keep their element types, so the only
+// difference allowed is the f32 rounding of batch statistics summed over
+// other tiles (the convolution's blocks instead of the batch norm's rows).
+// Small on-chip memories force several tiles, spills and resident tensors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Planner.h"
+
+#include "kiln/ref/init.h"
+#include "kiln/sim/Simulator.h"
+#include "kiln/sim/Timing.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+using namespace kiln;
+using sa::Graph;
+using sa::Node;
+using sa::NodeKind;
+using sa::TensorKind;
+namespace fb = kiln::sim::fb;
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+constexpr fb::DType kBf16 = fb::DType::BF16, kF32 = fb::DType::F32;
+
+std::vector<float> random(int64_t n, const std::string &name) {
+  std::vector<float> v(static_cast<size_t>(n));
+  ref::RandomStream r(5, name);
+  for (int64_t i = 0; i < n; ++i)
+    v[size_t(i)] = float(r.normal(uint64_t(i)));
+  return v;
+}
+
+int64_t elements(const Shape &s) {
+  int64_t n = 1;
+  for (int64_t d : s)
+    n *= d;
+  return n;
+}
+
+/// A graph under construction with named inputs and results.
+struct Builder {
+  Graph g;
+  int arguments = 0, results = 0;
+  std::map<std::string, std::vector<float>> values;
+  std::vector<std::string> resultNames;
+
+  int input(const Shape &shape, fb::DType dtype = kF32) {
+    sa::Tensor t;
+    t.name = "in" + std::to_string(arguments);
+    t.shape = shape;
+    t.dtype = dtype;
+    t.kind = TensorKind::Input;
+    t.argument = arguments;
+    values["arg" + std::to_string(arguments++)] =
+        random(elements(shape), t.name);
+    return g.addTensor(t);
+  }
+  int variable(const std::string &name, const Shape &shape, float offset) {
+    sa::Tensor t;
+    t.name = name;
+    t.shape = shape;
+    t.kind = TensorKind::Variable;
+    std::vector<float> v = random(elements(shape), name);
+    for (float &x : v)
+      x = offset + 0.25f * x;
+    values[name] = v;
+    return g.addTensor(t);
+  }
+  /// A temporary, or a result named `name` when it is not empty.
+  int temp(const Shape &shape, fb::DType dtype, const std::string &name = "") {
+    sa::Tensor t;
+    t.name = "t" + std::to_string(g.tensors.size());
+    t.shape = shape;
+    t.dtype = dtype;
+    if (!name.empty()) {
+      t.result = results++;
+      resultNames.push_back(name);
+    }
+    return g.addTensor(t);
+  }
+  Node &add(Node n, std::vector<int> inputs, std::vector<int> outputs) {
+    n.inputs = std::move(inputs);
+    n.outputs = std::move(outputs);
+    n.layer = "l" + std::to_string(g.nodes.size());
+    g.nodes.push_back(n);
+    return g.nodes.back();
+  }
+};
+
+sim::TargetConfig target(int64_t onChip) {
+  sim::TargetConfig t;
+  t.arrayRows = t.arrayCols = 16;
+  t.onChipBytes = onChip;
+  return t;
+}
+
+/// Plans and runs one functional step; returns every result by name and
+/// the timed HBM traffic.
+std::map<std::string, std::vector<float>>
+run(const Builder &b, const sim::TargetConfig &t, sa::PlanOptions options,
+    uint64_t *hbmBytes = nullptr) {
+  sim::ProgramTSink sink(t, "test", 1);
+  kiln::Status s = sa::planProgram(b.g, t, options, sink);
+  EXPECT_TRUE(s.isOk()) << s.message();
+  std::unique_ptr<sim::Program> program = sink.take();
+  if (hbmBytes) {
+    sim::TimingResult r = sim::simulateTiming(*program, t);
+    *hbmBytes = r.hbmBytesRead + r.hbmBytesWritten;
+  }
+  std::unique_ptr<sim::Simulator> sim;
+  s = sim::Simulator::create(std::move(program), t, sim);
+  EXPECT_TRUE(s.isOk()) << s.message();
+  std::map<std::string, std::vector<float>> out;
+  if (!sim)
+    return out;
+  for (auto &[name, v] : b.values) {
+    s = name.rfind("arg", 0) == 0 ? sim->setInput(name, v)
+                                  : sim->writeVariable(name, v);
+    EXPECT_TRUE(s.isOk()) << name << ": " << s.message();
+  }
+  s = sim->runStep();
+  EXPECT_TRUE(s.isOk()) << s.message();
+  for (size_t i = 0; i < b.resultNames.size(); ++i)
+    EXPECT_TRUE(
+        sim->read("result" + std::to_string(i), out[b.resultNames[i]]).isOk());
+  return out;
+}
+
+/// Every result of `got` equals `want` within `rel` of the tensor's largest
+/// magnitude (0: bit for bit).
+void expectSame(const std::map<std::string, std::vector<float>> &got,
+                const std::map<std::string, std::vector<float>> &want,
+                double rel, const std::string &what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (auto &[name, w] : want) {
+    const std::vector<float> &g = got.at(name);
+    ASSERT_EQ(g.size(), w.size()) << what << " " << name;
+    double scale = 0, worst = 0;
+    for (float v : w)
+      scale = std::max(scale, double(std::fabs(v)));
+    for (size_t i = 0; i < g.size(); ++i)
+      worst = std::max(worst, std::fabs(double(g[i]) - double(w[i])));
+    EXPECT_LE(worst, rel * scale)
+        << what << " " << name << ": largest difference " << worst
+        << " of a largest magnitude " << scale;
+  }
+}
+
+struct BnCase {
+  Shape x;            // convolution input
+  int64_t outChannels, kernel;
+  bool residual, relu, backward;
+  int64_t onChip;
+  double residentFraction;
+};
+
+/// conv2d -> batch_norm_train [-> add residual] [-> relu], and with
+/// `backward` relu_backward -> batch_norm_backward: unfused, or as
+/// kiln-convert-to-sa's fusion builds it (statistics in the convolution's
+/// epilogue, residual and relu in the normalizing pass, the mask recomputed
+/// in the backward pass).
+Builder bnGraph(const BnCase &c, bool fused) {
+  Builder b;
+  Shape y = {c.x[0], c.x[1], c.x[2], c.outChannels}, ch = {c.outChannels};
+  int x = b.input(c.x);
+  int w = b.variable("w", {c.kernel, c.kernel, c.x[3], c.outChannels}, 0);
+  int r = c.residual ? b.input(y, kBf16) : -1;
+  int dz = c.backward ? b.input(y, kBf16) : -1;
+  int gamma = b.variable("gamma", ch, 1), beta = b.variable("beta", ch, 0.1f),
+      rm = b.variable("rm", ch, 0), rv = b.variable("rv", ch, 1);
+  int conv = b.temp(y, kBf16);
+  Node cn{NodeKind::Conv2d};
+  int64_t pad = c.kernel / 2;
+  cn.padding = {pad, pad, pad, pad};
+  Node &convNode = b.add(cn, {x, w}, {conv});
+  int moments = -1;
+  if (fused) {
+    moments = b.temp({2, c.outChannels}, kF32);
+    convNode.outputs.push_back(moments);
+    convNode.moments = moments;
+  }
+  bool last = fused || !(c.residual || c.relu);
+  int bnOut = b.temp(y, kBf16, last ? "y" : "");
+  int mean = b.temp(ch, kF32, "mean"), var = b.temp(ch, kF32, "var"),
+      nrm = b.temp(ch, kF32, "running_mean"),
+      nrv = b.temp(ch, kF32, "running_var");
+  Node bn{NodeKind::BatchNormTrain};
+  bn.epsilon = 1e-3;
+  bn.momentum = 0.9;
+  std::vector<int> bnIn = {conv, gamma, beta, rm, rv};
+  std::vector<int> bnOuts = {bnOut, mean, var, nrm, nrv};
+  int scaleShift = -1;
+  if (fused) {
+    bn.fuseRelu = c.relu;
+    if (c.residual) {
+      bn.residual = r;
+      bnIn.push_back(r);
+    }
+    bn.moments = moments;
+    bnIn.push_back(moments);
+    if (c.backward) {
+      scaleShift = b.temp({2, c.outChannels}, kF32);
+      bn.scaleShift = scaleShift;
+      bnOuts.push_back(scaleShift);
+    }
+  }
+  b.add(bn, bnIn, bnOuts);
+  int z = bnOut;
+  if (!fused && c.residual) {
+    int s = b.temp(y, kBf16, c.relu ? "" : "y");
+    b.add(Node{NodeKind::Add}, {z, r}, {s});
+    z = s;
+  }
+  if (!fused && c.relu) {
+    int s = b.temp(y, kBf16, "y");
+    b.add(Node{NodeKind::Relu}, {z}, {s});
+    z = s;
+  }
+  if (c.backward) {
+    Node bb{NodeKind::BatchNormBackward};
+    bb.epsilon = 1e-3;
+    int dx = b.temp(y, kBf16, "dx"), dg = b.temp(ch, kF32, "dgamma"),
+        db = b.temp(ch, kF32, "dbeta");
+    if (fused) {
+      bb.scaleShift = scaleShift;
+      b.add(bb, {dz, conv, gamma, mean, var, scaleShift}, {dx, dg, db});
+    } else {
+      int masked = b.temp(y, kBf16);
+      b.add(Node{NodeKind::ReluBackward}, {dz, z}, {masked});
+      b.add(bb, {masked, conv, gamma, mean, var}, {dx, dg, db});
+    }
+  }
+  return b;
+}
+
+std::string describe(const BnCase &c) {
+  std::string s = "x [";
+  for (int64_t d : c.x)
+    s += std::to_string(d) + ",";
+  return s + "] oc " + std::to_string(c.outChannels) + " k " +
+         std::to_string(c.kernel) + (c.residual ? " residual" : "") +
+         (c.relu ? " relu" : "") + (c.backward ? " backward" : "") +
+         " onchip " + std::to_string(c.onChip) + " resident " +
+         std::to_string(c.residentFraction);
+}
+
+} // namespace
+
+TEST(PlannerFusion, BatchNormMatchesTheUnfusedOps) {
+  const std::vector<BnCase> cases = {
+      // one tile, everything resident
+      {{2, 6, 6, 4}, 8, 3, false, true, true, 1 << 20, 0.25},
+      {{2, 6, 6, 4}, 8, 3, true, true, false, 1 << 20, 0.25},
+      {{2, 6, 6, 4}, 8, 1, true, false, false, 1 << 20, 0.25},
+      // more channels than the array's columns: two output blocks
+      {{2, 5, 5, 6}, 24, 1, true, true, false, 1 << 20, 0.25},
+      {{2, 5, 5, 6}, 24, 3, false, true, true, 1 << 20, 0},
+      // spilled to HBM, several tiles per pass
+      {{4, 12, 12, 8}, 16, 3, false, true, true, 40 << 10, 0},
+      {{4, 12, 12, 8}, 16, 3, true, true, false, 40 << 10, 0},
+  };
+  for (const BnCase &c : cases) {
+    sa::PlanOptions options;
+    options.residentFraction = c.residentFraction;
+    options.allowResident = c.residentFraction > 0;
+    uint64_t fusedBytes = 0, unfusedBytes = 0;
+    auto want = run(bnGraph(c, false), target(c.onChip), options,
+                    &unfusedBytes);
+    auto got = run(bnGraph(c, true), target(c.onChip), options, &fusedBytes);
+    // Measured: the statistics and the gamma gradient differ by at most
+    // 1.5e-7 of their largest value (f32 ulps of sums over other tiles), the
+    // activations and their gradients not at all here.
+    expectSame(got, want, 2e-6, describe(c));
+    EXPECT_LE(fusedBytes, unfusedBytes) << describe(c);
+    if (c.residentFraction == 0)
+      EXPECT_LT(fusedBytes, unfusedBytes) << describe(c);
+  }
+}
+
+// A fused chain (a gradient sum and the relu mask after it, both results
+// yielded) equals the two ops bit for bit: the sum is rounded to bf16 in
+// its slot before the mask reads it, as when it went through HBM.
+TEST(PlannerFusion, ElementwiseChainMatchesTheUnfusedOpsBitForBit) {
+  for (int64_t onChip : {int64_t(1) << 20, int64_t(24) << 10}) {
+    Shape s = {4, 10, 10, 8};
+    auto build = [&](bool fused) {
+      Builder b;
+      int a = b.input(s, kBf16), c = b.input(s, kBf16), y = b.input(s, kBf16);
+      int sum = b.temp(s, kBf16, "sum"), out = b.temp(s, kBf16, "masked");
+      if (!fused) {
+        b.add(Node{NodeKind::Add}, {a, c}, {sum});
+        b.add(Node{NodeKind::ReluBackward}, {sum, y}, {out});
+        return b;
+      }
+      Node n{NodeKind::FusedElementwise};
+      Node add{NodeKind::Add}, mask{NodeKind::ReluBackward};
+      add.inputs = {0, 1};
+      add.outputs = {3};
+      mask.inputs = {3, 2};
+      mask.outputs = {4};
+      n.body = {add, mask};
+      n.chainTypes = {kBf16, kBf16, kBf16, kBf16, kBf16};
+      n.yields = {3, 4};
+      b.add(n, {a, c, y}, {sum, out});
+      return b;
+    };
+    sa::PlanOptions options;
+    options.allowResident = false;
+    uint64_t fusedBytes = 0, unfusedBytes = 0;
+    auto want = run(build(false), target(onChip), options, &unfusedBytes);
+    auto got = run(build(true), target(onChip), options, &fusedBytes);
+    expectSame(got, want, 0, "on chip " + std::to_string(onChip));
+    // The sum is not read back: 5 transfers of a tensor instead of 6.
+    EXPECT_EQ(fusedBytes * 6, unfusedBytes * 5);
+  }
+}
+
+// Negative case: a grouped convolution cannot take the statistics.
+TEST(PlannerFusion, RefusesMomentsOfAGroupedConvolution) {
+  BnCase c = {{2, 6, 6, 4}, 8, 3, false, true, false, 1 << 20, 0.25};
+  Builder b = bnGraph(c, true);
+  b.g.nodes[0].groups = 2;
+  b.g.tensors[size_t(b.g.nodes[0].inputs[1])].shape = {3, 3, 2, 8};
+  sim::TargetConfig t = target(c.onChip);
+  sim::ProgramTSink sink(t, "test", 1);
+  kiln::Status s = sa::planProgram(b.g, t, {}, sink);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("a grouped convolution cannot take its batch "
+                             "norm's statistics"),
+            std::string::npos)
+      << s.message();
+}
