@@ -65,6 +65,8 @@ def main():
                   f"{max(torch[n]['peak_rss_mib'] for n in paired):8.0f}")
     print("(images/s: medians over rounds; * the faster PyTorch, which the ratios are against: "
           "Kiln / PyTorch)")
+    if "--no-systolic" in sys.argv:
+        return
     print("\nSystolic target (simulated step, bf16):")
     for model in models:
         path = os.path.join(out, f"{model}_sim.json")

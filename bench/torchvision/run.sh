@@ -59,10 +59,11 @@ for model in ${models//,/ }; do
   # in Kiln without stochastic depth (docs/onnx.md).
   mode=train
   [[ $model == efficientnet_b0 ]] && mode=preserve
-  /usr/bin/python3 test/onnx/torch/export_torchvision.py "$model" $mode "$onnx" \
-    --classes 1000 --image-size $size --published
+  [[ -f $onnx ]] || /usr/bin/python3 test/onnx/torch/export_torchvision.py "$model" $mode \
+    "$onnx" --classes 1000 --image-size $size --published
   for precision in $precisions; do
     exe=$out/${model}_$precision
+    declare -A formats=()
     start=$(date +%s.%N)
     if ! $bin/kilnc "$onnx" --batch=$batch --precision=$precision --nesterov=true \
         --momentum=0.9 --weight-decay=1e-4 --lr=0.01 -o "$exe" 2>"$exe.kilnc.log"; then
@@ -85,13 +86,17 @@ for model in ${models//,/ }; do
       /usr/bin/python3 bench/kiln_rate.py "$run/metrics.jsonl" --model "$model" \
         --precision "$precision" --batch $batch --compile-sec "$compile" \
         --peak-rss-kib "$(cat "$run.rss")" --round "$round" >>"$results"
-      # One warm-up and one timed step per memory format choose it (the
-      # trials are most of PyTorch's time per round otherwise).
+      # Round 1 times one step per memory format after a warm-up one and
+      # measures the faster; later rounds reuse its choice (the trials are
+      # most of PyTorch's time in a round otherwise).
       for py in "${pythons[@]}"; do
+        format=${formats[$py]:-best}
         GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736 \
           "$py" bench/pytorch_step.py --model "$model" --precision "$precision" \
           --batch $batch --image-size $size --steps "$steps" --warmup 1 --trial-steps 1 \
-          --round "$round" >>"$results" 2>"$out/pytorch.log" ||
+          --memory-format "$format" --round "$round" >>"$results" 2>"$out/pytorch.log" &&
+          formats[$py]=$(tail -1 "$results" |
+            /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["memory_format"])') ||
           "$py" -c 'import json, sys; print(json.dumps({"system": "pytorch", "model": sys.argv[1],
               "precision": sys.argv[2], "round": int(sys.argv[3]), "error": sys.argv[4][-300:]}))' \
             "$model" "$precision" "$round" "$(tail -3 "$out/pytorch.log")" >>"$results"
@@ -108,4 +113,6 @@ for model in ${models//,/ }; do
     $bin/kiln-sim "$out/$model.ksap" --json="$out/${model}_sim.json" >"$out/${model}_sim.txt" ||
     echo "systolic: $model failed, see $out/${model}_sa.log"
 done
-/usr/bin/python3 bench/torchvision/report.py "$results" "$out"
+no_systolic=()
+((systolic)) || no_systolic=(--no-systolic)
+/usr/bin/python3 bench/torchvision/report.py "$results" "$out" "${no_systolic[@]}"
