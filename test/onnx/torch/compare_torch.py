@@ -1,12 +1,17 @@
 """Checks an exported torchvision model's Kiln training step against
 PyTorch's training-mode step (float64, the reference) on the same values.
 
-  compare_torch.py grads MODEL.onnx --model NAME [--batch B] [--seed S]
-      --rtol R --loss-rtol L
+  compare_torch.py grads MODEL.onnx [MODEL2.onnx] --model NAME [--batch B]
+      [--seed S] --rtol R --loss-rtol L [--fp32-bound]
     One batch: Kiln's loss, logits and every parameter's gradient
     (kiln-translate --import-onnx, kiln-opt --kiln-autodiff, kiln-run's
     @train_step) against PyTorch's. Each gradient by its norm-wise relative
     error ||g_kiln - g_torch|| / ||g_torch||; the loss by its relative error.
+    A batch-norm gradient whose terms cancel by more than CANCELLATION is
+    compared relative to that fraction of its terms' magnitude instead; with
+    --fp32-bound, a gradient PyTorch's own fp32 step misses by more than R is
+    held to PyTorch's error. Several files (a model's TRAINING and PRESERVE
+    exports, the same parameters) are each compared with one reference.
 
   compare_torch.py steps MODEL.onnx --model NAME [--batch B] [--steps N]
       [--lr LR] --rtol R
@@ -35,10 +40,12 @@ hard swish, hard sigmoid) only for a pre-activation within fp32's rounding of
 the kink, and one flip can move a late layer's gradient by a percent on a
 small batch. "grads" measures that rounding per activation call (the RMS
 difference of PyTorch's fp32 and float64 inputs), marks the float64
-pre-activations within three times it of a kink, and flips all of them at
-once in a second float64 backward pass: unless that moves every gradient by
-less than a tenth of --rtol the batch is refused as ill-conditioned (choose
-another --seed). A batch it accepts compares rounding, not branch choices.
+pre-activations within three times it of a kink, and takes each one's flip
+in float64 (flip_effects): unless all of them together move every gradient
+by less than a tenth of --rtol the batch is refused as ill-conditioned
+(choose another --seed), or with --explain-flips the reference takes the
+flips that bring it closer to Kiln's step. A batch it accepts compares
+rounding, not branch choices.
 """
 
 import argparse
@@ -148,14 +155,10 @@ KINKS = {
 
 
 class KinkRecorder:
-    """Records the input of every activation call of KINKS, in call order.
-    Given `flip` (call index -> boolean masks, one per kink), it also flips
-    those elements' branch in the backward pass: the forward value stays,
-    the derivative becomes the other side's (a difference of `jump`)."""
+    """Records the input of every activation call of KINKS, in call order."""
 
-    def __init__(self, flip=None):
+    def __init__(self):
         self.calls = []
-        self.flip = flip or {}
         self.saved = {}
 
     def __enter__(self):
@@ -164,18 +167,8 @@ class KinkRecorder:
             self.saved[fn] = original
 
             def wrapper(x, *args, _original=original, _kinks=kinks, **kwargs):
-                index = len(self.calls)
-                points = _kinks(args, kwargs)
-                self.calls.append((x.detach().clone(), points))
-                correction = None
-                for (kink, jump), mask in zip(points, self.flip.get(index, [])):
-                    side = torch.where(x.detach() > kink, -jump, jump)
-                    term = torch.where(mask, side, torch.zeros_like(side))
-                    # Zero forward, `term` as the derivative.
-                    term = term * (x - x.detach())
-                    correction = term if correction is None else correction + term
-                y = _original(x, *args, **kwargs)
-                return y if correction is None else y + correction
+                self.calls.append((x.detach().clone(), _kinks(args, kwargs)))
+                return _original(x, *args, **kwargs)
             setattr(F, fn, wrapper)
         return self
 
@@ -184,18 +177,60 @@ class KinkRecorder:
             setattr(F, fn, original)
 
 
-def torch_step(model, images, labels, flip=None):
+class BatchNormTerms:
+    """The magnitudes of the terms each batch norm's parameter gradients sum,
+    per channel: sum |dy * xhat| for the scale, sum |dy| for the bias (over
+    the batch and the positions), by parameter name. Their ratio to the
+    gradient's own norm is the sum's condition number."""
+
+    def __init__(self, model):
+        self.model = model
+        self.magnitude = {}
+        self.handles = []
+
+    def __enter__(self):
+        for name, module in self.model.named_modules():
+            if (isinstance(module, torch.nn.modules.batchnorm._BatchNorm)
+                    and module.affine):
+                self.handles.append(module.register_forward_hook(
+                    lambda m, inputs, y, name=name: self.record(name, m,
+                                                                inputs[0], y)))
+        return self
+
+    def record(self, name, module, x, y):
+        dims = [0] + list(range(2, x.dim()))
+        x = x.detach()
+        mean = x.mean(dims, keepdim=True)
+        var = x.var(dims, unbiased=False, keepdim=True)
+        xhat = (x - mean) / torch.sqrt(var + module.eps)
+
+        def accumulate(dy):
+            for key, terms in ((f"{name}.weight", dy * xhat),
+                               (f"{name}.bias", dy)):
+                total = terms.abs().sum(dims).numpy()
+                self.magnitude[key] = self.magnitude.get(key, 0) + total
+        y.register_hook(accumulate)
+
+    def __exit__(self, *exc):
+        for handle in self.handles:
+            handle.remove()
+
+
+def torch_step(model, images, labels, terms=False):
     """PyTorch's training-mode step: the loss, the logits, the gradients by
-    parameter name and the recorded activation inputs."""
+    parameter name, the recorded activation inputs and, with `terms`, the
+    batch norms' term magnitudes (BatchNormTerms)."""
     model.train()
     model.zero_grad()
-    with KinkRecorder(flip) as recorder:
+    with KinkRecorder() as recorder, \
+            BatchNormTerms(model if terms else torch.nn.Module()) as sums:
         logits = model(images)
-    loss = F.cross_entropy(logits, labels)
-    loss.backward()
+        loss = F.cross_entropy(logits, labels)
+        loss.backward()
     grads = {name: p.grad.detach().numpy().copy()
              for name, p in model.named_parameters()}
-    return loss.item(), logits.detach().numpy(), grads, recorder.calls
+    return (loss.item(), logits.detach().numpy(), grads, recorder.calls,
+            sums.magnitude)
 
 
 def near_kinks(calls64, calls32):
@@ -227,14 +262,22 @@ def kiln_gradient_names(step_ir):
     sys.exit(f"FAIL: {step_ir} has no @train_step")
 
 
-def explain_flips(model, images, labels, masks, reference, kiln, values,
-                  compared):
-    """The float64 reference with the branch flips that explain Kiln's
-    gradients: each near-kink element is flipped alone in a float64 step,
-    and its change is kept when it brings the reference closer to Kiln's
-    (the sum over parameters of squared norm-wise relative errors). Only
-    elements within fp32's rounding of a kink are candidates, so what this
-    removes are branch choices, never an error of another kind."""
+# Where each activation of KINKS takes `inplace` positionally after its input
+# (nn.ReLU6 calls hardtanh(x, min_val, max_val, inplace)).
+INPLACE_POSITION = {"relu": 0, "hardtanh": 2, "hardswish": 0,
+                    "hardsigmoid": 0}
+
+
+def flip_effects(model, images, labels, masks):
+    """What flipping each near-kink element alone does to every gradient, by
+    (call, kink, position). A flip changes the backward pass at one element
+    only: the cotangent of that pre-activation gains `jump` times the
+    gradient arriving at the activation's output there (the sign by the side
+    of the kink), and the gradients change by that cotangent's
+    vector-Jacobian product through the graph below. So one float64 forward
+    and backward, then one partial backward per candidate (torch's autograd
+    from the pre-activation), give the same change as a float64 step with
+    that element flipped."""
     candidates = [(index, which, int(position))
                   for index, per_kink in masks.items()
                   for which, mask in enumerate(per_kink)
@@ -242,24 +285,73 @@ def explain_flips(model, images, labels, masks, reference, kiln, values,
     if len(candidates) > 400:
         sys.exit(f"FAIL: {len(candidates)} near-kink elements are too many "
                  "to explain one by one")
-    scale = {n: np.linalg.norm(reference[n]) for n in compared}
+    calls, saved = [], {}
+    for fn in KINKS:
+        original = getattr(F, fn)
+        saved[fn] = original
 
+        def wrapper(x, *args, _original=original, _fn=fn, **kwargs):
+            # Out of place, so that `x` stays the pre-activation in the graph.
+            args = list(args)
+            if len(args) > INPLACE_POSITION[_fn]:
+                args[INPLACE_POSITION[_fn]] = False
+            kwargs.pop("inplace", None)
+            y = _original(x, *args, **kwargs)
+            record = {"x": x, "points": KINKS[_fn](args, kwargs)}
+            y.register_hook(lambda g, record=record: record.update(dy=g))
+            calls.append(record)
+            return y
+        setattr(F, fn, wrapper)
+    try:
+        model.train()
+        model.zero_grad()
+        loss = F.cross_entropy(model(images), labels)
+        loss.backward(retain_graph=True)
+    finally:
+        for fn, original in saved.items():
+            setattr(F, fn, original)
+    names, parameters = zip(*model.named_parameters())
+    effects = {}
+    for index, which, position in candidates:
+        record = calls[index]
+        kink, jump = record["points"][which]
+        x = record["x"]
+        # Positions count in the logical (row-major) order of near_kinks'
+        # masks, whatever the tensors' strides.
+        side = -jump if float(x.detach().reshape(-1)[position]) > kink else jump
+        cotangent = torch.zeros(x.shape, dtype=x.dtype)
+        cotangent.view(-1)[position] = (side *
+                                         record["dy"].reshape(-1)[position])
+        change = torch.autograd.grad(x, parameters, grad_outputs=cotangent,
+                                     retain_graph=True, allow_unused=True)
+        effects[(index, which, position)] = {
+            n: (np.zeros(p.shape) if c is None else c.numpy())
+            for n, p, c in zip(names, parameters, change)}
+    model.zero_grad()
+    return effects
+
+
+def explain_flips(effects, reference, target, layout, compared, scale,
+                  who):
+    """The float64 reference with the branch flips that explain an fp32
+    step's gradients (`target`: Kiln's, or PyTorch's own): each near-kink
+    element's flip (flip_effects, mapped by `layout`) is kept when it brings
+    the reference closer to the target (the sum over parameters of squared
+    scaled errors). Only elements within fp32's rounding of a kink are
+    candidates, so what this removes are branch choices, never an error of
+    another kind."""
     def score(grads):
-        return sum((np.linalg.norm(kiln[n] - grads[n]) / scale[n]) ** 2
+        return sum((np.linalg.norm(target[n] - grads[n]) / scale[n]) ** 2
                    for n in compared)
 
     current, best, kept = dict(reference), score(reference), 0
-    for index, which, position in candidates:
-        single = {index: [torch.zeros_like(m) for m in masks[index]]}
-        single[index][which].view(-1)[position] = True
-        _, _, flipped, _ = torch_step(model, images, labels, flip=single)
-        trial = {n: current[n] + values.to_kiln(n, g).ravel() - reference[n]
-                 for n, g in flipped.items()}
+    for change in effects.values():
+        trial = {n: current[n] + layout(n, c) for n, c in change.items()}
         trial_score = score(trial)
         if trial_score < best:
             current, best, kept = trial, trial_score, kept + 1
-    print(f"flips: {kept} of {len(candidates)} near-kink elements take the "
-          "other branch in Kiln; the reference takes them too")
+    print(f"flips: {kept} of {len(effects)} near-kink elements take the "
+          f"other branch in {who}; the reference takes them too")
     return current
 
 
@@ -274,6 +366,14 @@ def relative(a, b):
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
 
 
+# A batch-norm gradient sum_i dy_i * xhat_i (or sum_i dy_i) whose terms cancel
+# by more than this (condition number ||sum |terms| || / ||gradient||) is the
+# residue of an invariance: what follows the batch norm does not see the
+# channel's scale (docs/onnx.md). Ordinary batch-norm gradients of the ten
+# models condition below 1e3, these above 1e4.
+CANCELLATION = 1e3
+
+
 def vanishing(reference):
     """The gradients that are zero by construction: a batch norm's bias whose
     output reaches only a convolution and another training-mode batch norm
@@ -286,27 +386,84 @@ def vanishing(reference):
                      if np.linalg.norm(g) <= 1e-9 * largest}
 
 
+def kiln_step(args, path, images, labels, tmp):
+    """Kiln's loss, logits and gradients by parameter name (in Kiln's
+    layouts, flattened) for one batch of the ONNX model at `path`."""
+    inputs = os.path.join(tmp, "in.safetensors")
+    write_safetensors(inputs, {
+        "arg0": ("F32", np.ascontiguousarray(
+            images.numpy().transpose(0, 2, 3, 1))),
+        "arg1": ("I32", labels.numpy().astype(np.int32))})
+    imported = os.path.join(tmp, "model.mlir")
+    step = os.path.join(tmp, "step.mlir")
+    results = os.path.join(tmp, "out.safetensors")
+    # Every value printed: kiln-run reads the initial values from the IR.
+    run([args.kiln_translate, "--import-onnx", path,
+         "--elide-values-larger-than=-1", "-o", imported] + args.import_flag)
+    run([args.kiln_opt, "--kiln-autodiff", imported, "-o", step])
+    run([args.kiln_run, step, "--function=train_step", "--inputs", inputs,
+         "--save-results", results])
+    names = kiln_gradient_names(step)
+    out = read_safetensors(results)
+    gradients = {name: np.array(out[f"result{index + 2}"], np.float64)
+                 for index, name in enumerate(names)}
+    return out["result0"][0], np.array(out["result1"]), gradients
+
+
 def grads(args):
-    values = OnnxValues(args.onnx)
+    values = [OnnxValues(path) for path in args.onnx]
     model = torchvision_models.build(args.model, args.classes, 0, dropout=False)
-    values.load_into(model)
+    values[0].load_into(model)
+    parameters = dict(model.named_parameters())
+    # One reference serves every file: the step reads the parameters only
+    # (a training-mode batch norm normalizes by the batch's statistics).
+    for path, other in zip(args.onnx[1:], values[1:]):
+        for name, p in parameters.items():
+            if not np.array_equal(other.values.get(name),
+                                  p.detach().numpy()):
+                sys.exit(f"FAIL: {path} and {args.onnx[0]} hold different "
+                         f"values of {name}")
     size = args.image_size or torchvision_models.IMAGE_SIZE[args.model]
     images, labels = batch(args, size, args.classes)
 
     model32 = copy.deepcopy(model)
     model = model.double()
-    loss, logits, reference, calls64 = torch_step(model, images.double(), labels)
-    _, logits32, grads32, calls32 = torch_step(model32, images, labels)
+    loss, logits, reference, calls64, magnitude = torch_step(
+        model, images.double(), labels, terms=True)
+    _, logits32, grads32, calls32, _ = torch_step(model32, images, labels)
     largest, zero = vanishing(reference)
     compared = [n for n in reference if n not in zero]
-    print(f"PyTorch fp32 against float64: logits {relative(logits32, logits):.2e}, "
-          f"worst gradient "
-          f"{max(relative(grads32[n], reference[n]) for n in compared):.2e}")
+    # Each gradient's error relative to its norm, or for a batch-norm
+    # gradient whose terms cancel by more than CANCELLATION, relative to
+    # that fraction of its terms' magnitude (docs/onnx.md, "Models from
+    # PyTorch"): the terms are held to the same accuracy either way.
+    scale, cancelled = {}, {}
+    for n in compared:
+        scale[n] = np.linalg.norm(reference[n])
+        if n in magnitude:
+            terms = np.linalg.norm(magnitude[n])
+            if terms / CANCELLATION > scale[n]:
+                cancelled[n] = terms / scale[n]
+                scale[n] = terms / CANCELLATION
+
+    def error(g, n):
+        return float(np.linalg.norm(g - reference[n]) / scale[n])
+
+    if cancelled:
+        print(f"{len(cancelled)} batch-norm gradients are sums cancelling by "
+              f"more than {CANCELLATION:g} (condition number up to "
+              f"{max(cancelled.values()):.1e}): compared relative to "
+              f"1/{CANCELLATION:g} of their terms' magnitude")
     masks, count, elements = near_kinks(calls64, calls32)
     # What the comparison could see of branch flips: every near-kink element
-    # flipped at once, in PyTorch's float64 step.
-    _, _, flipped, _ = torch_step(model, images.double(), labels, flip=masks)
-    sensitivity = max(relative(flipped[n], reference[n]) for n in compared)
+    # flipped, in PyTorch's float64 step (the flips' effects add up: each
+    # changes the backward pass at one element).
+    effects, sensitivity = {}, 0.0
+    if count:
+        effects = flip_effects(model, images.double(), labels, masks)
+        sensitivity = max(
+            error(reference[n] + sum(e[n] for e in effects.values()), n)
+            for n in compared)
     print(f"kinks: {count} of {elements} pre-activations within 3x fp32 "
           f"rounding of a kink; flipping them all moves a gradient by "
           f"{sensitivity:.2e} relative")
@@ -315,50 +472,70 @@ def grads(args):
         sys.exit("FAIL: ill-conditioned batch: branch flips near a kink would "
                  f"move a gradient by more than a tenth of {args.rtol:g}; "
                  "choose another --seed, or --explain-flips")
+    # PyTorch's own fp32 step, its branch choices explained as Kiln's are.
+    reference32 = reference
+    if not conditioned:
+        reference32 = explain_flips(effects, reference, grads32,
+                                    lambda n, c: c, compared, scale,
+                                    "PyTorch's fp32 step")
+    torch32 = {n: float(np.linalg.norm(grads32[n] - reference32[n]) / scale[n])
+               for n in compared}
+    print(f"PyTorch fp32 against float64: logits {relative(logits32, logits):.2e}, "
+          f"worst gradient {max(torch32.values()):.2e}")
+    bound = {n: args.rtol for n in compared}
+    if args.fp32_bound:
+        # Not well conditioned at fp32: PyTorch's own fp32 step misses these
+        # by more than --rtol. Kiln's must be at least as close.
+        loose = {n: e for n, e in torch32.items() if e > args.rtol}
+        bound.update(loose)
+        print(f"{len(loose)} gradients PyTorch's fp32 step misses by more than "
+              f"{args.rtol:g}: held to its error")
 
-    with tempfile.TemporaryDirectory() as tmp:
-        inputs = os.path.join(tmp, "in.safetensors")
-        write_safetensors(inputs, {
-            "arg0": ("F32", np.ascontiguousarray(
-                images.numpy().transpose(0, 2, 3, 1))),
-            "arg1": ("I32", labels.numpy().astype(np.int32))})
-        imported = os.path.join(tmp, "model.mlir")
-        step = os.path.join(tmp, "step.mlir")
-        results = os.path.join(tmp, "out.safetensors")
-        # Every value printed: kiln-run reads the initial values from the IR.
-        run([args.kiln_translate, "--import-onnx", args.onnx,
-             "--elide-values-larger-than=-1", "-o", imported]
-            + args.import_flag)
-        run([args.kiln_opt, "--kiln-autodiff", imported, "-o", step])
-        run([args.kiln_run, step, "--function=train_step", "--inputs", inputs,
-             "--save-results", results])
-        names = kiln_gradient_names(step)
-        out = read_safetensors(results)
+    failed = False
+    for path, layout in zip(args.onnx, values):
+        if len(args.onnx) > 1:
+            print(f"== {os.path.basename(path)}")
+        with tempfile.TemporaryDirectory() as tmp:
+            kiln_loss, kiln_logits, kiln = kiln_step(args, path, images,
+                                                     labels, tmp)
+        failed |= not compare_file(args, layout, model, effects,
+                                   conditioned, loss, logits, reference,
+                                   kiln_loss, kiln_logits, kiln, compared,
+                                   zero, largest, scale, torch32, bound)
+    if failed:
+        sys.exit(1)
+
+
+def compare_file(args, values, model, effects, conditioned,
+                 loss, logits, reference, kiln_loss, kiln_logits, kiln,
+                 compared, zero, largest, scale, torch32, bound):
+    """Prints one file's comparison; returns whether it passed."""
     parameters = dict(model.named_parameters())
-    if sorted(names) != sorted(parameters):
-        missing = sorted(set(parameters) - set(names))
-        extra = sorted(set(names) - set(parameters))
-        sys.exit(f"FAIL: Kiln's gradients are not PyTorch's parameters: "
-                 f"missing {missing[:5]}, extra {extra[:5]}")
-    kiln = {}
-    for index, name in enumerate(names):
-        kiln[name] = np.array(out[f"result{index + 2}"], np.float64)
-        if kiln[name].size != reference[name].size:
-            sys.exit(f"FAIL: gradient of {name} has {kiln[name].size} "
-                     f"elements, PyTorch's {reference[name].size}")
+    if sorted(kiln) != sorted(parameters):
+        missing = sorted(set(parameters) - set(kiln))
+        extra = sorted(set(kiln) - set(parameters))
+        print(f"FAIL: Kiln's gradients are not PyTorch's parameters: "
+              f"missing {missing[:5]}, extra {extra[:5]}")
+        return False
+    for name, g in kiln.items():
+        if g.size != reference[name].size:
+            print(f"FAIL: gradient of {name} has {g.size} elements, "
+                  f"PyTorch's {reference[name].size}")
+            return False
     # PyTorch's gradients in Kiln's layouts, flattened.
     reference = {n: values.to_kiln(n, g).ravel() for n, g in reference.items()}
     if not conditioned:
-        reference = explain_flips(model, images.double(), labels, masks,
-                                  reference, kiln, values, compared)
+        reference = explain_flips(effects, reference, kiln,
+                                  lambda n, c: values.to_kiln(n, c).ravel(),
+                                  compared, scale, "Kiln")
 
-    kiln_loss = out["result0"][0]
     loss_error = abs(kiln_loss - loss) / abs(loss)
-    logits_error = relative(np.array(out["result1"]), logits.ravel())
+    logits_error = relative(kiln_logits, logits.ravel())
     print(f"loss: kiln {kiln_loss:.9g} torch {loss:.9g} relative error "
           f"{loss_error:.2e}")
     print(f"logits: relative error {logits_error:.2e}")
-    errors = [(relative(kiln[n], reference[n]), n) for n in compared]
+    errors = [(float(np.linalg.norm(kiln[n] - reference[n]) / scale[n]), n)
+              for n in compared]
     errors.sort(reverse=True)
     zero_error = max((np.linalg.norm(kiln[n] - reference[n]) / largest
                       for n in zero), default=0.0)
@@ -366,8 +543,10 @@ def grads(args):
         print(f"{len(zero)} gradients zero by construction: Kiln's at most "
               f"{zero_error:.2e} of the largest gradient's norm")
     for error, name in errors[:args.show]:
-        print(f"gradient {name}: relative error {error:.2e}")
+        print(f"gradient {name}: relative error {error:.2e} (PyTorch fp32 "
+              f"{torch32[name]:.2e})")
     worst, worst_name = errors[0]
+    over = max(errors, key=lambda e: e[0] / bound[e[1]])
     failed = False
     if not loss_error <= args.loss_rtol:
         print(f"FAIL: loss relative error {loss_error:.2e} > {args.loss_rtol:g}")
@@ -375,19 +554,18 @@ def grads(args):
     if not logits_error <= args.loss_rtol:
         print(f"FAIL: logits relative error {logits_error:.2e} > {args.loss_rtol:g}")
         failed = True
-    if not worst <= args.rtol:
-        print(f"FAIL: gradient of {worst_name}: relative error {worst:.2e} > "
-              f"{args.rtol:g}")
+    if not over[0] <= bound[over[1]]:
+        print(f"FAIL: gradient of {over[1]}: relative error {over[0]:.2e} > "
+              f"{bound[over[1]]:g}")
         failed = True
     if not zero_error <= args.rtol:
         print(f"FAIL: a gradient that is zero by construction is "
               f"{zero_error:.2e} of the largest > {args.rtol:g}")
         failed = True
-    if failed:
-        sys.exit(1)
-    print(f"PASS: loss, logits and {len(errors) + len(zero)} gradients; worst "
-          f"gradient "
-          f"{worst:.2e} ({worst_name})")
+    if not failed:
+        print(f"PASS: loss, logits and {len(errors) + len(zero)} gradients; "
+              f"worst gradient {worst:.2e} ({worst_name})")
+    return not failed
 
 
 def write_idx(directory, images, labels):
@@ -400,6 +578,9 @@ def write_idx(directory, images, labels):
 
 
 def steps(args):
+    if len(args.onnx) != 1:
+        sys.exit("FAIL: steps trains one ONNX file")
+    args.onnx = args.onnx[0]
     values = OnnxValues(args.onnx)
     model = torchvision_models.build(args.model, args.classes, 0, dropout=False)
     values.load_into(model)
@@ -520,7 +701,9 @@ def compare_state(kiln_state, reference_state, values, args):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("what", choices=["grads", "steps"])
-    parser.add_argument("onnx")
+    parser.add_argument("onnx", nargs="+",
+                        help="grads: exports of one model (the same "
+                        "parameters) compared against one reference")
     parser.add_argument("--model", required=True,
                         choices=torchvision_models.MODELS)
     parser.add_argument("--classes", type=int, default=10)
@@ -543,8 +726,11 @@ def main():
                         "(PyTorch's convention; default the model's)")
     parser.add_argument("--explain-flips", action="store_true",
                         help="on an ill-conditioned batch, find the branch "
-                        "flips that explain Kiln's gradients (one float64 "
-                        "step per near-kink element)")
+                        "flips that explain Kiln's gradients (one partial "
+                        "float64 backward pass per near-kink element)")
+    parser.add_argument("--fp32-bound", action="store_true",
+                        help="grads: a gradient PyTorch's own fp32 step "
+                        "misses by more than --rtol is held to that error")
     parser.add_argument("--import-flag", action="append", default=[],
                         help="a kiln-translate flag (repeatable)")
     parser.add_argument("--show", type=int, default=3,
@@ -555,7 +741,10 @@ def main():
     parser.add_argument("--kilnc", default="kilnc")
     parser.add_argument("--kiln-data", default="kiln-data")
     args = parser.parse_args()
-    torch.set_num_threads(2)
+    # grads: one thread (lit runs tests side by side on two cores, and a
+    # second OpenMP thread spins while the first is descheduled); steps:
+    # two, as the executable it is compared with.
+    torch.set_num_threads(1 if args.what == "grads" else 2)
     if args.what == "grads":
         if args.loss_rtol is None:
             parser.error("grads needs --loss-rtol")

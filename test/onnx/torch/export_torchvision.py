@@ -8,8 +8,11 @@ of the two forms the importer trains:
             inference form, initializers behind Identity nodes (the only
             form in which efficientnet_b0's stochastic depth exports)
 
-export_torchvision.py NAME MODE OUT.onnx [--classes N] [--seed S]
-                      [--image-size P] [--no-dropout] [--describe] [--published]
+export_torchvision.py NAME MODE OUT.onnx [MODE OUT.onnx] [--classes N]
+                      [--seed S] [--image-size P] [--no-dropout] [--describe]
+                      [--published]
+
+Several MODE OUT pairs export the same module in each form (one torch start).
 
 --no-dropout sets every dropout probability to 0 first (the gradient
 comparison's "dropout off"). The weights depend on NAME, --classes and
@@ -17,6 +20,7 @@ comparison's "dropout off"). The weights depend on NAME, --classes and
 """
 
 import argparse
+import copy
 import os
 import sys
 import warnings
@@ -52,8 +56,8 @@ def export(model, mode, out, image_size):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("name", choices=torchvision_models.MODELS)
-    parser.add_argument("mode", choices=["train", "preserve"])
-    parser.add_argument("out")
+    parser.add_argument("exports", nargs="+", metavar="MODE OUT",
+                        help="train or preserve, and the file to write")
     parser.add_argument("--classes", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--image-size", type=int)
@@ -62,11 +66,18 @@ def main():
     parser.add_argument("--published", action="store_true",
                         help="torchvision's architecture unchanged (vgg11_bn: at 224)")
     args = parser.parse_args()
+    exports = list(zip(args.exports[::2], args.exports[1::2]))
+    if len(args.exports) % 2 or any(mode not in ("train", "preserve")
+                                    for mode, _ in exports):
+        parser.error("expected MODE OUT pairs, MODE train or preserve")
     model = torchvision_models.build(args.name, args.classes, args.seed,
                                      dropout=not args.no_dropout,
                                      published=args.published)
     size = args.image_size or torchvision_models.IMAGE_SIZE[args.name]
-    export(model, args.mode, args.out, size)
+    for mode, out in exports:
+        # A TRAINING export updates the batch norms' running statistics
+        # (docs/onnx.md): each form starts from the module as built.
+        export(copy.deepcopy(model), mode, out, size)
     if args.describe:
         print(torchvision_models.describe(args.name))
 
