@@ -450,6 +450,8 @@ public:
     return passes[passes.size() / 2];
   }
 
+  bool reductionsInFlight() const override { return running > 0; }
+
   void progress() override {
     // MPI_Test drives Open MPI's progress engine; a request it completes is
     // freed and remembered as finished for the wait.

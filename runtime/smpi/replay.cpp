@@ -215,7 +215,6 @@ public:
           before += event.callSeconds;
         compute(before);
         KILN_RETURN_IF_ERROR(call(event));
-        inFlight += event.kind == 's' ? 1 : event.kind == 'w' ? -1 : 0;
       }
       compute(step->tail * scale);
       simulated += MPI_Wtime() - begin;
@@ -264,9 +263,6 @@ private:
   const ReplayOptions &options;
   uint8_t *arena = nullptr;
 
-  /// Buckets started and not yet waited for.
-  int inFlight = 0;
-
   const std::string &traceName(int rank) const {
     return options.program.path.empty()
                ? options.traces[size_t(rank) % options.traces.size()]
@@ -287,12 +283,12 @@ private:
   void compute(double seconds) {
     if (seconds <= 0)
       return;
-    // Slices with a progress call between them while a bucket is in flight
-    // (--progress-every). The calls' own simulated time (SMPI's cost of an
+    // Slices with a progress call between them while a reduction is in
+    // flight (--progress-every). The calls' own simulated time (SMPI's cost of an
     // MPI_Test) is taken from the compute, so that the step's compute stays
     // what the trace says: they stand for links that move data by
     // themselves.
-    while (options.progressEvery > 0 && inFlight > 0 &&
+    while (options.progressEvery > 0 && comm.reductionsInFlight() &&
            seconds > options.progressEvery) {
       smpi_execute(options.progressEvery);
       seconds -= options.progressEvery;

@@ -85,6 +85,9 @@ public:
   /// progress thread; the runtime calls this between library kernels so
   /// that communication overlaps the backward pass.
   virtual void progress() {}
+  /// True while a started bucket's reduction has not been seen to finish
+  /// (by progress() or a wait): progress() has work to do.
+  virtual bool reductionsInFlight() const { return false; }
   /// Totals over all bucket reductions so far.
   virtual BucketWaits bucketWaits() const { return {}; }
   /// Bytes one step's bucket reductions move (as reduced: f32 or f64).
