@@ -1,7 +1,9 @@
 //===- peak_bench.cpp - this machine's vector arithmetic ceilings ---------===//
 //
 // The rates every kernel figure in docs/performance.md is read against,
-// from loops that touch no memory but one cache line:
+// from loops that touch no memory but one cache line, on AVX-512 (zmm) or,
+// on CPUs without it, AVX2 and FMA (ymm, 12 accumulators, the broadcast a
+// vbroadcastss per FMA as AVX2 has no embedded broadcast; no bf16):
 //   - fp32 FMA (vfmadd231ps zmm), 24 independent accumulators;
 //   - bf16 dot products (vdpbf16ps zmm, 2 multiply-adds per fp32 lane),
 //     24 independent accumulators;
@@ -10,7 +12,8 @@
 //     convolution that keeps output channels in a vector, as oneDNN's jit
 //     and brgconv kernels do. With 16 channels there is one such broadcast
 //     per FMA, and this rate bounds those layers.
-// Each runs on N threads at once for a fixed number of iterations. Then the
+// Each runs on N threads at once for a fixed number of iterations, its rate
+// by the wall clock and per second of CPU time given. Then the
 // memory rates that bound the generated loops (batch norm, elementwise
 // chains): a read of a 256 MiB buffer, and a copy into another counted as
 // bytes read plus written, each thread over its share, best of 3.
@@ -27,6 +30,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <time.h>
 
 #include <immintrin.h>
 
@@ -70,22 +75,73 @@ namespace {
 KILN_PEAK_LOOP(fmaLoop, "avx512f", KILN_FMA)
 KILN_PEAK_LOOP(dotLoop, "avx512f,avx512bf16", KILN_DOT)
 KILN_PEAK_LOOP(broadcastLoop, "avx512f", KILN_BFMA)
+
+// The same on AVX2's 16 ymm registers: 12 accumulators (enough to cover
+// the FMA latency on both pipes), ymm12 for the broadcasts, the operands
+// in ymm14 and ymm15.
+#define KILN_REPEAT12(X)                                                       \
+  X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define KILN_ZERO_YMM(r) "vxorps %%ymm" #r ", %%ymm" #r ", %%ymm" #r "\n"
+#define KILN_PEAK_LOOP_YMM(name, instruction)                                  \
+  __attribute__((target("avx2,fma"))) void name(long iterations) {             \
+    alignas(32) static const float ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};         \
+    alignas(32) static const float halves[8] = {.5f, .5f, .5f, .5f,            \
+                                                .5f, .5f, .5f, .5f};           \
+    asm volatile("vmovaps (%1), %%ymm14\n"                                     \
+                 "vmovaps (%2), %%ymm15\n"                                     \
+                 KILN_REPEAT12(KILN_ZERO_YMM)                                  \
+                 "1:\n"                                                        \
+                 KILN_REPEAT12(instruction)                                    \
+                 "dec %0\n"                                                    \
+                 "jnz 1b\n"                                                    \
+                 : "+r"(iterations)                                            \
+                 : "r"(ones), "r"(halves)                                      \
+                 : KILN_REPEAT12(KILN_CLOBBER) "xmm12", "xmm14", "xmm15",      \
+                   "cc", "memory");                                            \
+  }
+#define KILN_FMA_YMM(r) "vfmadd231ps %%ymm14, %%ymm15, %%ymm" #r "\n"
+#define KILN_BFMA_YMM(r)                                                       \
+  "vbroadcastss (%1), %%ymm12\n"                                               \
+  "vfmadd231ps %%ymm12, %%ymm15, %%ymm" #r "\n"
+KILN_PEAK_LOOP_YMM(fmaLoopAvx2, KILN_FMA_YMM)
+KILN_PEAK_LOOP_YMM(broadcastLoopAvx2, KILN_BFMA_YMM)
 // clang-format on
 
-/// GFLOP/s of `loop` on `threads` threads, `flopsPerIteration` each.
-double rate(void (*loop)(long), long iterations, int threads,
-            double flopsPerIteration) {
+/// GFLOP/s of `loop` on `threads` threads, `flopsPerIteration` each: by
+/// the wall clock, and per second of CPU time the threads were given times
+/// `threads` (`onCpu`), the ceiling with the cores to themselves, which a
+/// machine shared with other processes lets the wall clock rate show only
+/// in part.
+struct Rate {
+  double wall, onCpu;
+};
+Rate rate(void (*loop)(long), long iterations, int threads,
+          double flopsPerIteration) {
   loop(iterations / 100); // wake the cores up
   auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> pool;
+  std::vector<double> cpuSeconds(static_cast<size_t>(threads));
   for (int t = 0; t < threads; ++t)
-    pool.emplace_back(loop, iterations);
+    pool.emplace_back([&, t] {
+      loop(iterations);
+      timespec cpu;
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+      cpuSeconds[size_t(t)] = double(cpu.tv_sec) + 1e-9 * double(cpu.tv_nsec);
+    });
   for (std::thread &t : pool)
     t.join();
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  return flopsPerIteration * double(iterations) * threads / seconds / 1e9;
+  double flops = flopsPerIteration * double(iterations) * threads, cpu = 0;
+  for (double s : cpuSeconds)
+    cpu += s;
+  return {flops / seconds / 1e9, flops / cpu * threads / 1e9};
+}
+
+void printRate(const char *what, Rate r) {
+  std::printf("%-34s %7.1f GFLOP/s  (%.1f on CPU time)\n", what, r.wall,
+              r.onCpu);
 }
 
 /// Best GB/s of 3 runs of `share(thread, threads)` on `threads` threads,
@@ -122,10 +178,27 @@ copyVectors(const __m512i *from, __m512i *to, size_t begin, size_t end) {
     _mm512_store_si512(to + i, _mm512_load_si512(from + i));
 }
 
-void measureMemory(int threads) {
-  const size_t bytes = size_t(256) << 20, vectors = bytes / 64;
-  auto *from = static_cast<__m512i *>(std::aligned_alloc(64, bytes));
-  auto *to = static_cast<__m512i *>(std::aligned_alloc(64, bytes));
+__attribute__((target("avx2"))) long long
+readVectors(const __m256i *from, size_t begin, size_t end) {
+  __m256i sum = _mm256_setzero_si256();
+  for (size_t i = begin; i < end; ++i)
+    sum = _mm256_add_epi64(sum, _mm256_load_si256(from + i));
+  __m128i half = _mm_add_epi64(_mm256_castsi256_si128(sum),
+                               _mm256_extracti128_si256(sum, 1));
+  return _mm_cvtsi128_si64(half) + _mm_extract_epi64(half, 1);
+}
+
+__attribute__((target("avx2"))) void
+copyVectors(const __m256i *from, __m256i *to, size_t begin, size_t end) {
+  for (size_t i = begin; i < end; ++i)
+    _mm256_store_si256(to + i, _mm256_load_si256(from + i));
+}
+
+/// The memory rates, in vectors of `Vector` (__m512i or __m256i).
+template <typename Vector> void measureMemory(int threads) {
+  const size_t bytes = size_t(256) << 20, vectors = bytes / sizeof(Vector);
+  auto *from = static_cast<Vector *>(std::aligned_alloc(64, bytes));
+  auto *to = static_cast<Vector *>(std::aligned_alloc(64, bytes));
   if (!from || !to) {
     std::fprintf(stderr, "kiln-bench-peak: cannot allocate 512 MiB\n");
     std::exit(1);
@@ -171,21 +244,32 @@ int main(int argc, char **argv) {
                          "--iterations >= 100\n");
     return 2;
   }
+  std::printf("threads %d\n", threads);
   if (!__builtin_cpu_supports("avx512f")) {
-    std::fprintf(stderr, "kiln-bench-peak: this CPU has no AVX-512\n");
-    return 1;
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+      std::fprintf(stderr, "kiln-bench-peak: this CPU has neither AVX-512 "
+                           "nor AVX2 and FMA\n");
+      return 1;
+    }
+    // 12 instructions of 8 lanes, 2 flops per lane.
+    printRate("fp32 FMA (register operands, ymm)",
+              rate(fmaLoopAvx2, iterations, threads, 12 * 8 * 2));
+    printRate("fp32 FMA (vbroadcastss + FMA, ymm)",
+              rate(broadcastLoopAvx2, iterations, threads, 12 * 8 * 2));
+    std::printf("bf16 dot product: no AVX-512 on this CPU\n");
+    measureMemory<__m256i>(threads);
+    return 0;
   }
   // 24 instructions of 16 lanes: 2 flops per FMA lane, 4 per dot lane.
-  std::printf("threads %d\n", threads);
-  std::printf("fp32 FMA (register operands)       %7.1f GFLOP/s\n",
-              rate(fmaLoop, iterations, threads, 24 * 16 * 2));
-  std::printf("fp32 FMA (broadcast from memory)   %7.1f GFLOP/s\n",
-              rate(broadcastLoop, iterations, threads, 24 * 16 * 2));
+  printRate("fp32 FMA (register operands)",
+            rate(fmaLoop, iterations, threads, 24 * 16 * 2));
+  printRate("fp32 FMA (broadcast from memory)",
+            rate(broadcastLoop, iterations, threads, 24 * 16 * 2));
   if (__builtin_cpu_supports("avx512bf16"))
-    std::printf("bf16 dot product (vdpbf16ps)       %7.1f GFLOP/s\n",
-                rate(dotLoop, iterations, threads, 24 * 16 * 4));
+    printRate("bf16 dot product (vdpbf16ps)",
+              rate(dotLoop, iterations, threads, 24 * 16 * 4));
   else
     std::printf("bf16 dot product: no avx512_bf16 on this CPU\n");
-  measureMemory(threads);
+  measureMemory<__m512i>(threads);
   return 0;
 }

@@ -13,6 +13,7 @@
 #                      [--precision fp32|bf16] [--rounds N] [--steps N] [--epochs N]
 #                      [--peers torch-eager,torch-compile,keras-tf-xla,keras-jax,keras-tf]
 #                      [--profile] [--no-build] [--omp-wait-policy active|passive]
+#                      [--kiln-also "FLAGS"]
 #
 #   --steps     timed steps per round after the warm-up (synthetic models; 3)
 #   --xla-steps the same for the Keras peers (1: on this CPU their ResNet-50
@@ -27,6 +28,9 @@
 #               idle thread of a parallel region sleep at once, which on an
 #               oversubscribed machine gives its core to the thread with the
 #               work (docs/performance.md, "Peers")
+#   --kiln-also runs Kiln's executable a second time each round with these
+#               extra flags, as a row of its own named after them (e.g.
+#               "--conv-algorithm library": without the runtime's own kernels)
 #
 # Results in build/peers-results/MODEL_PRECISION/: results.jsonl, table.md,
 # peers.png, the logs. bf16 on x86 needs AVX-512 (avx512_bf16): where kilnc
@@ -36,6 +40,7 @@ cd "$(dirname "$0")/../.."
 
 model=resnet50 precision=fp32 rounds=3 steps=3 xla_steps=1 epochs=1 profile=0 build=1
 wait_policy=
+kiln_also=
 peers=torch-eager,torch-compile,keras-tf-xla,keras-jax
 while (($#)); do
   case $1 in
@@ -49,6 +54,7 @@ while (($#)); do
     --profile) profile=1; shift ;;
     --no-build) build=0; shift ;;
     --omp-wait-policy) wait_policy=$2; shift 2 ;;
+    --kiln-also) kiln_also=$2; shift 2 ;;
     *) echo "bench/peers/run.sh: unknown argument '$1' (see the usage at the top of the script)" >&2
        exit 2 ;;
   esac
@@ -136,8 +142,10 @@ print(json.dumps({"system": "kiln", "model": sys.argv[1], "precision": sys.argv[
     "$model" "$precision" "$kilnc_log" >>"$results"
 fi
 
+# Kiln's round; the executable's flags after the round number.
 kiln_round() {
   local round=$1 run=$out/kiln_run
+  local extra=("${@:2}")
   rm -rf "$run"
   if [[ $model == resnet20-fmnist ]]; then
     [[ -f $out/../fmnist-data/validation-00003-of-00004 ]] ||
@@ -145,13 +153,13 @@ kiln_round() {
         --output "$out/../fmnist-data" >/dev/null
     /usr/bin/time -f %M -o "$out/kiln.rss" "$exe" --data "$out/../fmnist-data" \
       --epochs "$epochs" --pad-crop 2 --flip --threads $threads --log-every $spe \
-      --model-dir "$run" >"$out/kiln.log" 2>&1
+      --model-dir "$run" "${extra[@]}" >"$out/kiln.log" 2>&1
     /usr/bin/python3 bench/kiln_rate.py "$run/metrics.jsonl" --model "$model" \
       --precision "$precision" --batch $batch --compile-sec "$compile" \
       --peak-rss-kib "$(cat "$out/kiln.rss")" --round "$round" --epoch-steps $spe
   else
     /usr/bin/time -f %M -o "$out/kiln.rss" "$exe" --synthetic --steps $((steps + 2)) \
-      --threads $threads --log-every 1 --model-dir "$run" >"$out/kiln.log" 2>&1
+      --threads $threads --log-every 1 --model-dir "$run" "${extra[@]}" >"$out/kiln.log" 2>&1
     /usr/bin/python3 bench/kiln_rate.py "$run/metrics.jsonl" --model "$model" \
       --precision "$precision" --batch $batch --compile-sec "$compile" \
       --peak-rss-kib "$(cat "$out/kiln.rss")" --round "$round"
@@ -204,6 +212,14 @@ print(json.dumps({"system": sys.argv[2], "peer": sys.argv[2], "model": sys.argv[
 for round in $(seq 1 "$rounds"); do
   echo "round $round of $rounds: $(date -u +%H:%M:%S)" >&2
   ((kiln_ok)) && kiln_round "$round" >>"$results"
+  if ((kiln_ok)) && [[ -n $kiln_also ]]; then
+    # shellcheck disable=SC2086 # the flags are words
+    kiln_round "$round" $kiln_also | /usr/bin/python3 -c 'import json, sys
+for line in sys.stdin:
+    r = json.loads(line)
+    r["system"] = r["peer"] = "kiln " + sys.argv[1]
+    print(json.dumps(r))' "$kiln_also" >>"$results"
+  fi
   for peer in ${peers//,/ }; do
     peer_round "$peer" "$round" >>"$results"
   done

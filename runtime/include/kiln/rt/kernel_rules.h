@@ -48,6 +48,14 @@ struct ConvGeometry {
 /// thread) no longer stays in cache and oneDNN's Winograd is faster (8.1
 /// against 8.9 ms forward on 32x14x14x256).
 ///
+/// On AVX2 (Zen 3; oneDNN 2.6 has no Winograd there, its choice is the
+/// direct `jit:avx2` kernel) the same bounds hold: medians of three
+/// interleaved rounds on a shared, oversubscribed machine (ms, forward /
+/// input gradient / filter gradient) 32x56x56x64 429 / 419 / 501 against
+/// 1510 / 1418 / 2385, 32x28x28x128 573 / 500 / 618 against 1316 / 1096 /
+/// 1564; at 256 channels it loses (32x14x14x256 701 / 668 / 769 against
+/// 503 / 397 / 570), at 512 all but the filter gradient (docs/performance.md).
+///
 /// With `bf16` operands it is measured against oneDNN's bf16 kernels, which
 /// multiply twice as fast per instruction, and wins only on larger layers
 /// (with the caches evicted, forward / input gradient / filter gradient,
@@ -59,7 +67,8 @@ struct ConvGeometry {
 /// ms; 128x7x7x64 0.68 against 1.22).
 ///
 /// The runtime also needs the operands' types and layouts to be ones the
-/// kernel reads, and a CPU with AVX-512 (kernel_winograd_fused.cpp).
+/// kernel reads, and a CPU with AVX-512, or AVX2 and FMA
+/// (kernel_winograd_fused.cpp).
 constexpr bool fusedTileWinogradApplies(ConvPass pass, const ConvGeometry &g,
                                         bool bf16) {
   int64_t inputs = g.inputChannels, outputs = g.outputChannels;
