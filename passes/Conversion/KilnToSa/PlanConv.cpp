@@ -516,7 +516,7 @@ private:
   TileView loadTile(int64_t n0, int64_t r0);
   void accumulateTile(const TileView &v, int64_t b0, int64_t gb);
   OperandSpec chunkInput(const TileView &v, int64_t nc, int64_t ccn, int64_t q,
-                         int64_t cch) const;
+                         int64_t cch, int64_t ow0, int64_t cw) const;
   void storeGroup(int64_t b0, int64_t gb);
 
   /// Input rows [ih0, ih0 + result) that output rows [r0, r0 + cnt) read.
@@ -594,9 +594,6 @@ Status FilterGradientLowering::planGeometry() {
   if (groups > 1 && n.spaceToDepth)
     return invalidArgumentError("a grouped space-to-depth stem");
   KH = dwT.shape[0], KW = dwT.shape[1], Ci = dwT.shape[2];
-  if (OW > R)
-    return invalidArgumentError(
-        "output rows wider than the array are not supported");
   s2d = n.spaceToDepth;
   th = KH;
   tw = KW;
@@ -727,10 +724,11 @@ FilterGradientLowering::TileView FilterGradientLowering::loadTile(int64_t n0,
 
 OperandSpec FilterGradientLowering::chunkInput(const TileView &v, int64_t nc,
                                                int64_t ccn, int64_t q,
-                                               int64_t cch) const {
+                                               int64_t cch, int64_t ow0,
+                                               int64_t cw) const {
   OperandSpec lhs;
   lhs.buffer = v.xsl;
-  lhs.cols = {ccn, cch, OW};
+  lhs.cols = {ccn, cch, cw};
   int64_t rowOff = (v.r0 + q) * sh - padT - v.ih0;
   int64_t slabStride = std::max<int64_t>(v.rows, 1) * W * Cx;
   if (s2d) {
@@ -738,13 +736,13 @@ OperandSpec FilterGradientLowering::chunkInput(const TileView &v, int64_t nc,
     lhs.rows = {th, tw, 2, 2, c4};
     lhs.coords = {{slabStride, v.xn0 + nc, v.xnb, {0, 0, 0, 0, 0}, {1, 0, 0}},
                   {W * Cx, rowOff, v.rows, {1, 0, 0, 0, 0}, {0, 1, 0}},
-                  {Cx, -padL, W, {0, 1, 0, 0, 0}, {0, 0, 1}},
+                  {Cx, ow0 - padL, W, {0, 1, 0, 0, 0}, {0, 0, 1}},
                   {1, 0, Cx, {0, 0, 2 * c4, c4, 1}, {0, 0, 0}}};
   } else {
     lhs.rows = {th, tw, Cx};
     lhs.coords = {{slabStride, v.xn0 + nc, v.xnb, {0, 0, 0}, {1, 0, 0}},
                   {W * Cx, rowOff, v.rows, {dh, 0, 0}, {0, sh, 0}},
-                  {Cx, -padL, W, {0, dw, 0}, {0, 0, sw}},
+                  {Cx, ow0 * sw - padL, W, {0, dw, 0}, {0, 0, sw}},
                   {1, 0, Cx, {0, 0, 1}, {0, 0, 0}}};
   }
   return lhs;
@@ -752,35 +750,40 @@ OperandSpec FilterGradientLowering::chunkInput(const TileView &v, int64_t nc,
 
 void FilterGradientLowering::accumulateTile(const TileView &v, int64_t b0,
                                             int64_t gb) {
-  // Pixel chunks of at most R: whole images, or rows of one image.
-  int64_t cn = 1, ch = std::min(v.tc, R / OW);
+  // Pixel chunks of at most R: whole images, rows of one image, or
+  // segments of R pixels of a row wider than the array (VGG's first layers).
+  int64_t cn = 1, ch = std::max<int64_t>(1, std::min(v.tc, R / OW));
+  int64_t segment = std::min(OW, R);
   if (v.tc == OH && OH * OW <= R)
     cn = std::min(v.tn, R / (OH * OW)), ch = OH;
   for (int64_t nc = 0; nc < v.tn; nc += cn)
-    for (int64_t q = 0; q < v.tc; q += ch) {
-      int64_t ccn = std::min(cn, v.tn - nc), cch = std::min(ch, v.tc - q);
-      OperandSpec lhs = chunkInput(v, nc, ccn, q, cch);
-      bool other = split && chunkCounter++ % 2 == 1;
-      for (int64_t bi = 0; bi < gb; ++bi) {
-        int64_t oc0 = (b0 + bi) * obw, w = std::min(obw, Co - oc0);
-        OperandSpec rhs;
-        rhs.buffer = v.ysl;
-        rhs.rows = {ccn, cch, OW};
-        rhs.cols = {w};
-        rhs.coords = {{v.dyRows * OW * Co, v.dyn0 + nc, v.dynb, {1, 0, 0}, {0}},
-                      {OW * Co, v.dyr0 + q, v.dyRows, {0, 1, 0}, {0}},
-                      {Co, 0, OW, {0, 0, 1}, {0}},
-                      {1, oc0, Co, {0, 0, 0}, {1}}};
-        if (other) {
-          p.b.matmul(1, lhs, rhs, OperandSpec::matrix(acc[1], 0, m, w, w),
-                     !firstOther);
-          continue;
+    for (int64_t q = 0; q < v.tc; q += ch)
+      for (int64_t ow0 = 0; ow0 < OW; ow0 += segment) {
+        int64_t ccn = std::min(cn, v.tn - nc), cch = std::min(ch, v.tc - q);
+        int64_t cw = std::min(segment, OW - ow0);
+        OperandSpec lhs = chunkInput(v, nc, ccn, q, cch, ow0, cw);
+        bool other = split && chunkCounter++ % 2 == 1;
+        for (int64_t bi = 0; bi < gb; ++bi) {
+          int64_t oc0 = (b0 + bi) * obw, w = std::min(obw, Co - oc0);
+          OperandSpec rhs;
+          rhs.buffer = v.ysl;
+          rhs.rows = {ccn, cch, cw};
+          rhs.cols = {w};
+          rhs.coords = {
+              {v.dyRows * OW * Co, v.dyn0 + nc, v.dynb, {1, 0, 0}, {0}},
+              {OW * Co, v.dyr0 + q, v.dyRows, {0, 1, 0}, {0}},
+              {Co, ow0, OW, {0, 0, 1}, {0}},
+              {1, oc0, Co, {0, 0, 0}, {1}}};
+          if (other) {
+            p.b.matmul(1, lhs, rhs, OperandSpec::matrix(acc[1], 0, m, w, w),
+                       !firstOther);
+            continue;
+          }
+          p.b.matmul(uint32_t(bi % p.t.mxuCount), lhs, rhs,
+                     OperandSpec::matrix(acc[size_t(bi)], 0, m, w, w), !first);
         }
-        p.b.matmul(uint32_t(bi % p.t.mxuCount), lhs, rhs,
-                   OperandSpec::matrix(acc[size_t(bi)], 0, m, w, w), !first);
+        (other ? firstOther : first) = false;
       }
-      (other ? firstOther : first) = false;
-    }
 }
 
 void FilterGradientLowering::storeGroup(int64_t b0, int64_t gb) {
@@ -933,15 +936,38 @@ Status Planner::lowerMatmul(const Node &n) {
   int64_t nbw = std::min(Cc, N);
   bool needCvt = !onChip(c) && dtype(c) != fb::DType::F32;
   int64_t ab = bytes(dtype(a)), bb = bytes(dtype(bt));
-  int64_t fixed = K * nbw * bb + (bias >= 0 ? N * 4 : 0) + 4096;
-  int64_t perRow = 2 * (K * ab + nbw * (4 + (needCvt ? 2 : 0)));
-  if (fixed + perRow > budget())
-    return invalidArgumentError("a matmul row does not fit in staging memory");
+  // Staging for a contraction chunk of kc: B's kc x nbw block (two when the
+  // chunks stream), and double-buffered rows of A and of the accumulator.
+  auto fixedFor = [&](int64_t kc, int copies) {
+    return copies * kc * nbw * bb + (bias >= 0 ? N * 4 : 0) + 4096;
+  };
+  auto perRowFor = [&](int64_t kc) {
+    return 2 * (kc * ab + nbw * (4 + (needCvt ? 2 : 0)));
+  };
+  // The whole contraction at once when a K x nbw block of B fits; else in
+  // chunks of array rows that the f32 accumulator sums (VGG's classifier.0,
+  // K = 25,088), each as large as fits with min(M, R) rows of A.
+  int64_t kc = K;
+  if (fixedFor(K, 1) + perRowFor(K) > budget()) {
+    int64_t rows = std::min(M, R);
+    kc = 0;
+    for (int64_t k = (K - 1) / R * R; k >= R && kc == 0; k -= R)
+      if (fixedFor(k, 2) + rows * perRowFor(k) <= budget())
+        kc = k;
+    if (kc == 0 && fixedFor(R, 2) + perRowFor(R) <= budget())
+      kc = R;
+    if (kc == 0)
+      return invalidArgumentError(
+          "a matmul row does not fit in staging memory");
+  }
+  bool chunked = kc < K;
+  int64_t fixed = fixedFor(kc, chunked ? 2 : 1), perRow = perRowFor(kc);
   int64_t mt = std::min(M, (budget() - fixed) / perRow);
-  uint32_t bs, as[2], acc[2], cvt[2] = {0, 0};
-  KILN_RETURN_IF_ERROR(slot("b", dtype(bt), K * nbw, bs));
+  uint32_t bs[2] = {0, 0}, as[2], acc[2], cvt[2] = {0, 0};
+  for (int k = 0; k < (chunked ? 2 : 1); ++k)
+    KILN_RETURN_IF_ERROR(slot("b", dtype(bt), kc * nbw, bs[k]));
   for (int k = 0; k < 2; ++k) {
-    KILN_RETURN_IF_ERROR(slot("a", dtype(a), mt * K, as[k]));
+    KILN_RETURN_IF_ERROR(slot("a", dtype(a), mt * kc, as[k]));
     KILN_RETURN_IF_ERROR(slot("acc", fb::DType::F32, mt * nbw, acc[k]));
     if (needCvt)
       KILN_RETURN_IF_ERROR(slot("cvt", dtype(c), mt * nbw, cvt[k]));
@@ -953,54 +979,73 @@ Status Planner::lowerMatmul(const Node &n) {
       KILN_RETURN_IF_ERROR(slot("bias", dtype(bias), N, s));
     biasLoc = load(bias, 0, N, s);
   }
-  int64_t counter = 0;
+  int64_t counter = 0, chunkCount = 0;
   for (int64_t n0 = 0; n0 < N; n0 += nbw) {
     int64_t w = std::min(nbw, N - n0);
-    // B[:, n0:n0+w] as a K x w block.
-    OperandSpec bsrc = n.transposeB
-                           ? OperandSpec::transposed(home(bt), n0 * K, w, K, K)
-                           : OperandSpec::matrix(home(bt), n0, K, w, N);
-    if (onChip(bt)) {
-      // Resident operands are read in place.
-    } else {
-      b.dma(bsrc, OperandSpec::matrix(bs, 0, K, w, w));
-    }
+    // B[k0:k0+kb, n0:n0+w] as a kb x w block.
+    auto bBlock = [&](int64_t k0, int64_t kb) {
+      return n.transposeB
+                 ? OperandSpec::transposed(home(bt), n0 * K + k0, w, kb, K)
+                 : OperandSpec::matrix(home(bt), k0 * N + n0, kb, w, N);
+    };
+    OperandSpec bsrc = bBlock(0, K);
+    // Resident operands are read in place; a whole block of B is loaded
+    // once for all rows of A.
+    if (!onChip(bt) && !chunked)
+      b.dma(bsrc, OperandSpec::matrix(bs[0], 0, K, w, w));
     for (int64_t m0 = 0; m0 < M; m0 += mt, ++counter) {
       int64_t rows = std::min(mt, M - m0);
-      uint32_t asl = as[counter % 2], accb = acc[counter % 2];
+      uint32_t accb = acc[counter % 2];
       OperandSpec asrc = n.transposeA
                              ? OperandSpec::transposed(home(a), m0, K, rows, M)
                              : OperandSpec::matrix(home(a), m0 * K, rows, K, K);
-      OperandSpec lhsBase;
-      if (onChip(a)) {
-        lhsBase = asrc;
-      } else {
-        b.dma(asrc, OperandSpec::matrix(asl, 0, rows, K, K));
-        lhsBase = OperandSpec::matrix(asl, 0, rows, K, K);
-      }
       uint32_t mxu = uint32_t(counter % t.mxuCount);
-      for (int64_t k0 = 0; k0 < K; k0 += R) {
-        int64_t kb = std::min(R, K - k0);
-        // Narrow the lhs view to columns [k0, k0 + kb).
-        OperandSpec lhs = lhsBase;
-        lhs.cols = {kb};
-        for (auto &q : lhs.coords)
-          if (!q.col.empty() && q.col[0] != 0) {
-            q.offset += k0;
-            q.bound = std::max(q.bound, k0 + kb);
-          }
-        OperandSpec rhs;
-        if (onChip(bt)) {
-          rhs = bsrc;
-          rhs.rows = {kb};
-          for (auto &q : rhs.coords)
-            if (!q.row.empty() && q.row[0] != 0)
-              q.offset += k0;
-        } else {
-          rhs = OperandSpec::matrix(bs, k0 * w, kb, w, w);
+      for (int64_t c0 = 0; c0 < K; c0 += kc, ++chunkCount) {
+        int64_t cw = std::min(kc, K - c0);
+        uint32_t asl = as[(chunked ? chunkCount : counter) % 2];
+        uint32_t bsl = bs[chunked ? chunkCount % 2 : 0];
+        // Views of A's rows and B's block for contraction rows [c0, c0 + cw)
+        // whose column (row) offsets the loop below adds, relative to c0 in
+        // staging and absolute in place.
+        OperandSpec lhsBase = asrc;
+        int64_t lhsAt = 0, rhsAt = 0;
+        if (!onChip(a)) {
+          OperandSpec chunk =
+              n.transposeA
+                  ? OperandSpec::transposed(home(a), c0 * M + m0, cw, rows, M)
+                  : OperandSpec::matrix(home(a), m0 * K + c0, rows, cw, K);
+          b.dma(chunk, OperandSpec::matrix(asl, 0, rows, cw, cw));
+          lhsBase = OperandSpec::matrix(asl, 0, rows, cw, cw);
+          lhsAt = c0;
         }
-        b.matmul(mxu, lhs, rhs, OperandSpec::matrix(accb, 0, rows, w, w),
-                 k0 > 0);
+        if (!onChip(bt)) {
+          if (chunked)
+            b.dma(bBlock(c0, cw), OperandSpec::matrix(bsl, 0, cw, w, w));
+          rhsAt = chunked ? c0 : 0;
+        }
+        for (int64_t k0 = c0; k0 < c0 + cw; k0 += R) {
+          int64_t kb = std::min(R, c0 + cw - k0);
+          // Narrow the lhs view to columns [k0, k0 + kb).
+          OperandSpec lhs = lhsBase;
+          lhs.cols = {kb};
+          for (auto &q : lhs.coords)
+            if (!q.col.empty() && q.col[0] != 0) {
+              q.offset += k0 - lhsAt;
+              q.bound = std::max(q.bound, k0 - lhsAt + kb);
+            }
+          OperandSpec rhs;
+          if (onChip(bt)) {
+            rhs = bsrc;
+            rhs.rows = {kb};
+            for (auto &q : rhs.coords)
+              if (!q.row.empty() && q.row[0] != 0)
+                q.offset += k0;
+          } else {
+            rhs = OperandSpec::matrix(bsl, (k0 - rhsAt) * w, kb, w, w);
+          }
+          b.matmul(mxu, lhs, rhs, OperandSpec::matrix(accb, 0, rows, w, w),
+                   k0 > 0);
+        }
       }
       if (bias >= 0) {
         // The bias block [n0, n0 + w) is added per row.
