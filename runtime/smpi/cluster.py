@@ -91,18 +91,31 @@ def star(args):
     return xml, hosts
 
 
+def reference_layout(nodes):
+    """(nodes per leaf switch, leaf switches) of the reference platform."""
+    half = OPA_SWITCH_PORTS // 2
+    leaves = -(-nodes // half)
+    if nodes % leaves:
+        # SimGrid's fat tree has the same number of nodes under each leaf.
+        for leaves in range(leaves, nodes + 1):
+            if nodes % leaves == 0:
+                break
+    return nodes // leaves, leaves
+
+
+def reference_grid(nodes):
+    """The rank grid of --allreduce torus that follows the reference
+    platform: the node's two workers, the nodes under one leaf switch, the
+    leaves (dimensions of 1 left out), e.g. "2x16x16" at 256 nodes."""
+    per_leaf, leaves = reference_layout(nodes)
+    return "x".join(str(d) for d in (2, per_leaf, leaves) if d > 1)
+
+
 def reference(args):
     """The reference run's cluster: a two-level fat tree of 48-port switches,
     full bisection (each leaf has as many links up as nodes), nodes with two
     workers that share the node's link."""
-    half = OPA_SWITCH_PORTS // 2
-    leaves = -(-args.nodes // half)
-    if args.nodes % leaves:
-        # SimGrid's fat tree has the same number of nodes under each leaf.
-        for leaves in range(leaves, args.nodes + 1):
-            if args.nodes % leaves == 0:
-                break
-    per_leaf = args.nodes // leaves
+    per_leaf, leaves = reference_layout(args.nodes)
     config = {
         "smpi/bw-factor": f"0:{OPA_MPI_BANDWIDTH_SHARE}",
         "smpi/lat-factor": "0:1",
