@@ -131,6 +131,11 @@ uint32_t ProgramBuilder::emit(std::unique_ptr<fb::InstructionT> instr,
                               uint32_t unit, const std::vector<uint32_t> &reads,
                               const std::vector<uint32_t> &writes,
                               const std::vector<uint32_t> &drainedReads) {
+  if (capturing) {
+    captured.push_back(
+        {std::move(instr), unit, currentOp, reads, writes, drainedReads});
+    return UINT32_MAX;
+  }
   uint32_t index = count++;
   std::vector<uint32_t> deps;
   auto touch = [&](uint32_t b) {
@@ -185,6 +190,20 @@ uint32_t ProgramBuilder::emit(std::unique_ptr<fb::InstructionT> instr,
   instr->op = currentOp;
   sink.addInstruction(std::move(instr));
   return index;
+}
+
+void ProgramBuilder::emitInterleaved(Capture a, Capture b) {
+  uint32_t op = currentOp;
+  size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    // The next instruction of the capture that is behind in proportion.
+    bool takeA = j == b.size() ||
+                 (i < a.size() && (i + 1) * b.size() <= (j + 1) * a.size());
+    Captured &c = takeA ? a[i++] : b[j++];
+    currentOp = c.op;
+    emit(std::move(c.instr), c.unit, c.reads, c.writes, c.drainedReads);
+  }
+  currentOp = op;
 }
 
 uint32_t ProgramBuilder::dmaUnit(uint32_t srcBuffer) const {

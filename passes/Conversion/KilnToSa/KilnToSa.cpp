@@ -257,6 +257,8 @@ struct ConvertToSaPass : impl::KilnConvertToSaBase<ConvertToSaPass> {
     }
     planOptions.allowResident = residentFraction > 0;
     planOptions.packTaps = packTaps;
+    // Overlapping ops is part of the same schedule.
+    planOptions.interleave = fuse;
     if (failed(sa::convertToSa(module, graph, target, planOptions)))
       signalPassFailure();
   }

@@ -96,8 +96,9 @@ Status Planner::assignHomes() {
   // Live ranges (in nodes) of every storage root.
   std::vector<int64_t> first(n, INT64_MAX), last(n, -1);
   std::vector<bool> strided(n, false);
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node &node = g.nodes[i];
+  for (size_t index = 0; index < g.nodes.size(); ++index) {
+    const Node &node = g.nodes[index];
+    int64_t i = position[index];
     // Data movement copies between HBM views, and grouped convolutions on
     // the MXU read and write one group's channels through strided views,
     // which only DMAs have: their operands live in HBM.
@@ -217,9 +218,72 @@ bool Planner::depthwise(const Node &n) const {
          a.channels() == n.groups && b.channels() == n.groups;
 }
 
+static bool onMatrixUnit(NodeKind k) {
+  return Planner::isConv(k) || k == NodeKind::Matmul;
+}
+
+static bool streamsThroughVectorUnit(NodeKind k) {
+  return k == NodeKind::BatchNormTrain || k == NodeKind::BatchNormBackward ||
+         k == NodeKind::FusedElementwise || k == NodeKind::Relu ||
+         k == NodeKind::ReluBackward || k == NodeKind::Add ||
+         k == NodeKind::Copy;
+}
+
+bool Planner::independent(const Node &a, const Node &b) const {
+  auto roots = [&](const std::vector<int> &ids) {
+    std::vector<int> r;
+    for (int id : ids)
+      r.push_back(g.root(id));
+    return r;
+  };
+  auto meet = [](const std::vector<int> &x, const std::vector<int> &y) {
+    return std::any_of(x.begin(), x.end(), [&](int v) {
+      return std::find(y.begin(), y.end(), v) != y.end();
+    });
+  };
+  std::vector<int> ai = roots(a.inputs), ao = roots(a.outputs),
+                   bi = roots(b.inputs), bo = roots(b.outputs);
+  return !meet(ao, bi) && !meet(ao, bo) && !meet(bo, ai);
+}
+
+void Planner::planSteps() {
+  size_t n = g.nodes.size();
+  std::vector<bool> done(n, false);
+  position.assign(n, 0);
+  // How far to look for a partner: the filter gradient and the next
+  // batch-norm backward have the gradient's cast between them.
+  constexpr size_t kLookahead = 3;
+  for (size_t i = 0; i < n; ++i) {
+    if (done[i])
+      continue;
+    std::vector<size_t> step = {i};
+    const Node &a = g.nodes[i];
+    if (opt.interleave && onMatrixUnit(a.kind) && !depthwise(a)) {
+      for (size_t j = i + 1; j < n && j <= i + kLookahead; ++j) {
+        const Node &b = g.nodes[j];
+        if (done[j] || !streamsThroughVectorUnit(b.kind) || !independent(a, b))
+          continue;
+        // b moves ahead of the nodes between: it must not need them, nor
+        // write what they read.
+        bool movable = true;
+        for (size_t k = i + 1; k < j && movable; ++k)
+          movable = done[k] || independent(g.nodes[k], b);
+        if (movable) {
+          step.push_back(j);
+          done[j] = true;
+          break;
+        }
+      }
+    }
+    for (size_t k : step)
+      position[k] = int64_t(steps.size());
+    steps.push_back(step);
+  }
+}
+
 void Planner::beginNode(const Node &n, size_t index) {
   nodeIndex = index;
-  halfBase = residentBytes + int64_t(index % 2) * halfBytes;
+  halfBase = residentBytes + int64_t(begun++ % 2) * halfBytes;
   bump = 0;
   slotCount = 0;
   b.beginSourceOp(n.opName.empty() ? nodeName(n.kind) : n.opName, n.layer);
@@ -291,92 +355,108 @@ Status Planner::run() {
   halfBytes = (t.onChipBytes - residentBytes) / 2 / kAlign * kAlign;
   if (halfBytes <= 0)
     return invalidArgumentError("no on-chip memory left for staging");
+  planSteps();
   Status s = assignHomes();
   if (!s.isOk())
     return s;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node &n = g.nodes[i];
-    beginNode(n, i);
-    switch (n.kind) {
-    case NodeKind::Conv2d:
-    case NodeKind::Conv2dBackwardData:
-    case NodeKind::Conv2dBackwardFilter:
-      if (depthwise(n))
-        s = lowerDepthwise(n);
-      else if (n.kind == NodeKind::Conv2d)
-        s = lowerConv(n);
-      else if (n.kind == NodeKind::Conv2dBackwardData)
-        s = lowerConvBackwardData(n);
-      else
-        s = lowerConvBackwardFilter(n);
-      break;
-    case NodeKind::Matmul:
-      s = lowerMatmul(n);
-      break;
-    case NodeKind::BatchNormTrain:
-      s = lowerBatchNorm(n);
-      break;
-    case NodeKind::BatchNormBackward:
-      s = lowerBatchNormBackward(n);
-      break;
-    case NodeKind::Relu:
-    case NodeKind::ReluBackward:
-    case NodeKind::Add:
-    case NodeKind::Copy:
-    case NodeKind::Activation:
-    case NodeKind::ActivationBackward:
-    case NodeKind::BiasAdd:
-    case NodeKind::Dropout:
-      s = lowerElementwise(n);
-      break;
-    case NodeKind::BroadcastBinary:
-    case NodeKind::BroadcastBinaryBackward:
-      s = lowerBroadcast(n);
-      break;
-    case NodeKind::Concat:
-    case NodeKind::Slice:
-    case NodeKind::SliceBackward:
-    case NodeKind::Transpose:
-    case NodeKind::ChannelShuffle:
-      s = lowerMovement(n);
-      break;
-    case NodeKind::MaxPool:
-    case NodeKind::MaxPoolBackward:
-    case NodeKind::AvgPool:
-    case NodeKind::AvgPoolBackward:
-      s = lowerPool(n);
-      break;
-    case NodeKind::GlobalAvgPool:
-    case NodeKind::GlobalAvgPoolBackward:
-      s = lowerGlobalPool(n);
-      break;
-    case NodeKind::ReduceSum:
-      s = lowerReduceSum(n);
-      break;
-    case NodeKind::SoftmaxXent:
-    case NodeKind::SoftmaxXentBackward:
-      s = lowerLoss(n);
-      break;
-    case NodeKind::SgdUpdate:
-    case NodeKind::LarsUpdate:
-      s = lowerOptimizer(n);
-      break;
-    case NodeKind::LearningRate:
-      s = lowerLearningRate(n);
-      break;
-    case NodeKind::AllReduce:
-      s = lowerAllReduce(n);
-      break;
-    case NodeKind::FusedElementwise:
-      s = lowerFusedElementwise(n);
-      break;
+  for (const std::vector<size_t> &step : steps) {
+    std::vector<sim::ProgramBuilder::Capture> captures;
+    for (size_t i : step) {
+      const Node &n = g.nodes[i];
+      beginNode(n, i);
+      if (step.size() > 1)
+        b.beginCapture();
+      s = lowerNode(n);
+      if (step.size() > 1)
+        captures.push_back(b.endCapture());
+      if (!s.isOk())
+        return invalidArgumentError(std::string(nodeName(n.kind)) + " (" +
+                                    n.layer + "): " + s.message());
     }
-    if (!s.isOk())
-      return invalidArgumentError(std::string(nodeName(n.kind)) + " (" +
-                                  n.layer + "): " + s.message());
+    if (captures.size() == 2)
+      b.emitInterleaved(std::move(captures[0]), std::move(captures[1]));
   }
   b.finish();
   return Status::ok();
+}
+
+Status Planner::lowerNode(const Node &n) {
+  Status s;
+  switch (n.kind) {
+  case NodeKind::Conv2d:
+  case NodeKind::Conv2dBackwardData:
+  case NodeKind::Conv2dBackwardFilter:
+    if (depthwise(n))
+      s = lowerDepthwise(n);
+    else if (n.kind == NodeKind::Conv2d)
+      s = lowerConv(n);
+    else if (n.kind == NodeKind::Conv2dBackwardData)
+      s = lowerConvBackwardData(n);
+    else
+      s = lowerConvBackwardFilter(n);
+    break;
+  case NodeKind::Matmul:
+    s = lowerMatmul(n);
+    break;
+  case NodeKind::BatchNormTrain:
+    s = lowerBatchNorm(n);
+    break;
+  case NodeKind::BatchNormBackward:
+    s = lowerBatchNormBackward(n);
+    break;
+  case NodeKind::Relu:
+  case NodeKind::ReluBackward:
+  case NodeKind::Add:
+  case NodeKind::Copy:
+  case NodeKind::Activation:
+  case NodeKind::ActivationBackward:
+  case NodeKind::BiasAdd:
+  case NodeKind::Dropout:
+    s = lowerElementwise(n);
+    break;
+  case NodeKind::BroadcastBinary:
+  case NodeKind::BroadcastBinaryBackward:
+    s = lowerBroadcast(n);
+    break;
+  case NodeKind::Concat:
+  case NodeKind::Slice:
+  case NodeKind::SliceBackward:
+  case NodeKind::Transpose:
+  case NodeKind::ChannelShuffle:
+    s = lowerMovement(n);
+    break;
+  case NodeKind::MaxPool:
+  case NodeKind::MaxPoolBackward:
+  case NodeKind::AvgPool:
+  case NodeKind::AvgPoolBackward:
+    s = lowerPool(n);
+    break;
+  case NodeKind::GlobalAvgPool:
+  case NodeKind::GlobalAvgPoolBackward:
+    s = lowerGlobalPool(n);
+    break;
+  case NodeKind::ReduceSum:
+    s = lowerReduceSum(n);
+    break;
+  case NodeKind::SoftmaxXent:
+  case NodeKind::SoftmaxXentBackward:
+    s = lowerLoss(n);
+    break;
+  case NodeKind::SgdUpdate:
+  case NodeKind::LarsUpdate:
+    s = lowerOptimizer(n);
+    break;
+  case NodeKind::LearningRate:
+    s = lowerLearningRate(n);
+    break;
+  case NodeKind::AllReduce:
+    s = lowerAllReduce(n);
+    break;
+  case NodeKind::FusedElementwise:
+    s = lowerFusedElementwise(n);
+    break;
+  }
+  return s;
 }
 
 Status planProgram(const Graph &graph, const sim::TargetConfig &target,

@@ -45,6 +45,11 @@ struct PlanOptions {
   /// than the array's rows (off: one tap per tile, as a plain mapping of
   /// input channels onto rows would do).
   bool packTaps = true;
+  /// Run a matrix-unit op together with a later vector-unit op that neither
+  /// depends on it nor on the ops in between (a filter gradient with the
+  /// next batch-norm backward): their instructions interleave, so the
+  /// vector op's HBM traffic overlaps the MXU passes.
+  bool interleave = true;
 };
 
 /// Lowers `graph` for `target` into `sink`.

@@ -101,9 +101,20 @@ private:
     bool onChip = false;
   };
   Status assignHomes();
+  /// The order nodes are lowered in: single nodes, or a matrix-unit node
+  /// and an independent vector-unit node lowered together (interleave).
+  void planSteps();
+  bool independent(const Node &a, const Node &b) const;
   void beginNode(const Node &n, size_t index);
+  Status lowerNode(const Node &n);
 
   std::vector<Home> homes;
+  std::vector<std::vector<size_t>> steps;
+  /// Each node's step (live ranges are in steps: both nodes of a step are
+  /// live at once).
+  std::vector<int64_t> position;
+  /// Nodes begun so far: staging halves alternate in lowering order.
+  size_t begun = 0;
   int64_t residentBytes = 0, halfBytes = 0, halfBase = 0, bump = 0;
   size_t nodeIndex = 0;
   int slotCount = 0;

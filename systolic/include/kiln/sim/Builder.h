@@ -103,6 +103,27 @@ public:
 
   size_t numInstructions() const { return count; }
 
+  /// An instruction held back by a capture, with what emit() needs.
+  struct Captured {
+    std::unique_ptr<fb::InstructionT> instr;
+    uint32_t unit = 0, op = 0;
+    std::vector<uint32_t> reads, writes, drainedReads;
+  };
+  using Capture = std::vector<Captured>;
+  /// Until endCapture(), instructions are recorded instead of emitted
+  /// (buffers and source ops are added as usual; the instruction methods
+  /// return no index).
+  void beginCapture() { capturing = true; }
+  Capture endCapture() {
+    capturing = false;
+    return std::move(captured);
+  }
+  /// Emits two captures merged in proportion to their lengths, so that two
+  /// ops overlap on the units they use. The caller guarantees that neither
+  /// writes a buffer (or on-chip bytes) the other touches, which makes any
+  /// merge sequentially correct; dependencies follow from the merged order.
+  void emitInterleaved(Capture a, Capture b);
+
   /// Reports live ranges to the sink. Buffers never used get [0, 0].
   void finish();
 
@@ -131,6 +152,8 @@ private:
   std::map<int64_t, std::pair<int64_t, uint32_t>> owners;
   uint32_t count = 0;
   uint32_t currentOp = 0;
+  bool capturing = false;
+  Capture captured;
   uint32_t numOps = 0;
 };
 
