@@ -156,6 +156,13 @@ LogicalResult ProgramWriter::setKind(Operation &op, sim::fb::InstructionT &in) {
 LogicalResult ProgramWriter::addInstruction(Operation &op) {
   auto in = std::make_unique<sim::fb::InstructionT>();
   in->op = prog.ops.empty() ? 0 : uint32_t(prog.ops.size() - 1);
+  // Interleaved ops' instructions name an earlier source op (kiln-convert-to-sa).
+  if (auto source = op.getAttrOfType<IntegerAttr>("sa.op")) {
+    if (source.getInt() < 0 || uint64_t(source.getInt()) >= prog.ops.size())
+      return op.emitError("sa.op ") << source.getInt()
+                                     << " names no earlier sa.source";
+    in->op = uint32_t(source.getInt());
+  }
   for (Value dep : op.getOperands()) {
     auto it = tokens.find(dep);
     if (it == tokens.end())

@@ -81,6 +81,7 @@ public:
     auto op = SourceOp::create(instrBuilder, loc, kind, layer);
     if (!firstInstruction)
       firstInstruction = op;
+    ++sourceOps;
   }
 
   void addInstruction(std::unique_ptr<sim::fb::InstructionT> in) override {
@@ -140,6 +141,11 @@ public:
     }
     if (!firstInstruction && token)
       firstInstruction = token.getDefiningOp();
+    // An instruction of an interleaved op (Planner: interleave) names its
+    // source op; the others belong to the sa.source before them.
+    if (token && sourceOps > 0 && in->op != sourceOps - 1)
+      token.getDefiningOp()->setAttr(
+          "sa.op", instrBuilder.getI64IntegerAttr(int64_t(in->op)));
     tokens.push_back(token);
   }
 
@@ -153,6 +159,7 @@ private:
   std::vector<FlatSymbolRefAttr> symbols;
   std::vector<Value> tokens;
   Operation *firstInstruction = nullptr;
+  uint32_t sourceOps = 0;
 };
 
 } // namespace
