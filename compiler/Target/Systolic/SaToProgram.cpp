@@ -156,7 +156,8 @@ LogicalResult ProgramWriter::setKind(Operation &op, sim::fb::InstructionT &in) {
 LogicalResult ProgramWriter::addInstruction(Operation &op) {
   auto in = std::make_unique<sim::fb::InstructionT>();
   in->op = prog.ops.empty() ? 0 : uint32_t(prog.ops.size() - 1);
-  // Interleaved ops' instructions name an earlier source op (kiln-convert-to-sa).
+  // An interleaved op's instructions name their source op
+  // (kiln-convert-to-sa).
   if (auto source = op.getAttrOfType<IntegerAttr>("sa.op")) {
     if (source.getInt() < 0 || uint64_t(source.getInt()) >= prog.ops.size())
       return op.emitError("sa.op ") << source.getInt()
