@@ -775,13 +775,15 @@ LogicalResult GraphBuilder::findStemInput() {
       continue;
     bool ok = !arg.use_empty();
     for (Operation *user : arg.getUsers()) {
-      auto conv = dyn_cast<Conv2DOp>(user);
-      auto bwd = dyn_cast<Conv2DBackwardFilterOp>(user);
-      ArrayRef<int64_t> strides = conv  ? conv.getStrides()
-                                  : bwd ? bwd.getStrides()
-                                        : ArrayRef<int64_t>();
-      ok &= (conv || bwd) && strides.size() == 2 && strides[0] == 2 &&
-            strides[1] == 2;
+      // The stem, fused with its batch norm (`fuse`) or not, and its filter
+      // gradient.
+      ArrayRef<int64_t> strides =
+          llvm::TypeSwitch<Operation *, ArrayRef<int64_t>>(user)
+              .Case<Conv2DOp, FusedConv2DBatchNormTrainOp,
+                    Conv2DBackwardFilterOp>(
+                  [](auto conv) { return conv.getStrides(); })
+              .Default([](Operation *) { return ArrayRef<int64_t>(); });
+      ok &= strides.size() == 2 && strides[0] == 2 && strides[1] == 2;
     }
     if (ok)
       stemInput = arg;
