@@ -23,8 +23,10 @@
 #include <smpi/smpi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -59,16 +61,22 @@ struct ReplayOptions {
   /// no progress thread, and its TCP transport's work there takes the
   /// compute's place, which SMPI's network model does not include.
   bool progressCpu = false;
+  /// Stragglers: a --comm-trace of a real run whose steps' compute, each
+  /// over their median, is the distribution every rank draws one factor
+  /// per step from (seeded by --seed and the rank) to scale that step's
+  /// compute.
+  std::string jitterTrace;
+  int64_t seed = 1;
 };
 
 const char *kUsage =
     "usage: smpirun ... kiln-comm-replay --trace FILE [--trace FILE ...]\n"
     "         [--skip N] [--steps N] [--step-compute SEC] [--batch N]\n"
     "         [--allreduce ring|torus --torus-dims AxB...]\n"
-    "         [--progress-every SEC]\n"
+    "         [--progress-every SEC] [--progress-cpu]\n"
+    "         [--jitter TRACE [--seed N]]\n"
     "       (or --program STEP.ksap [--profile NAME] [--set FIELD=VALUE ...]\n"
-    "        instead of the traces)\n"
-    "         [--progress-cpu]\n";
+    "        instead of the traces)\n";
 
 /// "2x16x16": each at least 1.
 Status parseDims(const std::string &flag, const std::string &text,
@@ -107,6 +115,8 @@ Status parseReplayOptions(int argc, char **argv, ReplayOptions &o) {
              flags::valueFlag([&](const std::string &f, const std::string &v) {
                return flags::parseDouble(f, v, 0, 1e6, o.progressEvery);
              }));
+  parser.add("--jitter", flags::stringFlag(o.jitterTrace));
+  parser.add("--seed", flags::intFlag(o.seed, 0, int64_t(1) << 62));
   parser.add("--program", flags::stringFlag(o.program.path));
   parser.add("--profile", flags::stringFlag(o.program.profile));
   parser.add("--set", flags::valueFlag([&](const std::string &,
@@ -187,6 +197,12 @@ public:
     double scale = 1;
     if (options.stepCompute > 0 && traced > 0)
       scale = options.stepCompute * double(count) / traced;
+    std::vector<double> factors;
+    if (!options.jitterTrace.empty()) {
+      KILN_ASSIGN_OR_RETURN(factors, jitterFactors());
+    }
+    std::mt19937_64 draw(uint64_t(options.seed) * 1000003u +
+                         uint64_t(comm.rank()));
 
     // The gradients live in one arena shared by every simulated rank
     // (SMPI_SHARED_MALLOC): the values do not change the time, and 512
@@ -207,20 +223,28 @@ public:
 
     KILN_RETURN_IF_ERROR(comm.barrier());
     double simulated = 0, computed = 0, measured = 0, communicated = 0;
+    // Each step's compute on this rank, negated nanoseconds: a minimum
+    // over the ranks is then the slowest rank's (stragglers).
+    std::vector<int64_t> slowest;
     for (const TraceStep *step : steps) {
+      double stepScale = scale;
+      if (!factors.empty())
+        stepScale *= factors[draw() % factors.size()];
       double begin = MPI_Wtime();
       for (const TraceEvent &event : step->events) {
-        double before = event.computeBefore * scale;
+        double before = event.computeBefore * stepScale;
         if (options.progressCpu && event.kind == 'p')
           before += event.callSeconds;
         compute(before);
         KILN_RETURN_IF_ERROR(call(event));
       }
-      compute(step->tail * scale);
+      compute(step->tail * stepScale);
       simulated += MPI_Wtime() - begin;
       // The progress calls' CPU time counts as communication, as in the
       // trace.
-      computed += step->computeSeconds() * scale;
+      computed += step->computeSeconds() * stepScale;
+      slowest.push_back(
+          -std::llround(step->computeSeconds() * stepScale * 1e9));
       measured += step->seconds;
       communicated += step->callSeconds();
     }
@@ -230,6 +254,10 @@ public:
     double sums[4] = {simulated / double(count), computed / double(count),
                       measured / double(count), communicated / double(count)};
     KILN_RETURN_IF_ERROR(comm.allreduceSum(sums, 4));
+    KILN_RETURN_IF_ERROR(comm.allreduceMin(slowest.data(), int(count)));
+    double slowestSeconds = 0;
+    for (int64_t negated : slowest)
+      slowestSeconds -= double(negated) * 1e-9 / double(count);
     if (comm.rank() != 0)
       return Status::ok();
     double ranks = comm.size();
@@ -238,18 +266,23 @@ public:
         "{{\"ranks\":{},\"steps\":{},\"allreduce\":\"{}\",\"bucket_bytes\":{},"
         "\"progress_cpu\":{},\"compute_scale\":{:.6g},"
         "\"step_seconds\":{:.6f},"
-        "\"compute_seconds\":{:.6f},\"exposed_seconds\":{:.6f},"
+        "\"compute_seconds\":{:.6f},\"slowest_compute_seconds\":{:.6f},"
+        "\"exposed_seconds\":{:.6f},"
         "\"traced_step_seconds\":{:.6f},\"traced_exposed_seconds\":{:.6f}",
         comm.size(), count,
         options.algorithm == AllreduceAlgorithm::Torus ? "torus" : "ring",
         comm.bucketBytes(), options.progressCpu, scale, stepSeconds,
-        computeSeconds, stepSeconds - computeSeconds, sums[2] / ranks,
-        sums[3] / ranks);
+        computeSeconds, slowestSeconds, stepSeconds - computeSeconds,
+        sums[2] / ranks, sums[3] / ranks);
     if (options.progressEvery > 0)
       line += fmt::format(",\"progress_every\":{:.6g}", options.progressEvery);
     if (!options.program.path.empty())
       line += fmt::format(",\"device_step_seconds\":{:.6f}",
                           steps.front()->seconds);
+    if (!factors.empty())
+      line += fmt::format(",\"jitter_steps\":{},\"jitter_max\":{:.4f}",
+                          factors.size(),
+                          *std::max_element(factors.begin(), factors.end()));
     if (options.batch > 0)
       line += fmt::format(",\"images_per_second\":{:.1f}",
                           double(options.batch) * ranks / stepSeconds);
@@ -262,6 +295,29 @@ private:
   Comm &comm;
   const ReplayOptions &options;
   uint8_t *arena = nullptr;
+
+  /// Each step's compute in --jitter's trace over the median of them, from
+  /// its step --skip on. Every rank reads the same file, so their errors
+  /// agree.
+  StatusOr<std::vector<double>> jitterFactors() const {
+    KILN_ASSIGN_OR_RETURN(CommTrace trace, readCommTrace(options.jitterTrace));
+    std::vector<double> factors;
+    for (size_t s = size_t(options.skip); s < trace.steps.size(); ++s)
+      factors.push_back(trace.steps[s].computeSeconds());
+    if (factors.size() < 2)
+      return invalidArgumentError(fmt::format(
+          "{}: --jitter needs at least 2 steps after --skip {} (it has {})",
+          options.jitterTrace, options.skip, trace.steps.size()));
+    std::vector<double> sorted = factors;
+    std::sort(sorted.begin(), sorted.end());
+    double median = sorted[sorted.size() / 2];
+    if (!(median > 0))
+      return invalidArgumentError(fmt::format(
+          "{}: --jitter's steps have no compute", options.jitterTrace));
+    for (double &f : factors)
+      f /= median;
+    return factors;
+  }
 
   const std::string &traceName(int rank) const {
     return options.program.path.empty()

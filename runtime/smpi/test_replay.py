@@ -37,6 +37,16 @@ def write_trace(path, buckets, steps=3):
                                            ["r", 0, 0, 3]]}) + "\n")
 
 
+def write_computes(path, computes):
+    """A trace of steps that only compute (--jitter's input)."""
+    with open(path, "w") as f:
+        f.write(json.dumps({"kiln_comm_trace": 1, "rank": 0, "ranks": 1,
+                            "backend": "local", "buckets": []}) + "\n")
+        for s, seconds in enumerate(computes):
+            f.write(json.dumps({"step": s, "seconds": seconds,
+                                "tail": seconds, "events": []}) + "\n")
+
+
 def check(condition, message):
     if not condition:
         raise SystemExit("smpi-replay: FAIL: " + message)
@@ -99,6 +109,37 @@ def main():
         check(0 <= small < 8 * 2 * LATENCY,
               f"10x the compute exposes one ring round ({round_:.6f} s): "
               f"{got}")
+
+        # Stragglers: the --jitter trace's steps after the first computed
+        # 10, 10 and 30 ms, so each rank draws factor 1, 1 or 3 per step.
+        # The slowest rank then computes 15 or 45 ms in each of the two
+        # steps, and no step can end before its slowest rank.
+        jitter = os.path.join(tmp, "jitter.jsonl")
+        write_computes(jitter, [0.02, 0.010, 0.010, 0.030])
+        jittered = ["--trace", trace, "--jitter", jitter, "--seed", "3"]
+        got = cluster.replay(platform, 4, jittered, replay=args.replay,
+                             smpirun=args.smpirun)
+        drawn_threes = (got["compute_seconds"] / 0.015 - 1) * 8 / 2
+        check(abs(drawn_threes - round(drawn_threes)) < 1e-6
+              and 1 <= round(drawn_threes) <= 8,
+              f"--jitter: the mean compute is not 15 ms times a mean of "
+              f"eight factors 1 or 3 (at least one 3 with --seed 3): {got}")
+        slowest = got["slowest_compute_seconds"]
+        check(min(abs(slowest - s) for s in (0.030, 0.045)) < 1e-6,
+              f"--jitter: the slowest rank's compute, averaged over 2 "
+              f"steps, should be 30 or 45 ms: {got}")
+        check(got["step_seconds"] >= slowest - 1e-9,
+              f"--jitter: a step shorter than its slowest rank: {got}")
+        again = cluster.replay(platform, 4, jittered, replay=args.replay,
+                               smpirun=args.smpirun)
+        check(again == got, f"--jitter with one --seed differs: {again}")
+        print(f"smpi-replay: --jitter: step {got['step_seconds']:.6f} s, "
+              f"slowest rank's compute {slowest:.6f} s")
+        short = os.path.join(tmp, "short.jsonl")
+        write_computes(short, [0.02, 0.010])
+        run_fails(args, 2, platform, ["--trace", trace, "--jitter", short],
+                  f"{short}: --jitter needs at least 2 steps after --skip 1 "
+                  "(it has 2)")
 
         bad = os.path.join(tmp, "bad.jsonl")
         with open(bad, "w") as f:
