@@ -1,7 +1,8 @@
 //===- PlanPool.cpp - Pooling on the vector unit --------------------------===//
 //
-// Window pooling (max, average, their gradients, ceil mode) and global
-// average pooling stream images through double-buffered staging slots.
+// Window pooling (max, average, their gradients, ceil mode) streams whole
+// images, or row bands of one image, through double-buffered staging slots;
+// global average pooling streams whole images.
 //
 //===----------------------------------------------------------------------===//
 
