@@ -41,4 +41,4 @@ sweep() {
 }
 sweep --allreduce ring --nodes "$ring_nodes"
 sweep --allreduce grid --nodes "$grid_nodes"
-sweep --allreduce grid --nodes 256 --jitter "$jitter" --steps 4
+sweep --allreduce grid --nodes 256 --jitter "$jitter" --steps 3
