@@ -2,15 +2,16 @@
 # Training steps of torchvision's models imported from ONNX (issue 28): Kiln's
 # executable against PyTorch eager in its strongest configuration here, in
 # one run: Debian's PyTorch 1.13 and PyPI's PyTorch 2 (build/peers-venv,
-# bench/peers/venv.sh) both run every round, each in the faster memory format
-# for the model (pytorch_step.py times both), with glibc malloc kept from
-# trimming; the report compares Kiln with the faster of the two. Batch 32 at
-# 224x224, 2 threads, synthetic data, fp32 and bf16. Kiln and PyTorch
-# alternate for ROUNDS rounds per model; report.py prints the medians and
-# every round's ratio. Each model also compiles to the systolic target and
+# bench/peers/venv.sh) both run every round, each in the memory format that
+# was faster for the model in round 1 (pytorch_step.py times both), with
+# glibc malloc kept from trimming; the report compares Kiln with the faster
+# of the two. Batch 32 at 224x224, 2 threads, synthetic data, fp32 and bf16.
+# Kiln and PyTorch alternate for ROUNDS rounds per model; report.py prints
+# the medians and every round's ratio. Each model also compiles to the systolic target and
 # one timed step prints its per-layer MXU utilization (kiln-sim).
 #
-#   bench/torchvision/run.sh [--no-build] [--no-torch2] [MODELS] [STEPS] [ROUNDS] [PRECISIONS]
+#   bench/torchvision/run.sh [--no-build] [--no-torch2] [--no-systolic]
+#                            [MODELS] [STEPS] [ROUNDS] [PRECISIONS]
 #     MODELS      comma-separated (default: the ten of issue 28)
 #     PRECISIONS  default "fp32 bf16"; bf16 on x86 needs AVX-512 (kilnc
 #                 refuses it otherwise, and the row says so)
