@@ -10,12 +10,13 @@
 // loops), and of each library call, by call id, with the layer where the
 // lowering marked one (LayerNames.h; the add and the fused op have none). The
 // table is not part of the kernels: the relu and the add share
-// kiln_kernel_0.
+// kiln_kernel_0. The add comes from a binary model (ONNX: no lines, each op
+// named after its node), so its site names the node instead of a line.
 // CHECK: module attributes {kiln.manifest = "{\22abi\22:4,
 // CHECK-SAME: \22call_sites\22:[{\22layer\22:\22layer1.0.conv1\22,\22loc\22:\22model.mlir:9\22,\22op\22:\22kiln.conv2d\22}],
 // CHECK-SAME: \22sites\22:[
 // CHECK-SAME: {\22function\22:\22train\22,\22kernel\22:\22kiln_kernel_0\22,\22layer\22:\22layer1.0.bn1\22,\22loc\22:\22model.mlir:12\22,\22op\22:\22kiln.relu\22,\22parallel\22:true},
-// CHECK-SAME: {\22function\22:\22train\22,\22kernel\22:\22kiln_kernel_0\22,\22loc\22:\22model.mlir:20\22,\22op\22:\22kiln.add\22,\22parallel\22:true},
+// CHECK-SAME: {\22function\22:\22train\22,\22kernel\22:\22kiln_kernel_0\22,\22loc\22:\22model.onnx#/layer1/Add\22,\22op\22:\22kiln.add\22,\22parallel\22:true},
 // CHECK-SAME: {\22function\22:\22train\22,\22kernel\22:\22kiln_kernel_1\22,\22layer\22:\22layer1.0.bn1\22,\22loc\22:\22model.mlir:12\22,\22op\22:\22kiln.relu\22,\22parallel\22:false},
 // CHECK-SAME: {\22function\22:\22train\22,\22kernel\22:\22kiln_kernel_2\22,\22loc\22:\22model.mlir:30\22,\22op\22:\22kiln.fused_elementwise(add+relu)\22,\22parallel\22:false},
 // CHECK-SAME: {\22function\22:\22train\22,\22kernel\22:\22kiln_kernel_3\22,\22loc\22:\22model.mlir:40\22,\22op\22:\22?\22,\22parallel\22:false}]}"}
@@ -111,6 +112,6 @@ module attributes {kiln.manifest = "{\22abi\22:4}"} {
   }
 }
 #relu = loc("kiln.relu"(fused<{kiln.layer = "layer1.0.bn1"}>["model.mlir":12:5]))
-#add = loc("kiln.add"("model.mlir":20:5))
+#add = loc("kiln.add"("/layer1/Add"("model.onnx":0:0)))
 #fused = loc("kiln.fused_elementwise(add+relu)"("model.mlir":30:5))
 #conv = loc("kiln.conv2d"(fused<{kiln.layer = "layer1.0.conv1"}>["some/dir/model.mlir":9:5]))

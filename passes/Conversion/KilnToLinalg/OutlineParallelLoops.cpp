@@ -65,17 +65,27 @@ inline constexpr llvm::StringLiteral kKernelCall = KILN_RT_KERNEL_CALL_SYMBOL;
 
 /// The kiln op and the model line that `loc` names: kiln-lower-to-linalg
 /// gives what it emits for an op NameLoc("kiln.relu", "model.mlir":12:3),
-/// which yields {"kiln.relu", "model.mlir:12"}. Parts it cannot find are
-/// "?". (The layer is read apart: layerOfLocation.)
+/// which yields {"kiln.relu", "model.mlir:12"}. A binary model has no lines:
+/// the ONNX importer names each op after its node, NameLoc("kiln.relu",
+/// NameLoc("/layer1/Relu", "model.onnx":0:0)), which yields
+/// {"kiln.relu", "model.onnx#/layer1/Relu"}, so every node keeps its own
+/// profile row. Parts it cannot find are "?". (The layer is read apart:
+/// layerOfLocation.)
 static std::pair<std::string, std::string> describeSource(Location loc) {
-  std::string op = "?", where = "?";
+  std::string op = "?", node, where = "?";
   loc->walk([&](Location inner) {
-    if (auto name = dyn_cast<NameLoc>(inner); name && op == "?")
-      op = name.getName().str();
-    if (auto file = dyn_cast<FileLineColLoc>(inner); file && where == "?")
-      where = (llvm::sys::path::filename(file.getFilename().getValue()) + ":" +
-               Twine(file.getLine()))
-                  .str();
+    if (auto name = dyn_cast<NameLoc>(inner)) {
+      if (op == "?")
+        op = name.getName().str();
+      else if (node.empty())
+        node = name.getName().str();
+    }
+    if (auto file = dyn_cast<FileLineColLoc>(inner); file && where == "?") {
+      StringRef fileName = llvm::sys::path::filename(file.getFilename());
+      where = file.getLine() == 0 && !node.empty()
+                  ? (fileName + "#" + node).str()
+                  : (fileName + ":" + Twine(file.getLine())).str();
+    }
     return WalkResult::advance();
   });
   return {op, where};
