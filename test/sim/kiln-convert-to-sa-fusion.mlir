@@ -75,6 +75,40 @@ module @fuse {
 
 // -----
 
+// A batch norm fused with its convolution updates its running statistics in
+// place, as an unfused one does, unless the old value is read after it (the
+// mean, added to the batch mean here): then the update is copied at the end of the step,
+// and the copy belongs to the layer "bn", not to "bn.running_mean".
+// CHECK-LABEL: sa.program @running_statistics
+// CHECK: sa.source "conv2d" "conv"
+// CHECK: sa.source "assign" "bn"
+// CHECK-NOT: sa.source "assign"
+// OFF-LABEL: sa.program @running_statistics
+// OFF: sa.source "assign" "bn"
+// OFF-NOT: sa.source "assign"
+module @running_statistics {
+  kiln.variable parameter @conv.weight : tensor<1x1x4x8xf32> init he_normal
+  kiln.variable parameter @bn.weight : tensor<8xf32> init ones
+  kiln.variable parameter @bn.bias : tensor<8xf32> init zeros
+  kiln.variable state @bn.running_mean : tensor<8xf32> init zeros
+  kiln.variable state @bn.running_var : tensor<8xf32> init ones
+  func.func @train_step(%x: tensor<2x6x6x4xf32>) -> (tensor<2x6x6x8xf32>, tensor<8xf32>) {
+    %w = kiln.read @conv.weight : tensor<1x1x4x8xf32>
+    %g = kiln.read @bn.weight : tensor<8xf32>
+    %b = kiln.read @bn.bias : tensor<8xf32>
+    %m0 = kiln.read @bn.running_mean : tensor<8xf32>
+    %v0 = kiln.read @bn.running_var : tensor<8xf32>
+    %c = kiln.conv2d %x, %w stride [1, 1] pad [0, 0, 0, 0] : (tensor<2x6x6x4xf32>, tensor<1x1x4x8xf32>) -> tensor<2x6x6x8xf32>
+    %y, %m, %v, %rm, %rv = kiln.batch_norm_train %c, %g, %b, %m0, %v0 epsilon 1.0e-5 momentum 0.9 : (tensor<2x6x6x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x6x6x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+    kiln.assign @bn.running_mean, %rm : tensor<8xf32>
+    kiln.assign @bn.running_var, %rv : tensor<8xf32>
+    %k = kiln.add %m0, %m : tensor<8xf32>
+    return %y, %k : tensor<2x6x6x8xf32>, tensor<8xf32>
+  }
+}
+
+// -----
+
 // What the batch norms leave (a gradient sum and the relu mask after it)
 // is one chain: one pass, the sum rounded in its slot, not stored.
 

@@ -846,7 +846,9 @@ LogicalResult GraphBuilder::markResults(Block &body) {
 bool GraphBuilder::assignsInPlace(Block &body, AssignOp assign,
                                   Operation *producer, int val) {
   bool inPlace =
-      producer && isa<SgdUpdateOp, LarsUpdateOp, BatchNormTrainOp>(producer) &&
+      producer &&
+      isa<SgdUpdateOp, LarsUpdateOp, BatchNormTrainOp,
+          FusedConv2DBatchNormTrainOp>(producer) &&
       g.tensors[size_t(val)].aliasOf < 0 && g.tensors[size_t(val)].result < 0;
   if (inPlace) {
     for (auto read : body.getOps<ReadOp>()) {
@@ -879,7 +881,7 @@ LogicalResult GraphBuilder::addAssignments(Block &body) {
     copy.inputs = {*val};
     copy.outputs = {var};
     copy.opName = "assign";
-    copy.layer = assign.getVariable().str();
+    copy.layer = layerOfVariable(assign.getVariable()).str();
     g.nodes.push_back(copy);
   }
   return success();
