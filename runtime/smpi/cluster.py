@@ -145,8 +145,9 @@ def cmd_platform(args):
     print(f"cluster.py: {args.dir}/platform.xml ({len(hosts)} ranks)")
 
 
-def replay(platform_dir, ranks, replay_args, replay=None, smpirun=None):
-    """Runs kiln-comm-replay on `ranks` simulated ranks; returns its JSON."""
+def replay_command(platform_dir, ranks, replay_args, replay=None,
+                   smpirun=None):
+    """The smpirun command running kiln-comm-replay on `ranks` ranks."""
     replay = replay or os.path.join(ROOT, "build", "bin", "kiln-comm-replay")
     smpirun = smpirun or shutil.which("smpirun") or "smpirun"
     command = [smpirun, "-np", str(ranks),
@@ -156,7 +157,24 @@ def replay(platform_dir, ranks, replay_args, replay=None, smpirun=None):
     command += ["--cfg=" + c for c in SMPI_CONFIG]
     command += ["--log=root.thres:warning", "--log=smpi_config.thres:warning",
                 replay] + list(replay_args)
-    done = subprocess.run(command, capture_output=True, text=True)
+    return command
+
+
+def replay_failure(platform_dir, ranks, replay_args, replay=None,
+                   smpirun=None):
+    """kiln-comm-replay's error output for arguments it must refuse, or None
+    when it succeeded (for tests of its errors)."""
+    done = subprocess.run(replay_command(platform_dir, ranks, replay_args,
+                                         replay, smpirun),
+                          capture_output=True, text=True, timeout=60)
+    return done.stderr if done.returncode != 0 else None
+
+
+def replay(platform_dir, ranks, replay_args, replay=None, smpirun=None):
+    """Runs kiln-comm-replay on `ranks` simulated ranks; returns its JSON."""
+    done = subprocess.run(replay_command(platform_dir, ranks, replay_args,
+                                         replay, smpirun),
+                          capture_output=True, text=True)
     lines = [l for l in done.stdout.splitlines() if l.startswith("{")]
     if done.returncode != 0 or len(lines) != 1:
         sys.stderr.write(done.stderr[-4000:])

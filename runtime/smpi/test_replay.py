@@ -53,15 +53,11 @@ def check(condition, message):
 
 
 def run_fails(args, ranks, platform, replay_args, expect):
-    command = [args.smpirun, "-np", str(ranks),
-               "-platform", os.path.join(platform, "platform.xml"),
-               "-hostfile", os.path.join(platform, "hostfile"),
-               "-no-privatize"] + ["--cfg=" + c for c in cluster.SMPI_CONFIG]
-    command += ["--log=root.thres:critical", args.replay] + replay_args
-    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
-    check(done.returncode != 0, f"{replay_args} should fail")
-    check(expect in done.stderr,
-          f"{replay_args}: expected '{expect}' in:\n{done.stderr[-2000:]}")
+    stderr = cluster.replay_failure(platform, ranks, replay_args,
+                                    replay=args.replay, smpirun=args.smpirun)
+    check(stderr is not None, f"{replay_args} should fail")
+    check(expect in stderr,
+          f"{replay_args}: expected '{expect}' in:\n{stderr[-2000:]}")
 
 
 def main():

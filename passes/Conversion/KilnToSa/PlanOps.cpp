@@ -145,21 +145,21 @@ Status Planner::lowerBatchNorm(const Node &n) {
   // The scale and shift are kept for a fused backward, or staged.
   if (n.scaleShift >= 0)
     KILN_RETURN_IF_ERROR(outVectors(*this, {n.scaleShift}, scaleShift));
+  // Two per-channel rows: those of a fused neighbour's [2, C] tensor when
+  // it was placed above, otherwise two staging slots.
+  auto rows2 = [&](const std::vector<Loc> &placed, const char *first,
+                   const char *second, Loc &a, Loc &b) -> Status {
+    if (!placed.empty()) {
+      a = placed[0];
+      b = {placed[0].buffer, placed[0].offset + c};
+      return Status::ok();
+    }
+    KILN_RETURN_IF_ERROR(slot(first, fb::DType::F32, c, a.buffer));
+    return slot(second, fb::DType::F32, c, b.buffer);
+  };
   Loc sum, sq, scale, shift;
-  if (n.moments >= 0) {
-    sum = moments[0];
-    sq = {moments[0].buffer, moments[0].offset + c};
-  } else {
-    KILN_RETURN_IF_ERROR(slot("sum", fb::DType::F32, c, sum.buffer));
-    KILN_RETURN_IF_ERROR(slot("sumsq", fb::DType::F32, c, sq.buffer));
-  }
-  if (n.scaleShift >= 0) {
-    scale = scaleShift[0];
-    shift = {scaleShift[0].buffer, scaleShift[0].offset + c};
-  } else {
-    KILN_RETURN_IF_ERROR(slot("scale", fb::DType::F32, c, scale.buffer));
-    KILN_RETURN_IF_ERROR(slot("shift", fb::DType::F32, c, shift.buffer));
-  }
+  KILN_RETURN_IF_ERROR(rows2(moments, "sum", "sumsq", sum, sq));
+  KILN_RETURN_IF_ERROR(rows2(scaleShift, "scale", "shift", scale, shift));
   // A residual's tile, and the normalized tile before the add (in y's
   // element type, as the unfused batch norm's output).
   std::vector<int> tiled = {x, y};
