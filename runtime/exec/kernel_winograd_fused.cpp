@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include <string_view>
+
 namespace kiln::rt::exec {
 
 bool hasBf16Operand(const Call &call) {
@@ -64,7 +66,10 @@ bool isFusedTileWinograd(const Call &call) {
   ConvPass pass = fwd       ? ConvPass::Forward
                   : bwdData ? ConvPass::InputGradient
                             : ConvPass::FilterGradient;
-  return fusedTileWinogradApplies(pass, geometry, hasBf16Operand(call)) &&
+  KernelIsa isa = std::string_view(Winograd3x3::instructionSet()) == "avx2"
+                      ? KernelIsa::Avx2
+                      : KernelIsa::Avx512;
+  return fusedTileWinogradApplies(pass, geometry, hasBf16Operand(call), isa) &&
          types && layouts && Winograd3x3::available();
 }
 

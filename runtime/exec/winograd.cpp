@@ -90,19 +90,60 @@ int64_t slotOffset(int64_t point, int64_t block, int64_t slot) {
   return block * kBlockFloats + point * kPointStride + slot * 16;
 }
 
-/// The buffers of one thread: the transformed filter [36][inputs][outputs],
-/// transformed inputs [inputs/16][36][kGroup][16] and products
-/// [outputs/16][36][kGroup][16] (each point's slice kPointStride apart),
-/// the latter two tile-major inside a channel block, so that the broadcasts
-/// of one channel for the kGroup tiles sit at fixed offsets from one base. The
-/// filter gradient uses the same for its sums in the transformed domain,
-/// the transformed inputs and the transformed output gradients. Each thread
+/// Floats from the start of a transformed filter (or of the filter
+/// gradient's sums) to input channel `i`, output channel `o` at point `p`:
+/// [36][K/16][C][16], per point one panel of 16 output channels by all
+/// input channels after another, which the products stream through. In
+/// [36][C][K] the rows of a 16-channel column lie K floats apart, and from
+/// 128 channels on the column of one point maps to a few of L1's sets.
+inline int64_t filterOffset(int64_t p, int64_t i, int64_t o, int64_t C,
+                            int64_t K) {
+  return (p * K + o / 16 * 16) * C + i * 16 + o % 16;
+}
+
+/// Whether a layer is wide: its transformed filter (36 x C x K floats) is
+/// larger than at 128 x 128 channels, 2.25 MiB, the largest layer the
+/// kernel was first measured to win on. A thread of a narrow layer
 /// transforms the whole filter into its own copy (~2% of a call at 64
-/// channels): one shared copy, written by both threads and then read by
-/// both, made calls on two threads 6-13% slower.
-int64_t threadFloats(int64_t inputs, int64_t outputs) {
-  return kPoints * inputs * outputs + transformedFloats(inputs) +
-         transformedFloats(outputs);
+/// channels: one shared copy, written by both threads and then read by
+/// both, made calls on two threads 6-13% slower) and multiplies one group
+/// of tiles at a time by all of it. A wide one would read its copy from
+/// memory for every group; there the threads share one copy (the forward
+/// and input gradient) or split the output channels (the filter gradient),
+/// and a sweep of several groups is multiplied per pass over the filter
+/// (docs/performance.md).
+inline bool isWide(int64_t C, int64_t K) { return C * K > 128 * 128; }
+
+/// What one point's transformed tiles of a sweep may take, [tiles] x
+/// max(C, K) floats: the products read them once per 16 output channels,
+/// from L2.
+constexpr int64_t kSweepBytes = int64_t(192) << 10;
+
+/// Groups of tiles multiplied per pass over the transformed filter.
+int64_t groupsPerSweep(int64_t C, int64_t K) {
+  if (!isWide(C, K))
+    return 1;
+  return std::clamp<int64_t>(
+      kSweepBytes / (kGroup * int64_t(sizeof(float)) * std::max(C, K)), 1,
+      16);
+}
+
+/// Floats of the buffer all threads share: a wide layer's transformed
+/// filter [36][K/16][C][16], or its filter gradient's sums in the same
+/// layout.
+int64_t sharedFloats(int64_t C, int64_t K) {
+  return isWide(C, K) ? kPoints * C * K : 0;
+}
+
+/// Floats of one thread's buffers: a narrow layer's own transformed filter
+/// (or sums), then a sweep's transformed inputs [groups][C/16][36][
+/// kPointStride] and products [groups][K/16][36][kPointStride] (the filter
+/// gradient: transformed inputs and transformed output gradients), each
+/// group's tiles tile-major inside a channel block, so that the broadcasts
+/// of one channel for the kGroup tiles sit at fixed offsets from one base.
+int64_t threadFloats(int64_t C, int64_t K) {
+  return kPoints * C * K - sharedFloats(C, K) +
+         groupsPerSweep(C, K) * (transformedFloats(C) + transformedFloats(K));
 }
 
 /// After those, the forward's statistics: the thread's ShiftedSums and its
@@ -122,8 +163,17 @@ struct Job {
   bool inputGradient;
   /// The output is stored with streaming stores (storePixel).
   bool streamOutput;
-  float *threadBuffers; // threadFloats() per thread
+  /// sharedFloats(); each thread's threadFloats() after it, then the
+  /// forward's statistics (statisticsFloats() per thread).
+  float *shared, *threadBuffers, *statistics;
+  bool wide;
+  int64_t sweep; // groupsPerSweep()
   int64_t tileRows, tileCols, tiles;
+
+  /// The buffers of `thread`.
+  float *buffers(int64_t thread) const {
+    return threadBuffers + thread * threadFloats(inputs, outputs);
+  }
 };
 
 /// Bit i set where 0 <= first + i < extent, for i < count: which rows (or
@@ -133,12 +183,6 @@ inline unsigned insideBits(int64_t first, int64_t count, int64_t extent) {
   for (int64_t i = 0; i < count; ++i)
     bits |= unsigned(first + i >= 0 && first + i < extent) << i;
   return bits;
-}
-
-/// The forward's per-thread statistics (statisticsFloats each), after all
-/// threads' other buffers.
-float *statisticsBuffers(const Job &job, int64_t threads) {
-  return job.threadBuffers + threads * threadFloats(job.inputs, job.outputs);
 }
 
 /// Forward outputs at least this large are written with streaming stores.
@@ -153,9 +197,11 @@ constexpr int64_t kStreamedOutputBytes = int64_t(2) << 20;
 /// Asks the caches for the pixels that tiles [first, first + count) read
 /// from `view`: rows and columns [4 t - before, 4 t - before + extent) of
 /// tile t, clipped to the image; a 16-channel block of a pixel is one
-/// cache line. Runs of tiles in one tile row share their rows.
+/// cache line. Runs of tiles in one tile row share their rows. Channel
+/// blocks [blockBegin, blockEnd), all if blockEnd is 0.
 void prefetchTiles(const Job &job, const ActivationView &view, int64_t first,
-                   int64_t count, int64_t before, int64_t extent) {
+                   int64_t count, int64_t before, int64_t extent,
+                   int64_t blockBegin = 0, int64_t blockEnd = 0) {
   int64_t tilesPerImage = job.tileRows * job.tileCols;
   int64_t end = std::min(first + count, job.tiles);
   for (int64_t tile = first; tile < end;) {
@@ -166,7 +212,8 @@ void prefetchTiles(const Job &job, const ActivationView &view, int64_t first,
     int64_t y1 = std::min(view.height, row * 4 - before + extent);
     int64_t x0 = std::max<int64_t>(0, column * 4 - before);
     int64_t x1 = std::min(view.width, (column + run - 1) * 4 - before + extent);
-    for (int64_t block = 0; block < view.channels / 16; ++block)
+    for (int64_t block = blockBegin;
+         block < (blockEnd ? blockEnd : view.channels / 16); ++block)
       for (int64_t y = y0; y < y1; ++y)
         for (int64_t x = x0; x < x1; ++x)
           __builtin_prefetch(view.address(view.offset(n, block, y, x)));
@@ -174,11 +221,15 @@ void prefetchTiles(const Job &job, const ActivationView &view, int64_t first,
   }
 }
 
-/// Zeros in `slot` of a [36][channels/16][kGroup][16] buffer.
-void zeroSlot(float *buffer, int64_t channels, int64_t slot) {
+/// Zeros in slots [count, kGroup) of a group's [channels/16][36][
+/// kPointStride] buffer, those of a last group that has fewer tiles: their
+/// products are never stored or add nothing, but garbage could hold NaNs or
+/// slow denormals.
+void zeroUnusedSlots(float *buffer, int64_t channels, int64_t count) {
   for (int64_t p = 0; p < kPoints; ++p)
     for (int64_t block = 0; block < channels / 16; ++block)
-      std::fill_n(buffer + slotOffset(p, block, slot), 16, 0.0f);
+      std::fill_n(buffer + slotOffset(p, block, count), 16 * (kGroup - count),
+                  0.0f);
 }
 
 } // namespace
@@ -296,24 +347,25 @@ KILN_AVX512 inline void fmaFourBroadcasts(__m512 acc[4], const float *v,
   acc[3] = _mm512_fmadd_ps(odd3, y, acc[3]);
 }
 
-/// M[point] = V[point] x U[point] for output channels [ob, ob + 16 Blocks):
-/// kGroup x Blocks accumulators in registers.
+/// M[point] = V[point] x U[point] for output channels [ob, ob + 16 Blocks)
+/// of one group: kGroup x Blocks accumulators in registers. `Up` is the
+/// point's transformed filter.
 template <int Blocks>
 KILN_AVX512 inline void multiplyBlocks(const float *Vp, const float *Up,
-                                       float *Mp, int64_t C, int64_t K,
-                                       int64_t ob) {
+                                       float *Mp, int64_t C, int64_t ob) {
   __m512 acc[kGroup][Blocks];
   for (int64_t g = 0; g < kGroup; ++g)
     for (int b = 0; b < Blocks; ++b)
       acc[g][b] = _mm512_setzero_ps();
   for (int64_t block = 0; block < C / 16; ++block) {
     const float *Vb = Vp + block * kBlockFloats;
-    const float *Ub = Up + block * 16 * K + ob;
+    // Row c of panel b: filterOffset(0, 16 block + c, ob + 16 b).
+    const float *Ub = Up + ob * C + block * 16 * 16;
     if constexpr (Blocks == 1) {
       for (int64_t c = 0; c < 16; c += 4) {
         __m512 w[4];
         for (int i = 0; i < 4; ++i)
-          w[i] = _mm512_loadu_ps(Ub + (c + i) * K);
+          w[i] = _mm512_loadu_ps(Ub + (c + i) * 16);
         for (int64_t g = 0; g < kGroup; ++g)
           fmaFourBroadcasts(acc[g][0], Vb + g * 16 + c, w);
       }
@@ -322,7 +374,7 @@ KILN_AVX512 inline void multiplyBlocks(const float *Vp, const float *Up,
     for (int64_t c = 0; c < 16; ++c) {
       __m512 w[Blocks];
       for (int b = 0; b < Blocks; ++b)
-        w[b] = _mm512_loadu_ps(Ub + c * K + 16 * b);
+        w[b] = _mm512_loadu_ps(Ub + 16 * b * C + c * 16);
       for (int64_t g = 0; g < kGroup; ++g) {
         __m512 v = _mm512_set1_ps(Vb[g * 16 + c]);
         for (int b = 0; b < Blocks; ++b)
@@ -335,75 +387,98 @@ KILN_AVX512 inline void multiplyBlocks(const float *Vp, const float *Up,
       _mm512_storeu_ps(Mp + (ob / 16 + b) * kBlockFloats + g * 16, acc[g][b]);
 }
 
+/// M = V x U at each point for the `groups` groups of a sweep, each panel
+/// of U multiplied into all of them before the next.
 KILN_AVX512 void multiply(const Job &job, const float *U, const float *V,
-                          float *M) {
+                          float *M, int64_t groups) {
   int64_t C = job.inputs, K = job.outputs;
+  int64_t inputFloats = transformedFloats(C), outputFloats = transformedFloats(K);
   for (int64_t p = 0; p < kPoints; ++p) {
     const float *Vp = V + p * kPointStride;
-    const float *Up = U + p * C * K;
+    const float *Up = U + filterOffset(p, 0, 0, C, K);
     float *Mp = M + p * kPointStride;
     int64_t ob = 0;
     for (; ob + 32 <= K; ob += 32)
-      multiplyBlocks<2>(Vp, Up, Mp, C, K, ob);
+      for (int64_t s = 0; s < groups; ++s)
+        multiplyBlocks<2>(Vp + s * inputFloats, Up, Mp + s * outputFloats, C,
+                          ob);
     for (; ob < K; ob += 16)
-      multiplyBlocks<1>(Vp, Up, Mp, C, K, ob);
+      for (int64_t s = 0; s < groups; ++s)
+        multiplyBlocks<1>(Vp + s * inputFloats, Up, Mp + s * outputFloats, C,
+                          ob);
   }
 }
 
-/// dU[point] += V[point]^T x Y[point] for each of the 36 points: [C x
-/// kGroup] x [kGroup x K]. `Blocks` blocks of 16 output channels by 16 / Blocks
-/// input channels of sums in registers at a time: each broadcast input
-/// value serves `Blocks` multiply-adds.
+/// dU[point] (+)= V[point]^T x Y[point] for input channel block `block`
+/// and output channels [ob, ob + 16 Blocks), over the tiles of `groups`
+/// groups: [16 x tiles] x [tiles x 16 Blocks]. `Blocks` blocks of 16 output
+/// channels by 16 / Blocks input channels of sums in registers at a time:
+/// each broadcast input value serves `Blocks` multiply-adds. `Vb` is the
+/// block's transformed inputs at the point, `Yp` the point's transformed
+/// output gradients, `dUp` the point's sums; without `add` the sums are
+/// written over.
 template <int Blocks>
 KILN_AVX512 inline void accumulateBlocks(const float *Vb, const float *Yp,
-                                         float *sums, int64_t K, int64_t ob) {
+                                         float *dUp, int64_t C, int64_t K,
+                                         int64_t block, int64_t ob,
+                                         int64_t groups, bool add) {
   constexpr int kChannels = 16 / Blocks;
+  int64_t inputFloats = transformedFloats(C), outputFloats = transformedFloats(K);
   for (int half = 0; half < Blocks; ++half) {
     __m512 acc[kChannels][Blocks];
-    float *rows = sums + half * kChannels * K;
+    // Row c of panel b: filterOffset(0, 16 block + half kChannels + c,
+    // ob + 16 b).
+    float *rows = dUp + ob * C + (block * 16 + half * kChannels) * 16;
     for (int c = 0; c < kChannels; ++c)
       for (int b = 0; b < Blocks; ++b)
-        acc[c][b] = _mm512_loadu_ps(rows + c * K + 16 * b);
-    for (int64_t g = 0; g < kGroup; ++g) {
-      __m512 y[Blocks];
-      for (int b = 0; b < Blocks; ++b)
-        y[b] = _mm512_loadu_ps(Yp + (ob / 16 + b) * kBlockFloats + g * 16);
-      if constexpr (Blocks == 1) {
-        for (int c = 0; c < kChannels; c += 4)
-          fmaFourBroadcasts(&acc[c][0], Vb + g * 16 + c, y[0]);
-        continue;
-      }
-      for (int c = 0; c < kChannels; ++c) {
-        __m512 v = _mm512_set1_ps(Vb[g * 16 + half * kChannels + c]);
+        acc[c][b] = add ? _mm512_loadu_ps(rows + 16 * b * C + c * 16)
+                        : _mm512_setzero_ps();
+    for (int64_t s = 0; s < groups; ++s) {
+      const float *Vs = Vb + s * inputFloats;
+      const float *Ys = Yp + s * outputFloats;
+      for (int64_t g = 0; g < kGroup; ++g) {
+        __m512 y[Blocks];
         for (int b = 0; b < Blocks; ++b)
-          acc[c][b] = _mm512_fmadd_ps(v, y[b], acc[c][b]);
+          y[b] = _mm512_loadu_ps(Ys + (ob / 16 + b) * kBlockFloats + g * 16);
+        if constexpr (Blocks == 1) {
+          for (int c = 0; c < kChannels; c += 4)
+            fmaFourBroadcasts(&acc[c][0], Vs + g * 16 + c, y[0]);
+          continue;
+        }
+        for (int c = 0; c < kChannels; ++c) {
+          __m512 v = _mm512_set1_ps(Vs[g * 16 + half * kChannels + c]);
+          for (int b = 0; b < Blocks; ++b)
+            acc[c][b] = _mm512_fmadd_ps(v, y[b], acc[c][b]);
+        }
       }
     }
     for (int c = 0; c < kChannels; ++c)
       for (int b = 0; b < Blocks; ++b)
-        _mm512_storeu_ps(rows + c * K + 16 * b, acc[c][b]);
+        _mm512_storeu_ps(rows + 16 * b * C + c * 16, acc[c][b]);
   }
 }
 
+/// dU (+)= V^T x Y at each point, for output channels [obBegin, obEnd),
+/// over the tiles of a sweep of `groups` groups.
 KILN_AVX512 void accumulateFilterGradient(const Job &job, const float *V,
-                                          const float *Y, float *dU) {
+                                          const float *Y, float *dU,
+                                          int64_t groups, int64_t obBegin,
+                                          int64_t obEnd, bool add) {
   int64_t C = job.inputs, K = job.outputs;
   for (int64_t p = 0; p < kPoints; ++p) {
     const float *Vp = V + p * kPointStride;
     const float *Yp = Y + p * kPointStride;
-    float *dUp = dU + p * C * K;
+    float *dUp = dU + filterOffset(p, 0, 0, C, K);
     for (int64_t block = 0; block < C / 16; ++block) {
       const float *Vb = Vp + block * kBlockFloats;
-      float *sums = dUp + block * 16 * K;
-      int64_t ob = 0;
-      for (; ob + 32 <= K; ob += 32)
-        accumulateBlocks<2>(Vb, Yp, sums + ob, K, ob);
-      for (; ob < K; ob += 16)
-        accumulateBlocks<1>(Vb, Yp, sums + ob, K, ob);
+      int64_t ob = obBegin;
+      for (; ob + 32 <= obEnd; ob += 32)
+        accumulateBlocks<2>(Vb, Yp, dUp, C, K, block, ob, groups, add);
+      for (; ob < obEnd; ob += 16)
+        accumulateBlocks<1>(Vb, Yp, dUp, C, K, block, ob, groups, add);
     }
   }
 }
-
 
 #define KILN_WINO_TARGET KILN_AVX512
 #include "winograd_kernels.inc"
@@ -488,18 +563,20 @@ constexpr int64_t kTilesPerPass = 6;
 static_assert(kGroup % kTilesPerPass == 0);
 
 /// M[point] = V[point] x U[point] for output channels [ob, ob + 16) and
-/// tiles [g0, g0 + kTilesPerPass).
+/// tiles [g0, g0 + kTilesPerPass) of one group; `Up` is the point's
+/// transformed filter.
 KILN_AVX2 inline void multiplyBlock(const float *Vp, const float *Up,
-                                    float *Mp, int64_t C, int64_t K,
-                                    int64_t ob, int64_t g0) {
+                                    float *Mp, int64_t C, int64_t ob,
+                                    int64_t g0) {
   Vec acc[kTilesPerPass][2];
   for (int64_t g = 0; g < kTilesPerPass; ++g)
     acc[g][0] = acc[g][1] = zero();
   for (int64_t block = 0; block < C / 16; ++block) {
     const float *Vb = Vp + block * kBlockFloats + g0 * 16;
-    const float *Ub = Up + block * 16 * K + ob;
+    // Row c: filterOffset(0, 16 block + c, ob).
+    const float *Ub = Up + ob * C + block * 16 * 16;
     for (int64_t c = 0; c < 16; ++c) {
-      Vec w0 = load(Ub + c * K), w1 = load(Ub + c * K + 8);
+      Vec w0 = load(Ub + c * 16), w1 = load(Ub + c * 16 + 8);
       for (int64_t g = 0; g < kTilesPerPass; ++g) {
         Vec v = _mm256_broadcast_ss(Vb + g * 16 + c);
         acc[g][0] = fmadd(v, w0, acc[g][0]);
@@ -514,14 +591,19 @@ KILN_AVX2 inline void multiplyBlock(const float *Vp, const float *Up,
   }
 }
 
+/// M = V x U at each point for the `groups` groups of a sweep, each panel
+/// of U multiplied into all of them before the next.
 KILN_AVX2 void multiply(const Job &job, const float *U, const float *V,
-                        float *M) {
+                        float *M, int64_t groups) {
   int64_t C = job.inputs, K = job.outputs;
+  int64_t inputFloats = transformedFloats(C), outputFloats = transformedFloats(K);
   for (int64_t p = 0; p < kPoints; ++p)
     for (int64_t ob = 0; ob < K; ob += 16)
-      for (int64_t g0 = 0; g0 < kGroup; g0 += kTilesPerPass)
-        multiplyBlock(V + p * kPointStride, U + p * C * K, M + p * kPointStride,
-                      C, K, ob, g0);
+      for (int64_t s = 0; s < groups; ++s)
+        for (int64_t g0 = 0; g0 < kGroup; g0 += kTilesPerPass)
+          multiplyBlock(V + s * inputFloats + p * kPointStride,
+                        U + filterOffset(p, 0, 0, C, K),
+                        M + s * outputFloats + p * kPointStride, C, ob, g0);
 }
 
 /// Input channels whose sums one accumulateBlock keeps in registers, by the
@@ -529,43 +611,53 @@ KILN_AVX2 void multiply(const Job &job, const float *U, const float *V,
 /// the two output-gradient vectors and a broadcast.
 constexpr int64_t kChannelsPerPass = 4;
 
-/// dU[point] += V[point]^T x Y[point] for input channels [c0, c0 +
-/// kChannelsPerPass) of the block at `Vb` and output channels [ob, ob + 16);
-/// `sums` is that block's first row of dU[point].
+/// dU[point] (+)= V[point]^T x Y[point] for input channels [c0, c0 +
+/// kChannelsPerPass) of the block at `Vb` and output channels [ob, ob +
+/// 16), over the tiles of `groups` groups; `rows` is the sums' row c0 (of
+/// panel ob). Without `add` the sums are written over.
 KILN_AVX2 inline void accumulateBlock(const float *Vb, const float *Yp,
-                                      float *sums, int64_t K, int64_t ob,
-                                      int64_t c0) {
+                                      float *rows, int64_t C, int64_t K,
+                                      int64_t ob, int64_t c0, int64_t groups,
+                                      bool add) {
   Vec acc[kChannelsPerPass][2];
-  float *rows = sums + c0 * K + ob;
   for (int64_t c = 0; c < kChannelsPerPass; ++c) {
-    acc[c][0] = load(rows + c * K);
-    acc[c][1] = load(rows + c * K + 8);
+    acc[c][0] = add ? load(rows + c * 16) : zero();
+    acc[c][1] = add ? load(rows + c * 16 + 8) : zero();
   }
-  const float *y = Yp + ob / 16 * kBlockFloats;
-  for (int64_t g = 0; g < kGroup; ++g) {
-    Vec y0 = load(y + g * 16), y1 = load(y + g * 16 + 8);
-    for (int64_t c = 0; c < kChannelsPerPass; ++c) {
-      Vec v = _mm256_broadcast_ss(Vb + g * 16 + c0 + c);
-      acc[c][0] = fmadd(v, y0, acc[c][0]);
-      acc[c][1] = fmadd(v, y1, acc[c][1]);
+  int64_t inputFloats = transformedFloats(C), outputFloats = transformedFloats(K);
+  for (int64_t s = 0; s < groups; ++s) {
+    const float *v = Vb + s * inputFloats + c0;
+    const float *y = Yp + s * outputFloats + ob / 16 * kBlockFloats;
+    for (int64_t g = 0; g < kGroup; ++g) {
+      Vec y0 = load(y + g * 16), y1 = load(y + g * 16 + 8);
+      for (int64_t c = 0; c < kChannelsPerPass; ++c) {
+        Vec x = _mm256_broadcast_ss(v + g * 16 + c);
+        acc[c][0] = fmadd(x, y0, acc[c][0]);
+        acc[c][1] = fmadd(x, y1, acc[c][1]);
+      }
     }
   }
   for (int64_t c = 0; c < kChannelsPerPass; ++c) {
-    store(rows + c * K, acc[c][0]);
-    store(rows + c * K + 8, acc[c][1]);
+    store(rows + c * 16, acc[c][0]);
+    store(rows + c * 16 + 8, acc[c][1]);
   }
 }
 
+/// dU (+)= V^T x Y at each point, for output channels [obBegin, obEnd),
+/// over the tiles of a sweep of `groups` groups.
 KILN_AVX2 void accumulateFilterGradient(const Job &job, const float *V,
-                                        const float *Y, float *dU) {
+                                        const float *Y, float *dU,
+                                        int64_t groups, int64_t obBegin,
+                                        int64_t obEnd, bool add) {
   int64_t C = job.inputs, K = job.outputs;
   for (int64_t p = 0; p < kPoints; ++p)
     for (int64_t block = 0; block < C / 16; ++block)
-      for (int64_t ob = 0; ob < K; ob += 16)
+      for (int64_t ob = obBegin; ob < obEnd; ob += 16)
         for (int64_t c0 = 0; c0 < 16; c0 += kChannelsPerPass)
           accumulateBlock(V + p * kPointStride + block * kBlockFloats,
-                          Y + p * kPointStride, dU + p * C * K + block * 16 * K,
-                          K, ob, c0);
+                          Y + p * kPointStride,
+                          dU + filterOffset(p, block * 16 + c0, ob, C, K), C,
+                          K, ob, c0, groups, add);
 }
 
 #define KILN_WINO_TARGET KILN_AVX2
@@ -579,8 +671,24 @@ size_t Winograd3x3::workspaceBytes(int threads) const {
   int64_t floats = threadFloats(inputs, outputs);
   if (pass == Pass::Forward)
     floats += statisticsFloats(outputs);
-  return size_t(threads) * size_t(floats) * sizeof(float);
+  return (size_t(sharedFloats(inputs, outputs)) +
+          size_t(threads) * size_t(floats)) *
+         sizeof(float);
 }
+
+namespace {
+
+/// The workspace's buffers for `threads` threads.
+void placeBuffers(Job &job, void *workspace, int threads) {
+  int64_t C = job.inputs, K = job.outputs;
+  job.shared = static_cast<float *>(workspace);
+  job.threadBuffers = job.shared + sharedFloats(C, K);
+  job.statistics = job.threadBuffers + threads * threadFloats(C, K);
+  job.wide = isWide(C, K);
+  job.sweep = groupsPerSweep(C, K);
+}
+
+} // namespace
 
 bool Winograd3x3::streamsOutput(const ActivationView &output) const {
   // A bf16 pixel is half a cache line; f32 blocks are whole, aligned lines
@@ -605,7 +713,7 @@ void Winograd3x3::run(const void *filter, bool filterBf16,
   job.outputs = outputs;
   job.inputGradient = pass == Pass::InputGradient;
   job.streamOutput = streamsOutput(output);
-  job.threadBuffers = static_cast<float *>(workspace);
+  placeBuffers(job, workspace, threads);
   job.tileRows = (output.height + 3) / 4;
   job.tileCols = (output.width + 3) / 4;
   job.tiles = output.images * job.tileRows * job.tileCols;
@@ -623,7 +731,7 @@ void Winograd3x3::runFilterGradient(const ActivationView &input,
   job.output = outputGrad;
   job.inputs = inputs;
   job.outputs = outputs;
-  job.threadBuffers = static_cast<float *>(workspace);
+  placeBuffers(job, workspace, threads);
   job.tileRows = (outputGrad.height + 3) / 4;
   job.tileCols = (outputGrad.width + 3) / 4;
   job.tiles = outputGrad.images * job.tileRows * job.tileCols;

@@ -31,9 +31,19 @@ struct ConvGeometry {
   int64_t outputPixels = 0;
 };
 
+/// The vector instruction set the runtime's own kernels run on.
+enum class KernelIsa { Avx2, Avx512 };
+
+/// The most input or output channels the runtime's fused-tile Winograd
+/// takes on `isa` (fusedTileWinogradApplies).
+constexpr int64_t fusedTileWinogradMaxChannels(KernelIsa isa) {
+  return isa == KernelIsa::Avx2 ? 512 : 128;
+}
+
 /// Whether the runtime's fused-tile Winograd (kiln/rt/exec/winograd.h) runs
 /// a pass of this geometry faster than oneDNN: 3x3, stride 1, one pixel of
-/// padding on every side, channels multiples of 16 and at most 128. Per
+/// padding on every side, channels multiples of 16 and at most
+/// fusedTileWinogradMaxChannels. On AVX-512, per
 /// call, two threads, nChw16c, f32, against oneDNN's choice
 /// (`kiln-bench-exec-conv --conv-algorithm auto|library`; forward / input
 /// gradient / filter gradient, ms):
@@ -44,17 +54,19 @@ struct ConvGeometry {
 ///   128x7x7x64    0.60 / 0.59 / 0.68 against 0.81 / 0.81 / 1.23
 ///   32x56x56x64   7.2 / 7.2 / 8.6 against 10.0 / 9.4 / 14.8
 ///   32x28x28x128  7.1 / 6.7 / 7.8 against 9.0 / 9.6 / 18.8
-/// At 256 channels the transformed filter (36 x 256 x 256 floats per
-/// thread) no longer stays in cache and oneDNN's Winograd is faster (8.1
-/// against 8.9 ms forward on 32x14x14x256).
+/// At 256 channels the kernel of that time, each thread multiplying 12
+/// tiles at a time by its own copy of the transformed filter (36 x 256 x
+/// 256 floats), lost to oneDNN's Winograd (8.9 against 8.1 ms forward on
+/// 32x14x14x256); the wide layers' sweeps (winograd.cpp) are not measured
+/// on AVX-512, so the bound there stays at 128.
 ///
 /// On AVX2 (Zen 3; oneDNN 2.6 has no Winograd there, its choice is the
-/// direct `jit:avx2` kernel) the same bounds hold: medians of three
-/// interleaved rounds on a shared, oversubscribed machine (ms, forward /
-/// input gradient / filter gradient) 32x56x56x64 429 / 419 / 501 against
-/// 1510 / 1418 / 2385, 32x28x28x128 573 / 500 / 618 against 1316 / 1096 /
-/// 1564; at 256 channels it loses (32x14x14x256 701 / 668 / 769 against
-/// 503 / 397 / 570), at 512 all but the filter gradient (docs/performance.md).
+/// direct `jit:avx2` kernel): medians of three interleaved rounds on a
+/// shared, oversubscribed machine (ms, forward / input gradient / filter
+/// gradient) 32x56x56x64 429 / 419 / 501 against 1510 / 1418 / 2385,
+/// 32x28x28x128 573 / 500 / 618 against 1316 / 1096 / 1564; with the wide
+/// layers' sweeps also at 256 and 512 channels (docs/performance.md,
+/// "The runtime's Winograd on AVX2").
 ///
 /// With `bf16` operands it is measured against oneDNN's bf16 kernels, which
 /// multiply twice as fast per instruction, and wins only on larger layers
@@ -68,9 +80,13 @@ struct ConvGeometry {
 ///
 /// The runtime also needs the operands' types and layouts to be ones the
 /// kernel reads, and a CPU with AVX-512, or AVX2 and FMA
-/// (kernel_winograd_fused.cpp).
+/// (kernel_winograd_fused.cpp). The compiler's fusion asks with the
+/// AVX-512 bound, not knowing the CPU an executable will run on: on AVX2 it
+/// then leaves the batch norms after wider layers unfused, which costs only
+/// that fusion's gain (none measured, docs/design.md).
 constexpr bool fusedTileWinogradApplies(ConvPass pass, const ConvGeometry &g,
-                                        bool bf16) {
+                                        bool bf16,
+                                        KernelIsa isa = KernelIsa::Avx512) {
   int64_t inputs = g.inputChannels, outputs = g.outputChannels;
   if (bf16 && pass == ConvPass::FilterGradient &&
       (inputs < 32 || outputs < 32))
@@ -82,7 +98,8 @@ constexpr bool fusedTileWinogradApplies(ConvPass pass, const ConvGeometry &g,
          g.strideW == 1 && g.dilationH == 1 && g.dilationW == 1 &&
          g.padTop == 1 && g.padBottom == 1 && g.padLeft == 1 &&
          g.padRight == 1 && inputs % 16 == 0 && outputs % 16 == 0 &&
-         inputs <= 128 && outputs <= 128;
+         inputs <= fusedTileWinogradMaxChannels(isa) &&
+         outputs <= fusedTileWinogradMaxChannels(isa);
 }
 
 } // namespace kiln::rt
