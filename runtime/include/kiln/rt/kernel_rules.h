@@ -65,8 +65,10 @@ constexpr int64_t fusedTileWinogradMaxChannels(KernelIsa isa) {
 /// shared, oversubscribed machine (ms, forward / input gradient / filter
 /// gradient) 32x56x56x64 429 / 419 / 501 against 1510 / 1418 / 2385,
 /// 32x28x28x128 573 / 500 / 618 against 1316 / 1096 / 1564; with the wide
-/// layers' sweeps also at 256 and 512 channels (docs/performance.md,
-/// "The runtime's Winograd on AVX2").
+/// layers' sweeps (winograd.cpp) also at 256 and 512 channels, load 8-9:
+/// 32x14x14x256 246 / 274 / 365 against 461 / 376 / 729, 32x7x7x512 306 /
+/// 344 / 371 against 604 / 532 / 854 (docs/performance.md, "The runtime's
+/// Winograd on AVX2").
 ///
 /// With `bf16` operands it is measured against oneDNN's bf16 kernels, which
 /// multiply twice as fast per instruction, and wins only on larger layers
