@@ -47,13 +47,14 @@ const Shape3x3 kShapes[] = {{{3, 7, 9, 16}, 32},
 // where the threads share one transformed filter, or split the filter
 // gradient's output channels, and multiply sweeps of several groups:
 // ResNet-50's 14x14x256 layer at batch 1 (16 tiles: a full group and a
-// partial one, one per thread), its 7x7x512 one (4 tiles: a single partial
-// group, so that the second thread has none), and 256 channels into 144
-// (nine blocks, the filter gradient's split 4/5). Taken on AVX2 only
-// (kernel_rules.h); WideLayersMatchReference below takes the kernel itself
-// through several sweeps on any CPU.
+// partial one, one per thread), 512 channels into 176 on 7x7 images (4
+// tiles: a single partial group, so that the second thread has none; 11
+// blocks of outputs, the filter gradient's split 5/6), and 256 channels
+// into 144 on 9x5 images. Taken on AVX2 only (kernel_rules.h);
+// WideLayersMatchReference below takes the kernel itself through several
+// sweeps on any CPU.
 const Shape3x3 kWideShapes[] = {
-    {{1, 14, 14, 256}, 256}, {{1, 7, 7, 512}, 512}, {{1, 9, 5, 256}, 144}};
+    {{1, 14, 14, 256}, 256}, {{1, 7, 7, 512}, 176}, {{1, 9, 5, 256}, 144}};
 // bf16 takes images of at least 28x28 pixels and 64 channels (the forward
 // and input gradient; kiln/rt/kernel_rules.h): 29x30 ends in partial tiles,
 // 80 channels are five blocks.
