@@ -109,9 +109,14 @@ static void printPlanSummary(ModuleOp module) {
     }
 }
 
+/// Runs the passes `fill` adds, with MLIR's pass-manager flags given to kilnc
+/// (--mlir-timing, --mlir-pass-statistics, ...): each stage reports its own.
 static LogicalResult runPasses(ModuleOp module,
                                llvm::function_ref<void(PassManager &)> fill) {
   PassManager pm(module.getContext());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  applyDefaultTimingPassManagerCLOptions(pm);
   fill(pm);
   return pm.run(module);
 }

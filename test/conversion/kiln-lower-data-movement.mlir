@@ -1,20 +1,25 @@
 // RUN: kiln-opt %s -split-input-file --kiln-lower-to-linalg -verify-diagnostics | FileCheck %s
 
 // nChw16c: concat and slices copy whole channel blocks of the physical
-// [N, C/16, H, W] view (vector<16xf32> elements) through subviews at block
-// offsets; slice_backward zeroes its result first.
+// [N, C/16, H, W] view (vector<16xf32> elements); slice_backward zeroes its
+// result first. A part at a block offset is the subview at offset 0 of the
+// whole's view moved by that many blocks (9 vectors of 64 bytes per block
+// here): the offset is a byte shift, which the outlined kernel takes from
+// its call's table, so copies of equal widths share a kernel.
 // CHECK-DAG: #[[$ID:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 // CHECK-LABEL: module @blocked
-// CHECK: %[[C:.*]] = memref.view {{.*}} to memref<2x3x3x3xvector<16xf32>>
 // CHECK: %[[A:.*]] = memref.view {{.*}} to memref<2x1x3x3xvector<16xf32>>
+// CHECK: %[[C:.*]] = memref.view %{{.*}}[%{{.*}}][] : memref<?xi8> to memref<2x3x3x3xvector<16xf32>>
 // CHECK: %[[AT:.*]] = memref.subview %[[C]][0, 0, 0, 0] [2, 1, 3, 3] [1, 1, 1, 1]
 // CHECK: linalg.generic {indexing_maps = [#[[$ID]], #[[$ID]]], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[A]] : memref<2x1x3x3xvector<16xf32>>) outs(%[[AT]] :
 // CHECK-NEXT: ^bb0(%[[IN:.*]]: vector<16xf32>, %{{.*}}: vector<16xf32>):
 // CHECK-NEXT: linalg.yield %[[IN]] : vector<16xf32>
-// CHECK: memref.subview %[[C]][0, 1, 0, 0] [2, 2, 3, 3] [1, 1, 1, 1]
-// CHECK: memref.subview %{{.*}}[0, 1, 0, 0] [2, 2, 3, 3] [1, 1, 1, 1] : memref<2x3x3x3xvector<16xf32>> to memref<2x2x3x3xvector<16xf32>, strided<[27, 9, 3, 1], offset: 9>>
-// CHECK: linalg.fill ins(%{{.*}} : vector<16xf32>) outs(%[[DX:.*]] : memref<2x3x3x3xvector<16xf32>>)
-// CHECK: memref.subview %[[DX]][0, 1, 0, 0] [2, 2, 3, 3] [1, 1, 1, 1]
+// CHECK: %[[C1:.*]] = memref.view %{{.*}}[%c576{{.*}}][] : memref<?xi8> to memref<2x3x3x3xvector<16xf32>>
+// CHECK: memref.subview %[[C1]][0, 0, 0, 0] [2, 2, 3, 3] [1, 1, 1, 1] : memref<2x3x3x3xvector<16xf32>> to memref<2x2x3x3xvector<16xf32>, strided<[27, 9, 3, 1]>>
+// CHECK: %[[S:.*]] = memref.view %{{.*}}[%c576{{.*}}][] : memref<?xi8> to memref<2x3x3x3xvector<16xf32>>
+// CHECK: memref.subview %[[S]][0, 0, 0, 0] [2, 2, 3, 3] [1, 1, 1, 1] : memref<2x3x3x3xvector<16xf32>> to memref<2x2x3x3xvector<16xf32>, strided<[27, 9, 3, 1]>>
+// CHECK: linalg.fill ins(%{{.*}} : vector<16xf32>) outs(%{{.*}} : memref<2x3x3x3xvector<16xf32>>)
+// CHECK: memref.subview %{{.*}}[0, 0, 0, 0] [2, 2, 3, 3] [1, 1, 1, 1]
 module @blocked {
   func.func @train_step(%x: tensor<2x3x3x16xf32>, %y: tensor<2x3x3x32xf32>) -> (tensor<2x3x3x48xf32>, tensor<2x3x3x48xf32>) {
     %a = kiln.reorder %x to nChw16c : tensor<2x3x3x16xf32>
@@ -37,9 +42,13 @@ module @blocked {
 // CHECK-DAG: #[[$SWAP:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3, d2)>
 // CHECK-DAG: #[[$NCHW:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3, d1)>
 // CHECK-LABEL: module @nhwc
-// CHECK: memref.subview %[[C:.*]][0, 0, 0, 0] [2, 3, 3, 3] [1, 1, 1, 1] : memref<2x3x3x8xbf16> to memref<2x3x3x3xbf16, strided<[72, 24, 8, 1]>>
+// CHECK: memref.view %{{.*}}[%[[C:.*]]][] : memref<?xi8> to memref<2x3x3x8xbf16>
+// CHECK: memref.subview %{{.*}}[0, 0, 0, 0] [2, 3, 3, 3] [1, 1, 1, 1] : memref<2x3x3x8xbf16> to memref<2x3x3x3xbf16, strided<[72, 24, 8, 1]>>
 // CHECK: linalg.yield %{{.*}} : bf16
-// CHECK: memref.subview %[[C]][0, 0, 0, 3] [2, 3, 3, 5] [1, 1, 1, 1] : memref<2x3x3x8xbf16> to memref<2x3x3x5xbf16, strided<[72, 24, 8, 1], offset: 3>>
+// The part at channel 3 starts 6 bytes on.
+// CHECK: %[[C3:.*]] = arith.constant 6 : index
+// CHECK: memref.view %{{.*}}[%[[C3]]][] : memref<?xi8> to memref<2x3x3x8xbf16>
+// CHECK: memref.subview %{{.*}}[0, 0, 0, 0] [2, 3, 3, 5] [1, 1, 1, 1] : memref<2x3x3x8xbf16> to memref<2x3x3x5xbf16, strided<[72, 24, 8, 1]>>
 // CHECK: linalg.generic {indexing_maps = [#[[$SWAP]], #[[$ID]]], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%{{.*}} : memref<2x9x2x4xbf16>) outs(%{{.*}} : memref<2x9x4x2xbf16>)
 // CHECK: linalg.generic {indexing_maps = [#[[$NCHW]], #[[$ID]]], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%{{.*}} : memref<2x3x3x8xbf16>) outs(%{{.*}} : memref<2x8x3x3xbf16>)
 module @nhwc {
@@ -54,9 +63,12 @@ module @nhwc {
 
 // -----
 
-// NHWC with 16-channel multiples: vector<16> elements, offsets in blocks.
+// NHWC with 16-channel multiples: vector<16> elements, offsets in blocks
+// (channel 16 is 64 bytes on).
 // CHECK-LABEL: module @lanes
-// CHECK: memref.subview %{{.*}}[0, 0, 0, 1] [2, 3, 3, 1] [1, 1, 1, 1] : memref<2x3x3x2xvector<16xf32>> to memref<2x3x3x1xvector<16xf32>, strided<[18, 6, 2, 1], offset: 1>>
+// CHECK: %[[AT:.*]] = arith.constant 64 : index
+// CHECK: memref.view %{{.*}}[%[[AT]]][] : memref<?xi8> to memref<2x3x3x2xvector<16xf32>>
+// CHECK: memref.subview %{{.*}}[0, 0, 0, 0] [2, 3, 3, 1] [1, 1, 1, 1] : memref<2x3x3x2xvector<16xf32>> to memref<2x3x3x1xvector<16xf32>, strided<[18, 6, 2, 1]>>
 module @lanes {
   func.func @train_step(%x: tensor<2x3x3x32xf32>) -> (tensor<2x3x3x16xf32>) {
     %s = kiln.slice %x axis 3 start 16 size 16 : (tensor<2x3x3x32xf32>) -> tensor<2x3x3x16xf32>

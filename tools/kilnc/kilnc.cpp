@@ -9,6 +9,9 @@
 #include "compiler/InitAll.h"
 #include "passes/EnumOptionParser.h"
 
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
+
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -182,6 +185,10 @@ int main(int argc, char **argv) {
   std::vector<std::unique_ptr<ForwardedFlag>> flags;
   for (cl::Option *option : trainStepFlags.getOptions())
     flags.push_back(std::make_unique<ForwardedFlag>(*option));
+  // MLIR's pass-manager and timing flags (--mlir-timing,
+  // --mlir-timing-display=tree, --mlir-pass-statistics): not in --help.
+  mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
   cl::HideUnrelatedOptions({&category, &trainCategory});
   std::string parseErrors;
   llvm::raw_string_ostream parseErrorStream(parseErrors);

@@ -44,17 +44,49 @@ struct CopyViews {
                                     [](int64_t o) { return o % 16 == 0; });
   }
 
-  Value view(Value v) const {
+  /// The type of `view(v)`.
+  MemRefType viewType(Value v) const {
     auto type = cast<RankedTensorType>(v.getType());
     ArrayRef<int64_t> s = type.getShape();
     Type lane = channelLanes(type.getElementType());
     if (blocked)
-      return l.viewAs(v, {s[0], s[3] / 16, s[1], s[2]}, lane);
+      return MemRefType::get({s[0], s[3] / 16, s[1], s[2]}, lane);
     if (!lanes)
-      return l.view(v);
+      return MemRefType::get(s, type.getElementType());
     SmallVector<int64_t> shape(s);
     shape.back() /= 16;
-    return l.viewAs(v, shape, lane);
+    return MemRefType::get(shape, lane);
+  }
+
+  Value view(Value v) const {
+    if (!blocked && !lanes)
+      return l.view(v);
+    MemRefType type = viewType(v);
+    return l.viewAs(v, type.getShape(), type.getElementType());
+  }
+
+  /// The view of `v` moved `offset` elements of `axis` on: its subview at
+  /// offset 0 is the part at `offset`. The offset thus goes into the view's
+  /// byte shift, which kiln-outline-parallel-loops passes in the call's
+  /// table, so the copies of a concat (or slice) differ in their widths
+  /// alone and share their kernels: DenseNet's concatenations of k earlier
+  /// feature maps would otherwise make k kernels each, quadratically many
+  /// in a block's depth. Only the part's elements are read or written,
+  /// and they lie within `v`, although the moved view's type reaches past
+  /// its end.
+  Value movedView(Location loc, Value v, int64_t offset, int64_t rank) const {
+    MemRefType type = viewType(v);
+    int64_t elements = scaled(offset, rank);
+    for (int64_t d : type.getShape().drop_front(dim() + 1))
+      elements *= d;
+    Type element = type.getElementType();
+    int64_t bits = 0;
+    if (auto vector = dyn_cast<VectorType>(element))
+      bits = vector.getNumElements() *
+             vector.getElementType().getIntOrFloatBitWidth();
+    else
+      bits = element.getIntOrFloatBitWidth();
+    return l.viewAt(loc, l.offsetOf(v) + elements * (bits / 8), type);
   }
 
   /// The dimension of the views that the logical `axis` is.
@@ -70,16 +102,16 @@ struct CopyViews {
     return axis + 1 == rank && lanes ? offset / 16 : offset;
   }
 
-  /// The part of `whole` (a view) at `offset` along `axis` of `part`'s
-  /// extent (a view of the same rank).
-  Value subview(Location loc, Value whole, Value part, int64_t offset,
+  /// The part of `value` at `offset` along `axis` of `part`'s extent (a
+  /// view of the same rank): a subview at offset 0 of the moved view.
+  Value subview(Location loc, Value value, Value part, int64_t offset,
                 int64_t rank) const {
     auto partType = cast<MemRefType>(part.getType());
     SmallVector<int64_t> offsets(partType.getRank(), 0),
         strides(partType.getRank(), 1);
-    offsets[dim()] = scaled(offset, rank);
-    return memref::SubViewOp::create(l.b, loc, whole, offsets,
-                                     partType.getShape(), strides);
+    return memref::SubViewOp::create(l.b, loc,
+                                     movedView(loc, value, offset, rank),
+                                     offsets, partType.getShape(), strides);
   }
 
   void copy(Location loc, Value from, Value to) const {
@@ -107,11 +139,11 @@ static void lowerConcat(Lowering &l, ConcatOp concat) {
     offset += cast<RankedTensorType>(input.getType()).getDimSize(axis);
   }
   CopyViews views(l, concat, axis, values, offsets);
-  Value output = views.view(concat.getOutput());
   int64_t rank = rankOf(concat.getOutput());
   for (auto [input, at] : llvm::zip(concat.getInputs(), offsets)) {
     Value part = views.view(input);
-    views.copy(loc, part, views.subview(loc, output, part, at, rank));
+    views.copy(loc, part,
+               views.subview(loc, concat.getOutput(), part, at, rank));
   }
 }
 
@@ -122,7 +154,7 @@ static void lowerSlice(Lowering &l, SliceOp slice) {
                   {slice.getInput(), slice.getOutput()}, {start});
   Value output = views.view(slice.getOutput());
   views.copy(loc,
-             views.subview(loc, views.view(slice.getInput()), output, start,
+             views.subview(loc, slice.getInput(), output, start,
                            rankOf(slice.getInput())),
              output);
 }
@@ -137,7 +169,8 @@ static void lowerSliceBackward(Lowering &l, SliceBackwardOp backward) {
   Value dy = views.view(backward.getOutputGrad());
   l.fill(loc, dx, 0.0);
   views.copy(loc, dy,
-             views.subview(loc, dx, dy, start, rankOf(backward.getOutputGrad())));
+             views.subview(loc, backward.getInputGrad(), dy, start,
+                           rankOf(backward.getOutputGrad())));
 }
 
 /// The channels as a [groups, K] matrix transposed: loops over the output
