@@ -2,6 +2,8 @@
 
 #include "kiln/rt/exec/comm.h"
 
+#include "kiln/base/flags.h"
+
 #include <fmt/format.h>
 #include <mpi.h>
 #ifdef KILN_SMPI
@@ -39,15 +41,23 @@ std::string mpiErrorText(int code) {
   } while (0)
 
 /// Where a reduce-scatter round receives the chunk it then adds. Simulated
-/// (kiln-comm-replay), the ranks' scratch is one shared buffer, as their
-/// gradients are (SMPI_SHARED_MALLOC): the values do not change the time,
-/// and 512 ranks' copies of a quarter of each bucket (a torus's first
-/// dimension of 2) would not fit in memory.
+/// (kiln-comm-replay), every rank and reduction receives into one shared
+/// buffer, as the ranks' gradients are one (SMPI_SHARED_MALLOC): the values
+/// do not change the time, 512 ranks' copies of a quarter of each bucket (a
+/// torus's first dimension of 2) would not fit in memory, and mapping a
+/// shared buffer per reduction costs more than the reduction's events.
 std::shared_ptr<uint8_t> newScratch(size_t bytes) {
 #ifdef KILN_SMPI
-  return std::shared_ptr<uint8_t>(
-      static_cast<uint8_t *>(SMPI_SHARED_MALLOC(bytes)),
-      [](uint8_t *p) { SMPI_SHARED_FREE(p); });
+  // The simulated ranks share this process's globals (privatization off).
+  // Never freed: a reduction in flight may still use a smaller one, and
+  // SMPI is gone before static destructors run.
+  static uint8_t *shared = nullptr;
+  static size_t capacity = 0;
+  if (bytes > capacity) {
+    shared = static_cast<uint8_t *>(SMPI_SHARED_MALLOC(bytes));
+    capacity = bytes;
+  }
+  return std::shared_ptr<uint8_t>(shared, [](uint8_t *) {});
 #else
   return std::shared_ptr<uint8_t>(new uint8_t[bytes],
                                   std::default_delete<uint8_t[]>());
@@ -113,18 +123,27 @@ public:
     return MPI_SUCCESS;
   }
 
-  /// Completes as many rounds as have arrived; `done` once all have. With
-  /// `block`, waits for every round instead, moving each lane on as soon as
-  /// its round arrives (the lanes share no link, so neither waits for the
-  /// other).
-  int advance(bool &done, bool block = false) {
+  /// How advance() learns that a round has arrived.
+  enum class Completion {
+    /// MPI_Testall on each lane's round.
+    Test,
+    /// Waits for every round, moving each lane on as soon as its round
+    /// arrives (the lanes share no link, so neither waits for the other).
+    Block,
+    /// The caller has completed (and freed) the requests that arrived.
+    Completed,
+  };
+
+  /// Completes as many rounds as have arrived; `done` once all have.
+  int advance(bool &done, Completion how = Completion::Test) {
+    bool block = how == Completion::Block;
     while (true) {
       done = true;
       for (Lane &lane : lanes) {
         bool laneDone = false;
         // Blocking, MPI_Waitany below notices what arrives: no MPI_Test
         // (each takes simulated time under SMPI).
-        if (int rc = advance(lane, laneDone, /*test=*/!block);
+        if (int rc = advance(lane, laneDone, how == Completion::Test);
             rc != MPI_SUCCESS)
           return rc;
         done = done && laneDone;
@@ -142,6 +161,17 @@ public:
         lanes[i / 2].requests[i % 2] = pending[i];
     }
   }
+
+#ifdef KILN_SMPI
+  /// Appends the requests of the rounds in flight, for a caller that
+  /// completes them itself (Completion::Completed).
+  void pending(std::vector<MPI_Request *> &requests) {
+    for (Lane &lane : lanes)
+      for (MPI_Request &request : lane.requests)
+        if (request != MPI_REQUEST_NULL)
+          requests.push_back(&request);
+  }
+#endif
 
 private:
   /// One ring's reduce-scatter or allgather over [begin, begin + count).
@@ -221,8 +251,15 @@ private:
       if (rc != MPI_SUCCESS || !complete)
         return rc;
       const Phase &p = lane.phases[lane.phase];
+#ifndef KILN_SMPI
+      // Simulated, the sums are not made (nor finishBucket's division):
+      // they take no simulated time, the ranks' buffers are one shared
+      // arena whose values mean nothing, and at 512 ranks the additions
+      // over every rank's gradients would cost this machine more than the
+      // simulation itself.
       if (p.scatter)
         accumulate(lane, p, chunkOf(p, p.position - lane.round - 1));
+#endif
       if (++lane.round == p.ranks - 1) {
         lane.round = 0;
         if (++lane.phase == lane.phases.size()) {
@@ -369,7 +406,7 @@ public:
     if (state[b] == State::Running &&
         usesRings()) {
       bool done = false;
-      int rc = rings[b].advance(done, /*block=*/true);
+      int rc = rings[b].advance(done, RingReduction::Completion::Block);
       if (rc != MPI_SUCCESS)
         fatal(fmt::format("the reduction of bucket {} failed: {}", bucket,
                           mpiErrorText(rc)),
@@ -401,7 +438,9 @@ public:
     waits.blockedSeconds += std::chrono::duration<double>(
                                 std::chrono::steady_clock::now() - waitBegin)
                                 .count();
+#ifndef KILN_SMPI
     finishBucket(plan, arena, staging[b].data(), size_);
+#endif
   }
 
   BucketWaits bucketWaits() const override { return waits; }
@@ -458,6 +497,12 @@ public:
     if (running == 0)
       return;
     auto callBegin = std::chrono::steady_clock::now();
+#ifdef KILN_SMPI
+    if (usesRings()) {
+      completeArrived();
+      return;
+    }
+#endif
     for (size_t b = 0; b < requests.size(); ++b) {
       if (state[b] != State::Running)
         continue;
@@ -477,42 +522,63 @@ public:
                              .count();
   }
 
-  // The blocking collectives are non-blocking ones waited on with the
-  // same deadline as the buckets: a hung peer must not stall them forever.
   Status broadcast(void *data, size_t bytes, int root) override {
     // MPI counts are int: send in 1 GiB pieces.
     constexpr size_t kChunk = size_t(1) << 30;
     for (size_t at = 0; at < bytes; at += kChunk) {
       size_t n = std::min(kChunk, bytes - at);
-      MPI_Request request;
-      KILN_MPI_CHECK(MPI_Ibcast(static_cast<uint8_t *>(data) + at,
-                                static_cast<int>(n), MPI_BYTE, root, comm,
-                                &request));
-      KILN_RETURN_IF_ERROR(waitWithDeadline(request, "broadcast"));
+      uint8_t *piece = static_cast<uint8_t *>(data) + at;
+      KILN_RETURN_IF_ERROR(collective(
+          "broadcast",
+          [&](MPI_Request *r) {
+            return MPI_Ibcast(piece, static_cast<int>(n), MPI_BYTE, root, comm,
+                              r);
+          },
+          [&] {
+            return MPI_Bcast(piece, static_cast<int>(n), MPI_BYTE, root, comm);
+          }));
     }
     return Status::ok();
   }
 
   Status allreduceSum(double *values, int count) override {
-    MPI_Request request;
-    KILN_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE,
-                                  MPI_SUM, comm, &request));
-    return waitWithDeadline(request, "allreduce of step values");
+    return collective(
+        "allreduce of step values",
+        [&](MPI_Request *r) {
+          return MPI_Iallreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE,
+                                MPI_SUM, comm, r);
+        },
+        [&] {
+          return MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE,
+                               MPI_SUM, comm);
+        });
   }
 
   Status allreduceMin(int64_t *values, int count) override {
-    MPI_Request request;
-    KILN_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, values, count, MPI_INT64_T,
-                                  MPI_MIN, comm, &request));
-    return waitWithDeadline(request, "allreduce (minimum)");
+    return collective(
+        "allreduce (minimum)",
+        [&](MPI_Request *r) {
+          return MPI_Iallreduce(MPI_IN_PLACE, values, count, MPI_INT64_T,
+                                MPI_MIN, comm, r);
+        },
+        [&] {
+          return MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_INT64_T,
+                               MPI_MIN, comm);
+        });
   }
 
   StatusOr<std::vector<uint64_t>> allgather(uint64_t value) override {
     std::vector<uint64_t> all(static_cast<size_t>(size_));
-    MPI_Request request;
-    KILN_MPI_CHECK(MPI_Iallgather(&value, 1, MPI_UINT64_T, all.data(), 1,
-                                  MPI_UINT64_T, comm, &request));
-    KILN_RETURN_IF_ERROR(waitWithDeadline(request, "allgather"));
+    KILN_RETURN_IF_ERROR(collective(
+        "allgather",
+        [&](MPI_Request *r) {
+          return MPI_Iallgather(&value, 1, MPI_UINT64_T, all.data(), 1,
+                                MPI_UINT64_T, comm, r);
+        },
+        [&] {
+          return MPI_Allgather(&value, 1, MPI_UINT64_T, all.data(), 1,
+                               MPI_UINT64_T, comm);
+        }));
     return all;
   }
 
@@ -535,12 +601,18 @@ public:
                                        total));
     }
     std::string all(total, '\0');
-    MPI_Request request;
-    KILN_MPI_CHECK(MPI_Iallgatherv(text.data(), static_cast<int>(text.size()),
-                                   MPI_CHAR, all.data(), counts.data(),
-                                   displacements.data(), MPI_CHAR, comm,
-                                   &request));
-    KILN_RETURN_IF_ERROR(waitWithDeadline(request, "allgather of text"));
+    KILN_RETURN_IF_ERROR(collective(
+        "allgather of text",
+        [&](MPI_Request *r) {
+          return MPI_Iallgatherv(text.data(), static_cast<int>(text.size()),
+                                 MPI_CHAR, all.data(), counts.data(),
+                                 displacements.data(), MPI_CHAR, comm, r);
+        },
+        [&] {
+          return MPI_Allgatherv(text.data(), static_cast<int>(text.size()),
+                                MPI_CHAR, all.data(), counts.data(),
+                                displacements.data(), MPI_CHAR, comm);
+        }));
     std::vector<std::string> texts;
     for (size_t r = 0; r < lengths.size(); ++r)
       texts.push_back(all.substr(size_t(displacements[r]), lengths[r]));
@@ -548,9 +620,9 @@ public:
   }
 
   Status barrier() override {
-    MPI_Request request;
-    KILN_MPI_CHECK(MPI_Ibarrier(comm, &request));
-    return waitWithDeadline(request, "barrier");
+    return collective(
+        "barrier", [&](MPI_Request *r) { return MPI_Ibarrier(comm, r); },
+        [&] { return MPI_Barrier(comm); });
   }
 
   [[noreturn]] void abort(int code) override {
@@ -561,6 +633,10 @@ public:
   }
 
   void finalize() override {
+#ifdef KILN_SMPI
+    MPI_Wait(&marker[0], MPI_STATUS_IGNORE);
+    MPI_Wait(&marker[1], MPI_STATUS_IGNORE);
+#endif
     MPI_Comm_free(&comm);
     MPI_Finalize();
   }
@@ -582,6 +658,80 @@ private:
   int64_t bytesPerStep = 0;
   /// Requests in State::Running: progress() returns at once without any.
   int running = 0;
+#ifdef KILN_SMPI
+  /// The receive and the send of a message to this rank itself
+  /// (completeArrived()).
+  MPI_Request marker[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  char markerBytes[2] = {0, 0};
+
+  /// Simulated, progress() completes what has arrived without MPI_Test:
+  /// SimGrid 3.32 keeps each communication that a test finds complete in
+  /// its rank's list of activities for the rest of the run (only a wait
+  /// takes it off), and walks that whole list at every later completion,
+  /// so each message would cost more than the one before
+  /// (docs/scaling.md). Instead, MPI_Waitany over the rounds in flight and
+  /// a marker: a message to this rank itself, sent at the previous
+  /// progress call, which has arrived once its loopback trip's simulated
+  /// time has passed. Waitany takes the rounds that have arrived first (in
+  /// order), the marker once none is left.
+  void completeArrived() {
+    if (marker[0] == MPI_REQUEST_NULL)
+      sendMarker();
+    std::vector<MPI_Request *> slots;
+    std::vector<size_t> owners;
+    std::vector<MPI_Request> pending;
+    while (true) {
+      slots.clear();
+      owners.clear();
+      for (size_t b = 0; b < rings.size(); ++b)
+        if (state[b] == State::Running) {
+          rings[b].pending(slots);
+          owners.resize(slots.size(), b);
+        }
+      pending.clear();
+      for (MPI_Request *slot : slots)
+        pending.push_back(*slot);
+      pending.push_back(marker[0]);
+      int index = MPI_UNDEFINED;
+      int rc = MPI_Waitany(static_cast<int>(pending.size()), pending.data(),
+                           &index, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS || index < 0 ||
+          static_cast<size_t>(index) > slots.size())
+        fatal(fmt::format("completing the reductions' rounds failed: {}",
+                          mpiErrorText(rc)),
+              __FILE__, __LINE__);
+      if (static_cast<size_t>(index) == slots.size()) {
+        marker[0] = MPI_REQUEST_NULL;
+        MPI_Wait(&marker[1], MPI_STATUS_IGNORE);
+        sendMarker();
+        return;
+      }
+      *slots[static_cast<size_t>(index)] = MPI_REQUEST_NULL;
+      size_t b = owners[static_cast<size_t>(index)];
+      bool done = false;
+      rc = rings[b].advance(done, RingReduction::Completion::Completed);
+      if (rc != MPI_SUCCESS)
+        fatal(fmt::format("the reduction of bucket {} failed: {}", b,
+                          mpiErrorText(rc)),
+              __FILE__, __LINE__);
+      if (done) {
+        state[b] = State::Finished;
+        --running;
+      }
+    }
+  }
+
+  void sendMarker() {
+    int rc = MPI_Irecv(&markerBytes[0], 1, MPI_BYTE, 0, 0, MPI_COMM_SELF,
+                       &marker[0]);
+    if (rc == MPI_SUCCESS)
+      rc = MPI_Isend(&markerBytes[1], 1, MPI_BYTE, 0, 0, MPI_COMM_SELF,
+                     &marker[1]);
+    if (rc != MPI_SUCCESS)
+      fatal("sending the progress marker failed: " + mpiErrorText(rc),
+            __FILE__, __LINE__);
+  }
+#endif
 
   bool usesRings() const {
     return options.algorithm == AllreduceAlgorithm::Ring ||
@@ -619,6 +769,28 @@ private:
     int rc = MPI_Test(&requests[b], &finished, MPI_STATUS_IGNORE);
     done = finished != 0;
     return rc;
+  }
+
+  /// A blocking collective: with Open MPI, its non-blocking form (`start`)
+  /// waited for with the same deadline as the buckets, so that a hung peer
+  /// cannot stall it forever. Simulated, its blocking form (`blocking`):
+  /// SimGrid reports a deadlock itself, and SMPI 3.32's non-blocking
+  /// collectives post a message to every rank and wait for them all, each
+  /// wait testing every request still pending, which at 512 ranks costs
+  /// the simulation more than the whole step (docs/scaling.md).
+  template <typename Start, typename Blocking>
+  Status collective(const char *what, Start &&start, Blocking &&blocking) {
+#ifdef KILN_SMPI
+    (void)what;
+    (void)start;
+    KILN_MPI_CHECK(blocking());
+    return Status::ok();
+#else
+    (void)blocking;
+    MPI_Request request;
+    KILN_MPI_CHECK(start(&request));
+    return waitWithDeadline(request, what);
+#endif
   }
 
   /// Polls `request` until it completes or --comm-timeout passes.
@@ -675,6 +847,23 @@ private:
 
 } // namespace
 
+Status parseTorusDims(const std::string &flag, const std::string &text,
+                      std::vector<int> &dims) {
+  dims.clear();
+  size_t at = 0;
+  while (true) {
+    size_t x = text.find('x', at);
+    int64_t d = 0;
+    KILN_RETURN_IF_ERROR(flags::parseInt(
+        flag, text.substr(at, x == std::string::npos ? x : x - at), 1,
+        1 << 20, d));
+    dims.push_back(static_cast<int>(d));
+    if (x == std::string::npos)
+      return Status::ok();
+    at = x + 1;
+  }
+}
+
 StatusOr<std::unique_ptr<Comm>> createMpiComm(const MpiOptions &options) {
   int initialized = 0;
   KILN_MPI_CHECK(MPI_Initialized(&initialized));
@@ -704,7 +893,7 @@ StatusOr<std::unique_ptr<Comm>> createMpiComm(const MpiOptions &options) {
       MPI_Comm_free(&comm);
       return KILN_STATUS(kInvalidArgument,
                          fmt::format("the torus allreduce's grid {} has {} "
-                                     "ranks, the job {}",
+                                     "ranks, the job {} (--torus-dims)",
                                      shape.empty() ? "(none)" : shape, ranks,
                                      size));
     }

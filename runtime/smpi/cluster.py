@@ -16,6 +16,7 @@ build/bin/kiln-comm-replay under smpirun on them and prints its JSON line.
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -28,9 +29,10 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 HOST_SPEED = "1Gf"
 
 # Every run: only the trace's compute takes simulated time (the replay's own
-# CPU time, the ring's additions included, is not benchmarked), and MPI_Test
-# and MPI_Wtime cost no simulated time (SMPI's defaults inject some so that
-# polling loops advance; here polling happens where the traced run polled).
+# CPU time, the ring's additions included, is not benchmarked), MPI_Wtime
+# costs none, and an MPI_Test 1 us (so that a polling loop advances; Kiln's
+# communicator makes none when simulated, see comm_mpi.cpp's
+# completeArrived()).
 SMPI_CONFIG = [
     "smpi/simulate-computation:no",
     "smpi/host-speed:" + HOST_SPEED,
@@ -39,6 +41,10 @@ SMPI_CONFIG = [
     "smpi/wtime:0",
     "smpi/grow-injected-times:no",
     "smpi/privatization:no",
+    # Open MPI's choice of algorithm for the small blocking collectives
+    # (recursive doubling, Bruck...): SMPI's default allgather posts a
+    # message to every rank and waits for them all, quadratic in the ranks.
+    "smpi/coll-selector:ompi",
 ]
 
 # Ethernet frames of 1514 bytes carry 1448 bytes of TCP payload (MTU 1500,
@@ -171,16 +177,22 @@ def replay_failure(platform_dir, ranks, replay_args, replay=None,
 
 
 def replay(platform_dir, ranks, replay_args, replay=None, smpirun=None):
-    """Runs kiln-comm-replay on `ranks` simulated ranks; returns its JSON."""
+    """Runs kiln-comm-replay on `ranks` simulated ranks; returns its JSON,
+    with the CPU time the simulation took (simulation_cpu_seconds)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(replay_command(platform_dir, ranks, replay_args,
                                          replay, smpirun),
                           capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     lines = [l for l in done.stdout.splitlines() if l.startswith("{")]
     if done.returncode != 0 or len(lines) != 1:
         sys.stderr.write(done.stderr[-4000:])
         raise SystemExit(f"cluster.py: kiln-comm-replay on {ranks} ranks "
                          f"failed (exit {done.returncode})")
-    return json.loads(lines[0])
+    result = json.loads(lines[0])
+    result["simulation_cpu_seconds"] = round(
+        after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1)
+    return result
 
 
 def cmd_replay(args, rest):

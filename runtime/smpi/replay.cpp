@@ -78,24 +78,6 @@ const char *kUsage =
     "       (or --program STEP.ksap [--profile NAME] [--set FIELD=VALUE ...]\n"
     "        instead of the traces)\n";
 
-/// "2x16x16": each at least 1.
-Status parseDims(const std::string &flag, const std::string &text,
-                 std::vector<int> &dims) {
-  dims.clear();
-  size_t at = 0;
-  while (true) {
-    size_t x = text.find('x', at);
-    int64_t d = 0;
-    KILN_RETURN_IF_ERROR(flags::parseInt(
-        flag, text.substr(at, x == std::string::npos ? x : x - at), 1,
-        1 << 20, d));
-    dims.push_back(int(d));
-    if (x == std::string::npos)
-      return Status::ok();
-    at = x + 1;
-  }
-}
-
 Status parseReplayOptions(int argc, char **argv, ReplayOptions &o) {
   flags::Parser parser;
   parser.add("--trace", flags::valueFlag([&](const std::string &,
@@ -133,7 +115,7 @@ Status parseReplayOptions(int argc, char **argv, ReplayOptions &o) {
                                            {"torus", AllreduceAlgorithm::Torus}}));
   parser.add("--torus-dims",
              flags::valueFlag([&](const std::string &f, const std::string &v) {
-               return parseDims(f, v, o.torusDims);
+               return parseTorusDims(f, v, o.torusDims);
              }));
   KILN_RETURN_IF_ERROR(parser.parse(argc, argv));
   if (o.traces.empty() == o.program.path.empty())

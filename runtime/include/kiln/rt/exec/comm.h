@@ -157,6 +157,11 @@ struct MpiOptions {
   std::vector<int> torusDims;
 };
 
+/// Parses the grid of AllreduceAlgorithm::Torus, "2x16x16" (each at least
+/// 1), for the flag `flag`.
+Status parseTorusDims(const std::string &flag, const std::string &text,
+                      std::vector<int> &dims);
+
 /// Initializes MPI (once per process) and returns the MPI backend.
 StatusOr<std::unique_ptr<Comm>> createMpiComm(const MpiOptions &options);
 
