@@ -239,8 +239,12 @@ RankFields describeRunFlags(const RunOptions &o) {
   add("--eval", onOff(o.eval));
   add("--eval-every-epoch", onOff(o.evalEveryEpoch));
   add("--verify-replicas", onOff(o.verifyReplicas));
-  add("--allreduce",
-      o.allreduce == AllreduceAlgorithm::Ring ? "ring" : "library");
+  std::string dims;
+  for (int d : o.torusDims)
+    dims += (dims.empty() ? "" : "x") + std::to_string(d);
+  add("--allreduce", o.allreduce == AllreduceAlgorithm::Ring    ? "ring"
+                     : o.allreduce == AllreduceAlgorithm::Torus ? "torus " + dims
+                                                                : "library");
   return fields;
 }
 

@@ -265,7 +265,11 @@ void addRunFlags(flags::Parser &parser, RunOptions &o) {
                           }}},
       {"--allreduce",
        flags::enumFlag(o.allreduce, {{"library", AllreduceAlgorithm::Library},
-                                     {"ring", AllreduceAlgorithm::Ring}})},
+                                     {"ring", AllreduceAlgorithm::Ring},
+                                     {"torus", AllreduceAlgorithm::Torus}})},
+      {"--torus-dims", {true, [&](const std::string &f, const std::string &v) {
+                          return parseTorusDims(f, v, o.torusDims);
+                        }}},
       {"--comm-trace", flags::stringFlag(o.commTrace)},
       {"--verify-replicas", flags::switchFlag(o.verifyReplicas, true)},
   };
@@ -351,6 +355,8 @@ Status checkRunOptions(RunOptions &o) {
     o.eval = true;
   if (!o.steps && !o.epochs)
     return bad("how long? pass --steps N or --epochs E");
+  if ((o.allreduce == AllreduceAlgorithm::Torus) != !o.torusDims.empty())
+    return bad("--allreduce torus and --torus-dims go together");
   return Status::ok();
 }
 
@@ -461,7 +467,10 @@ distribution:
   --comm auto|local|mpi    backend (default auto: mpi under mpirun)
   --comm-timeout SEC       abort if a gradient allreduce takes longer (default 300)
   --allreduce ALG          library (MPI_Iallreduce, default) | ring: Kiln's ring
-                           of point-to-point messages, the one SMPI simulates
+                           of point-to-point messages, the one SMPI simulates |
+                           torus: rings along each dimension of --torus-dims
+  --torus-dims AxB...      the ranks as a grid for --allreduce torus, the first
+                           dimension fastest (its product is the world size)
   --comm-trace FILE        each rank writes its steps' compute and communication
                            calls as JSON lines ({{rank}} in FILE becomes the rank)
                            for kiln-comm-replay (docs/scaling.md)

@@ -284,6 +284,7 @@ int runTraining(
     MpiOptions mpiOptions;
     mpiOptions.timeoutSeconds = options.commTimeout;
     mpiOptions.algorithm = options.allreduce;
+    mpiOptions.torusDims = options.torusDims;
     auto created = createMpiComm(mpiOptions);
     if (!created.isOk())
       return fail(created.status(), nullptr);

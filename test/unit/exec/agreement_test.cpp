@@ -132,6 +132,7 @@ TEST(AgreementTest, EveryFlagThatMustAgreeIsCompared) {
       {{"--eval-every-epoch"}, "--eval-every-epoch"},
       {{"--verify-replicas"}, "--verify-replicas"},
       {{"--allreduce", "ring"}, "--allreduce"},
+      {{"--allreduce", "torus", "--torus-dims", "1x1"}, "--allreduce"},
   };
   RankFields zero;
   {

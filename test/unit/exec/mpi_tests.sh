@@ -2,7 +2,7 @@
 # Data-parallel runs of the test model under mpirun (2 ranks), registered as
 # ctest tests by CMakeLists.txt:
 #   mpi_tests.sh MODE TRAIN_EXE MAKE_SHARDS_EXE
-# MODE: replicas | data | kill | hang | nan | interrupt | rank-error. Each checks the
+# MODE: replicas | data | kill | hang | nan | interrupt | rank-error | torus. Each checks the
 # exit status, the messages and (for failures) that the job ended quickly.
 set -u
 mode=$1 exe=$2 shards=$3
@@ -109,6 +109,26 @@ b[len(b) // 25 * 20 + 12 + 5] ^= 0x20; open(p, "wb").write(b)' \
   $mpirun "$exe" --data "$work/d" --steps 5 > "$work/out" 2>&1 &&
     fail "a rank that meets a bad record must fail the job"
   expect "rank 1: error: .*train-00000-of-00004: record 20 at byte offset [0-9]*: data CRC mismatch"
+  ;;
+torus)
+  # --allreduce torus on 4 ranks as a 2x2 grid: the replicas agree, and the
+  # last step's loss is the ring's (the same sums, added in another order).
+  mpirun4="mpirun -np 4 --oversubscribe --allow-run-as-root"
+  $mpirun4 "$exe" --synthetic --steps 12 --log-every 12 --allreduce ring \
+    > "$work/ring" 2>&1 || { cp "$work/ring" "$work/out"; fail "ring: exit status $?"; }
+  $mpirun4 "$exe" --synthetic --steps 12 --log-every 12 --allreduce torus \
+    --torus-dims 2x2 --verify-replicas > "$work/out" 2>&1 || fail "exit status $?"
+  expect "x 4 ranks (mpi)"
+  expect "parameters identical on all 4 ranks"
+  loss() { sed -n 's/.*step 12\/12.*loss \([0-9.e+-]*\).*/\1/p' "$1" | head -n 1; }
+  ring=$(loss "$work/ring") torus=$(loss "$work/out")
+  test -n "$ring" && test -n "$torus" || fail "no step 12 loss (ring '$ring')"
+  python3 -c "import sys; r, t = map(float, sys.argv[1:]); sys.exit(abs(r - t) > 1e-5 * abs(r))" \
+    "$ring" "$torus" || fail "torus loss $torus, ring $ring"
+  # A grid that is not the world refuses to start, naming the flag.
+  $mpirun4 "$exe" --synthetic --steps 2 --allreduce torus --torus-dims 2x3 \
+    > "$work/out" 2>&1 && fail "a 2x3 grid on 4 ranks must be refused"
+  expect "the torus allreduce's grid 2x3 has 6 ranks, the job 4 (--torus-dims)"
   ;;
 *)
   echo "unknown mode $mode"; exit 2 ;;

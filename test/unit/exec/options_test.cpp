@@ -128,7 +128,14 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{{"--synthetic", "--steps", "1", "--mean", "1,2,3,4"},
             "--mean expects 1 to 3 comma-separated numbers"},
         Bad{{"--synthetic", "--steps", "1", "--comm-timeout", "0"},
-            "--comm-timeout must be positive, got 0"}));
+            "--comm-timeout must be positive, got 0"},
+        Bad{{"--synthetic", "--steps", "1", "--allreduce", "torus"},
+            "--allreduce torus and --torus-dims go together"},
+        Bad{{"--synthetic", "--steps", "1", "--torus-dims", "2x2"},
+            "--allreduce torus and --torus-dims go together"},
+        Bad{{"--synthetic", "--steps", "1", "--allreduce", "torus",
+             "--torus-dims", "2x0"},
+            "--torus-dims must be between 1 and 1048576, got 0"}));
 
 // Every numeric flag is bounded: a value that would overflow, wrap around
 // in a narrower field or exhaust memory is refused with the flag, the

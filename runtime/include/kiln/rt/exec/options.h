@@ -100,6 +100,8 @@ struct RunOptions {
   CommBackend comm = CommBackend::Auto;
   double commTimeout = 300;
   AllreduceAlgorithm allreduce = AllreduceAlgorithm::Library;
+  /// --torus-dims: the rank grid of --allreduce torus.
+  std::vector<int> torusDims;
   /// --comm-trace: where each rank writes its steps' communication trace
   /// (comm_trace.h); "{rank}" in it becomes the rank.
   std::string commTrace;
