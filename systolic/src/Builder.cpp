@@ -3,8 +3,11 @@
 #include "kiln/sim/Builder.h"
 
 #include "kiln/sim/Isa.h"
+#include "kiln/sim/Timing.h"
+#include "kiln/sim/View.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace kiln::sim {
 
@@ -21,6 +24,13 @@ bool readsDestinations(fb::VectorOp op) {
   return op == Op::ChannelSum || op == Op::ChannelMoments ||
          op == Op::ChannelCenteredDot || op == Op::XentLoss ||
          op == Op::SumSquares;
+}
+
+/// The elements an operand's view touches.
+ProgramBuilder::Use touched(const fb::OperandT &op) {
+  int64_t lo, hi;
+  operandTouchedRange(op, lo, hi);
+  return {op.buffer, lo, std::max(lo, hi + 1)};
 }
 
 } // namespace
@@ -128,9 +138,9 @@ uint32_t ProgramBuilder::beginSourceOp(const std::string &kind,
 }
 
 uint32_t ProgramBuilder::emit(std::unique_ptr<fb::InstructionT> instr,
-                              uint32_t unit, const std::vector<uint32_t> &reads,
-                              const std::vector<uint32_t> &writes,
-                              const std::vector<uint32_t> &drainedReads) {
+                              uint32_t unit, const std::vector<Use> &reads,
+                              const std::vector<Use> &writes,
+                              const std::vector<Use> &drainedReads) {
   if (capturing) {
     captured.push_back(
         {std::move(instr), unit, currentOp, reads, writes, drainedReads});
@@ -143,47 +153,56 @@ uint32_t ProgramBuilder::emit(std::unique_ptr<fb::InstructionT> instr,
     if (!s.used) {
       s.used = true;
       s.first = index;
-      for (uint32_t p : s.predecessors) {
-        for (auto &w : buffers[p].writers)
-          deps.push_back(w.second);
-        for (auto &r : buffers[p].readers)
-          deps.push_back(r.second);
-      }
+      for (uint32_t p : s.predecessors)
+        for (const Access &a : buffers[p].accesses)
+          deps.push_back(a.index);
     }
     s.last = index;
   };
-  for (uint32_t b : reads) {
-    touch(b);
-    for (auto &w : buffers[b].writers)
-      if (w.first != unit)
-        deps.push_back(w.second);
+  // Of the reads (writes) of one buffer that an instruction waits for, each
+  // unit's last stands for its earlier ones (units run in order and their
+  // results become ready in order).
+  auto waitFor = [&](const Use &u, bool sameUnit, bool writesOnly) {
+    std::map<std::pair<uint32_t, bool>, uint32_t> last;
+    for (const Access &a : buffers[u.buffer].accesses)
+      if ((a.unit == unit) == sameUnit && (a.write || !writesOnly) &&
+          a.lo < u.hi && u.lo < a.hi) {
+        uint32_t &l = last[{a.unit, a.write}];
+        l = std::max(l, a.index);
+      }
+    for (auto &l : last)
+      deps.push_back(l.second);
+  };
+  for (const Use &u : reads) {
+    touch(u.buffer);
+    waitFor(u, false, true);
   }
   // An MXU's result leaves the array R + C - 2 cycles after its last row
   // streamed in, while the unit already streams its next pass: a pass that
   // takes that result as an operand must wait for it like any other unit.
-  for (uint32_t b : drainedReads) {
-    auto w = buffers[b].writers.find(unit);
-    if (w != buffers[b].writers.end())
-      deps.push_back(w->second);
-  }
-  for (uint32_t b : writes) {
-    touch(b);
-    for (auto &w : buffers[b].writers)
-      if (w.first != unit)
-        deps.push_back(w.second);
-    for (auto &r : buffers[b].readers)
-      if (r.first != unit)
-        deps.push_back(r.second);
+  for (const Use &u : drainedReads)
+    waitFor(u, true, true);
+  for (const Use &u : writes) {
+    touch(u.buffer);
+    waitFor(u, false, false);
   }
   // Otherwise instructions of one unit run in order, so same-unit hazards
   // need no flags.
-  for (uint32_t b : reads)
-    buffers[b].readers[unit] = index;
-  for (uint32_t b : writes) {
-    buffers[b].writers.clear();
-    buffers[b].readers.clear();
-    buffers[b].writers[unit] = index;
-  }
+  auto record = [&](const Use &u, bool write) {
+    std::vector<Access> &list = buffers[u.buffer].accesses;
+    list.erase(std::remove_if(list.begin(), list.end(),
+                              [&](const Access &a) {
+                                bool covered = u.lo <= a.lo && a.hi <= u.hi;
+                                return covered &&
+                                       (write || (!a.write && a.unit == unit));
+                              }),
+               list.end());
+    list.push_back({u.lo, u.hi, unit, index, write});
+  };
+  for (const Use &u : reads)
+    record(u, false);
+  for (const Use &u : writes)
+    record(u, true);
   std::sort(deps.begin(), deps.end());
   deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
   instr->deps = std::move(deps);
@@ -192,13 +211,102 @@ uint32_t ProgramBuilder::emit(std::unique_ptr<fb::InstructionT> instr,
   return index;
 }
 
-void ProgramBuilder::emitInterleaved(Capture a, Capture b) {
+void ProgramBuilder::schedule(const Capture &c, const TargetConfig &target,
+                              const std::vector<uint64_t> *after,
+                              std::vector<uint64_t> &start,
+                              std::vector<uint64_t> &end) const {
+  std::map<uint32_t, uint64_t> unitFree, written, touched;
+  start.assign(c.size(), 0);
+  end.assign(c.size(), 0);
+  for (size_t k = 0; k < c.size(); ++k) {
+    const fb::InstructionT &in = *c[k].instr;
+    uint64_t busy = 0, latency = 0;
+    if (const fb::MatMulT *m = in.kind.AsMatMul()) {
+      busy = uint64_t(operandRows(*m->lhs) + operandCols(*m->lhs));
+      latency = target.fillDrainCycles();
+    } else if (const fb::VectorT *v = in.kind.AsVector()) {
+      busy = std::max<uint64_t>(
+          1, (vectorWork(*v) + target.vectorLanes - 1) / target.vectorLanes);
+      latency = target.vectorLatency;
+    } else if (const fb::DmaT *d = in.kind.AsDma()) {
+      const fb::OperandT &h =
+          buffers[d->src->buffer].spec.space == fb::Space::HBM ? *d->src
+                                                               : *d->dst;
+      double bytes = double(countInBounds(h)) *
+                     double(dtypeBytes(buffers[h.buffer].spec.dtype));
+      busy = target.dmaOverhead +
+             uint64_t(std::ceil(bytes / target.hbmBytesPerCycle()));
+      latency = target.dmaLatency;
+    }
+    uint64_t t = unitFree[c[k].unit];
+    if (after)
+      t = std::max(t, (*after)[k]);
+    for (const Use &u : c[k].reads)
+      t = std::max(t, written[u.buffer]);
+    for (const Use &u : c[k].writes)
+      t = std::max(t, touched[u.buffer]);
+    start[k] = t;
+    end[k] = t + busy + latency;
+    unitFree[c[k].unit] = t + busy;
+    for (const Use &u : c[k].reads)
+      touched[u.buffer] = std::max(touched[u.buffer], t + busy);
+    for (const Use &u : c[k].writes) {
+      written[u.buffer] = end[k];
+      touched[u.buffer] = std::max(touched[u.buffer], end[k]);
+    }
+  }
+}
+
+void ProgramBuilder::emitInterleaved(Capture a, Capture b,
+                                     const TargetConfig &target) {
+  // need[j]: how many instructions of `a` must be out before b[j] may be,
+  // from the conflicting accesses of the two (per buffer, a's uses in order).
+  struct AUse {
+    size_t index;
+    int64_t lo, hi;
+    bool write;
+  };
+  std::map<uint32_t, std::vector<AUse>> aUses;
+  for (size_t i = 0; i < a.size(); ++i) {
+    for (const Use &u : a[i].reads)
+      aUses[u.buffer].push_back({i, u.lo, u.hi, false});
+    for (const Use &u : a[i].writes)
+      aUses[u.buffer].push_back({i, u.lo, u.hi, true});
+  }
+  std::vector<size_t> need(b.size(), 0);
+  for (size_t j = 0; j < b.size(); ++j) {
+    auto scan = [&](const Use &u, bool write) {
+      auto it = aUses.find(u.buffer);
+      if (it == aUses.end())
+        return;
+      for (auto k = it->second.rbegin(); k != it->second.rend(); ++k)
+        if ((write || k->write) && k->lo < u.hi && u.lo < k->hi) {
+          need[j] = std::max(need[j], k->index + 1);
+          return;
+        }
+    };
+    for (const Use &u : b[j].reads)
+      scan(u, false);
+    for (const Use &u : b[j].writes)
+      scan(u, true);
+  }
+  // Each capture scheduled alone on the units (b's instructions also after
+  // the ones of a they wait for), with estimated durations: the merge takes
+  // the instruction that would start first, so that an instruction which
+  // must wait is not queued on an in-order unit ahead of work that could
+  // run meanwhile.
+  std::vector<uint64_t> aStart, aEnd, bStart, bEnd;
+  schedule(a, target, nullptr, aStart, aEnd);
+  std::vector<uint64_t> after(b.size(), 0);
+  for (size_t k = 0; k < b.size(); ++k)
+    if (need[k] > 0)
+      after[k] = aEnd[need[k] - 1];
+  schedule(b, target, &after, bStart, bEnd);
   uint32_t op = currentOp;
   size_t i = 0, j = 0;
   while (i < a.size() || j < b.size()) {
-    // The next instruction of the capture that is behind in proportion.
     bool takeA = j == b.size() ||
-                 (i < a.size() && (i + 1) * b.size() <= (j + 1) * a.size());
+                 (i < a.size() && (i < need[j] || aStart[i] <= bStart[j]));
     Captured &c = takeA ? a[i++] : b[j++];
     currentOp = c.op;
     emit(std::move(c.instr), c.unit, c.reads, c.writes, c.drainedReads);
@@ -215,9 +323,9 @@ uint32_t ProgramBuilder::dma(const OperandSpec &src, const OperandSpec &dst) {
   fb::DmaT d;
   d.src = src.build();
   d.dst = dst.build();
+  Use from = touched(*d.src), to = touched(*d.dst);
   instr->kind.Set(std::move(d));
-  return emit(std::move(instr), dmaUnit(src.buffer), {src.buffer},
-              {dst.buffer});
+  return emit(std::move(instr), dmaUnit(src.buffer), {from}, {to});
 }
 
 uint32_t ProgramBuilder::matmul(uint32_t mxu, const OperandSpec &lhs,
@@ -230,25 +338,27 @@ uint32_t ProgramBuilder::matmul(uint32_t mxu, const OperandSpec &lhs,
   m.rhs = rhs.build();
   m.out = out.build();
   m.accumulate = accumulate;
+  Use l = touched(*m.lhs), r = touched(*m.rhs), o = touched(*m.out);
   instr->kind.Set(std::move(m));
-  std::vector<uint32_t> reads = {lhs.buffer, rhs.buffer};
+  std::vector<Use> reads = {l, r};
   if (accumulate)
-    reads.push_back(out.buffer);
-  return emit(std::move(instr), mxu, reads, {out.buffer},
-              {lhs.buffer, rhs.buffer});
+    reads.push_back(o);
+  return emit(std::move(instr), mxu, reads, {o}, {l, r});
 }
 
 uint32_t ProgramBuilder::vector(fb::VectorOp op, std::vector<fb::Region> srcs,
                                 std::vector<fb::Region> dsts, int64_t rows,
                                 int64_t channels, std::vector<double> fattrs,
                                 std::vector<int64_t> iattrs) {
-  std::vector<uint32_t> reads, writes;
+  // Regions count as the whole buffer (what a vector op touches beyond
+  // rows x channels depends on the op).
+  std::vector<Use> reads, writes;
   for (const fb::Region &r : srcs)
-    reads.push_back(r.buffer());
+    reads.push_back({r.buffer()});
   for (const fb::Region &r : dsts) {
-    writes.push_back(r.buffer());
+    writes.push_back({r.buffer()});
     if (readsDestinations(op))
-      reads.push_back(r.buffer());
+      reads.push_back({r.buffer()});
   }
   auto instr = std::make_unique<fb::InstructionT>();
   fb::VectorT v;
@@ -270,7 +380,10 @@ uint32_t ProgramBuilder::allReduce(std::vector<uint32_t> bufs) {
   fb::AllReduceT a;
   a.buffers = bufs;
   instr->kind.Set(std::move(a));
-  return emit(std::move(instr), kIci, bufs, bufs);
+  std::vector<Use> uses;
+  for (uint32_t b : bufs)
+    uses.push_back({b});
+  return emit(std::move(instr), kIci, uses, uses);
 }
 
 void ProgramBuilder::finish() {

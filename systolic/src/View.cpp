@@ -63,6 +63,33 @@ void operandAddressRange(const fb::OperandT &op, int64_t &lo, int64_t &hi) {
   }
 }
 
+void operandTouchedRange(const fb::OperandT &op, int64_t &lo, int64_t &hi) {
+  lo = hi = op.base;
+  for (const auto &q : op.coords) {
+    // The coordinate's extremes over the index ranges, clipped to bounds.
+    int64_t vlo = q->offset, vhi = q->offset;
+    auto extend = [&](const std::vector<int64_t> &counts,
+                      const std::vector<int64_t> &coef) {
+      for (size_t d = 0; d < counts.size() && d < coef.size(); ++d) {
+        int64_t span = coef[d] * (std::max<int64_t>(counts[d], 1) - 1);
+        vlo += std::min<int64_t>(0, span);
+        vhi += std::max<int64_t>(0, span);
+      }
+    };
+    extend(op.row_counts, q->row_coef);
+    extend(op.col_counts, q->col_coef);
+    vlo = std::max<int64_t>(vlo, 0);
+    vhi = std::min<int64_t>(vhi, q->bound - 1);
+    if (vlo > vhi) {
+      lo = 0;
+      hi = -1;
+      return;
+    }
+    lo += std::min(q->stride * vlo, q->stride * vhi);
+    hi += std::max(q->stride * vlo, q->stride * vhi);
+  }
+}
+
 View::View(const fb::OperandT &op) {
   numRows = product(op.row_counts);
   numCols = product(op.col_counts);

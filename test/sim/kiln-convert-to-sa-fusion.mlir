@@ -22,10 +22,13 @@
 // CHECK: sa.matmul mxu 1
 // CHECK: sa.vector channel_moments (@[[C1]][288]) -> (@[[M1]][0], @[[M1]][8]) rows 36 channels 8
 // CHECK: sa.source "batch_norm_train" "conv1"
-// CHECK-NOT: channel_moments
-// CHECK: sa.vector bn_stats (@[[M1]][0], @[[M1]][8], {{.*}}) -> ({{.*}}, @[[SS]][0], @[[SS]][8], {{.*}})
-// CHECK-NEXT: sa.vector channel_affine (@[[C1]][0], @[[SS]][0], @[[SS]][8]) -> ({{.*}}) rows 72 channels 8 iattrs [1]
-// CHECK: sa.source "conv2d" "conv2"
+// conv2 reads the normalized output: it is lowered with the batch norm
+// (pipelined), its tiles after the batch norm's tiles they read; the batch
+// norm's instructions name their op.
+// CHECK-NEXT: sa.source "conv2d" "conv2"
+// CHECK-NOT: channel_moments {{.*}}sa.op = 1
+// CHECK: sa.vector bn_stats (@[[M1]][0], @[[M1]][8], {{.*}}) -> ({{.*}}, @[[SS]][0], @[[SS]][8], {{.*}}) {{.*}}{sa.op = 1 : i64}
+// CHECK-NEXT: sa.vector channel_affine (@[[C1]][0], @[[SS]][0], @[[SS]][8]) -> ({{.*}}) rows 72 channels 8 iattrs [1] {sa.op = 1 : i64}
 // CHECK: sa.source "batch_norm_train" "conv2"
 // CHECK: sa.vector bn_stats
 // CHECK-NEXT: sa.vector channel_affine ({{.*}}) -> (@[[T:[A-Za-z0-9._]+]][0]) rows 72 channels 8 iattrs [0]

@@ -119,6 +119,15 @@ struct Node {
   /// scale and shift of the normalization; the backward recomputes the
   /// relu mask of the forward output from x with them.
   int scaleShift = -1;
+  /// The reductions of a batch-norm backward taken where its dy is produced
+  /// (fuseBatchNormBackwardSums): `sums` is the [2, C] f32 tensor of the
+  /// channel sums of dy and of dy * (x - mean), dy masked by the forward's
+  /// relu when `scaleShift` is set. On the producer (Conv2dBackwardData,
+  /// FusedElementwise) `sums` is an output and the others are inputs; on
+  /// the BatchNormBackward only `sums` is set, an input.
+  struct GradSums {
+    int sums = -1, dy = -1, x = -1, mean = -1, scaleShift = -1;
+  } gradSums;
   /// Conv2d: lower as a space-to-depth stem (see docs/systolic.md).
   bool spaceToDepth = false;
   int64_t schedule = 0;
@@ -165,6 +174,12 @@ struct Graph {
     return t;
   }
 };
+
+/// Moves the reductions of each batch-norm backward into the node that
+/// produces its dy (a stride-1 data gradient or a fused elementwise chain),
+/// which reads the batch norm's input while dy is on chip: the backward
+/// then makes one pass (dx) instead of two. docs/systolic.md, "Fusion".
+void fuseBatchNormBackwardSums(Graph &g);
 
 } // namespace kiln::sa
 

@@ -255,6 +255,8 @@ struct ConvertToSaPass : impl::KilnConvertToSaBase<ConvertToSaPass> {
     sa::Graph graph;
     if (failed(sa::buildGraph(module, fn, graphOptions, graph)))
       return signalPassFailure();
+    if (fuse)
+      sa::fuseBatchNormBackwardSums(graph);
     sa::PlanOptions planOptions;
     planOptions.residentFraction = residentFraction;
     if (!(residentFraction >= 0 && residentFraction < 1)) {
@@ -265,7 +267,7 @@ struct ConvertToSaPass : impl::KilnConvertToSaBase<ConvertToSaPass> {
     planOptions.allowResident = residentFraction > 0;
     planOptions.packTaps = packTaps;
     // Overlapping ops is part of the same schedule.
-    planOptions.interleave = fuse;
+    planOptions.interleave = planOptions.pipeline = fuse;
     if (failed(sa::convertToSa(module, graph, target, planOptions)))
       signalPassFailure();
   }

@@ -63,6 +63,9 @@ struct ConvInstance {
   /// Forward with a fused batch norm: the [2, C] f32 tensor the epilogue
   /// accumulates the output's channel sums and sums of squares into.
   int moments = -1;
+  /// Stride-1 backward data whose output is a batch-norm backward's dy: the
+  /// reductions that batch norm takes in this epilogue.
+  Node::GradSums gradSums;
 };
 
 /// The instance of group g.
@@ -270,11 +273,12 @@ private:
     return std::max<int64_t>(
         1, std::min(c.IH, (cnt - 1) * c.ay + c.th.cMax() - c.th.cMin() + 1));
   }
-  /// Bytes of a tile: two slabs, two accumulators (and conversions).
+  /// Bytes of a tile: two slabs, two accumulators (and conversions, and
+  /// the batch norm's x and mask for its reductions).
   int64_t tileBytes(const ConvInstance &c, int64_t nb, int64_t cnt) const {
     int64_t rows = nb * cnt * c.OW2;
     int64_t slab = nb * maxSlabRows(c, cnt) * c.IW * c.IC * xb;
-    return 2 * slab + 2 * rows * obw * (4 + (needCvt ? 2 : 0));
+    return 2 * slab + 2 * rows * obw * (4 + (needCvt ? 2 : 0) + sumsBytes);
   }
 
   Planner &p;
@@ -289,6 +293,11 @@ private:
   int64_t blockCounter = 0, tileCounter = 0;
   /// The moments on chip (c0.moments >= 0).
   Loc moments;
+  /// A batch-norm backward's reductions (c0.gradSums), with double-buffered
+  /// slots for its x and mask, and their bytes per output element.
+  GradSumsEpilogue sums;
+  uint32_t sumsX[2] = {0, 0}, sumsMask[2] = {0, 0};
+  int64_t sumsBytes = 0;
 };
 
 Status ConvInstancesLowering::run() {
@@ -303,6 +312,7 @@ Status ConvInstancesLowering::run() {
     p.b.vector(fb::VectorOp::Fill, {}, {moments.region()}, 1, 2 * c0.OC,
                {0.0});
   }
+  KILN_RETURN_IF_ERROR(sums.begin(p, c0.gradSums));
   // Groups one after the other, each its own implicit GEMM over its
   // channels (the staging slots are shared).
   for (int64_t group = 0; group < c0.groups; ++group)
@@ -325,6 +335,7 @@ Status ConvInstancesLowering::run() {
   }
   if (c0.moments >= 0)
     p.store(c0.moments, 0, 2 * c0.OC, moments);
+  sums.end(p);
   return Status::ok();
 }
 
@@ -345,6 +356,12 @@ Status ConvInstancesLowering::planFilterGroups() {
   needCvt = !yOnChip && p.dtype(c0.y) != fb::DType::F32;
   left = p.budget() - (p.onChip(c0.w) ? 0 : ocg * perOc) - 4096 -
          (c0.moments >= 0 ? 8 * c0.OC + 64 : 0);
+  if (c0.gradSums.sums >= 0) {
+    int x = c0.gradSums.x;
+    sumsBytes = (p.onChip(x) ? 0 : p.bytes(p.dtype(x))) +
+                (c0.gradSums.scaleShift >= 0 ? p.bytes(p.dtype(c0.y)) : 0);
+    left -= vectorBytes(8, c0.OC);
+  }
   xb = p.bytes(p.dtype(c0.x));
   return Status::ok();
 }
@@ -397,6 +414,13 @@ Status ConvInstancesLowering::allocateSlots() {
     KILN_RETURN_IF_ERROR(p.slot("acc", fb::DType::F32, maxRows * obw, acc[k]));
     if (needCvt)
       KILN_RETURN_IF_ERROR(p.slot("cvt", p.dtype(c0.y), maxRows * obw, cvt[k]));
+    int x = c0.gradSums.x;
+    if (c0.gradSums.sums >= 0 && !p.onChip(x))
+      KILN_RETURN_IF_ERROR(
+          p.slot("bnx", p.dtype(x), maxRows * obw, sumsX[k]));
+    if (c0.gradSums.scaleShift >= 0)
+      KILN_RETURN_IF_ERROR(
+          p.slot("mask", p.dtype(c0.y), maxRows * obw, sumsMask[k]));
   }
   return Status::ok();
 }
@@ -468,11 +492,27 @@ void ConvInstancesLowering::writeOutputBlock(const ConvInstance &c,
                 fb::Region(moments.buffer, moments.offset + c.OC + oc0)},
                rows, w);
   };
+  // A batch-norm backward's reductions over the block as stored, with the
+  // same positions and channels of the batch norm's input.
+  auto accumulateGradSums = [&](fb::Region block) {
+    if (!sums.active())
+      return;
+    int x = c.gradSums.x;
+    size_t k = size_t(blockCounter % 2);
+    fb::Region xr(sumsX[k], 0);
+    if (p.onChip(x))
+      xr = fb::Region(p.home(x), (t.n0 * c.OH + t.r0) * c.OW * c.YC + oc0);
+    else
+      p.b.dma(outputView(c, t, p.home(x), oc0, w),
+              OperandSpec::matrix(sumsX[k], 0, rows, w, w));
+    sums.tile(p, block, xr, sumsMask[k], rows, oc0, w);
+  };
   if (yOnChip && dense) {
     int64_t row0 = (t.n0 * c.OH + t.r0) * c.OW;
     p.storeBlock(c.y, a, row0, rows, c.yc0 + oc0, w, 0);
     // A resident output has one column block (Planner::assignHomes).
     accumulateMoments(fb::Region(p.home(c.y), row0 * c.YC));
+    accumulateGradSums(fb::Region(p.home(c.y), row0 * c.YC));
     return;
   }
   uint32_t src = a;
@@ -482,6 +522,7 @@ void ConvInstancesLowering::writeOutputBlock(const ConvInstance &c,
                rows, w);
   }
   accumulateMoments(fb::Region(src, 0));
+  accumulateGradSums(fb::Region(src, 0));
   p.b.dma(OperandSpec::matrix(src, 0, rows, w, w),
           outputView(c, t, p.home(c.y), oc0, w));
 }
@@ -502,12 +543,13 @@ public:
 
 private:
   /// Where one tile's x and dy are read: staged slabs, or the resident
-  /// tensors in place (the whole tensor as the slab).
+  /// tensors in place (the whole tensor as the slab). dy's view has dyC
+  /// channels, the first of which is channel dyC0 of the group's.
   struct TileView {
     int64_t n0, r0, tn, tc;
     uint32_t xsl, ysl;
     int64_t ih0, rows;
-    int64_t xn0, xnb, dyn0, dynb, dyr0, dyRows;
+    int64_t xn0, xnb, dyn0, dynb, dyr0, dyRows, dyC, dyC0;
   };
 
   Status planGeometry();
@@ -533,7 +575,7 @@ private:
   /// Staging bytes of double-buffered tiles of `nb` images by `cnt` rows.
   int64_t tileBytes(int64_t nb, int64_t cnt) const {
     int64_t rows = maxSlabRows(cnt);
-    return 2 * (nb * rows * W * Cx * xb + nb * cnt * OW * Co * yb);
+    return 2 * (nb * rows * W * Cx * xb + nb * cnt * OW * maxGroupC * yb);
   }
 
   Planner &p;
@@ -549,6 +591,9 @@ private:
   // Rows of dW^T streamed per pass: (tap, channel).
   int64_t th = 0, tw = 0, sh = 0, sw = 0, dh = 0, dw = 0, padT = 0, padL = 0;
   int64_t m = 0, obw = 0, blocks = 0, group = 0;
+  /// The dy channels of the current group of blocks (relative to the
+  /// convolution group's), and the most a group has: only those are staged.
+  int64_t groupC0 = 0, groupC = 0, maxGroupC = 0;
   bool split = false, needCvt = false;
   int64_t xb = 0, yb = 0, nb = 0, cnt = 0;
   uint32_t xs[2] = {0, 0}, ys[2] = {0, 0};
@@ -570,6 +615,8 @@ Status FilterGradientLowering::run() {
     xg0 = cg * Cx, yg0 = cg * Co;
     for (int64_t b0 = 0; b0 < blocks; b0 += group) {
       int64_t gb = std::min(group, blocks - b0);
+      groupC0 = b0 * obw;
+      groupC = std::min(gb * obw, Co - groupC0);
       first = firstOther = true;
       chunkCounter = 0;
       for (int64_t n0 = 0; n0 < N; n0 += nb)
@@ -617,9 +664,15 @@ Status FilterGradientLowering::planGeometry() {
 Status FilterGradientLowering::planTiles() {
   obw = std::min(C, Co);
   blocks = ceilDiv(Co, obw);
-  group = std::min<int64_t>(blocks, p.t.mxuCount);
+  // Output blocks accumulated together: every group of blocks reads all of
+  // x again, so as many as half of staging holds (whole multiples of the
+  // MXU count, which take them in turn).
+  group = blocks;
   while (group > 1 && group * m * obw * 4 > p.budget() / 2)
     --group;
+  if (group > int64_t(p.t.mxuCount))
+    group = group / p.t.mxuCount * p.t.mxuCount;
+  maxGroupC = std::min(group * obw, Co);
   if (m * obw * 4 > p.budget() / 2)
     return invalidArgumentError(
         "the filter gradient of one output block does not "
@@ -653,7 +706,7 @@ Status FilterGradientLowering::allocateSlots() {
   for (int k = 0; k < 2; ++k) {
     KILN_RETURN_IF_ERROR(p.slot("x", p.dtype(xid), maxSlab, xs[k]));
     KILN_RETURN_IF_ERROR(
-        p.slot("dy", p.dtype(dyid), nb * cnt * OW * Co, ys[k]));
+        p.slot("dy", p.dtype(dyid), nb * cnt * OW * maxGroupC, ys[k]));
   }
   acc.resize(static_cast<size_t>(split ? 2 : group));
   for (auto &a : acc)
@@ -674,7 +727,7 @@ FilterGradientLowering::TileView FilterGradientLowering::loadTile(int64_t n0,
   // Resident operands are read in place (the whole tensor as the slab).
   bool xIn = p.onChip(xid), dyIn = p.onChip(dyid);
   v.xn0 = 0, v.xnb = v.tn, v.dyn0 = 0, v.dynb = v.tn, v.dyr0 = 0,
-  v.dyRows = v.tc;
+  v.dyRows = v.tc, v.dyC = groupC, v.dyC0 = groupC0;
   if (xIn) {
     v.xsl = p.home(xid);
     v.ih0 = 0;
@@ -688,6 +741,8 @@ FilterGradientLowering::TileView FilterGradientLowering::loadTile(int64_t n0,
     v.dynb = N;
     v.dyr0 = r0;
     v.dyRows = OH;
+    v.dyC = Co;
+    v.dyC0 = 0;
   }
   OperandSpec src;
   src.buffer = p.home(xid);
@@ -704,21 +759,23 @@ FilterGradientLowering::TileView FilterGradientLowering::loadTile(int64_t n0,
   if (v.rows > 0 && !xIn)
     p.b.dma(src, OperandSpec::matrix(v.xsl, 0, v.tn, v.rows * W * Cx,
                                      v.rows * W * Cx));
+  // dy's rows of the tile, only the channels of the current blocks.
   OperandSpec dsrc;
   dsrc.buffer = p.home(dyid);
   dsrc.rows = {v.tn};
   dsrc.cols = {v.tc * OW * Co};
   dsrc.coords = {{OH * OW * Co, n0, N, {1}, {0}},
                  {1, r0 * OW * Co, OH * OW * Co, {0}, {1}}};
-  if (groups > 1) {
-    dsrc.cols = {v.tc * OW, Co};
+  if (groups > 1 || groupC < Co) {
+    int64_t c0 = yg0 + groupC0;
+    dsrc.cols = {v.tc * OW, groupC};
     dsrc.coords = {{OH * OW * YC, n0, N, {1}, {0, 0}},
                    {YC, r0 * OW, OH * OW, {0}, {1, 0}},
-                   {1, yg0, yg0 + Co, {0}, {0, 1}}};
+                   {1, c0, c0 + groupC, {0}, {0, 1}}};
   }
   if (!dyIn)
-    p.b.dma(dsrc, OperandSpec::matrix(v.ysl, 0, v.tn, v.tc * OW * Co,
-                                      v.tc * OW * Co));
+    p.b.dma(dsrc, OperandSpec::matrix(v.ysl, 0, v.tn, v.tc * OW * groupC,
+                                      v.tc * OW * groupC));
   return v;
 }
 
@@ -770,10 +827,10 @@ void FilterGradientLowering::accumulateTile(const TileView &v, int64_t b0,
           rhs.rows = {ccn, cch, cw};
           rhs.cols = {w};
           rhs.coords = {
-              {v.dyRows * OW * Co, v.dyn0 + nc, v.dynb, {1, 0, 0}, {0}},
-              {OW * Co, v.dyr0 + q, v.dyRows, {0, 1, 0}, {0}},
-              {Co, ow0, OW, {0, 0, 1}, {0}},
-              {1, oc0, Co, {0, 0, 0}, {1}}};
+              {v.dyRows * OW * v.dyC, v.dyn0 + nc, v.dynb, {1, 0, 0}, {0}},
+              {OW * v.dyC, v.dyr0 + q, v.dyRows, {0, 1, 0}, {0}},
+              {v.dyC, ow0, OW, {0, 0, 1}, {0}},
+              {1, oc0 - v.dyC0, v.dyC, {0, 0, 0}, {1}}};
           if (other) {
             p.b.matmul(1, lhs, rhs, OperandSpec::matrix(acc[1], 0, m, w, w),
                        !firstOther);
@@ -868,6 +925,9 @@ Status Planner::lowerConv(const Node &n) {
 }
 
 Status Planner::lowerConvBackwardData(const Node &n) {
+  if (n.gradSums.sums >= 0 && (n.strides[0] != 1 || n.strides[1] != 1))
+    return invalidArgumentError("a strided data gradient cannot take a batch "
+                                "norm's reductions");
   const Tensor &dy = tensor(n.inputs[0]), &w = tensor(n.inputs[1]),
                &dx = tensor(n.outputs[0]);
   int64_t sh = n.strides[0], sw = n.strides[1], dh = n.dilations[0],
@@ -916,6 +976,7 @@ Status Planner::lowerConvBackwardData(const Node &n) {
       if (c.th.count == 0 || c.tw.count == 0)
         c.th.count = c.tw.count = 0; // no taps: the class is zero
       setGroups(c, n.groups);
+      c.gradSums = n.gradSums;
       classes.push_back(c);
     }
   return lowerInstances(*this, classes);

@@ -8,6 +8,11 @@
 // backward pass's gradient sums with the relu mask after them, lose their
 // HBM round trips in between.
 //
+// fuseBatchNormBackwardSums moves a batch-norm backward's reductions into
+// the op that produces its dy (this chain, or a stride-1 data gradient's
+// epilogue, PlanConv.cpp): that op reads the batch norm's x while dy is on
+// chip, and the backward reads dy and x once instead of twice.
+//
 //===----------------------------------------------------------------------===//
 
 #include "PlannerImpl.h"
@@ -17,14 +22,32 @@ namespace kiln::sa {
 Status Planner::lowerFusedElementwise(const Node &n) {
   const Tensor &shape = tensor(n.outputs[0]);
   int64_t c = shape.channels(), rows = shape.numElements() / c;
-  size_t numInputs = n.inputs.size();
-  // Staging per tile: every input and every value the chain computes.
+  // The chain's inputs; a batch norm's x and statistics follow them when
+  // the chain takes its reductions (Node::gradSums).
+  size_t numInputs = n.chainTypes.size() - n.body.size();
+  GradSumsEpilogue sums;
+  KILN_RETURN_IF_ERROR(sums.begin(*this, n.gradSums));
+  // Staging per tile: every input and every value the chain computes (and
+  // the batch norm's x and mask).
   int64_t bpr = 0;
   for (fb::DType d : n.chainTypes)
     bpr += c * bytes(d);
+  int x = n.gradSums.x, dy = -1;
+  if (sums.active()) {
+    bpr += c * bytes(dtype(x));
+    if (sums.masked())
+      bpr += c * bytes(dtype(n.gradSums.dy));
+    for (size_t i = 0; i < n.yields.size(); ++i)
+      if (n.outputs[i] == n.gradSums.dy)
+        dy = n.yields[i];
+  }
+  if (sums.active() && dy < 0)
+    return invalidArgumentError("the batch norm's dy is not a result of "
+                                "the chain");
   // Slots are 64-byte aligned.
   int64_t tr = tileRows(rows, bpr, 2,
-                        budget() - 2 * 64 * int64_t(n.chainTypes.size()));
+                        budget() - 2 * 64 * int64_t(n.chainTypes.size() + 2) -
+                            (sums.active() ? vectorBytes(8, c) : 0));
   // The output a chain value is stored as, if it is yielded.
   std::vector<int> yieldedAs(n.chainTypes.size(), -1);
   for (size_t i = 0; i < n.yields.size(); ++i)
@@ -43,6 +66,14 @@ Status Planner::lowerFusedElementwise(const Node &n) {
     id = slots[value][size_t(k)];
     return Status::ok();
   };
+  uint32_t xSlots[2] = {0, 0}, maskSlots[2] = {0, 0};
+  for (int k = 0; k < 2 && sums.active(); ++k) {
+    if (!onChip(x))
+      KILN_RETURN_IF_ERROR(slot("x", dtype(x), tr * c, xSlots[k]));
+    if (sums.masked())
+      KILN_RETURN_IF_ERROR(
+          slot("mask", dtype(n.gradSums.dy), tr * c, maskSlots[k]));
+  }
   for (int64_t r0 = 0, tile = 0; r0 < rows; r0 += tr, ++tile) {
     int k = int(tile % 2);
     int64_t cnt = std::min(tr, rows - r0);
@@ -69,10 +100,62 @@ Status Planner::lowerFusedElementwise(const Node &n) {
                iattrs);
       values.push_back(dst);
     }
+    if (sums.active()) {
+      Loc lx = load(x, r0 * c, cnt * c, xSlots[k]);
+      sums.tile(*this, values[size_t(dy)].region(), lx.region(),
+                maskSlots[k], cnt, 0, c);
+    }
     for (size_t i = 0; i < n.yields.size(); ++i)
       store(n.outputs[i], r0 * c, cnt * c, values[size_t(n.yields[i])]);
   }
+  sums.end(*this);
   return Status::ok();
+}
+
+} // namespace kiln::sa
+
+namespace kiln::sa {
+
+void fuseBatchNormBackwardSums(Graph &g) {
+  // The node that wrote each tensor last.
+  std::vector<int> producer(g.tensors.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node &bn = g.nodes[i];
+    if (bn.kind == NodeKind::BatchNormBackward && bn.gradSums.sums < 0) {
+      int dy = bn.inputs[0], x = bn.inputs[1], mean = bn.inputs[3];
+      int p = producer[size_t(g.root(dy))];
+      // x and mean must exist when the producer runs.
+      auto before = [&](int t) {
+        return producer[size_t(g.root(t))] < p;
+      };
+      if (p >= 0 && before(x) && before(mean) &&
+          (bn.scaleShift < 0 || before(bn.scaleShift))) {
+        Node &prod = g.nodes[size_t(p)];
+        bool eligible =
+            prod.gradSums.sums < 0 &&
+            ((prod.kind == NodeKind::Conv2dBackwardData &&
+              prod.outputs[0] == dy && prod.groups == 1 &&
+              prod.strides[0] == 1 && prod.strides[1] == 1) ||
+             prod.kind == NodeKind::FusedElementwise);
+        if (eligible) {
+          Tensor t;
+          t.shape = {2, g.tensors[size_t(x)].channels()};
+          t.name = "t" + std::to_string(g.tensors.size());
+          int sums = g.addTensor(t);
+          producer.push_back(p);
+          prod.gradSums = {sums, dy, x, mean, bn.scaleShift};
+          prod.inputs.insert(prod.inputs.end(), {x, mean});
+          if (bn.scaleShift >= 0)
+            prod.inputs.push_back(bn.scaleShift);
+          prod.outputs.push_back(sums);
+          bn.gradSums.sums = sums;
+          bn.inputs.push_back(sums);
+        }
+      }
+    }
+    for (int o : g.nodes[i].outputs)
+      producer[size_t(g.root(o))] = int(i);
+  }
 }
 
 } // namespace kiln::sa

@@ -118,14 +118,6 @@ Status Planner::lowerElementwise(const Node &n) {
   return Status::ok();
 }
 
-/// Staging bytes of `count` f32 per-channel slots and of the alignment of
-/// the two double-buffered tiles (slots are 64-byte aligned, so 24 channels
-/// take 128 bytes, not 96).
-static int64_t vectorBytes(int64_t count, int64_t c) {
-  int64_t aligned = (c * 4 + 63) / 64 * 64;
-  return count * aligned + (aligned == c * 4 ? 0 : 4 * 64);
-}
-
 /// The region `channels` elements after a place on chip.
 static fb::Region after(const Loc &l, int64_t channels) {
   return fb::Region(l.buffer, l.offset + channels);
@@ -193,12 +185,15 @@ Status Planner::lowerBatchNorm(const Node &n) {
     store(n.outputs[i + 1], 0, c, out[i]);
   if (n.scaleShift >= 0)
     store(n.scaleShift, 0, 2 * c, scaleShift[0]);
-  // The second pass walks the tiles backwards: the last tile of the first
-  // pass may still be on chip.
+  // After a statistics pass the tiles are walked backwards (the last tile
+  // of the first pass may still be on chip); with the statistics from the
+  // convolution forwards, so that a consumer pipelined with this op
+  // (PlanOptions::pipeline) reads its tiles in the order they are stored.
   int64_t numTiles = (rows + tr - 1) / tr;
-  for (int64_t tile = numTiles - 1; tile >= 0; --tile) {
+  for (int64_t step = 0; step < numTiles; ++step) {
+    int64_t tile = n.moments >= 0 ? step : numTiles - 1 - step;
     int64_t r0 = tile * tr, cnt = std::min(tr, rows - r0);
-    int k = int((numTiles - 1 - tile) % 2);
+    int k = int(step % 2);
     uint32_t s = 0, d = 0;
     if (!onChip(x))
       KILN_RETURN_IF_ERROR(slots.get(0, k, s));
@@ -236,9 +231,24 @@ Status Planner::lowerBatchNormBackward(const Node &n) {
   KILN_RETURN_IF_ERROR(outVectors(*this, {n.outputs[1], n.outputs[2]}, out));
   if (masked)
     KILN_RETURN_IF_ERROR(loadVectors(*this, {n.scaleShift}, scaleShift));
-  uint32_t s0, s1, A, B, K;
-  for (auto [name, id] :
-       {std::pair{"sdy", &s0}, {"sdyx", &s1}, {"a", &A}, {"b", &B}, {"k", &K}})
+  // The sums come from the epilogue of dy's producer, or from a pass here.
+  bool summed = n.gradSums.sums >= 0;
+  std::vector<Loc> sums;
+  if (summed)
+    KILN_RETURN_IF_ERROR(loadVectors(*this, {n.gradSums.sums}, sums));
+  fb::Region s0, s1;
+  if (summed) {
+    s0 = sums[0].region();
+    s1 = after(sums[0], c);
+  } else {
+    uint32_t a = 0, bb = 0;
+    KILN_RETURN_IF_ERROR(slot("sdy", fb::DType::F32, c, a));
+    KILN_RETURN_IF_ERROR(slot("sdyx", fb::DType::F32, c, bb));
+    s0 = fb::Region(a, 0);
+    s1 = fb::Region(bb, 0);
+  }
+  uint32_t A, B, K;
+  for (auto [name, id] : {std::pair{"a", &A}, {"b", &B}, {"k", &K}})
     KILN_RETURN_IF_ERROR(slot(name, fb::DType::F32, c, *id));
   // A masked gradient's tile: the forward output recomputed in its element
   // type (dy's), then dy where it is positive.
@@ -263,10 +273,12 @@ Status Planner::lowerBatchNormBackward(const Node &n) {
     ldy = {m, 0};
     return Status::ok();
   };
-  b.vector(Op::Fill, {}, {fb::Region(s0, 0)}, 1, c, {0.0});
-  b.vector(Op::Fill, {}, {fb::Region(s1, 0)}, 1, c, {0.0});
   int64_t numTiles = (rows + tr - 1) / tr;
-  for (int64_t tile = 0; tile < numTiles; ++tile) {
+  if (!summed) {
+    b.vector(Op::Fill, {}, {s0}, 1, c, {0.0});
+    b.vector(Op::Fill, {}, {s1}, 1, c, {0.0});
+  }
+  for (int64_t tile = 0; tile < numTiles && !summed; ++tile) {
     int64_t r0 = tile * tr, cnt = std::min(tr, rows - r0);
     uint32_t a = 0, bb = 0;
     if (!onChip(dy))
@@ -276,20 +288,21 @@ Status Planner::lowerBatchNormBackward(const Node &n) {
     Loc ldy = load(dy, r0 * c, cnt * c, a), lx = load(x, r0 * c, cnt * c, bb);
     KILN_RETURN_IF_ERROR(mask(ldy, lx, cnt, int(tile % 2)));
     b.vector(Op::ChannelCenteredDot,
-             {ldy.region(), lx.region(), in[1].region()},
-             {fb::Region(s0, 0), fb::Region(s1, 0)}, cnt, c);
+             {ldy.region(), lx.region(), in[1].region()}, {s0, s1}, cnt, c);
   }
   b.vector(Op::BnGradCoeffs,
-           {fb::Region(s0, 0), fb::Region(s1, 0), in[0].region(),
-            in[1].region(), in[2].region()},
+           {s0, s1, in[0].region(), in[1].region(), in[2].region()},
            {out[0].region(), out[1].region(), fb::Region(A, 0),
             fb::Region(B, 0), fb::Region(K, 0)},
            1, c, {double(rows), n.epsilon});
   store(n.outputs[1], 0, c, out[0]);
   store(n.outputs[2], 0, c, out[1]);
-  for (int64_t tile = numTiles - 1; tile >= 0; --tile) {
+  // After the sums pass backwards (its last tile may still be on chip),
+  // else in the order a pipelined consumer reads.
+  for (int64_t step = 0; step < numTiles; ++step) {
+    int64_t tile = summed ? step : numTiles - 1 - step;
     int64_t r0 = tile * tr, cnt = std::min(tr, rows - r0);
-    int k = int((numTiles - 1 - tile) % 2);
+    int k = int(step % 2);
     uint32_t a = 0, bb = 0, d = 0;
     if (!onChip(dy))
       KILN_RETURN_IF_ERROR(slots.get(0, k, a));
@@ -307,6 +320,45 @@ Status Planner::lowerBatchNormBackward(const Node &n) {
     store(dx, r0 * c, cnt * c, o);
   }
   return Status::ok();
+}
+
+Status GradSumsEpilogue::begin(Planner &p, const Node::GradSums &g) {
+  gs = g;
+  if (gs.sums < 0)
+    return Status::ok();
+  channels = p.tensor(gs.x).channels();
+  std::vector<int> ids = {gs.mean};
+  if (masked())
+    ids.push_back(gs.scaleShift);
+  KILN_RETURN_IF_ERROR(loadVectors(p, ids, vectors));
+  KILN_RETURN_IF_ERROR(outVectors(p, {gs.sums}, sums));
+  p.b.vector(Op::Fill, {}, {sums[0].region()}, 1, 2 * channels, {0.0});
+  return Status::ok();
+}
+
+void GradSumsEpilogue::tile(Planner &p, fb::Region dy, fb::Region x,
+                            uint32_t mask, int64_t rows, int64_t c0,
+                            int64_t w) {
+  auto at = [&](const Loc &l, int64_t offset) {
+    return fb::Region(l.buffer, l.offset + offset);
+  };
+  // As the batch norm's own pass: the forward output recomputed in dy's
+  // type, its sign masking dy.
+  if (masked()) {
+    p.b.vector(Op::ChannelAffine,
+               {x, at(vectors[1], c0), at(vectors[1], channels + c0)},
+               {fb::Region(mask, 0)}, rows, w, {}, {0});
+    p.b.vector(Op::ReluGrad, {dy, fb::Region(mask, 0)}, {fb::Region(mask, 0)},
+               rows, w);
+    dy = fb::Region(mask, 0);
+  }
+  p.b.vector(Op::ChannelCenteredDot, {dy, x, at(vectors[0], c0)},
+             {at(sums[0], c0), at(sums[0], channels + c0)}, rows, w);
+}
+
+void GradSumsEpilogue::end(Planner &p) {
+  if (gs.sums >= 0)
+    p.store(gs.sums, 0, 2 * channels, sums[0]);
 }
 
 Status Planner::lowerReduceSum(const Node &n) {

@@ -246,13 +246,29 @@ bool Planner::independent(const Node &a, const Node &b) const {
   return !meet(ao, bi) && !meet(ao, bo) && !meet(bo, ai);
 }
 
+bool Planner::consumes(const Node &b, const Node &a) const {
+  for (int o : a.outputs)
+    for (int in : b.inputs)
+      if (g.root(o) == g.root(in))
+        return true;
+  return false;
+}
+
 void Planner::planSteps() {
   size_t n = g.nodes.size();
   std::vector<bool> done(n, false);
   position.assign(n, 0);
   // How far to look for a partner: the filter gradient and the next
-  // batch-norm backward have the gradient's cast between them.
+  // batch-norm backward have the gradient's cast between them, a
+  // normalizing pass and the next convolution its filter's cast.
   constexpr size_t kLookahead = 3;
+  auto addStep = [&](std::vector<size_t> step) {
+    for (size_t k : step) {
+      done[k] = true;
+      position[k] = int64_t(steps.size());
+    }
+    steps.push_back(std::move(step));
+  };
   for (size_t i = 0; i < n; ++i) {
     if (done[i])
       continue;
@@ -270,14 +286,34 @@ void Planner::planSteps() {
           movable = done[k] || independent(g.nodes[k], b);
         if (movable) {
           step.push_back(j);
-          done[j] = true;
           break;
         }
       }
+    } else if (opt.pipeline && streamsThroughVectorUnit(a.kind)) {
+      for (size_t j = i + 1; j < n && j <= i + kLookahead; ++j) {
+        const Node &b = g.nodes[j];
+        if (done[j] || !onMatrixUnit(b.kind) || depthwise(b))
+          continue;
+        if (!consumes(b, a))
+          break;
+        // The consumer must not write what the producer touches, and the
+        // nodes between (a filter's cast) run first: they must neither
+        // need the producer nor write what it reads.
+        Node outputsOnly(b.kind);
+        outputsOnly.outputs = b.outputs;
+        bool movable = independent(a, outputsOnly);
+        for (size_t k = i + 1; k < j && movable; ++k)
+          movable = done[k] || independent(a, g.nodes[k]);
+        if (!movable)
+          break;
+        for (size_t k = i + 1; k < j; ++k)
+          if (!done[k])
+            addStep({k});
+        step.push_back(j);
+        break;
+      }
     }
-    for (size_t k : step)
-      position[k] = int64_t(steps.size());
-    steps.push_back(step);
+    addStep(std::move(step));
   }
 }
 
@@ -374,7 +410,7 @@ Status Planner::run() {
                                     n.layer + "): " + s.message());
     }
     if (captures.size() == 2)
-      b.emitInterleaved(std::move(captures[0]), std::move(captures[1]));
+      b.emitInterleaved(std::move(captures[0]), std::move(captures[1]), t);
   }
   b.finish();
   return Status::ok();

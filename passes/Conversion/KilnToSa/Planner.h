@@ -50,6 +50,11 @@ struct PlanOptions {
   /// next batch-norm backward): their instructions interleave, so the
   /// vector op's HBM traffic overlaps the MXU passes.
   bool interleave = true;
+  /// Run a vector-unit op together with the matrix-unit op among the next
+  /// three that reads its output (a normalizing pass and the next
+  /// convolution): the consumer's tiles start as the producer's tiles they
+  /// read are stored, instead of after the whole producer.
+  bool pipeline = true;
 };
 
 /// Lowers `graph` for `target` into `sink`.

@@ -105,6 +105,8 @@ private:
   /// and an independent vector-unit node lowered together (interleave).
   void planSteps();
   bool independent(const Node &a, const Node &b) const;
+  /// Whether b reads an output of a.
+  bool consumes(const Node &b, const Node &a) const;
   void beginNode(const Node &n, size_t index);
   Status lowerNode(const Node &n);
 
@@ -160,6 +162,36 @@ private:
 /// The vector op of an elementwise node (Relu, ReluBackward, Add, Copy,
 /// Activation[Backward], BiasAdd, Dropout) and its integer attributes.
 fb::VectorOp elementwiseOp(const Node &n, std::vector<int64_t> &iattrs);
+
+/// Staging bytes of `count` f32 per-channel slots and of the alignment of
+/// the two double-buffered tiles (slots are 64-byte aligned, so 24 channels
+/// take 128 bytes, not 96).
+inline int64_t vectorBytes(int64_t count, int64_t c) {
+  int64_t aligned = (c * 4 + 63) / 64 * 64;
+  return count * aligned + (aligned == c * 4 ? 0 : 4 * 64);
+}
+
+/// The reductions of a batch-norm backward in the epilogue of the op that
+/// produces its dy (Node::GradSums, PlanOps.cpp): the per-channel operands
+/// are placed once, then each tile of dy adds its sums while it is on chip.
+class GradSumsEpilogue {
+public:
+  /// Places the mean, the scale and shift and the sums (zeroed).
+  Status begin(Planner &p, const Node::GradSums &gs);
+  bool active() const { return gs.sums >= 0; }
+  bool masked() const { return gs.scaleShift >= 0; }
+  /// dy and x: rows x w on chip, channels [c0, c0 + w) of the batch norm's;
+  /// `mask`: a staging slot of dy's type for rows x w when masked.
+  void tile(Planner &p, fb::Region dy, fb::Region x, uint32_t mask,
+            int64_t rows, int64_t c0, int64_t w);
+  /// Stores the sums.
+  void end(Planner &p);
+
+private:
+  Node::GradSums gs;
+  int64_t channels = 0;
+  std::vector<Loc> vectors, sums;
+};
 
 /// Per-channel (or scalar) operands on chip for the whole op: their homes
 /// if resident, else a staging slot after a DMA.

@@ -15,6 +15,7 @@
 #include "kiln/ref/dense.h"
 #include "kiln/ref/init.h"
 #include "kiln/sim/Simulator.h"
+#include "kiln/sim/Timing.h"
 
 #include <gtest/gtest.h>
 
@@ -131,6 +132,8 @@ const std::vector<ConvCase> &convCases() {
       {{2, 9, 9, 3}, {3, 3, 3, 8}, 1, 1, 1, 16, 1 << 20},
       // more channels than the array: K and N folds, two MXUs
       {{2, 8, 8, 40}, {3, 3, 40, 36}, 1, 1, 1, 16, 1 << 20},
+      // five output blocks: the filter gradient accumulates four at once
+      {{2, 6, 6, 8}, {1, 1, 8, 72}, 1, 0, 1, 16, 1 << 20},
       // strided, asymmetric sizes, 1x1 projection
       {{3, 11, 10, 5}, {3, 3, 5, 7}, 2, 1, 1, 16, 1 << 20},
       {{2, 8, 8, 12}, {1, 1, 12, 20}, 2, 0, 1, 16, 1 << 20},
@@ -228,6 +231,28 @@ TEST(Planner, ConvolutionBackwardFilter) {
                 ref::conv2dBackwardFilter(bf16(x), bf16(dy), c.w, attrsOf(c)),
                 1e-5, describe(c));
   }
+}
+
+// The filter gradient stages only the dy channels of the output blocks it
+// accumulates, and accumulates as many blocks at once as staging holds: x
+// is read once per group of blocks, dy once in all (five blocks of 16
+// channels, four at once, so x twice).
+TEST(Planner, FilterGradientReadsDyOnce) {
+  ref::Shape xs = {2, 6, 6, 8}, ys = {2, 6, 6, 72};
+  Graph g;
+  int xi = input(g, xs, 0), dyi = input(g, ys, 1),
+      dwi = result(g, {1, 1, 8, 72}, 0);
+  Node n(NodeKind::Conv2dBackwardFilter);
+  n.inputs = {xi, dyi};
+  n.outputs = {dwi};
+  g.nodes.push_back(n);
+  sim::TargetConfig t = smallTarget(16, 1 << 20);
+  sim::ProgramTSink sink(t, "test", 1);
+  sa::PlanOptions options;
+  options.allowResident = false;
+  ASSERT_TRUE(sa::planProgram(g, t, options, sink).isOk());
+  sim::TimingResult r = sim::simulateTiming(*sink.take(), t);
+  EXPECT_EQ(r.hbmBytesRead, uint64_t(4 * (2 * 2 * 36 * 8 + 2 * 36 * 72)));
 }
 
 // The space-to-depth stem computes the 7x7/2 convolution of the original

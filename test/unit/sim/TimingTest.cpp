@@ -204,3 +204,30 @@ TEST(Timing, NewerCnnVectorOpsCostTheirWork) {
   EXPECT_EQ(r.instrs[3].busy, 2u * 64 * 128 / lanes);
   EXPECT_EQ(r.instrs[4].busy, 2u * 4 * 16 * 16 * 32 / lanes);
 }
+
+// Dependencies through HBM are per range: a load of the half of a buffer
+// that the first store wrote waits for that store only, so it starts while
+// the second store is still in flight; a load that overlaps both waits for
+// both.
+TEST(Timing, LoadsWaitForTheStoresOfTheElementsTheyRead) {
+  Fixture f;
+  int64_t n = 1 << 12;
+  uint32_t h = f.buffer("h", fb::Space::HBM, 2 * n);
+  uint32_t v = f.buffer("v", fb::Space::OnChip, 2 * n, 0),
+           u = f.buffer("u", fb::Space::OnChip, n, 8 * n),
+           w = f.buffer("w", fb::Space::OnChip, n, 12 * n);
+  f.b.dma(OperandSpec::matrix(v, 0, 1, n, n), OperandSpec::matrix(h, 0, 1, n, n));
+  f.b.dma(OperandSpec::matrix(v, n, 1, n, n), OperandSpec::matrix(h, n, 1, n, n));
+  f.b.dma(OperandSpec::matrix(h, 0, 1, n, n), OperandSpec::matrix(u, 0, 1, n, n));
+  f.b.dma(OperandSpec::matrix(h, n / 2, 1, n, n),
+          OperandSpec::matrix(w, 0, 1, n, n));
+  f.b.finish();
+  auto p = f.sink.take();
+  ASSERT_TRUE(verifyProgram(*p, f.target).isOk());
+  EXPECT_EQ(p->instructions[2]->deps, std::vector<uint32_t>({0}));
+  EXPECT_EQ(p->instructions[3]->deps, std::vector<uint32_t>({1}));
+  TimingResult r = simulateTiming(*p, f.target);
+  EXPECT_EQ(r.instrs[2].start, r.instrs[0].end);
+  EXPECT_LT(r.instrs[2].start, r.instrs[1].end);
+  EXPECT_GE(r.instrs[3].start, r.instrs[1].end);
+}

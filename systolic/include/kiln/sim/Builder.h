@@ -4,13 +4,16 @@
 // Part of Kiln. Compilers and tests emit instructions in a sequentially
 // correct order; the builder adds the dependencies the parallel units need:
 //
-// - per buffer and per unit, the last writer and the last reader: a reader
-//   waits for the last writer on every other unit, a writer also for the
-//   last readers (units run in order and their results become ready in
-//   order, so the last instruction of a unit stands for all of its earlier
-//   ones); an MXU pass whose operand an earlier pass of the same MXU wrote
-//   waits for that pass too, since the unit streams on while a result
-//   drains (accumulating into the same output needs no wait);
+// - per buffer, the element ranges each unit read and wrote: a reader
+//   waits for the writers of the elements it reads on every other unit, a
+//   writer also for their readers (units run in order and their results
+//   become ready in order, so a unit's last such instruction stands for its
+//   earlier ones). DMA and MXU operands touch the range of their view, so a
+//   consumer's tile waits for the producer's tiles it reads, not for the
+//   whole buffer; vector regions count as the whole buffer. An MXU pass
+//   whose operand an earlier pass of the same MXU wrote waits for that pass
+//   too, since the unit streams on while a result drains (accumulating into
+//   the same output needs no wait);
 // - on-chip memory reuse: a buffer placed over bytes that earlier buffers
 //   used waits, at its first use, for every access to those buffers.
 //
@@ -23,6 +26,7 @@
 
 #include "kiln/sim/Program.h"
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -103,11 +107,16 @@ public:
 
   size_t numInstructions() const { return count; }
 
+  /// Elements [lo, hi) of a buffer that an instruction reads or writes.
+  struct Use {
+    uint32_t buffer = 0;
+    int64_t lo = 0, hi = INT64_MAX;
+  };
   /// An instruction held back by a capture, with what emit() needs.
   struct Captured {
     std::unique_ptr<fb::InstructionT> instr;
     uint32_t unit = 0, op = 0;
-    std::vector<uint32_t> reads, writes, drainedReads;
+    std::vector<Use> reads, writes, drainedReads;
   };
   using Capture = std::vector<Captured>;
   /// Until endCapture(), instructions are recorded instead of emitted
@@ -118,20 +127,32 @@ public:
     capturing = false;
     return std::move(captured);
   }
-  /// Emits two captures merged in proportion to their lengths, so that two
-  /// ops overlap on the units they use. The caller guarantees that neither
-  /// writes a buffer (or on-chip bytes) the other touches, which makes any
-  /// merge sequentially correct; dependencies follow from the merged order.
-  void emitInterleaved(Capture a, Capture b);
+  /// Emits two captures merged in the order their instructions would start
+  /// on `target` (each capture's units estimated alone), so that two ops
+  /// overlap on the units they use, with the results of `a` then `b`: an
+  /// instruction of `b` that touches elements an instruction of `a` writes
+  /// (or writes elements `a` reads) is held back until that one is out, so
+  /// `b` may consume `a`'s output tile by tile. The caller guarantees that
+  /// the two do not share on-chip bytes through different buffers;
+  /// dependencies follow from the merged order.
+  void emitInterleaved(Capture a, Capture b, const TargetConfig &target);
 
   /// Reports live ranges to the sink. Buffers never used get [0, 0].
   void finish();
 
 private:
+  /// A range of a buffer one instruction read or wrote.
+  struct Access {
+    int64_t lo, hi;
+    uint32_t unit, index;
+    bool write;
+  };
   struct BufferState {
     BufferSpec spec;
-    /// Unit -> last writer / reader, as instruction index.
-    std::map<uint32_t, uint32_t> writers, readers;
+    /// Accesses later ones may have to wait for: a write drops those it
+    /// covers (whoever waits for it then waits for them), a read the same
+    /// unit's reads it covers.
+    std::vector<Access> accesses;
     /// Earlier buffers whose bytes this one reuses.
     std::vector<uint32_t> predecessors;
     bool used = false;
@@ -141,10 +162,15 @@ private:
   /// instructions (an MXU's operands): they also wait for this unit's last
   /// writer.
   uint32_t emit(std::unique_ptr<fb::InstructionT> instr, uint32_t unit,
-                const std::vector<uint32_t> &reads,
-                const std::vector<uint32_t> &writes,
-                const std::vector<uint32_t> &drainedReads = {});
+                const std::vector<Use> &reads, const std::vector<Use> &writes,
+                const std::vector<Use> &drainedReads = {});
   uint32_t dmaUnit(uint32_t srcBuffer) const;
+  /// Estimated start and end (result ready) of each instruction of a
+  /// capture run alone, each no earlier than `after` (if given).
+  void schedule(const Capture &c, const TargetConfig &target,
+                const std::vector<uint64_t> *after,
+                std::vector<uint64_t> &start,
+                std::vector<uint64_t> &end) const;
 
   ProgramSink &sink;
   std::vector<BufferState> buffers;

@@ -26,6 +26,12 @@ int64_t operandCols(const fb::OperandT &op);
 /// The smallest and largest address an in-bounds element can have.
 void operandAddressRange(const fb::OperandT &op, int64_t &lo, int64_t &hi);
 
+/// The smallest and largest address the operand's in-bounds elements can
+/// have, from each coordinate's range over the view's counts (a bounding
+/// interval: elements between two touched ones may be untouched). hi < lo
+/// when no element is in bounds.
+void operandTouchedRange(const fb::OperandT &op, int64_t &lo, int64_t &hi);
+
 class View {
 public:
   explicit View(const fb::OperandT &op);
