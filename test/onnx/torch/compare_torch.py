@@ -22,7 +22,9 @@ PyTorch's training-mode step (float64, the reference) on the same values.
     pre-activation near a kink takes another branch in one of them (the
     weights differ by rounding after the first update, and a flip moves a
     late layer's gradient by up to a percent): R bounds that drift, the
-    early steps check the update itself. With --state-rtol, every
+    early steps check the update itself. PyTorch's own fp32 steps run
+    alongside as the yardstick of that drift (printed per step, with the
+    float64 step's pre-activations near a kink). With --state-rtol, every
     parameter and batch-norm running statistic after the first
     --early-steps (the executable's checkpoint) must equal PyTorch's to
     that tolerance: the running statistics steer every evaluation but no
@@ -568,6 +570,13 @@ def compare_file(args, values, model, effects, conditioned,
     return not failed
 
 
+# steps: PyTorch's fp32 losses within this of float64's still follow its
+# trajectory (rounding, not a branch taken differently); --fp32-bound holds
+# Kiln's losses to FP32_DRIFT times PyTorch fp32's drift from float64.
+TRACKING = 1e-5
+FP32_DRIFT = 3.0
+
+
 def write_idx(directory, images, labels):
     """One batch as Fashion-MNIST-style IDX files, for kiln-data."""
     n, h, w = images.shape
@@ -623,54 +632,97 @@ def steps(args):
             kiln_state = read_safetensors(
                 train(args.early_steps, os.path.join(tmp, "early")))
 
+    model32 = copy.deepcopy(model).train()
     model = model.double().train()
     if args.torch_bn_momentum is not None:
-        for module in model.modules():
+        for module in [*model.modules(), *model32.modules()]:
             if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
                 module.momentum = args.torch_bn_momentum
     images = torch.from_numpy((pixels.astype(np.float64) - mean) / std)
     images = images[:, None].expand(-1, 3, -1, -1).contiguous()
     targets = torch.from_numpy(labels.astype(np.int64))
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0)
-    reference = []
+    optimizer32 = torch.optim.SGD(model32.parameters(), lr=args.lr, momentum=0)
+    reference, torch32, near = [], [], []
     for step in range(args.steps):
-        optimizer.zero_grad()
-        loss = F.cross_entropy(model(images), targets)
-        loss.backward()
-        optimizer.step()
-        reference.append(loss.item())
+        # PyTorch's own fp32 steps alongside, the yardstick of how far any
+        # fp32 implementation drifts from float64 on this trajectory. While
+        # the two still agree to rounding (TRACKING), each step's near-kink
+        # pre-activations are those of the float64 step within 3x of the
+        # two runs' difference (near_kinks): where an fp32 run may take
+        # the other branch. Past that they are on different trajectories.
+        losses, calls = [], []
+        for net, opt, x in ((model, optimizer, images),
+                            (model32, optimizer32, images.float())):
+            opt.zero_grad()
+            with KinkRecorder() as recorder:
+                loss = F.cross_entropy(net(x), targets)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+            calls.append(recorder.calls)
+        reference.append(losses[0])
+        torch32.append(losses[1])
+        tracking = all(abs(t - r) <= TRACKING * abs(r)
+                       for t, r in zip(torch32, reference))
+        near.append(near_kinks(*calls)[1] if tracking else None)
         if step + 1 == args.early_steps:
             reference_state = copy.deepcopy(model.state_dict())
+            torch32_state = {n: t.double() for n, t in
+                             copy.deepcopy(model32.state_dict()).items()}
 
     if len(kiln) != args.steps:
         sys.exit(f"FAIL: the executable logged {len(kiln)} losses, not {args.steps}")
-    worst = 0.0
-    for step, (k, r) in enumerate(zip(kiln, reference)):
+    worst, worst32 = 0.0, 0.0
+    for step, (k, r, t) in enumerate(zip(kiln, reference, torch32)):
         error = abs(k - r) / abs(r)
         worst = max(worst, error)
-        print(f"step {step:2d}  kiln {k:.9g}  torch {r:.9g}  relative {error:.2e}")
+        worst32 = max(worst32, abs(t - r) / abs(r))
+        print(f"step {step:2d}  kiln {k:.9g}  torch {r:.9g}  relative {error:.2e}"
+              f"  torch fp32 {abs(t - r) / abs(r):.2e}  near-kink "
+              f"{'-' if near[step] is None else near[step]}")
+    tracked = sum(n is not None for n in near)
+    print(f"PyTorch fp32 against float64: worst {worst32:.2e} over "
+          f"{args.steps} steps; within {TRACKING:g} for {tracked} steps, "
+          f"with {sum(near[:tracked])} near-kink pre-activations")
+    bound = args.rtol
+    if args.fp32_bound:
+        # An ill-conditioned trajectory: PyTorch's own fp32 steps leave
+        # float64's as far. Chaotic, so not step by step (either run may
+        # split first): over the run, Kiln's as far, not further.
+        bound = max(bound, FP32_DRIFT * worst32)
+        print(f"the losses are held to {bound:.2e} ({FP32_DRIFT:g}x PyTorch "
+              f"fp32's drift, at least {args.rtol:g})")
     early = max((abs(k - r) / abs(r) for k, r in
                  zip(kiln[:args.early_steps], reference[:args.early_steps])),
                 default=0.0)
     if not early <= args.early_rtol:
         sys.exit(f"FAIL: the first {args.early_steps} losses differ by "
                  f"{early:.2e} > {args.early_rtol:g}")
-    if not worst <= args.rtol:
-        sys.exit(f"FAIL: losses differ by {worst:.2e} > {args.rtol:g}")
+    if not worst <= bound:
+        sys.exit(f"FAIL: losses differ by {worst:.2e} > {bound:.2e}")
     if not reference[-1] < reference[0]:
         sys.exit("FAIL: the loss did not fall")
     print(f"PASS: {args.steps} steps, worst relative difference {worst:.2e}, "
           f"{early:.2e} over the first {args.early_steps}")
     if args.state_rtol is not None:
-        compare_state(kiln_state, reference_state, values, args)
+        compare_state(kiln_state, reference_state, torch32_state, values,
+                      args)
 
 
-def compare_state(kiln_state, reference_state, values, args):
+def compare_state(kiln_state, reference_state, torch32_state, values, args):
     """Each floating-point parameter and buffer after --early-steps: the
     largest difference relative to the tensor's largest magnitude (a running
-    variance's absolute error scales with the variance)."""
-    worst, worst_name, compared = 0.0, "", 0
+    variance's absolute error scales with the variance). With --fp32-bound,
+    a tensor PyTorch's own fp32 steps miss by more than --state-rtol is held
+    to FP32_DRIFT times their error."""
+    worst, worst_name, compared, loose = 0.0, "", 0, 0
     statistics, worst_statistic = 0, 0.0
+    # A parameter that stays zero by construction (a batch-norm bias whose
+    # gradient vanishes, as in grads) holds float64's rounding noise: it is
+    # held to the same bound relative to the largest magnitude of all.
+    largest = max(float(t.abs().max()) for t in reference_state.values()
+                  if t.is_floating_point() and t.numel())
     for name, tensor in reference_state.items():
         if not tensor.is_floating_point():
             continue
@@ -682,17 +734,28 @@ def compare_state(kiln_state, reference_state, values, args):
         if actual.shape != expected.shape:
             sys.exit(f"FAIL: {name} has {actual.size} values in the "
                      f"checkpoint, {expected.size} in PyTorch")
-        error = np.abs(actual - expected).max() / max(np.abs(expected).max(),
-                                                      1e-30)
+        magnitude = np.abs(expected).max()
+        if magnitude <= 1e-9 * largest:
+            magnitude = largest
+        error = np.abs(actual - expected).max() / magnitude
+        bound = args.state_rtol
+        if args.fp32_bound:
+            error32 = float((torch32_state[name] - tensor).abs().max()
+                            / magnitude)
+            if error32 > bound:
+                bound, loose = FP32_DRIFT * error32, loose + 1
         if error > worst:
             worst, worst_name = error, name
-        if not error <= args.state_rtol:
+        if not error <= bound:
             sys.exit(f"FAIL: {name} after {args.early_steps} steps differs by "
-                     f"{error:.2e} > {args.state_rtol:g} (relative to its "
-                     f"largest magnitude)")
+                     f"{error:.2e} > {bound:.2e} (relative to its largest "
+                     f"magnitude)")
         if name.endswith(("running_mean", "running_var")):
             statistics += 1
             worst_statistic = max(worst_statistic, error)
+    if args.fp32_bound:
+        print(f"{loose} variables PyTorch's fp32 steps miss by more than "
+              f"{args.state_rtol:g}: held to {FP32_DRIFT:g}x its error")
     print(f"PASS: {compared} variables after {args.early_steps} "
           f"steps; worst {worst:.2e} ({worst_name}), of the {statistics} "
           f"running statistics {worst_statistic:.2e}")
@@ -730,7 +793,9 @@ def main():
                         "float64 backward pass per near-kink element)")
     parser.add_argument("--fp32-bound", action="store_true",
                         help="grads: a gradient PyTorch's own fp32 step "
-                        "misses by more than --rtol is held to that error")
+                        "misses by more than --rtol is held to that error; "
+                        "steps: the losses to 3x PyTorch fp32's worst drift "
+                        "from float64 when that exceeds --rtol")
     parser.add_argument("--import-flag", action="append", default=[],
                         help="a kiln-translate flag (repeatable)")
     parser.add_argument("--show", type=int, default=3,
