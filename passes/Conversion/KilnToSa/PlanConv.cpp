@@ -595,6 +595,11 @@ private:
   /// convolution group's), and the most a group has: only those are staged.
   int64_t groupC0 = 0, groupC = 0, maxGroupC = 0;
   bool split = false, needCvt = false;
+  /// A lone block that cannot split its chunks: the rows of dW^T (tap,
+  /// channel) split by input channel over two MXUs instead, channels
+  /// [0, half) on MXU 0 and the rest on MXU 1, one accumulator each.
+  bool halves = false;
+  int64_t half = 0;
   int64_t xb = 0, yb = 0, nb = 0, cnt = 0;
   uint32_t xs[2] = {0, 0}, ys[2] = {0, 0};
   std::vector<uint32_t> acc;
@@ -681,6 +686,11 @@ Status FilterGradientLowering::planTiles() {
   // pixel chunks alternate between MXUs, each with its own partial sum.
   split = group == 1 && p.t.mxuCount > 1 && 2 * m * obw * 4 <= p.budget() / 2;
   needCvt = !p.onChip(dwid) && p.dtype(dwid) != fb::DType::F32;
+  // Two accumulators of half the rows take the bytes of one (layer4's 3x3
+  // filter gradients of ResNet-50: 4,608 rows per block).
+  halves = group == 1 && !split && p.t.mxuCount > 1 && !s2d && groups == 1 &&
+           Cx >= 2 && !p.onChip(dwid);
+  half = Cx / 2;
   int64_t left = p.budget() - (split ? 2 : group) * m * obw * 4 -
                  (needCvt ? m * obw * Planner::bytes(p.dtype(dwid)) : 0) - 4096;
   xb = Planner::bytes(p.dtype(xid)), yb = Planner::bytes(p.dtype(dyid));
@@ -708,9 +718,12 @@ Status FilterGradientLowering::allocateSlots() {
     KILN_RETURN_IF_ERROR(
         p.slot("dy", p.dtype(dyid), nb * cnt * OW * maxGroupC, ys[k]));
   }
-  acc.resize(static_cast<size_t>(split ? 2 : group));
-  for (auto &a : acc)
-    KILN_RETURN_IF_ERROR(p.slot("acc", fb::DType::F32, m * obw, a));
+  acc.resize(static_cast<size_t>(split || halves ? 2 : group));
+  for (size_t i = 0; i < acc.size(); ++i)
+    KILN_RETURN_IF_ERROR(
+        p.slot("acc", fb::DType::F32,
+               halves ? th * tw * (i == 0 ? half : Cx - half) * obw : m * obw,
+               acc[i]));
   if (needCvt)
     KILN_RETURN_IF_ERROR(p.slot("cvt", p.dtype(dwid), m * obw, cvt));
   return Status::ok();
@@ -836,6 +849,19 @@ void FilterGradientLowering::accumulateTile(const TileView &v, int64_t b0,
                        !firstOther);
             continue;
           }
+          if (halves) {
+            for (int64_t h = 0; h < 2; ++h) {
+              int64_t c0 = h == 0 ? 0 : half, cc = h == 0 ? half : Cx - half;
+              OperandSpec part = lhs;
+              part.rows = {th, tw, cc};
+              part.coords[3].offset = c0;
+              p.b.matmul(uint32_t(h), part, rhs,
+                         OperandSpec::matrix(acc[size_t(h)], 0, th * tw * cc,
+                                             w, w),
+                         !first);
+            }
+            continue;
+          }
           p.b.matmul(uint32_t(bi % p.t.mxuCount), lhs, rhs,
                      OperandSpec::matrix(acc[size_t(bi)], 0, m, w, w), !first);
         }
@@ -850,6 +876,27 @@ void FilterGradientLowering::storeGroup(int64_t b0, int64_t gb) {
                {fb::Region(acc[0], 0)}, m, std::min(obw, Co));
   for (int64_t bi = 0; bi < gb; ++bi) {
     int64_t oc0 = (b0 + bi) * obw, w = std::min(obw, Co - oc0);
+    for (int64_t h = 0; h < 2 && halves; ++h) {
+      // Rows (tap, channel in [c0, c0 + cc)) of dW^T.
+      int64_t c0 = h == 0 ? 0 : half, cc = h == 0 ? half : Cx - half;
+      int64_t rows = th * tw * cc;
+      uint32_t src = acc[size_t(h)];
+      if (needCvt) {
+        p.b.vector(fb::VectorOp::Copy, {fb::Region(src, 0)},
+                   {fb::Region(cvt, 0)}, rows, w);
+        src = cvt;
+      }
+      OperandSpec dst;
+      dst.buffer = p.home(dwid);
+      dst.rows = {th * tw, cc};
+      dst.cols = {w};
+      dst.coords = {{Ci * Co, 0, KH * KW, {1, 0}, {0}},
+                    {Co, c0, Ci, {0, 1}, {0}},
+                    {1, oc0, Co, {0, 0}, {1}}};
+      p.b.dma(OperandSpec::matrix(src, 0, rows, w, w), dst);
+    }
+    if (halves)
+      continue;
     if (!s2d) {
       p.storeBlock(dwid, acc[size_t(bi)], 0, m, yg0 + oc0, w, cvt);
       continue;

@@ -134,6 +134,9 @@ const std::vector<ConvCase> &convCases() {
       {{2, 8, 8, 40}, {3, 3, 40, 36}, 1, 1, 1, 16, 1 << 20},
       // five output blocks: the filter gradient accumulates four at once
       {{2, 6, 6, 8}, {1, 1, 8, 72}, 1, 0, 1, 16, 1 << 20},
+      // one output block whose two partial sums do not fit: the filter
+      // gradient splits its rows by input channel over the two MXUs
+      {{2, 6, 6, 40}, {3, 3, 40, 16}, 1, 1, 1, 16, 160 << 10},
       // strided, asymmetric sizes, 1x1 projection
       {{3, 11, 10, 5}, {3, 3, 5, 7}, 2, 1, 1, 16, 1 << 20},
       {{2, 8, 8, 12}, {1, 1, 12, 20}, 2, 0, 1, 16, 1 << 20},
