@@ -47,6 +47,7 @@ steps_config() {
     resnet18) echo "--early-steps 3 --early-rtol 1e-5 --rtol 3e-2 --state-rtol 5e-5" ;;
     squeezenet1_1) echo "--early-steps 3 --early-rtol 1e-6 --rtol 5e-4 --state-rtol 1e-5" ;;
     mobilenet_v3_large) echo "--early-steps 3 --early-rtol 1.5e-6 --rtol 5e-5 --state-rtol 4e-2" ;;
+    vgg11_bn) echo "--early-steps 3 --early-rtol 8e-6 --rtol 1e-2 --state-rtol 1.3e-4" ;;
     *) echo "--early-steps 1 --early-rtol 1e-5 --rtol 1e-5 --fp32-bound --state-rtol 1e-4" ;;
   esac
 }
