@@ -619,7 +619,7 @@ def steps(args):
                  "none", "--no-flip", "--convert-channels", "--mean",
                  f"{mean},{mean},{mean}", "--std", f"{std},{std},{std}",
                  "--log-every", "1", "--threads", "2", "--model-dir",
-                 model_dir])
+                 model_dir] + args.run_flag)
             return os.path.join(model_dir, f"ckpt-{steps:010d}.safetensors")
 
         model_dir = os.path.join(tmp, "run")
@@ -798,6 +798,9 @@ def main():
                         "from float64 when that exceeds --rtol")
     parser.add_argument("--import-flag", action="append", default=[],
                         help="a kiln-translate flag (repeatable)")
+    parser.add_argument("--run-flag", action="append", default=[],
+                        help="steps: an executable flag (repeatable), e.g. "
+                        "--conv-algorithm=direct")
     parser.add_argument("--show", type=int, default=3,
                         help="gradients printed, worst first")
     parser.add_argument("--kiln-translate", default="kiln-translate")
