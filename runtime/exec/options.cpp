@@ -427,7 +427,8 @@ compute:
   --weights-format F       blocked (default: oneDNN's format, reordered) | hwio
   --conv-algorithm A       auto (default) | winograd | direct | library:
                            auto runs f32 3x3 stride-1 layers of 16-128
-                           channels on the runtime's Winograd F(4x4,3x3),
+                           channels (to 512 on AVX2) on the runtime's
+                           Winograd F(4x4,3x3),
                            lets oneDNN choose Winograd or direct elsewhere,
                            and runs bf16 backward passes on small images as
                            matmuls or forward convolutions; winograd takes
