@@ -50,7 +50,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--program", required=True)
     parser.add_argument("--smpirun", required=True)
-    parser.add_argument("--phases", type=int, default=8)
+    parser.add_argument("--phases", type=int, default=12)
     parser.add_argument("--rounds", type=int, default=300)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -64,9 +64,14 @@ def main():
           "the first")
     check(kiln < 2, f"completed by Kiln's communicator, the last phases cost "
           f"{kiln:.2f}x the first: a test leaves messages in SimGrid's lists")
-    check(test > 3, f"completed by MPI_Test, the last phases cost only "
-          f"{test:.2f}x the first: if SimGrid no longer keeps tested "
-          "communications, comm_mpi.cpp's completeArrived() can go")
+    # The growth is linear in the phases, so its ratio depends on how many
+    # there are: measured 7.7x over 12 on a quiet machine (3.0x over 8);
+    # waits and Kiln's communicator 0.95-1.06x.
+    flat = max(wait, kiln, 1.0)
+    check(test > 2 * flat, f"completed by MPI_Test, the last phases cost only "
+          f"{test:.2f}x the first ({flat:.2f}x by waits): if SimGrid no "
+          "longer keeps tested communications, comm_mpi.cpp's "
+          "completeArrived() can go")
     print("smpi-completion: PASS")
 
 
