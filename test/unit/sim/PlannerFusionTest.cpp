@@ -343,6 +343,25 @@ TEST(PlannerFusion, RefusesMomentsOfAGroupedConvolution) {
       << s.message();
 }
 
+/// The step's cycles with the schedule `option` off and on (no tensor kept
+/// on chip in either), after checking that both give the same results bit
+/// for bit.
+template <typename Build>
+std::pair<uint64_t, uint64_t> cyclesWithoutAndWith(bool sa::PlanOptions::*option,
+                                                   Build build, int64_t onChip,
+                                                   const std::string &what) {
+  sa::PlanOptions without, with;
+  without.*option = false;
+  with.*option = true;
+  without.allowResident = with.allowResident = false;
+  uint64_t withoutCycles = 0, withCycles = 0;
+  sim::TargetConfig t = target(onChip);
+  auto want = run(build(), t, without, nullptr, &withoutCycles);
+  auto got = run(build(), t, with, nullptr, &withCycles);
+  expectSame(got, want, 0, what);
+  return {withoutCycles, withCycles};
+}
+
 // A convolution's data gradient and a batch-norm backward that does not
 // depend on it are lowered together, their instructions interleaved: the
 // results are those of one after the other, bit for bit, and the step is
@@ -371,14 +390,9 @@ TEST(PlannerFusion, InterleavesIndependentOpsOnly) {
              b.temp(ch, kF32, "dbeta")});
       return b;
     };
-    sa::PlanOptions serial, interleaved;
-    serial.interleave = false;
-    serial.allowResident = interleaved.allowResident = false;
-    uint64_t serialCycles = 0, interleavedCycles = 0;
-    sim::TargetConfig t = target(96 << 10);
-    auto want = run(build(), t, serial, nullptr, &serialCycles);
-    auto got = run(build(), t, interleaved, nullptr, &interleavedCycles);
-    expectSame(got, want, 0, dependent ? "dependent" : "independent");
+    auto [serialCycles, interleavedCycles] =
+        cyclesWithoutAndWith(&sa::PlanOptions::interleave, build, 96 << 10,
+                             dependent ? "dependent" : "independent");
     if (dependent)
       EXPECT_EQ(interleavedCycles, serialCycles);
     else
@@ -406,14 +420,9 @@ TEST(PlannerFusion, PipelinesANormalizingPassIntoTheConvolutionReadingIt) {
       b.add(conv, {reads ? bnOut : x, w2}, {y2});
       return b;
     };
-    sa::PlanOptions serial, pipelined;
-    serial.pipeline = false;
-    serial.allowResident = pipelined.allowResident = false;
-    uint64_t serialCycles = 0, pipelinedCycles = 0;
-    sim::TargetConfig t = target(40 << 10);
-    auto want = run(build(), t, serial, nullptr, &serialCycles);
-    auto got = run(build(), t, pipelined, nullptr, &pipelinedCycles);
-    expectSame(got, want, 0, reads ? "consumer" : "no consumer");
+    auto [serialCycles, pipelinedCycles] =
+        cyclesWithoutAndWith(&sa::PlanOptions::pipeline, build, 40 << 10,
+                             reads ? "consumer" : "no consumer");
     // Measured: 82,552 cycles instead of 91,638.
     if (reads)
       EXPECT_LT(pipelinedCycles * 20, serialCycles * 19);
