@@ -603,14 +603,19 @@ def steps(args):
     mean, std = 127.5, 64.0
 
     with tempfile.TemporaryDirectory() as tmp:
-        raw, shards, exe = (os.path.join(tmp, d) for d in ("raw", "data", "train"))
+        raw, shards = (os.path.join(tmp, d) for d in ("raw", "data"))
+        exe = args.executable or os.path.join(tmp, "train")
         os.mkdir(raw)
         write_idx(raw, pixels, labels)
         run([args.kiln_data, "idx", "--input", raw, "--output", shards,
              "--splits", "train", "--train-shards", "1", "--threads", "1",
              "--quiet"])
-        run([args.kilnc, args.onnx, "-o", exe, f"--batch={args.batch}",
-             f"--lr={args.lr}", "--momentum=0"])
+        if args.reuse_executable:
+            if not os.path.isfile(exe):
+                sys.exit(f"FAIL: --reuse-executable: no executable at {exe}")
+        else:
+            run([args.kilnc, args.onnx, "-o", exe, f"--batch={args.batch}",
+                 f"--lr={args.lr}", "--momentum=0"])
         # The data set is exactly one batch: every step trains on all of it
         # (in a shuffled order, which neither the mean loss nor batch norm
         # sees).
@@ -801,6 +806,13 @@ def main():
     parser.add_argument("--run-flag", action="append", default=[],
                         help="steps: an executable flag (repeatable), e.g. "
                         "--conv-algorithm=direct")
+    parser.add_argument("--executable",
+                        help="steps: where kilnc writes the training "
+                        "executable (default: a temporary directory)")
+    parser.add_argument("--reuse-executable", action="store_true",
+                        help="steps: run the executable at --executable, "
+                        "compiled by an earlier run of the same model, "
+                        "--batch and --lr, instead of compiling it again")
     parser.add_argument("--show", type=int, default=3,
                         help="gradients printed, worst first")
     parser.add_argument("--kiln-translate", default="kiln-translate")
@@ -819,6 +831,8 @@ def main():
             parser.error("grads needs --loss-rtol")
         grads(args)
     else:
+        if args.reuse_executable and not args.executable:
+            parser.error("--reuse-executable needs --executable")
         if args.state_rtol is not None and args.early_steps > args.steps:
             parser.error("--state-rtol compares after --early-steps, which "
                          "exceeds --steps")
