@@ -73,6 +73,16 @@ Status Kernels::Impl::planConvPasses(const Call &call, CallPlan &plan) {
     if (library.impl.find("amx") == std::string::npos)
       return planFusedTileWinograd(call, plan);
   }
+  if (options.convAlgorithm != ConvAlgorithm::Library && isConv1x1(call)) {
+    // The runtime's 1x1 kernel replaces oneDNN's AVX2 one, which it was
+    // measured against; on CPUs with AVX-512 oneDNN's own kernels are kept.
+    CallPlan library;
+    KILN_RETURN_IF_ERROR(planConvWith(call, library,
+                                      dnnl::algorithm::convolution_direct,
+                                      /*kernelOnly=*/true));
+    if (library.impl.rfind("jit_1x1:avx2", 0) == 0)
+      return planConv1x1(call, plan);
+  }
   bool asMatmuls = isBf16FilterGradientAsMatmuls(call),
        asForward = isBf16BackwardDataAsForward(call);
   if (options.convAlgorithm == ConvAlgorithm::Auto &&

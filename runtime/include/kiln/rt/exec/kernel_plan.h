@@ -1,9 +1,10 @@
 //===- kernel_plan.h - How the runtime plans a manifest call --*- C++ -*-===//
 //
 // The pieces kernels.h's Kernels is built from, shared by the files that
-// plan a call: kernel_dnnl.cpp (oneDNN's primitives), the runtime's three
+// plan a call: kernel_dnnl.cpp (oneDNN's primitives), the runtime's four
 // replacements for some of them (kernel_winograd_fused.cpp,
-// kernel_filter_grad_matmuls.cpp, kernel_data_grad_forward.cpp),
+// kernel_conv1x1.cpp, kernel_filter_grad_matmuls.cpp,
+// kernel_data_grad_forward.cpp),
 // kernel_selection.cpp (which of these a convolution runs on) and
 // kernels.cpp (planning every call, executing one). Nothing outside those
 // files includes it.
@@ -204,6 +205,7 @@ struct Kernels::Impl {
                     uint8_t *out) const;
   Status planBackwardDataAsForward(const Call &call, CallPlan &plan);
   Status planFusedTileWinograd(const Call &call, CallPlan &plan);
+  Status planConv1x1(const Call &call, CallPlan &plan);
   /// With `kernelOnly`, a pass sets only plan.impl, the kernel oneDNN
   /// picks, and creates and binds nothing.
   Status planConvWith(const Call &call, CallPlan &plan,
@@ -220,6 +222,10 @@ bool hasBf16Operand(const Call &call);
 /// Whether the runtime's fused-tile Winograd runs `call`
 /// (kernel_winograd_fused.cpp).
 bool isFusedTileWinograd(const Call &call);
+
+/// Whether the runtime's AVX2 1x1 kernel can run `call`
+/// (kernel_conv1x1.cpp).
+bool isConv1x1(const Call &call);
 
 /// Whether a bf16 filter gradient runs as matrix products
 /// (kernel_filter_grad_matmuls.cpp).

@@ -32,6 +32,9 @@
 // matrix product per thread over its share of the batch
 // (kernel_filter_grad_matmuls.cpp), and a stride-1 input gradient is a
 // forward convolution with the flipped filter (kernel_data_grad_forward.cpp).
+// On AVX2 CPUs (oneDNN's jit_1x1:avx2) f32 1x1 convolutions over NHWC
+// activations run on the runtime's own kernel, all three passes as blocked
+// matrix products (conv1x1.h, kernel_conv1x1.cpp); every mode but `Library`.
 // kernel_selection.cpp holds the policy, kernel_dnnl.cpp oneDNN's kernels.
 // Both replace only oneDNN 2.6's older bf16 jit kernels (isOlderBf16JitKernel),
 // which their rules were measured against; newer kernels (brgemm-based, AMX)
