@@ -41,6 +41,9 @@
 #ifdef KILN_HAVE_SIMHOST
 #include "simhost_link_config.h"
 #endif
+#ifdef KILN_HAVE_SMPI_RUNTIME
+#include "smpi_link_config.h"
+#endif
 
 using namespace mlir;
 
@@ -144,8 +147,19 @@ static int link(const std::string &object, const std::string &output,
   return 0;
 }
 
-/// The x86 runtime's link line (runtime/exec).
-static int linkX86(const std::string &object, const std::string &output) {
+/// The x86 runtime's link line (runtime/exec), or with `smpi` the shared
+/// object smpirun loads (runtime/smpi).
+static int linkX86(const std::string &object, const std::string &output,
+                   bool smpi) {
+  if (smpi) {
+#ifdef KILN_HAVE_SMPI_RUNTIME
+    return link(object, output, {"-shared", KILN_RT_SMPI_LINK_ARGS});
+#else
+    llvm::errs() << "kilnc: --smpi: this build has no runtime for SimGrid's "
+                    "SMPI (KILN_BUILD_RUNTIME=OFF)\n";
+    return 1;
+#endif
+  }
 #ifdef KILN_HAVE_RUNTIME
   return link(object, output, {KILN_RT_LINK_ARGS});
 #else
@@ -373,7 +387,7 @@ static int emitX86Executable(llvm::Module &llvmModule,
   timer.done("LLVM -O3 and code generation");
   if (options.emit == EmitStage::Object)
     return 0;
-  int status = linkX86(object, options.output);
+  int status = linkX86(object, options.output, options.smpi);
   llvm::sys::fs::remove(object);
   timer.done("link");
   return status;
@@ -389,6 +403,12 @@ static FailureOr<LayoutMode> checkOptions(const CompileOptions &options) {
     return failure();
   }
   bool systolic = options.target == "systolic";
+  if (systolic && options.smpi) {
+    llvm::errs() << "kilnc: --smpi links an x86 executable; a systolic "
+                    "target's pod is simulated by kiln-comm-replay --program "
+                    "(docs/scaling.md)\n";
+    return failure();
+  }
   if (systolic && options.emit == EmitStage::Linalg) {
     llvm::errs() << "kilnc: --emit=linalg is a stage of the x86 target; the "
                     "systolic target writes kiln, train, sa, ksap, llvm, obj "

@@ -48,6 +48,9 @@ struct CompileOptions {
   bool fuseConvBatchNormTrain = false;
   /// --kiln-layout's mode on the x86 target: auto, nhwc or blocked.
   std::string layout = "auto";
+  /// x86: link the executable for SimGrid's smpirun (a shared object with
+  /// the runtime built against SMPI, runtime/smpi) instead of mpirun.
+  bool smpi = false;
   /// Options of the training step (optimizer, schedule, buckets).
   const TrainStepPipelineOptions *trainStep = nullptr;
   /// The reference recipe those options come from, if any: the model's

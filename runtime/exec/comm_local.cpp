@@ -54,8 +54,13 @@ std::unique_ptr<Comm> createLocalComm() {
 }
 
 bool launchedByMpirun() {
+#ifdef KILN_SMPI
+  // Built for SMPI (kilnc --smpi): only smpirun can load it.
+  return true;
+#else
   return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") ||
          std::getenv("PMI_RANK");
+#endif
 }
 
 } // namespace kiln::rt::exec

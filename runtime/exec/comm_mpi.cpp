@@ -3,6 +3,7 @@
 #include "kiln/rt/exec/comm.h"
 
 #include "kiln/base/flags.h"
+#include "kiln/rt/exec/clock.h"
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -40,14 +41,15 @@ std::string mpiErrorText(int code) {
           std::string(#call) + " failed: " + mpiErrorText(kilnMpiRc_));        \
   } while (0)
 
-/// Where a reduce-scatter round receives the chunk it then adds. Simulated
-/// (kiln-comm-replay), every rank and reduction receives into one shared
-/// buffer, as the ranks' gradients are one (SMPI_SHARED_MALLOC): the values
-/// do not change the time, 512 ranks' copies of a quarter of each bucket (a
-/// torus's first dimension of 2) would not fit in memory, and mapping a
-/// shared buffer per reduction costs more than the reduction's events.
+/// Where a reduce-scatter round receives the chunk it then adds. In
+/// kiln-comm-replay (KILN_SMPI_REPLAY), every rank and reduction receives
+/// into one shared buffer, as the ranks' gradients are one
+/// (SMPI_SHARED_MALLOC): the values do not change the time, 512 ranks'
+/// copies of a quarter of each bucket (a torus's first dimension of 2)
+/// would not fit in memory, and mapping a shared buffer per reduction costs
+/// more than the reduction's events.
 std::shared_ptr<uint8_t> newScratch(size_t bytes) {
-#ifdef KILN_SMPI
+#ifdef KILN_SMPI_REPLAY
   // The simulated ranks share this process's globals (privatization off).
   // Never freed: a reduction in flight may still use a smaller one, and
   // SMPI is gone before static destructors run.
@@ -251,12 +253,13 @@ private:
       if (rc != MPI_SUCCESS || !complete)
         return rc;
       const Phase &p = lane.phases[lane.phase];
-#ifndef KILN_SMPI
-      // Simulated, the sums are not made (nor finishBucket's division):
+#ifndef KILN_SMPI_REPLAY
+      // Replayed, the sums are not made (nor finishBucket's division):
       // they take no simulated time, the ranks' buffers are one shared
       // arena whose values mean nothing, and at 512 ranks the additions
       // over every rank's gradients would cost this machine more than the
-      // simulation itself.
+      // simulation itself. The executable built for SMPI makes them (and
+      // SMPI times them as the rank's compute).
       if (p.scatter)
         accumulate(lane, p, chunkOf(p, p.position - lane.round - 1));
 #endif
@@ -370,13 +373,13 @@ public:
       buffer = staging[b].data();
     }
     // Open MPI may do part of the reduction inside the call.
-    auto callBegin = std::chrono::steady_clock::now();
+    auto callBegin = RunClock::now();
     int rc = startReduction(b, buffer, plan);
     if (rc != MPI_SUCCESS)
       fatal(fmt::format("{} of bucket {} failed: {}", reductionName(), bucket,
                         mpiErrorText(rc)),
             __FILE__, __LINE__);
-    startedAt[b] = std::chrono::steady_clock::now();
+    startedAt[b] = RunClock::now();
     waits.callSeconds +=
         std::chrono::duration<double>(startedAt[b] - callBegin).count();
     state[b] = State::Running;
@@ -392,13 +395,12 @@ public:
     // The step needs the result now: from here until the reduction is done
     // it is blocked on communication (0 if a progress() call already saw
     // the request finish).
-    auto waitBegin = std::chrono::steady_clock::now();
+    auto waitBegin = RunClock::now();
     // MPI_Wait could block forever if a peer hangs (or dies in a way mpirun
     // does not notice); polling with a deadline turns that into an error.
-    auto deadline = startedAt[b] + std::chrono::duration_cast<
-                                       std::chrono::steady_clock::duration>(
-                                       std::chrono::duration<double>(
-                                           options.timeoutSeconds));
+    auto deadline = startedAt[b] +
+                    std::chrono::duration_cast<RunClock::duration>(
+                        std::chrono::duration<double>(options.timeoutSeconds));
 #ifdef KILN_SMPI
     // Simulated (kiln-comm-replay): polling would cost one simulation event
     // per MPI_Test, thousands per wait at 512 ranks; blocking completes at
@@ -422,7 +424,7 @@ public:
               __FILE__, __LINE__);
       if (done)
         break;
-      if (std::chrono::steady_clock::now() > deadline)
+      if (RunClock::now() > deadline)
         fatal(fmt::format("allreduce of bucket {} did not finish within {} s "
                           "(--comm-timeout); another rank has died or hangs",
                           bucket, options.timeoutSeconds),
@@ -435,11 +437,12 @@ public:
       --running;
     state[b] = State::Idle;
     waits.reductions += 1;
-    waits.blockedSeconds += std::chrono::duration<double>(
-                                std::chrono::steady_clock::now() - waitBegin)
-                                .count();
-#ifndef KILN_SMPI
+    waits.blockedSeconds +=
+        std::chrono::duration<double>(RunClock::now() - waitBegin).count();
+#ifndef KILN_SMPI_REPLAY
     finishBucket(plan, arena, staging[b].data(), size_);
+#else
+    (void)plan;
 #endif
   }
 
@@ -461,7 +464,7 @@ public:
       // Every rank starts the pass together: skew between the ranks
       // arriving is not communication.
       KILN_RETURN_IF_ERROR(barrier());
-      auto start = std::chrono::steady_clock::now();
+      auto start = RunClock::now();
       for (size_t b = 0; b < plans.size(); ++b) {
         if (usesRings()) {
           RingReduction ring;
@@ -481,9 +484,8 @@ public:
             MPI_SUM, comm, &request));
         KILN_RETURN_IF_ERROR(waitWithDeadline(request, "timed allreduce"));
       }
-      passes.push_back(std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - start)
-                           .count());
+      passes.push_back(
+          std::chrono::duration<double>(RunClock::now() - start).count());
     }
     std::sort(passes.begin(), passes.end());
     return passes[passes.size() / 2];
@@ -496,7 +498,7 @@ public:
     // freed and remembered as finished for the wait.
     if (running == 0)
       return;
-    auto callBegin = std::chrono::steady_clock::now();
+    auto callBegin = RunClock::now();
 #ifdef KILN_SMPI
     if (usesRings()) {
       completeArrived();
@@ -517,9 +519,8 @@ public:
         --running;
       }
     }
-    waits.callSeconds += std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - callBegin)
-                             .count();
+    waits.callSeconds +=
+        std::chrono::duration<double>(RunClock::now() - callBegin).count();
   }
 
   Status broadcast(void *data, size_t bytes, int root) override {
@@ -628,8 +629,14 @@ public:
   [[noreturn]] void abort(int code) override {
     std::fflush(stdout);
     std::fflush(stderr);
+#ifdef KILN_SMPI
+    // SMPI's MPI_Abort ends the simulation with exit status 0; the ranks
+    // are this one process, and the job's status must say it failed.
+    std::_Exit(code);
+#else
     MPI_Abort(MPI_COMM_WORLD, code);
     std::exit(code); // MPI_Abort does not return; keep [[noreturn]] honest.
+#endif
   }
 
   void finalize() override {
@@ -653,7 +660,7 @@ private:
   std::vector<RingReduction> rings;
   enum class State { Idle, Running, Finished };
   std::vector<State> state;
-  std::vector<std::chrono::steady_clock::time_point> startedAt;
+  std::vector<RunClock::time_point> startedAt;
   BucketWaits waits;
   int64_t bytesPerStep = 0;
   /// Requests in State::Running: progress() returns at once without any.
@@ -808,16 +815,15 @@ private:
   /// Calls `test` until it reports done or --comm-timeout passes.
   template <typename Test>
   Status waitWithDeadline(Test &&test, const char *what) {
-    auto deadline = std::chrono::steady_clock::now() +
-                    std::chrono::duration_cast<
-                        std::chrono::steady_clock::duration>(
+    auto deadline = RunClock::now() +
+                    std::chrono::duration_cast<RunClock::duration>(
                         std::chrono::duration<double>(options.timeoutSeconds));
     for (unsigned spins = 0;; ++spins) {
       bool done = false;
       KILN_MPI_CHECK(test(done));
       if (done)
         return Status::ok();
-      if (std::chrono::steady_clock::now() > deadline)
+      if (RunClock::now() > deadline)
         return KILN_STATUS(
             kInternal,
             fmt::format("{} did not finish within {} s (--comm-timeout); "

@@ -3,6 +3,7 @@
 #include "kiln/rt/exec/comm_trace.h"
 
 #include "kiln/base/json.h"
+#include "kiln/rt/exec/clock.h"
 
 #include <fmt/format.h>
 
@@ -32,7 +33,7 @@ double TraceStep::callSeconds() const {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = RunClock;
 
 double secondsBetween(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();

@@ -461,11 +461,10 @@ StatusOr<StepOutcome> reduceStepOutcome(Comm &comm, double localLoss,
   bool finite = std::isfinite(localLoss);
   double sums[3] = {finite ? localLoss : 0.0, finite ? 0.0 : 1.0,
                     stopSignal.load() ? 1.0 : 0.0};
-  auto start = std::chrono::steady_clock::now();
+  auto start = RunClock::now();
   KILN_RETURN_IF_ERROR(comm.allreduceSum(sums, 3));
   run.stepReductionSeconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
+      std::chrono::duration<double>(RunClock::now() - start).count();
   StepOutcome outcome;
   outcome.nonFiniteRanks = sums[1];
   outcome.stop = sums[2] > 0;
@@ -812,11 +811,10 @@ Status reportCommunication(Comm &comm, const RunState &run) {
   for (int r = 0; r < kRepeats; ++r) {
     KILN_RETURN_IF_ERROR(comm.barrier());
     double sums[3] = {0, 0, 0};
-    auto start = std::chrono::steady_clock::now();
+    auto start = RunClock::now();
     KILN_RETURN_IF_ERROR(comm.allreduceSum(sums, 3));
-    reductions.push_back(std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - start)
-                             .count());
+    reductions.push_back(
+        std::chrono::duration<double>(RunClock::now() - start).count());
   }
   std::sort(reductions.begin(), reductions.end());
   double alone = bucketsAlone + reductions[reductions.size() / 2];

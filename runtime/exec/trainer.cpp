@@ -5,6 +5,7 @@
 #include "kiln/base/json.h"
 #include "kiln/rt/exec/agreement.h"
 #include "kiln/rt/exec/arena.h"
+#include "kiln/rt/exec/clock.h"
 #include "kiln/rt/exec/comm.h"
 #include "kiln/rt/exec/context.h"
 #include "kiln/rt/exec/cpu_check.h"
@@ -34,7 +35,7 @@
 namespace kiln::rt::exec {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = RunClock;
 
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -42,11 +43,15 @@ double secondsSince(Clock::time_point start) {
 
 /// Cores this process may run on, shared among the ranks of this node.
 int defaultThreads() {
+#ifdef KILN_SMPI
+  return 1; // see setup()
+#else
   int cores = availableCores();
   int local = 1;
   if (const char *s = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
     local = std::max(1, std::atoi(s));
   return std::max(1, cores / local);
+#endif
 }
 
 std::string formatBytes(double bytes) {
@@ -176,6 +181,17 @@ Status Trainer::setup() {
                        "with one)");
 
   // oneDNN sizes its kernels for the thread count it sees at creation.
+#ifdef KILN_SMPI
+  // SMPI times a simulated rank's compute by the CPU time of the one thread
+  // that runs the ranks: a pool's other threads would compute untimed
+  // (docs/scaling.md).
+  if (options.threads > 1)
+    return KILN_STATUS(kInvalidArgument,
+                       fmt::format("--threads {}: an executable built for "
+                                   "SMPI (kilnc --smpi) computes on 1 thread "
+                                   "per rank, which SMPI times",
+                                   options.threads));
+#endif
   int threads = options.threads ? static_cast<int>(options.threads)
                                 : defaultThreads();
   KILN_RETURN_IF_ERROR(setComputeThreads(threads));

@@ -8,9 +8,12 @@ docs/scaling.md) and the SMPI configuration every run uses.
   cluster.py platform star --hosts 4 --bandwidth 200Mbps --latency 1ms DIR
   cluster.py platform reference [--nodes 256] DIR
   cluster.py replay DIR --ranks N [kiln-comm-replay flags ...]
+  cluster.py run DIR --ranks N EXE [executable flags ...]
 
 `platform` writes DIR/platform.xml and DIR/hostfile; `replay` runs
-build/bin/kiln-comm-replay under smpirun on them and prints its JSON line.
+build/bin/kiln-comm-replay under smpirun on them and prints its JSON line;
+`run` runs a training executable linked by `kilnc --smpi` on them, its real
+computation timed by SMPI.
 """
 
 import argparse
@@ -45,6 +48,19 @@ SMPI_CONFIG = [
     # (recursive doubling, Bruck...): SMPI's default allgather posts a
     # message to every rank and waits for them all, quadratic in the ranks.
     "smpi/coll-selector:ompi",
+]
+
+# A training executable built for SMPI (kilnc --smpi) computes for real:
+# SMPI times the CPU time of each rank's compute between its MPI calls and
+# charges it at HOST_SPEED, so a CPU second here is a simulated second. Each
+# rank gets its own copy of the executable's globals (dlopen privatization:
+# smpirun loads one copy of the shared object per rank); the shared
+# libraries (oneDNN, libgomp) are shared, and the ranks take turns on one OS
+# thread.
+SMPI_RUN_CONFIG = [c for c in SMPI_CONFIG if not c.startswith((
+    "smpi/simulate-computation:", "smpi/privatization:"))] + [
+    "smpi/simulate-computation:yes",
+    "smpi/privatization:dlopen",
 ]
 
 # Ethernet frames of 1514 bytes carry 1448 bytes of TCP payload (MTU 1500,
@@ -151,19 +167,31 @@ def cmd_platform(args):
     print(f"cluster.py: {args.dir}/platform.xml ({len(hosts)} ranks)")
 
 
+def smpirun_command(platform_dir, ranks, program, program_args, config,
+                    smpirun=None):
+    """The smpirun command running `program` on `ranks` ranks."""
+    smpirun = smpirun or shutil.which("smpirun") or "smpirun"
+    command = [smpirun, "-np", str(ranks),
+               "-platform", os.path.join(platform_dir, "platform.xml"),
+               "-hostfile", os.path.join(platform_dir, "hostfile")]
+    command += ["--cfg=" + c for c in config]
+    command += ["--log=root.thres:warning", "--log=smpi_config.thres:warning",
+                program] + list(program_args)
+    return command
+
+
 def replay_command(platform_dir, ranks, replay_args, replay=None,
                    smpirun=None):
     """The smpirun command running kiln-comm-replay on `ranks` ranks."""
     replay = replay or os.path.join(ROOT, "build", "bin", "kiln-comm-replay")
-    smpirun = smpirun or shutil.which("smpirun") or "smpirun"
-    command = [smpirun, "-np", str(ranks),
-               "-platform", os.path.join(platform_dir, "platform.xml"),
-               "-hostfile", os.path.join(platform_dir, "hostfile"),
-               "-no-privatize"]
-    command += ["--cfg=" + c for c in SMPI_CONFIG]
-    command += ["--log=root.thres:warning", "--log=smpi_config.thres:warning",
-                replay] + list(replay_args)
-    return command
+    return smpirun_command(platform_dir, ranks, replay, replay_args,
+                           SMPI_CONFIG, smpirun)
+
+
+def run_command(platform_dir, ranks, executable, args, smpirun=None):
+    """The smpirun command running an executable built by `kilnc --smpi`."""
+    return smpirun_command(platform_dir, ranks, os.path.abspath(executable),
+                           args, SMPI_RUN_CONFIG, smpirun)
 
 
 def replay_failure(platform_dir, ranks, replay_args, replay=None,
@@ -199,6 +227,14 @@ def cmd_replay(args, rest):
     print(json.dumps(replay(args.dir, args.ranks, rest)))
 
 
+def cmd_run(args, rest):
+    if not rest:
+        raise SystemExit("cluster.py run: name the executable (kilnc --smpi)")
+    os.execvp(args.smpirun or shutil.which("smpirun") or "smpirun",
+              run_command(args.dir, args.ranks, rest[0], rest[1:],
+                          args.smpirun))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -213,11 +249,17 @@ def main():
     r = sub.add_parser("replay")
     r.add_argument("dir")
     r.add_argument("--ranks", type=int, required=True)
+    x = sub.add_parser("run")
+    x.add_argument("dir")
+    x.add_argument("--ranks", type=int, required=True)
+    x.add_argument("--smpirun")
     args, rest = parser.parse_known_args()
     if args.command == "platform":
         if rest:
             parser.error("unknown arguments: " + " ".join(rest))
         cmd_platform(args)
+    elif args.command == "run":
+        cmd_run(args, rest)
     else:
         cmd_replay(args, rest)
 

@@ -77,6 +77,12 @@ static cl::opt<std::string>
                     "time; nhwc on CPUs without AVX-512), nhwc or blocked "
                     "(nChw16c wherever possible; AVX-512 only)"),
            cl::init("auto"), cl::cat(category));
+static cl::opt<bool>
+    smpi("smpi",
+         cl::desc("x86: link the executable for SimGrid's smpirun instead of "
+                  "mpirun: real computation timed by SMPI on a simulated "
+                  "cluster (docs/scaling.md)"),
+         cl::cat(category));
 static cl::opt<kiln::EmitStage, false, kiln::EnumOptionParser<kiln::EmitStage>>
     emit("emit", cl::desc("The stage to write"),
          cl::init(kiln::EmitStage::Executable),
@@ -289,6 +295,7 @@ int main(int argc, char **argv) {
   options.fuseConvBatchNorm = fuseConvBatchNorm;
   options.fuseConvBatchNormTrain = fuseConvBatchNormTrain;
   options.layout = layout;
+  options.smpi = smpi;
   if (layout.getNumOccurrences() > 0 && target == "systolic") {
     llvm::errs() << "kilnc: --layout chooses x86 activation layouts; the "
                     "systolic target plans its own tiling\n";

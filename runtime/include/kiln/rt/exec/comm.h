@@ -166,7 +166,8 @@ Status parseTorusDims(const std::string &flag, const std::string &text,
 StatusOr<std::unique_ptr<Comm>> createMpiComm(const MpiOptions &options);
 
 /// True if this process was started by mpirun (Open MPI's or PMIx's
-/// environment variables are set).
+/// environment variables are set); always in the runtime built for SMPI,
+/// which only smpirun runs.
 bool launchedByMpirun();
 
 } // namespace kiln::rt::exec

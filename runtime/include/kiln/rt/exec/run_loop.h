@@ -15,6 +15,7 @@
 #include "kiln/base/status.h"
 #include "kiln/rt/exec/agreement.h"
 #include "kiln/rt/exec/checkpoint.h"
+#include "kiln/rt/exec/clock.h"
 #include "kiln/rt/exec/comm.h"
 #include "kiln/rt/exec/input.h"
 #include "kiln/rt/exec/manifest.h"
@@ -275,7 +276,7 @@ private:
 /// The timing of the progress lines.
 class ProgressClock {
 public:
-  using Clock = std::chrono::steady_clock;
+  using Clock = RunClock;
 
   explicit ProgressClock(int64_t firstStep)
       : loopStart(Clock::now()), intervalStart(loopStart),
