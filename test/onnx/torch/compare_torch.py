@@ -346,15 +346,16 @@ def explain_flips(effects, reference, target, layout, compared, scale,
         return sum((np.linalg.norm(target[n] - grads[n]) / scale[n]) ** 2
                    for n in compared)
 
-    current, best, kept = dict(reference), score(reference), 0
-    for change in effects.values():
+    current, best, kept = dict(reference), score(reference), []
+    for key, change in effects.items():
         trial = {n: current[n] + layout(n, c) for n, c in change.items()}
         trial_score = score(trial)
         if trial_score < best:
-            current, best, kept = trial, trial_score, kept + 1
-    print(f"flips: {kept} of {len(effects)} near-kink elements take the "
+            current, best = trial, trial_score
+            kept.append(key)
+    print(f"flips: {len(kept)} of {len(effects)} near-kink elements take the "
           f"other branch in {who}; the reference takes them too")
-    return current
+    return current, kept
 
 
 def batch(args, size, classes):
@@ -477,7 +478,7 @@ def grads(args):
     # PyTorch's own fp32 step, its branch choices explained as Kiln's are.
     reference32 = reference
     if not conditioned:
-        reference32 = explain_flips(effects, reference, grads32,
+        reference32, _ = explain_flips(effects, reference, grads32,
                                     lambda n, c: c, compared, scale,
                                     "PyTorch's fp32 step")
     torch32 = {n: float(np.linalg.norm(grads32[n] - reference32[n]) / scale[n])
@@ -527,7 +528,7 @@ def compare_file(args, values, model, effects, conditioned,
     # PyTorch's gradients in Kiln's layouts, flattened.
     reference = {n: values.to_kiln(n, g).ravel() for n, g in reference.items()}
     if not conditioned:
-        reference = explain_flips(effects, reference, kiln,
+        reference, _ = explain_flips(effects, reference, kiln,
                                   lambda n, c: values.to_kiln(n, c).ravel(),
                                   compared, scale, "Kiln")
 
@@ -646,6 +647,17 @@ def steps(args):
     images = torch.from_numpy((pixels.astype(np.float64) - mean) / std)
     images = images[:, None].expand(-1, 3, -1, -1).contiguous()
     targets = torch.from_numpy(labels.astype(np.int64))
+    effects = {}
+    if args.explain_flips:
+        # The first update's branch choices, as grads explains a step's: on
+        # copies, since a training-mode forward pass moves the running
+        # statistics.
+        probe = copy.deepcopy(model)
+        calls = [torch_step(net, x, targets)[3] for net, x in
+                 ((probe, images), (copy.deepcopy(model32), images.float()))]
+        masks, count, _ = near_kinks(*calls)
+        if count:
+            effects = flip_effects(probe, images, targets, masks)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0)
     optimizer32 = torch.optim.SGD(model32.parameters(), lr=args.lr, momentum=0)
     reference, torch32, near = [], [], []
@@ -675,16 +687,28 @@ def steps(args):
             reference_state = copy.deepcopy(model.state_dict())
             torch32_state = {n: t.double() for n, t in
                              copy.deepcopy(model32.state_dict()).items()}
+            reference32_state = reference_state
+            if effects:
+                (reference_state, reference32_state, first_loss,
+                 first_loss32) = first_step_flips(
+                    effects, model, kiln_state, torch32_state, values,
+                    args.lr, images, targets)
 
     if len(kiln) != args.steps:
         sys.exit(f"FAIL: the executable logged {len(kiln)} losses, not {args.steps}")
+    # With the first step's flips explained, step 1's reference is the
+    # float64 loss after each run's own first-step branches.
+    reference32 = list(reference)
+    if effects and args.steps > 1:
+        reference[1], reference32[1] = first_loss, first_loss32
     worst, worst32 = 0.0, 0.0
-    for step, (k, r, t) in enumerate(zip(kiln, reference, torch32)):
+    for step, (k, r, t, r32) in enumerate(zip(kiln, reference, torch32,
+                                              reference32)):
         error = abs(k - r) / abs(r)
         worst = max(worst, error)
-        worst32 = max(worst32, abs(t - r) / abs(r))
+        worst32 = max(worst32, abs(t - r32) / abs(r32))
         print(f"step {step:2d}  kiln {k:.9g}  torch {r:.9g}  relative {error:.2e}"
-              f"  torch fp32 {abs(t - r) / abs(r):.2e}  near-kink "
+              f"  torch fp32 {abs(t - r32) / abs(r32):.2e}  near-kink "
               f"{'-' if near[step] is None else near[step]}")
     tracked = sum(n is not None for n in near)
     print(f"PyTorch fp32 against float64: worst {worst32:.2e} over "
@@ -711,59 +735,109 @@ def steps(args):
     print(f"PASS: {args.steps} steps, worst relative difference {worst:.2e}, "
           f"{early:.2e} over the first {args.early_steps}")
     if args.state_rtol is not None:
-        compare_state(kiln_state, reference_state, torch32_state, values,
-                      args)
+        compare_state(kiln_state, reference_state, torch32_state,
+                      reference32_state, values, args)
 
 
-def compare_state(kiln_state, reference_state, torch32_state, values, args):
+def first_step_flips(effects, model, kiln_state, torch32_state, values, lr,
+                     images, targets):
+    """The float64 reference after the first update with each fp32 run's
+    branch choices (steps --explain-flips): plain SGD moves a parameter by
+    -lr times a flip's change of its gradient (flip_effects), and the
+    reference takes the flips that bring it closer to the run's parameters,
+    as grads does with gradients. `model` has taken the float64 update.
+    Returns the reference's state for the executable and for PyTorch's fp32
+    run, and the float64 loss of the next step from each."""
+    state = model.state_dict()
+    parameters = list(next(iter(effects.values())))
+    reference = {n: values.to_kiln(n, state[n].numpy()).ravel()
+                 for n in parameters}
+    largest = max(float(np.abs(r).max()) for r in reference.values())
+    scale = {n: max(float(np.abs(r).max()), 1e-9 * largest)
+             for n, r in reference.items()}
+
+    def layout(n, change):
+        return values.to_kiln(n, -lr * change).ravel()
+
+    results = []
+    for target, who in ((kiln_state, "the executable's first step"),
+                        ({n: values.to_kiln(n, torch32_state[n].numpy())
+                          for n in parameters}, "PyTorch's fp32 first step")):
+        target = {n: np.asarray(target[n], np.float64).ravel()
+                  for n in parameters}
+        _, kept = explain_flips(effects, reference, target, layout,
+                                parameters, scale, who)
+        net = copy.deepcopy(model)
+        with torch.no_grad():
+            for n, p in net.named_parameters():
+                for key in kept:
+                    p -= lr * torch.from_numpy(effects[key][n])
+            explained = copy.deepcopy(net.state_dict())
+            # A copy: this forward pass moves its running statistics.
+            loss = F.cross_entropy(net(images), targets).item()
+        results.append((explained, loss))
+    return results[0][0], results[1][0], results[0][1], results[1][1]
+
+
+def compare_state(kiln_state, reference_state, torch32_state,
+                  reference32_state, values, args):
     """Each floating-point parameter and buffer after --early-steps: the
     largest difference relative to the tensor's largest magnitude (a running
     variance's absolute error scales with the variance). With --fp32-bound,
     a tensor PyTorch's own fp32 steps miss by more than --state-rtol is held
-    to FP32_DRIFT times their error."""
-    worst, worst_name, compared, loose = 0.0, "", 0, 0
-    statistics, worst_statistic = 0, 0.0
+    to FP32_DRIFT times their error. PyTorch fp32's state is compared with
+    `reference32_state`, the reference with its own first-step branch
+    choices under --explain-flips (first_step_flips)."""
     # A parameter that stays zero by construction (a batch-norm bias whose
     # gradient vanishes, as in grads) holds float64's rounding noise: it is
     # held to the same bound relative to the largest magnitude of all.
     largest = max(float(t.abs().max()) for t in reference_state.values()
                   if t.is_floating_point() and t.numel())
-    for name, tensor in reference_state.items():
-        if not tensor.is_floating_point():
-            continue
-        compared += 1
+    names = [n for n, t in reference_state.items() if t.is_floating_point()]
+    expected = {n: values.to_kiln(n, reference_state[n].numpy()).ravel()
+                for n in names}
+    torch32 = {n: values.to_kiln(n, torch32_state[n].numpy()).ravel()
+               for n in names}
+    magnitude = {}
+    for name in names:
         if name not in kiln_state:
             sys.exit(f"FAIL: the executable's checkpoint has no {name}")
-        expected = values.to_kiln(name, tensor.numpy()).ravel()
-        actual = np.asarray(kiln_state[name])
-        if actual.shape != expected.shape:
-            sys.exit(f"FAIL: {name} has {actual.size} values in the "
-                     f"checkpoint, {expected.size} in PyTorch")
-        magnitude = np.abs(expected).max()
-        if magnitude <= 1e-9 * largest:
-            magnitude = largest
-        error = np.abs(actual - expected).max() / magnitude
+        if np.asarray(kiln_state[name]).shape != expected[name].shape:
+            sys.exit(f"FAIL: {name} has {np.asarray(kiln_state[name]).size} "
+                     f"values in the checkpoint, {expected[name].size} in "
+                     "PyTorch")
+        magnitude[name] = np.abs(expected[name]).max()
+        if magnitude[name] <= 1e-9 * largest:
+            magnitude[name] = largest
+    expected32 = {n: values.to_kiln(n, reference32_state[n].numpy()).ravel()
+                  for n in names}
+    rows, loose = [], 0
+    for name in names:
+        error = (np.abs(np.asarray(kiln_state[name]) - expected[name]).max()
+                 / magnitude[name])
+        error32 = float(np.abs(torch32[name] - expected32[name]).max()
+                        / magnitude[name])
         bound = args.state_rtol
-        if args.fp32_bound:
-            error32 = float((torch32_state[name] - tensor).abs().max()
-                            / magnitude)
-            if error32 > bound:
-                bound, loose = FP32_DRIFT * error32, loose + 1
-        if error > worst:
-            worst, worst_name = error, name
+        if args.fp32_bound and error32 > bound:
+            bound, loose = FP32_DRIFT * error32, loose + 1
+        rows.append((name, error, error32, bound))
+    for name, error, error32, _ in sorted(rows, key=lambda r: -r[1])[:args.show]:
+        print(f"{name} after {args.early_steps} steps: {error:.2e} (PyTorch "
+              f"fp32 {error32:.2e})")
+    if args.fp32_bound:
+        print(f"{loose} variables PyTorch's fp32 steps miss by more than "
+              f"{args.state_rtol:g}: held to {FP32_DRIFT:g}x its error")
+    for name, error, _, bound in rows:
         if not error <= bound:
             sys.exit(f"FAIL: {name} after {args.early_steps} steps differs by "
                      f"{error:.2e} > {bound:.2e} (relative to its largest "
                      f"magnitude)")
-        if name.endswith(("running_mean", "running_var")):
-            statistics += 1
-            worst_statistic = max(worst_statistic, error)
-    if args.fp32_bound:
-        print(f"{loose} variables PyTorch's fp32 steps miss by more than "
-              f"{args.state_rtol:g}: held to {FP32_DRIFT:g}x its error")
-    print(f"PASS: {compared} variables after {args.early_steps} "
-          f"steps; worst {worst:.2e} ({worst_name}), of the {statistics} "
-          f"running statistics {worst_statistic:.2e}")
+    worst_name, worst = max(((r[0], r[1]) for r in rows), key=lambda r: r[1])
+    statistics = [r[1] for r in rows
+                  if r[0].endswith(("running_mean", "running_var"))]
+    print(f"PASS: {len(rows)} variables after {args.early_steps} "
+          f"steps; worst {worst:.2e} ({worst_name}), of the {len(statistics)} "
+          f"running statistics {max(statistics, default=0.0):.2e}")
 
 
 def main():
@@ -795,7 +869,9 @@ def main():
     parser.add_argument("--explain-flips", action="store_true",
                         help="on an ill-conditioned batch, find the branch "
                         "flips that explain Kiln's gradients (one partial "
-                        "float64 backward pass per near-kink element)")
+                        "float64 backward pass per near-kink element); "
+                        "steps: those of the first update, in the variables "
+                        "after it")
     parser.add_argument("--fp32-bound", action="store_true",
                         help="grads: a gradient PyTorch's own fp32 step "
                         "misses by more than --rtol is held to that error; "
@@ -814,7 +890,8 @@ def main():
                         "compiled by an earlier run of the same model, "
                         "--batch and --lr, instead of compiling it again")
     parser.add_argument("--show", type=int, default=3,
-                        help="gradients printed, worst first")
+                        help="gradients (steps: variables after --early-steps) "
+                        "printed, worst first")
     parser.add_argument("--kiln-translate", default="kiln-translate")
     parser.add_argument("--kiln-opt", default="kiln-opt")
     parser.add_argument("--kiln-run", default="kiln-run")
@@ -833,6 +910,11 @@ def main():
     else:
         if args.reuse_executable and not args.executable:
             parser.error("--reuse-executable needs --executable")
+        if args.explain_flips and (args.early_steps != 1
+                                   or args.state_rtol is None):
+            parser.error("steps --explain-flips explains the first update's "
+                         "branch choices in the variables after it: it "
+                         "needs --state-rtol and --early-steps 1")
         if args.state_rtol is not None and args.early_steps > args.steps:
             parser.error("--state-rtol compares after --early-steps, which "
                          "exceeds --steps")
