@@ -14,12 +14,25 @@
 
 namespace kiln::rt::exec {
 
+/// The most input channels of a forward pass the kernel takes: one block
+/// of its reduction (conv1x1.cpp), whose outputs it writes once, streamed.
+/// Against oneDNN's jit_1x1:avx2 on ResNet-50's layers (batch 32, CPU ms
+/// per call, medians of three alternating rounds on a loaded machine;
+/// docs/performance.md, "1x1 convolutions on AVX2"): 56x56x256 -> 64 60
+/// against 82, 56x56x256 -> 512 stride 2 109 against 136, 14x14x256 ->
+/// 1024 56 against 61; with more input channels, the packed filter read
+/// again for every block of 96 rows, it loses: 14x14x1024 -> 512 156
+/// against 104, 7x7x2048 -> 512 74 against 60. The input and filter
+/// gradients win or are level on every layer.
+constexpr int64_t kMaxForwardInputs = 256;
+
 /// Whether a convolution pass is one the runtime's 1x1 kernel computes: an
 /// ungrouped 1x1 filter without padding or dilation, every operand f32,
 /// activations NHWC, channels multiples of 16 on both sides, a forward pass
-/// without bias, residual or relu (its statistics are taken by the pass
-/// after it, as after oneDNN), on a CPU with AVX2 and FMA. Whether it runs
-/// also depends on oneDNN's choice (kernel_selection.cpp).
+/// with at most kMaxForwardInputs input channels and without bias, residual
+/// or relu (its statistics are taken by the pass after it, as after
+/// oneDNN), on a CPU with AVX2 and FMA. Whether it runs also depends on
+/// oneDNN's choice (kernel_selection.cpp).
 bool isConv1x1(const Call &call) {
   bool fwd = call.kind == CallKind::Conv2dForward;
   bool bwdData = call.kind == CallKind::Conv2dBackwardData;
@@ -44,6 +57,8 @@ bool isConv1x1(const Call &call) {
       return false;
   }
   int64_t C = x.shape[3], K = y.shape[3];
+  if (fwd && C > kMaxForwardInputs)
+    return false;
   Conv1x1 conv(x.shape[0], x.shape[1], x.shape[2], C, K, call.strides[0],
                call.strides[1]);
   return C % 16 == 0 && K % 16 == 0 && y.shape[0] == x.shape[0] &&

@@ -43,8 +43,9 @@ struct Shape1x1 {
 // a thread; 16 channels are a single panel, 48 into 320 a reduction over
 // two blocks in the input gradient (320 > 256) and a partial last tile of
 // 6 input channels in the filter gradient (48 = 8 x 6, 320 into 48: 53 x 6
-// + 2); stride 2 on 8x10 images reads 4x5 of their pixels, and on 10x10 of
-// 288 channels (a forward reduction over two blocks) 5x5.
+// + 2); stride 2 on 8x10 images reads 4x5 of their pixels, and on 10x10 5x5.
+// The forward passes from 320 and 288 channels run on oneDNN's kernel
+// (ManyChunksMatchReference takes the kernel's over several blocks).
 const Shape1x1 kShapes[] = {{{3, 7, 9, 16}, 16, 1},
                             {{2, 5, 6, 48}, 320, 1},
                             {{1, 6, 5, 320}, 48, 1},
@@ -160,7 +161,12 @@ TEST_P(Conv1x1Test, MatchesReference) {
   std::vector<ref::Tensor> actual;
   std::vector<std::string> impls;
   ASSERT_NO_FATAL_FAILURE(run1x1(s, 2, actual, impls));
-  for (int id = 0; id < 3; ++id)
+  // Forward passes of more than 256 input channels stay on oneDNN's
+  // kernel (kernel_conv1x1.cpp).
+  EXPECT_EQ(impls[0].rfind(s.input[3] <= 256 ? kImpl : "jit_1x1:avx2", 0),
+            0u)
+      << impls[0];
+  for (int id = 1; id < 3; ++id)
     EXPECT_EQ(impls[id], kImpl) << "call " << id;
   const std::vector<int64_t> wShape = {1, 1, s.input[3], s.outputs};
   ref::Tensor x = randomTensor(s.input, 1), w = randomTensor(wShape, 2),
@@ -228,6 +234,8 @@ TEST(Conv1x1SelectionTest, LeavesOtherCallsToOneDnn) {
   TensorRef x8 = layout.place({2, 6, 6, 8}, DType::F32, Layout::Nhwc);
   TensorRef w8 = layout.place({1, 1, 8, 32});
   TensorRef yPadded = layout.place({2, 8, 8, 32}, DType::F32, Layout::Nhwc);
+  TensorRef xWide = layout.place({2, 6, 6, 272}, DType::F32, Layout::Nhwc);
+  TensorRef wWide = layout.place({1, 1, 272, 32});
   Manifest m;
   Call plain;
   plain.kind = CallKind::Conv2dForward;
@@ -249,6 +257,14 @@ TEST(Conv1x1SelectionTest, LeavesOtherCallsToOneDnn) {
   padded.operands["output"] = yPadded;
   padded.padding = {1, 1, 1, 1};
   m.calls.push_back(padded); // 5: padding
+  Call wide = plain;
+  wide.operands = {{"input", xWide}, {"filter", wWide}, {"output", y}};
+  m.calls.push_back(wide); // 6: a forward pass from 272 channels
+  Call wideData = wide;
+  wideData.kind = CallKind::Conv2dBackwardData;
+  wideData.operands = {
+      {"output_grad", y}, {"filter", wWide}, {"input_grad", xWide}};
+  m.calls.push_back(wideData); // 7: its input gradient, taken
   m.arenaBytes = layout.bytes();
   auto arena = Arena::allocate(m.arenaBytes);
   ASSERT_TRUE(arena.isOk());
@@ -257,9 +273,10 @@ TEST(Conv1x1SelectionTest, LeavesOtherCallsToOneDnn) {
   EXPECT_EQ((*kernels)->implementation(0), kImpl);
   EXPECT_EQ((*kernels)->implementation(1),
             std::string(kImpl) + " (+ statistics pass)");
-  for (int32_t id = 2; id < 6; ++id)
+  for (int32_t id = 2; id < 7; ++id)
     EXPECT_EQ((*kernels)->implementation(id).find(kImpl), std::string::npos)
         << "call " << id << ": " << (*kernels)->implementation(id);
+  EXPECT_EQ((*kernels)->implementation(7), kImpl);
   KernelOptions library;
   library.convAlgorithm = ConvAlgorithm::Library;
   auto oneDnn = Kernels::create(m, (*arena)->data(), library);
