@@ -40,7 +40,10 @@ def point(args, series, nodes, trace):
     path = os.path.join(args.out, f"{series}-{nodes}.json")
     if os.path.exists(path) and os.path.getsize(path) > 0:
         with open(path) as f:
-            return json.load(f)
+            cached = json.load(f)
+        # A point with stragglers is kept for the distribution it drew from.
+        if cached.get("jitter_trace") == args.jitter:
+            return cached
     platform = os.path.join(args.out, f"ref-{nodes}")
     cluster.cmd_platform(argparse.Namespace(kind="reference", dir=platform,
                                             nodes=nodes))
@@ -52,6 +55,8 @@ def point(args, series, nodes, trace):
     if args.jitter:
         flags += ["--jitter", args.jitter, "--seed", str(args.seed)]
     result = cluster.replay(platform, 2 * nodes, flags)
+    if args.jitter:
+        result["jitter_trace"] = args.jitter
     with open(path, "w") as f:
         f.write(json.dumps(result) + "\n")
     return result
