@@ -402,9 +402,9 @@ public:
                     std::chrono::duration_cast<RunClock::duration>(
                         std::chrono::duration<double>(options.timeoutSeconds));
 #ifdef KILN_SMPI
-    // Simulated (SMPI): polling would cost one simulation event
-    // per MPI_Test, thousands per wait at 512 ranks; blocking completes at
-    // the same simulated time, and SimGrid reports a deadlock itself.
+    // Simulated (SMPI): polling would cost one simulation event per
+    // MPI_Test, thousands per wait at 512 ranks; blocking completes at the
+    // same simulated time, and SimGrid reports a deadlock itself.
     if (state[b] == State::Running &&
         usesRings()) {
       bool done = false;
