@@ -10,8 +10,9 @@ leave the same checkpoint, byte for byte, and the same loss at every step as
 same order. Its --comm-trace is in simulated time: each step waits at least
 for the ring of its last bucket over those links, and kiln-comm-replay of
 that trace (the skeleton: compute replayed as smpi_execute) predicts the
-simulated step and its exposed communication. Errors: the shared object
-started by hand, and --threads 2.
+simulated step and its exposed communication. The same with shards read by
+the input pipeline's threads, evaluation and --verify-replicas on 2 ranks.
+Errors: the shared object started by hand, and --threads 2.
 """
 
 import argparse
@@ -61,6 +62,7 @@ def main():
     parser.add_argument("--replay", required=True)
     parser.add_argument("--smpirun", required=True)
     parser.add_argument("--mpirun", required=True)
+    parser.add_argument("--make-shards", required=True)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         platform = os.path.join(tmp, "star")
@@ -142,6 +144,26 @@ def main():
                   f"{exposed * 1e3:.3f} ms (last ring {ring * 1e3:.3f} ms); "
                   f"replayed {replayed['step_seconds'] * 1e3:.3f} ms, "
                   f"{replayed['exposed_seconds'] * 1e3:.3f} ms")
+        # Records from shards through the input pipeline's threads (which
+        # SMPI does not time), and the evaluation.
+        shards = os.path.join(tmp, "shards")
+        run([args.make_shards, shards], "writing shards")
+        data = ["--data", shards, "--augment", "none", "--epochs", "2",
+                "--eval", "--verify-replicas", "--allreduce", "ring"]
+        sim, real = os.path.join(tmp, "smpi-data"), os.path.join(tmp, "data")
+        out = run(cluster.run_command(platform, 2, args.smpi_exe,
+                                      data + ["--model-dir", sim],
+                                      args.smpirun), "smpirun --data")
+        check("parameters identical on all 2 ranks" in out.stderr + out.stdout,
+              f"--verify-replicas under smpirun:\n{out.stderr[-1000:]}")
+        run([args.mpirun, "-np", "2", "--oversubscribe", "--allow-run-as-root",
+             args.exe] + data + ["--threads", "1", "--model-dir", real],
+            "mpirun --data")
+        ckpt = "ckpt-0000000008.safetensors"
+        check(filecmp.cmp(os.path.join(sim, ckpt), os.path.join(real, ckpt),
+                          shallow=False),
+              "--data: the simulated run's checkpoint differs from mpirun's")
+        print("2 ranks, --data and --eval: checkpoint identical to mpirun")
     print("smpi-executable: all checks passed")
 
 
