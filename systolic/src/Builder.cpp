@@ -211,56 +211,45 @@ uint32_t ProgramBuilder::emit(std::unique_ptr<fb::InstructionT> instr,
   return index;
 }
 
-void ProgramBuilder::schedule(const Capture &c, const TargetConfig &target,
-                              const std::vector<uint64_t> *after,
-                              std::vector<uint64_t> &start,
-                              std::vector<uint64_t> &end) const {
-  std::map<uint32_t, uint64_t> unitFree, written, touched;
-  start.assign(c.size(), 0);
-  end.assign(c.size(), 0);
-  for (size_t k = 0; k < c.size(); ++k) {
-    const fb::InstructionT &in = *c[k].instr;
-    uint64_t busy = 0, latency = 0;
-    if (const fb::MatMulT *m = in.kind.AsMatMul()) {
-      busy = uint64_t(operandRows(*m->lhs) + operandCols(*m->lhs));
-      latency = target.fillDrainCycles();
-    } else if (const fb::VectorT *v = in.kind.AsVector()) {
-      busy = std::max<uint64_t>(
-          1, (vectorWork(*v) + target.vectorLanes - 1) / target.vectorLanes);
-      latency = target.vectorLatency;
-    } else if (const fb::DmaT *d = in.kind.AsDma()) {
-      const fb::OperandT &h =
-          buffers[d->src->buffer].spec.space == fb::Space::HBM ? *d->src
-                                                               : *d->dst;
-      double bytes = double(countInBounds(h)) *
-                     double(dtypeBytes(buffers[h.buffer].spec.dtype));
-      busy = target.dmaOverhead +
-             uint64_t(std::ceil(bytes / target.hbmBytesPerCycle()));
-      latency = target.dmaLatency;
-    }
-    uint64_t t = unitFree[c[k].unit];
-    if (after)
-      t = std::max(t, (*after)[k]);
-    for (const Use &u : c[k].reads)
-      t = std::max(t, written[u.buffer]);
-    for (const Use &u : c[k].writes)
-      t = std::max(t, touched[u.buffer]);
-    start[k] = t;
-    end[k] = t + busy + latency;
-    unitFree[c[k].unit] = t + busy;
-    for (const Use &u : c[k].reads)
-      touched[u.buffer] = std::max(touched[u.buffer], t + busy);
-    for (const Use &u : c[k].writes) {
-      written[u.buffer] = end[k];
-      touched[u.buffer] = std::max(touched[u.buffer], end[k]);
-    }
+void ProgramBuilder::estimate(const fb::InstructionT &in,
+                              const TargetConfig &target, uint64_t &busy,
+                              uint64_t &latency) const {
+  busy = latency = 0;
+  if (const fb::MatMulT *m = in.kind.AsMatMul()) {
+    // The next pass's weights load while this one streams.
+    busy = uint64_t(std::max(operandRows(*m->lhs), operandCols(*m->lhs)));
+    latency = target.fillDrainCycles();
+  } else if (const fb::VectorT *v = in.kind.AsVector()) {
+    busy = std::max<uint64_t>(
+        1, (vectorWork(*v) + target.vectorLanes - 1) / target.vectorLanes);
+    latency = target.vectorLatency;
+  } else if (const fb::DmaT *d = in.kind.AsDma()) {
+    const fb::OperandT &h =
+        buffers[d->src->buffer].spec.space == fb::Space::HBM ? *d->src
+                                                             : *d->dst;
+    double bytes = double(countInBounds(h)) *
+                   double(dtypeBytes(buffers[h.buffer].spec.dtype));
+    busy = target.dmaOverhead +
+           uint64_t(std::ceil(bytes / target.hbmBytesPerCycle()));
+    latency = target.dmaLatency;
   }
 }
 
-void ProgramBuilder::emitInterleaved(Capture a, Capture b,
+void ProgramBuilder::emitInterleaved(std::vector<Capture> captures,
                                      const TargetConfig &target) {
-  // need[j]: how many instructions of `a` must be out before b[j] may be,
-  // from the conflicting accesses of the two (per buffer, a's uses in order).
+  uint32_t op = currentOp;
+  for (Captured &k : merge(std::move(captures), target)) {
+    currentOp = k.op;
+    emit(std::move(k.instr), k.unit, k.reads, k.writes, k.drainedReads);
+  }
+  currentOp = op;
+}
+
+/// need[j]: how many instructions of `a` must be out before b[j] may be,
+/// from the conflicting accesses of the two (per buffer, a's uses in order).
+static std::vector<size_t> needs(const ProgramBuilder::Capture &a,
+                                 const ProgramBuilder::Capture &b) {
+  using Use = ProgramBuilder::Use;
   struct AUse {
     size_t index;
     int64_t lo, hi;
@@ -290,28 +279,79 @@ void ProgramBuilder::emitInterleaved(Capture a, Capture b,
     for (const Use &u : b[j].writes)
       scan(u, true);
   }
-  // Each capture scheduled alone on the units (b's instructions also after
-  // the ones of a they wait for), with estimated durations: the merge takes
-  // the instruction that would start first, so that an instruction which
-  // must wait is not queued on an in-order unit ahead of work that could
-  // run meanwhile.
-  std::vector<uint64_t> aStart, aEnd, bStart, bEnd;
-  schedule(a, target, nullptr, aStart, aEnd);
-  std::vector<uint64_t> after(b.size(), 0);
-  for (size_t k = 0; k < b.size(); ++k)
-    if (need[k] > 0)
-      after[k] = aEnd[need[k] - 1];
-  schedule(b, target, &after, bStart, bEnd);
-  uint32_t op = currentOp;
-  size_t i = 0, j = 0;
-  while (i < a.size() || j < b.size()) {
-    bool takeA = j == b.size() ||
-                 (i < a.size() && (i < need[j] || aStart[i] <= bStart[j]));
-    Captured &c = takeA ? a[i++] : b[j++];
-    currentOp = c.op;
-    emit(std::move(c.instr), c.unit, c.reads, c.writes, c.drainedReads);
+  return need;
+}
+
+ProgramBuilder::Capture
+ProgramBuilder::merge(std::vector<Capture> cs,
+                      const TargetConfig &target) const {
+  size_t n = cs.size();
+  // need[x][y][k]: instructions of cs[x] (x < y) that must be out before
+  // cs[y][k].
+  std::vector<std::vector<std::vector<size_t>>> need(
+      n, std::vector<std::vector<size_t>>(n));
+  for (size_t y = 0; y < n; ++y)
+    for (size_t x = 0; x < y; ++x)
+      need[x][y] = needs(cs[x], cs[y]);
+  // One schedule of all instructions on shared units: each step places the
+  // next instruction of the capture whose next one would start first.
+  std::map<uint32_t, uint64_t> unitFree, written, touched;
+  uint64_t hbmFree = 0;
+  std::vector<size_t> next(n, 0);
+  std::vector<std::vector<uint64_t>> end(n);
+  for (size_t y = 0; y < n; ++y)
+    end[y].assign(cs[y].size(), 0);
+  size_t total = 0;
+  for (const Capture &c : cs)
+    total += c.size();
+  Capture merged;
+  merged.reserve(total);
+  while (merged.size() < total) {
+    size_t best = n;
+    uint64_t bestStart = UINT64_MAX, bestBusy = 0, bestLatency = 0;
+    for (size_t y = 0; y < n; ++y) {
+      size_t k = next[y];
+      if (k == cs[y].size())
+        continue;
+      const Captured &c = cs[y][k];
+      uint64_t t = unitFree[c.unit];
+      bool ready = true;
+      for (size_t x = 0; x < y && ready; ++x) {
+        size_t want = need[x][y][k];
+        if (want > next[x])
+          ready = false;
+        else if (want > 0)
+          t = std::max(t, end[x][want - 1]);
+      }
+      if (!ready)
+        continue;
+      for (const Use &u : c.reads)
+        t = std::max(t, written[u.buffer]);
+      for (const Use &u : c.writes)
+        t = std::max(t, touched[u.buffer]);
+      uint64_t busy, latency;
+      estimate(*c.instr, target, busy, latency);
+      if (c.instr->kind.AsDma())
+        t = std::max(t, hbmFree);
+      if (t < bestStart) {
+        best = y, bestStart = t, bestBusy = busy, bestLatency = latency;
+      }
+    }
+    Captured &c = cs[best][next[best]];
+    uint64_t t = bestStart, e = t + bestBusy + bestLatency;
+    end[best][next[best]++] = e;
+    unitFree[c.unit] = t + bestBusy;
+    if (c.instr->kind.AsDma())
+      hbmFree = t + bestBusy;
+    for (const Use &u : c.reads)
+      touched[u.buffer] = std::max(touched[u.buffer], t + bestBusy);
+    for (const Use &u : c.writes) {
+      written[u.buffer] = e;
+      touched[u.buffer] = std::max(touched[u.buffer], e);
+    }
+    merged.push_back(std::move(c));
   }
-  currentOp = op;
+  return merged;
 }
 
 uint32_t ProgramBuilder::dmaUnit(uint32_t srcBuffer) const {

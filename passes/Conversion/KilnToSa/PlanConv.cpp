@@ -251,6 +251,12 @@ public:
   ConvInstancesLowering(Planner &p, const std::vector<ConvInstance> &all)
       : p(p), all(all), c0(all.front()) {}
   Status run();
+  /// The tiling alone (no slots, no instructions): fails as run() would
+  /// when staging memory is too small.
+  Status plan();
+  /// Output channels per filter slice (each slice reads all of the input
+  /// again), after plan().
+  int64_t sliceChannels() const { return ocg; }
 
 private:
   /// Tiles of `nb` images by `cnt` lattice rows.
@@ -300,10 +306,18 @@ private:
   int64_t sumsBytes = 0;
 };
 
-Status ConvInstancesLowering::run() {
+Status ConvInstancesLowering::plan() {
   KILN_RETURN_IF_ERROR(planFilterGroups());
+  // A resident filter is read in place, all output channels at once.
+  wOnChip = p.onChip(c0.w);
+  if (wOnChip)
+    ocg = c0.OC;
+  return planTiles();
+}
+
+Status ConvInstancesLowering::run() {
+  KILN_RETURN_IF_ERROR(plan());
   KILN_RETURN_IF_ERROR(placeFilter());
-  KILN_RETURN_IF_ERROR(planTiles());
   KILN_RETURN_IF_ERROR(allocateSlots());
   if (c0.moments >= 0) {
     std::vector<Loc> locs;
@@ -367,11 +381,8 @@ Status ConvInstancesLowering::planFilterGroups() {
 }
 
 Status ConvInstancesLowering::placeFilter() {
-  // A resident filter is read in place, all output channels at once.
-  wOnChip = p.onChip(c0.w);
   if (wOnChip) {
     wslot = p.home(c0.w);
-    ocg = c0.OC;
     return Status::ok();
   }
   return p.slot("w", p.dtype(c0.w), ocg * c0.KH * c0.KW * wIC, wslot);
@@ -971,12 +982,13 @@ Status Planner::lowerConv(const Node &n) {
   return lowerInstances(*this, {c});
 }
 
-Status Planner::lowerConvBackwardData(const Node &n) {
-  if (n.gradSums.sums >= 0 && (n.strides[0] != 1 || n.strides[1] != 1))
-    return invalidArgumentError("a strided data gradient cannot take a batch "
-                                "norm's reductions");
-  const Tensor &dy = tensor(n.inputs[0]), &w = tensor(n.inputs[1]),
-               &dx = tensor(n.outputs[0]);
+namespace {
+
+/// The parity classes of a data gradient (see the file comment).
+std::vector<ConvInstance> dataGradientClasses(const Planner &p,
+                                              const Node &n) {
+  const Tensor &dy = p.tensor(n.inputs[0]), &w = p.tensor(n.inputs[1]),
+               &dx = p.tensor(n.outputs[0]);
   int64_t sh = n.strides[0], sw = n.strides[1], dh = n.dilations[0],
           dw = n.dilations[1];
   std::vector<ConvInstance> classes;
@@ -1026,7 +1038,28 @@ Status Planner::lowerConvBackwardData(const Node &n) {
       c.gradSums = n.gradSums;
       classes.push_back(c);
     }
-  return lowerInstances(*this, classes);
+  return classes;
+}
+
+} // namespace
+
+Status Planner::lowerConvBackwardData(const Node &n) {
+  if (n.gradSums.sums >= 0 && (n.strides[0] != 1 || n.strides[1] != 1))
+    return invalidArgumentError("a strided data gradient cannot take a batch "
+                                "norm's reductions");
+  return lowerInstances(*this, dataGradientClasses(*this, n));
+}
+
+bool Planner::dataGradientReadsAlike(const Node &n, int64_t bytes) {
+  std::vector<ConvInstance> classes = dataGradientClasses(*this, n);
+  int64_t saved = regionBytes;
+  ConvInstancesLowering half(*this, classes), part(*this, classes);
+  regionBytes = halfBytes;
+  bool alike = half.plan().isOk();
+  regionBytes = bytes;
+  alike = alike && part.plan().isOk() && part.sliceChannels() == half.sliceChannels();
+  regionBytes = saved;
+  return alike;
 }
 
 Status Planner::lowerConvBackwardFilter(const Node &n) {

@@ -120,11 +120,13 @@ Status Planner::lowerPool(const Node &n) {
     return i + 1 == all.size() ? !onChip(out) || (grad && banded)
                                : !onChip(all[i]);
   };
-  int copies = 2 * perImage <= budget() ? 2 : 1;
-  int64_t nb =
-      std::max<int64_t>(1, std::min(N, budget() / (copies * perImage)));
+  // Whole images when two fit (one tile's transfers overlap the other's
+  // instruction); else double-buffered row bands, single ones last.
+  int copies = 2;
+  int64_t nb = std::max<int64_t>(1, std::min(N, budget() / (2 * perImage)));
   std::vector<int64_t> elems(all.size(), 0);
-  if (nb * perImage <= budget()) {
+  if (2 * nb * perImage <= budget() || (OH == 1 && perImage <= budget())) {
+    copies = 2 * perImage <= budget() ? 2 : 1;
     split(OH);
     for (size_t i = 0; i < all.size(); ++i)
       elems[i] = nb * (isBig(all[i]) ? perBig : perSmall);

@@ -10,6 +10,14 @@ namespace {
 
 constexpr int64_t kAlign = 64;
 
+// How far to look for a partner: the filter gradient and the next
+// batch-norm backward have the gradient's cast between them, a normalizing
+// pass and the next convolution its filter's cast.
+constexpr size_t kLookahead = 3;
+
+// The share of a staging half the vector op of a step of three takes.
+constexpr double kPipelinedVectorShare = 0.25;
+
 int64_t alignUp(int64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
 const char *nodeName(NodeKind k) {
@@ -254,21 +262,18 @@ bool Planner::consumes(const Node &b, const Node &a) const {
   return false;
 }
 
+void Planner::addStep(std::vector<size_t> step) {
+  for (size_t k : step) {
+    done[k] = true;
+    position[k] = int64_t(steps.size());
+  }
+  steps.push_back(std::move(step));
+}
+
 void Planner::planSteps() {
   size_t n = g.nodes.size();
-  std::vector<bool> done(n, false);
+  done.assign(n, false);
   position.assign(n, 0);
-  // How far to look for a partner: the filter gradient and the next
-  // batch-norm backward have the gradient's cast between them, a
-  // normalizing pass and the next convolution its filter's cast.
-  constexpr size_t kLookahead = 3;
-  auto addStep = [&](std::vector<size_t> step) {
-    for (size_t k : step) {
-      done[k] = true;
-      position[k] = int64_t(steps.size());
-    }
-    steps.push_back(std::move(step));
-  };
   for (size_t i = 0; i < n; ++i) {
     if (done[i])
       continue;
@@ -289,6 +294,8 @@ void Planner::planSteps() {
           break;
         }
       }
+      if (step.size() == 2 && opt.pipeline && opt.interleavePipelined)
+        addPipelinedConsumer(step);
     } else if (opt.pipeline && streamsThroughVectorUnit(a.kind)) {
       for (size_t j = i + 1; j < n && j <= i + kLookahead; ++j) {
         const Node &b = g.nodes[j];
@@ -317,9 +324,56 @@ void Planner::planSteps() {
   }
 }
 
-void Planner::beginNode(const Node &n, size_t index) {
+void Planner::addPipelinedConsumer(std::vector<size_t> &step) {
+  size_t i = step[0], j = step[1], n = g.nodes.size();
+  const Node &a = g.nodes[i], &producer = g.nodes[j];
+  // A batch norm that takes its own sums walks its dx pass backwards: the
+  // consumer could only start at its end.
+  if (producer.kind != NodeKind::BatchNormBackward ||
+      producer.gradSums.sums < 0)
+    return;
+  for (size_t c = j + 1; c < n && c <= j + kLookahead; ++c) {
+    if (done[c])
+      continue;
+    const Node &consumer = g.nodes[c];
+    if (consumer.kind != NodeKind::Conv2dBackwardData ||
+        !consumes(consumer, producer))
+      return;
+    // The consumer moves ahead of the nodes between `a` and the producer,
+    // which stay after the step; the nodes between the producer and the
+    // consumer (a filter's cast) run before the step: they must not need
+    // `a`, the producer or the nodes they pass, nor write what those read.
+    Node outputsOnly(consumer.kind);
+    outputsOnly.outputs = consumer.outputs;
+    bool movable =
+        independent(producer, outputsOnly) && independent(a, consumer);
+    for (size_t k = i + 1; k < c && movable; ++k) {
+      if (done[k] || k == j)
+        continue;
+      const Node &between = g.nodes[k];
+      if (k < j) {
+        movable = independent(between, consumer);
+        continue;
+      }
+      movable = independent(between, a) && independent(between, producer);
+      for (size_t q = i + 1; q < j && movable; ++q)
+        movable = done[q] || independent(g.nodes[q], between);
+    }
+    if (!movable)
+      return;
+    for (size_t k = j + 1; k < c; ++k)
+      if (!done[k])
+        addStep({k});
+    step.push_back(c);
+    return;
+  }
+}
+
+void Planner::beginNode(const Node &n, size_t index, int64_t base,
+                        int64_t bytes) {
   nodeIndex = index;
-  halfBase = residentBytes + int64_t(begun++ % 2) * halfBytes;
+  regionBase = base;
+  regionBytes = bytes;
   bump = 0;
   slotCount = 0;
   b.beginSourceOp(n.opName.empty() ? nodeName(n.kind) : n.opName, n.layer);
@@ -328,10 +382,10 @@ void Planner::beginNode(const Node &n, size_t index) {
 Status Planner::slot(const std::string &what, fb::DType dtype, int64_t elems,
                      uint32_t &id) {
   int64_t size = alignUp(std::max<int64_t>(elems, 1) * bytes(dtype));
-  if (bump + size > halfBytes)
+  if (bump + size > regionBytes)
     return invalidArgumentError(
         "op " + std::to_string(nodeIndex) + " (" + g.nodes[nodeIndex].layer +
-        ") needs more than the " + std::to_string(halfBytes) +
+        ") needs more than the " + std::to_string(regionBytes) +
         " bytes of staging memory");
   sim::BufferSpec s;
   s.name = "s" + std::to_string(nodeIndex) + "." + what + "." +
@@ -339,7 +393,7 @@ Status Planner::slot(const std::string &what, fb::DType dtype, int64_t elems,
   s.dtype = dtype;
   s.space = fb::Space::OnChip;
   s.shape = {std::max<int64_t>(elems, 1)};
-  s.offset = halfBase + bump;
+  s.offset = regionBase + bump;
   bump += size;
   id = b.addBuffer(s);
   return Status::ok();
@@ -396,23 +450,63 @@ Status Planner::run() {
   if (!s.isOk())
     return s;
   for (const std::vector<size_t> &step : steps) {
-    std::vector<sim::ProgramBuilder::Capture> captures;
-    for (size_t i : step) {
-      const Node &n = g.nodes[i];
-      beginNode(n, i);
-      if (step.size() > 1)
-        b.beginCapture();
-      s = lowerNode(n);
-      if (step.size() > 1)
-        captures.push_back(b.endCapture());
-      if (!s.isOk())
-        return invalidArgumentError(std::string(nodeName(n.kind)) + " (" +
-                                    n.layer + "): " + s.message());
-    }
-    if (captures.size() == 2)
-      b.emitInterleaved(std::move(captures[0]), std::move(captures[1]), t);
+    s = step.size() == 3 ? lowerTriple(step) : lowerStep(step);
+    if (!s.isOk())
+      return s;
   }
   b.finish();
+  return Status::ok();
+}
+
+Status Planner::lowerIn(size_t index, int64_t base, int64_t bytes,
+                        sim::ProgramBuilder::Capture *capture) {
+  const Node &n = g.nodes[index];
+  beginNode(n, index, base, bytes);
+  if (capture)
+    b.beginCapture();
+  Status s = lowerNode(n);
+  if (capture)
+    *capture = b.endCapture();
+  if (!s.isOk())
+    return invalidArgumentError(std::string(nodeName(n.kind)) + " (" +
+                                n.layer + "): " + s.message());
+  return Status::ok();
+}
+
+int64_t Planner::nextHalf() {
+  return residentBytes + int64_t(begun++ % 2) * halfBytes;
+}
+
+Status Planner::lowerStep(const std::vector<size_t> &step) {
+  if (step.size() == 1)
+    return lowerIn(step[0], nextHalf(), halfBytes, nullptr);
+  std::vector<sim::ProgramBuilder::Capture> captures(2);
+  KILN_RETURN_IF_ERROR(lowerIn(step[0], nextHalf(), halfBytes, &captures[0]));
+  KILN_RETURN_IF_ERROR(lowerIn(step[1], nextHalf(), halfBytes, &captures[1]));
+  b.emitInterleaved(std::move(captures), t);
+  return Status::ok();
+}
+
+Status Planner::lowerTriple(const std::vector<size_t> &step) {
+  // The matrix-unit op keeps a half; the vector op and the data gradient
+  // it feeds share the other (the vector op streams: a quarter keeps its
+  // transfers long).
+  int64_t share = int64_t(double(halfBytes) * kPipelinedVectorShare) /
+                  kAlign * kAlign;
+  int64_t c = tensor(g.nodes[step[1]].inputs[0]).channels();
+  bool fits = share >= vectorBytes(16, c) + 32 * c + 64 * kAlign &&
+              dataGradientReadsAlike(g.nodes[step[2]], halfBytes - share);
+  if (!fits) {
+    KILN_RETURN_IF_ERROR(lowerStep({step[0], step[1]}));
+    return lowerStep({step[2]});
+  }
+  int64_t own = nextHalf(), other = nextHalf();
+  std::vector<sim::ProgramBuilder::Capture> captures(3);
+  KILN_RETURN_IF_ERROR(lowerIn(step[0], own, halfBytes, &captures[0]));
+  KILN_RETURN_IF_ERROR(lowerIn(step[1], other, share, &captures[1]));
+  KILN_RETURN_IF_ERROR(
+      lowerIn(step[2], other + share, halfBytes - share, &captures[2]));
+  b.emitInterleaved(std::move(captures), t);
   return Status::ok();
 }
 

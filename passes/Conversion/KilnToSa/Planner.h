@@ -55,6 +55,12 @@ struct PlanOptions {
   /// convolution): the consumer's tiles start as the producer's tiles they
   /// read are stored, instead of after the whole producer.
   bool pipeline = true;
+  /// With both: a matrix-unit op, the vector op interleaved with it and the
+  /// matrix-unit op that vector op feeds run as one step (a filter
+  /// gradient, the next batch-norm backward and the data gradient reading
+  /// it), so the MXUs go from one convolution to the other while the batch
+  /// norm streams.
+  bool interleavePipelined = true;
 };
 
 /// Lowers `graph` for `target` into `sink`.

@@ -41,7 +41,7 @@ public:
   fb::DType dtype(int id) const { return tensor(g.root(id)).dtype; }
 
   /// Staging bytes an op may use.
-  int64_t budget() const { return halfBytes; }
+  int64_t budget() const { return regionBytes; }
   /// A staging slot of the current op (in its half of staging memory).
   Status slot(const std::string &what, fb::DType dtype, int64_t elems,
               uint32_t &id);
@@ -81,6 +81,9 @@ public:
   Status lowerConv(const Node &n);
   Status lowerConvBackwardData(const Node &n);
   Status lowerConvBackwardFilter(const Node &n);
+  /// Whether a data gradient fits `bytes` of staging with the filter
+  /// slices it takes in a half (so it reads its input as often).
+  bool dataGradientReadsAlike(const Node &n, int64_t bytes);
   /// Depthwise convolutions (one input channel per output channel, no
   /// channel multiplier) on the vector unit (PlanCnnOps.cpp), and the other
   /// ops of newer CNNs.
@@ -104,20 +107,44 @@ private:
   /// The order nodes are lowered in: single nodes, or a matrix-unit node
   /// and an independent vector-unit node lowered together (interleave).
   void planSteps();
+  void addStep(std::vector<size_t> step);
+  /// Makes an interleaved pair a step of three with the data gradient
+  /// that reads the vector op's output, if it may move up.
+  void addPipelinedConsumer(std::vector<size_t> &step);
   bool independent(const Node &a, const Node &b) const;
   /// Whether b reads an output of a.
   bool consumes(const Node &b, const Node &a) const;
-  void beginNode(const Node &n, size_t index);
+  /// Starts lowering node `index` into `bytes` of staging at `base`.
+  void beginNode(const Node &n, size_t index, int64_t base, int64_t bytes);
+  /// Lowers a step of three nodes (PlanOptions::interleavePipelined) when
+  /// the vector op fits its share of a staging half and the data gradient
+  /// the rest with the filter slices it takes in a half (smaller slices
+  /// would read dy again); otherwise the first two interleaved, then the
+  /// third.
+  Status lowerTriple(const std::vector<size_t> &step);
   Status lowerNode(const Node &n);
+  /// Lowers node `index` into `bytes` of staging at `base`, into `capture`
+  /// if given.
+  Status lowerIn(size_t index, int64_t base, int64_t bytes,
+                 sim::ProgramBuilder::Capture *capture);
+  /// The next staging half in lowering order.
+  int64_t nextHalf();
+  /// Lowers a step of one node, or two interleaved.
+  Status lowerStep(const std::vector<size_t> &step);
 
   std::vector<Home> homes;
   std::vector<std::vector<size_t>> steps;
+  /// Nodes placed in a step so far (planSteps).
+  std::vector<bool> done;
   /// Each node's step (live ranges are in steps: both nodes of a step are
   /// live at once).
   std::vector<int64_t> position;
   /// Nodes begun so far: staging halves alternate in lowering order.
   size_t begun = 0;
-  int64_t residentBytes = 0, halfBytes = 0, halfBase = 0, bump = 0;
+  int64_t residentBytes = 0, halfBytes = 0, bump = 0;
+  /// The current node's staging: `regionBytes` at on-chip offset
+  /// `regionBase` (a half, or part of one in a step of three).
+  int64_t regionBase = 0, regionBytes = 0;
   size_t nodeIndex = 0;
   int slotCount = 0;
 };

@@ -127,15 +127,21 @@ public:
     capturing = false;
     return std::move(captured);
   }
-  /// Emits two captures merged in the order their instructions would start
-  /// on `target` (each capture's units estimated alone), so that two ops
-  /// overlap on the units they use, with the results of `a` then `b`: an
-  /// instruction of `b` that touches elements an instruction of `a` writes
-  /// (or writes elements `a` reads) is held back until that one is out, so
-  /// `b` may consume `a`'s output tile by tile. The caller guarantees that
-  /// the two do not share on-chip bytes through different buffers;
-  /// dependencies follow from the merged order.
-  void emitInterleaved(Capture a, Capture b, const TargetConfig &target);
+  /// Emits captures (the ops of one step, in program order) merged into
+  /// one order, so that the ops overlap on the units they use, with the
+  /// results of running them one after the other: an instruction of a
+  /// later capture that touches elements an instruction of an earlier one
+  /// writes (or writes elements it reads) is held back until that one is
+  /// out, so a consumer may take a producer's output tile by tile. The
+  /// merge schedules all of them together on shared units with estimated
+  /// durations (the DMA engines sharing the HBM channel) and takes, at
+  /// each step, the next instruction of the capture whose next one would
+  /// start first, so that an instruction which must wait is not queued on
+  /// an in-order unit ahead of work that could run meanwhile. The caller
+  /// guarantees that the captures do not share on-chip bytes through
+  /// different buffers; dependencies follow from the merged order.
+  void emitInterleaved(std::vector<Capture> captures,
+                       const TargetConfig &target);
 
   /// Reports live ranges to the sink. Buffers never used get [0, 0].
   void finish();
@@ -165,12 +171,12 @@ private:
                 const std::vector<Use> &reads, const std::vector<Use> &writes,
                 const std::vector<Use> &drainedReads = {});
   uint32_t dmaUnit(uint32_t srcBuffer) const;
-  /// Estimated start and end (result ready) of each instruction of a
-  /// capture run alone, each no earlier than `after` (if given).
-  void schedule(const Capture &c, const TargetConfig &target,
-                const std::vector<uint64_t> *after,
-                std::vector<uint64_t> &start,
-                std::vector<uint64_t> &end) const;
+  /// An instruction's estimated time on its unit and result latency.
+  void estimate(const fb::InstructionT &in, const TargetConfig &target,
+                uint64_t &busy, uint64_t &latency) const;
+  /// The order emitInterleaved emits.
+  Capture merge(std::vector<Capture> captures,
+                const TargetConfig &target) const;
 
   ProgramSink &sink;
   std::vector<BufferState> buffers;
