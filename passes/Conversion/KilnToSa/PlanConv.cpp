@@ -66,6 +66,10 @@ struct ConvInstance {
   /// Stride-1 backward data whose output is a batch-norm backward's dy: the
   /// reductions that batch norm takes in this epilogue.
   Node::GradSums gradSums;
+  /// A strided 1x1 convolution without padding as a stride-1 one over the
+  /// pixels it reads (IH x IW above): tiles load input rows and columns
+  /// (r * subH, c * subW) of the stored [N, srcIH, srcIW, IC] input.
+  int64_t subH = 0, subW = 0, srcIH = 0, srcIW = 0;
 };
 
 /// The instance of group g.
@@ -452,7 +456,21 @@ void ConvInstancesLowering::lowerTile(const ConvInstance &c,
     nOff = t.n0;
     nBound = c.N;
   }
-  if (!xOnChip && !ktiles.empty() && t.slabRows > 0 && c.groups > 1) {
+  if (!xOnChip && !ktiles.empty() && t.slabRows > 0 && c.subH > 0) {
+    // Every subH-th row and subW-th column of the tile's input rows.
+    OperandSpec src;
+    src.buffer = p.home(c.x);
+    src.rows = {t.nb};
+    src.cols = {t.slabRows, c.IW, c.IC};
+    src.coords = {
+        {c.srcIH * c.srcIW * c.IC, t.n0, c.N, {1}, {0, 0, 0}},
+        {c.subH * c.srcIW * c.IC, t.ih0, c.IH, {0}, {1, 0, 0}},
+        {c.subW * c.IC, 0, c.IW, {0}, {0, 1, 0}},
+        {1, 0, c.IC, {0}, {0, 0, 1}}};
+    p.b.dma(src, OperandSpec::matrix(s, 0, t.nb, t.slabRows * c.IW * c.IC,
+                                     t.slabRows * c.IW * c.IC));
+  } else if (!xOnChip && !ktiles.empty() && t.slabRows > 0 &&
+             c.groups > 1) {
     // The group's channels of the tile's input rows, packed in the slab.
     OperandSpec src;
     src.buffer = p.home(c.x);
@@ -599,6 +617,10 @@ private:
   int64_t groups = 1, XC = 0, YC = 0, xg0 = 0, yg0 = 0;
   int64_t KH = 0, KW = 0, Ci = 0;
   bool s2d = false;
+  /// A strided 1x1 filter gradient without padding reads one pixel of x in
+  /// subH x subW: H and W above are those pixels' grid, loaded from the
+  /// stored [N, srcH, srcW, XC] (ConvInstance::subH).
+  int64_t subH = 0, subW = 0, srcH = 0, srcW = 0;
   // Rows of dW^T streamed per pass: (tap, channel).
   int64_t th = 0, tw = 0, sh = 0, sw = 0, dh = 0, dw = 0, padT = 0, padL = 0;
   int64_t m = 0, obw = 0, blocks = 0, group = 0;
@@ -674,6 +696,11 @@ Status FilterGradientLowering::planGeometry() {
     padL = (n.padding[2] + 1) / 2;
   }
   m = th * tw * Cx;
+  if (KH == 1 && KW == 1 && (sh > 1 || sw > 1) && groups == 1 && !s2d &&
+      n.padding == std::array<int64_t, 4>{0, 0, 0, 0} && !p.onChip(xid)) {
+    subH = sh, subW = sw, srcH = H, srcW = W;
+    H = OH, W = OW, sh = sw = 1;
+  }
   return Status::ok();
 }
 
@@ -774,6 +801,13 @@ FilterGradientLowering::TileView FilterGradientLowering::loadTile(int64_t n0,
   src.cols = {std::max<int64_t>(v.rows, 1) * W * Cx};
   src.coords = {{H * W * Cx, n0, N, {1}, {0}},
                 {1, v.ih0 * W * Cx, H * W * Cx, {0}, {1}}};
+  if (subH > 0) { // every subH-th row and subW-th column
+    src.cols = {std::max<int64_t>(v.rows, 1), W, Cx};
+    src.coords = {{srcH * srcW * Cx, n0, N, {1}, {0, 0, 0}},
+                  {subH * srcW * Cx, v.ih0, H, {0}, {1, 0, 0}},
+                  {subW * Cx, 0, W, {0}, {0, 1, 0}},
+                  {1, 0, Cx, {0}, {0, 0, 1}}};
+  }
   if (groups > 1) { // the group's channels, packed in the slab
     src.cols = {std::max<int64_t>(v.rows, 1) * W, Cx};
     src.coords = {{H * W * XC, n0, N, {1}, {0, 0}},
@@ -979,6 +1013,19 @@ Status Planner::lowerConv(const Node &n) {
         "a grouped convolution cannot take its batch norm's statistics");
   setGroups(c, n.groups);
   c.moments = n.moments;
+  // A 1x1 convolution with stride s reads one input pixel in s x s (the
+  // downsampling shortcuts): its tiles load only those.
+  if (c.KH == 1 && c.KW == 1 && (c.ay > 1 || c.ax > 1) && n.groups == 1 &&
+      !n.spaceToDepth && n.padding == std::array<int64_t, 4>{0, 0, 0, 0} &&
+      !onChip(c.x)) {
+    c.subH = c.ay;
+    c.subW = c.ax;
+    c.srcIH = c.IH;
+    c.srcIW = c.IW;
+    c.IH = c.OH;
+    c.IW = c.OW;
+    c.ay = c.ax = 1;
+  }
   return lowerInstances(*this, {c});
 }
 

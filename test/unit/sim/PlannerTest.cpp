@@ -140,6 +140,8 @@ const std::vector<ConvCase> &convCases() {
       // strided, asymmetric sizes, 1x1 projection
       {{3, 11, 10, 5}, {3, 3, 5, 7}, 2, 1, 1, 16, 1 << 20},
       {{2, 8, 8, 12}, {1, 1, 12, 20}, 2, 0, 1, 16, 1 << 20},
+      // odd sizes, a small on-chip memory
+      {{2, 9, 7, 12}, {1, 1, 12, 20}, 2, 0, 1, 16, 48 << 10},
       // dilation
       {{1, 10, 10, 4}, {3, 3, 4, 6}, 1, 2, 2, 16, 1 << 20},
       // a small on-chip memory: row bands within an image, spilled tiles
@@ -256,6 +258,32 @@ TEST(Planner, FilterGradientReadsDyOnce) {
   ASSERT_TRUE(sa::planProgram(g, t, options, sink).isOk());
   sim::TimingResult r = sim::simulateTiming(*sink.take(), t);
   EXPECT_EQ(r.hbmBytesRead, uint64_t(4 * (2 * 2 * 36 * 8 + 2 * 36 * 72)));
+}
+
+// A strided 1x1 convolution without padding (a downsampling shortcut) and
+// its filter gradient load only the input pixels they read: a quarter of x
+// at stride 2. (Their values: ConvolutionForward, ConvolutionBackwardFilter.)
+TEST(Planner, StridedProjectionLoadsOnlyThePixelsItReads) {
+  ref::Shape xs = {2, 8, 8, 12}, ws = {1, 1, 12, 20}, ys = {2, 4, 4, 20};
+  for (bool filter : {false, true}) {
+    Graph g;
+    int xi = input(g, xs, 0);
+    int other = filter ? input(g, ys, 1) : variable(g, "w", ws);
+    int out = result(g, filter ? ws : ys, 0);
+    Node n(filter ? NodeKind::Conv2dBackwardFilter : NodeKind::Conv2d);
+    n.strides = {2, 2};
+    n.inputs = {xi, other};
+    n.outputs = {out};
+    g.nodes.push_back(n);
+    sim::TargetConfig t = smallTarget(16, 1 << 20);
+    sim::ProgramTSink sink(t, "test", 1);
+    ASSERT_TRUE(sa::planProgram(g, t, {}, sink).isOk());
+    sim::TimingResult r = sim::simulateTiming(*sink.take(), t);
+    int64_t quarter = 2 * 4 * 4 * 12;
+    EXPECT_EQ(r.hbmBytesRead,
+              uint64_t(4 * (quarter + (filter ? 2 * 4 * 4 * 20 : 12 * 20))))
+        << (filter ? "filter gradient" : "forward");
+  }
 }
 
 // The space-to-depth stem computes the 7x7/2 convolution of the original
