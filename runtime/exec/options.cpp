@@ -428,7 +428,8 @@ compute:
   --conv-algorithm A       auto (default) | winograd | direct | library:
                            auto runs f32 3x3 stride-1 layers of 16-128
                            channels (to 512 on AVX2) on the runtime's
-                           Winograd F(4x4,3x3),
+                           Winograd F(4x4,3x3), f32 1x1 layers on AVX2 on
+                           its own kernel (all modes but library),
                            lets oneDNN choose Winograd or direct elsewhere,
                            and runs bf16 backward passes on small images as
                            matmuls or forward convolutions; winograd takes

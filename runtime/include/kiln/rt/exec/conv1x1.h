@@ -21,9 +21,10 @@
 // order (channels, or pixels for the filter gradient, ascending from
 // zero), whichever thread computes it and however the work is blocked, so
 // the results are the same bits on any thread count. Packing the filter is
-// O(inputs x outputs) per call: at ResNet-50's largest (2048 x 512) 1% of
-// the call, which is why the packed filter is not kept from one call to
-// the next.
+// O(inputs x outputs) per call, ~1 ms of CPU for ResNet-50's largest (2048
+// x 512, 4 MiB), 1-2% of its calls at batch 32; the packed filter is not
+// kept from one call to the next, so no update of the weights can be
+// missed.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RT_EXEC_CONV1X1_H
