@@ -135,6 +135,55 @@ module @chain {
 
 // -----
 
+// A filter gradient, the batch-norm backward interleaved with it and the
+// data gradient reading the batch norm's dx are one step (markers first;
+// instructions of the first two name their ops), the batch norm's sums
+// taken in the epilogue of the data gradient before.
+// CHECK-LABEL: sa.program @triple
+// CHECK: sa.source "conv2d_backward_data"
+// CHECK: sa.source "conv2d_backward_filter"
+// CHECK-NEXT: sa.source "batch_norm_backward"
+// CHECK-NEXT: sa.source "conv2d_backward_data"
+// CHECK: sa.matmul {{.*}}{sa.op = 1 : i64}
+// CHECK: sa.vector channel_affine2 ({{.*}}) -> (@[[DX:t[0-9]+]][0]) {{.*}}{sa.op = 2 : i64}
+// CHECK: sa.matmul mxu {{[01]}} @[[DX]] {{.*}}after
+// OFF-LABEL: sa.program @triple
+// OFF: sa.source "conv2d_backward_filter"
+// OFF-NEXT: sa.dma
+// OFF: sa.source "batch_norm_backward"
+// OFF-NOT: sa.op
+module @triple {
+  func.func @train_step(%dy0: tensor<2x6x6x8xf32>, %w0: tensor<3x3x8x8xf32>, %x: tensor<2x6x6x8xf32>, %fdy: tensor<2x6x6x8xf32>, %c: tensor<2x6x6x8xf32>, %g: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>, %w1: tensor<3x3x8x8xf32>) -> (tensor<3x3x8x8xf32>, tensor<2x6x6x8xf32>, tensor<8xf32>, tensor<8xf32>) {
+    %d0 = kiln.conv2d_backward_data %dy0, %w0 stride [1, 1] pad [1, 1, 1, 1] : (tensor<2x6x6x8xf32>, tensor<3x3x8x8xf32>) -> tensor<2x6x6x8xf32>
+    %dw = kiln.conv2d_backward_filter %x, %fdy stride [1, 1] pad [1, 1, 1, 1] : (tensor<2x6x6x8xf32>, tensor<2x6x6x8xf32>) -> tensor<3x3x8x8xf32>
+    %dx, %dg, %db = kiln.batch_norm_backward %d0, %c, %g, %m, %v epsilon 1.0e-5 : (tensor<2x6x6x8xf32>, tensor<2x6x6x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x6x6x8xf32>, tensor<8xf32>, tensor<8xf32>)
+    %d1 = kiln.conv2d_backward_data %dx, %w1 stride [1, 1] pad [1, 1, 1, 1] : (tensor<2x6x6x8xf32>, tensor<3x3x8x8xf32>) -> tensor<2x6x6x8xf32>
+    return %dw, %d1, %dg, %db : tensor<3x3x8x8xf32>, tensor<2x6x6x8xf32>, tensor<8xf32>, tensor<8xf32>
+  }
+}
+
+// -----
+
+// Negative case: a data gradient that does not read the batch norm's dx
+// stays out of the pair's step.
+// CHECK-LABEL: sa.program @no_consumer
+// CHECK: sa.source "conv2d_backward_filter"
+// CHECK-NEXT: sa.source "batch_norm_backward"
+// CHECK-NEXT: sa.dma
+// CHECK: sa.source "conv2d_backward_data"
+// OFF-LABEL: sa.program @no_consumer
+module @no_consumer {
+  func.func @train_step(%dy0: tensor<2x6x6x8xf32>, %w0: tensor<3x3x8x8xf32>, %x: tensor<2x6x6x8xf32>, %fdy: tensor<2x6x6x8xf32>, %c: tensor<2x6x6x8xf32>, %g: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>, %w1: tensor<3x3x8x8xf32>) -> (tensor<3x3x8x8xf32>, tensor<2x6x6x8xf32>, tensor<2x6x6x8xf32>, tensor<8xf32>, tensor<8xf32>) {
+    %d0 = kiln.conv2d_backward_data %dy0, %w0 stride [1, 1] pad [1, 1, 1, 1] : (tensor<2x6x6x8xf32>, tensor<3x3x8x8xf32>) -> tensor<2x6x6x8xf32>
+    %dw = kiln.conv2d_backward_filter %x, %fdy stride [1, 1] pad [1, 1, 1, 1] : (tensor<2x6x6x8xf32>, tensor<2x6x6x8xf32>) -> tensor<3x3x8x8xf32>
+    %dx, %dg, %db = kiln.batch_norm_backward %d0, %c, %g, %m, %v epsilon 1.0e-5 : (tensor<2x6x6x8xf32>, tensor<2x6x6x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x6x6x8xf32>, tensor<8xf32>, tensor<8xf32>)
+    %d1 = kiln.conv2d_backward_data %c, %w1 stride [1, 1] pad [1, 1, 1, 1] : (tensor<2x6x6x8xf32>, tensor<3x3x8x8xf32>) -> tensor<2x6x6x8xf32>
+    return %dw, %d1, %dx, %dg, %db : tensor<3x3x8x8xf32>, tensor<2x6x6x8xf32>, tensor<2x6x6x8xf32>, tensor<8xf32>, tensor<8xf32>
+  }
+}
+
+// -----
+
 // Negative case: a chain that yields one of its operands (only a hand-written
 // kiln.fused_elementwise does) is refused.
 module @yields_operand {
