@@ -39,13 +39,14 @@ struct Shape1x1 {
   int64_t stride;
 };
 
-// 3x7x9 is 189 pixels: 31 full row tiles and a partial one, two blocks on
-// a thread; 16 channels are a single panel, 48 into 320 a reduction over
-// two blocks in the input gradient (320 > 256) and a partial last tile of
-// 6 input channels in the filter gradient (48 = 8 x 6, 320 into 48: 53 x 6
-// + 2); stride 2 on 8x10 images reads 4x5 of their pixels, and on 10x10 5x5.
-// The forward passes from 320 and 288 channels run on oneDNN's kernel
-// (ManyChunksMatchReference takes the kernel's over several blocks).
+// 3x7x9 is 189 pixels: 31 full row tiles of 6 and a partial one; 2x5x6 is
+// 10 tiles, a partial block of 16 on each thread; 16 channels are a single
+// panel; 48 into 320 is a reduction over two blocks of 256 channels in the
+// input gradient, and 320 into 48 a filter gradient whose last tile of
+// input channels is partial (320 = 53 x 6 + 2); stride 2 on 8x10 images
+// reads 4x5 of their pixels, and on 10x10 5x5. The forward passes from 320
+// and 288 channels run on oneDNN's kernel (ManyChunksMatchReference takes
+// the kernel's over several blocks).
 const Shape1x1 kShapes[] = {{{3, 7, 9, 16}, 16, 1},
                             {{2, 5, 6, 48}, 320, 1},
                             {{1, 6, 5, 320}, 48, 1},
@@ -236,6 +237,8 @@ TEST(Conv1x1SelectionTest, LeavesOtherCallsToOneDnn) {
   TensorRef yPadded = layout.place({2, 8, 8, 32}, DType::F32, Layout::Nhwc);
   TensorRef xWide = layout.place({2, 6, 6, 272}, DType::F32, Layout::Nhwc);
   TensorRef wWide = layout.place({1, 1, 272, 32});
+  TensorRef xBlocked = layout.place({2, 6, 6, 32}, DType::F32, Layout::NChw16c);
+  TensorRef yBlocked = layout.place({2, 6, 6, 32}, DType::F32, Layout::NChw16c);
   Manifest m;
   Call plain;
   plain.kind = CallKind::Conv2dForward;
@@ -260,11 +263,14 @@ TEST(Conv1x1SelectionTest, LeavesOtherCallsToOneDnn) {
   Call wide = plain;
   wide.operands = {{"input", xWide}, {"filter", wWide}, {"output", y}};
   m.calls.push_back(wide); // 6: a forward pass from 272 channels
+  Call blocked = plain;
+  blocked.operands = {{"input", xBlocked}, {"filter", w}, {"output", yBlocked}};
+  m.calls.push_back(blocked); // 7: nChw16c activations (planned, not run)
   Call wideData = wide;
   wideData.kind = CallKind::Conv2dBackwardData;
   wideData.operands = {
       {"output_grad", y}, {"filter", wWide}, {"input_grad", xWide}};
-  m.calls.push_back(wideData); // 7: its input gradient, taken
+  m.calls.push_back(wideData); // 8: its input gradient, taken
   m.arenaBytes = layout.bytes();
   auto arena = Arena::allocate(m.arenaBytes);
   ASSERT_TRUE(arena.isOk());
@@ -273,10 +279,10 @@ TEST(Conv1x1SelectionTest, LeavesOtherCallsToOneDnn) {
   EXPECT_EQ((*kernels)->implementation(0), kImpl);
   EXPECT_EQ((*kernels)->implementation(1),
             std::string(kImpl) + " (+ statistics pass)");
-  for (int32_t id = 2; id < 7; ++id)
+  for (int32_t id = 2; id < 8; ++id)
     EXPECT_EQ((*kernels)->implementation(id).find(kImpl), std::string::npos)
         << "call " << id << ": " << (*kernels)->implementation(id);
-  EXPECT_EQ((*kernels)->implementation(7), kImpl);
+  EXPECT_EQ((*kernels)->implementation(8), kImpl);
   KernelOptions library;
   library.convAlgorithm = ConvAlgorithm::Library;
   auto oneDnn = Kernels::create(m, (*arena)->data(), library);
