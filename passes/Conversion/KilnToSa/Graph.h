@@ -123,8 +123,8 @@ struct Node {
   /// (fuseBatchNormBackwardSums): `sums` is the [2, C] f32 tensor of the
   /// channel sums of dy and of dy * (x - mean), dy masked by the forward's
   /// relu when `scaleShift` is set. On the producer (Conv2dBackwardData,
-  /// FusedElementwise) `sums` is an output and the others are inputs; on
-  /// the BatchNormBackward only `sums` is set, an input.
+  /// FusedElementwise, MaxPoolBackward) `sums` is an output and the others
+  /// are inputs; on the BatchNormBackward only `sums` is set, an input.
   struct GradSums {
     int sums = -1, dy = -1, x = -1, mean = -1, scaleShift = -1;
   } gradSums;
@@ -176,9 +176,9 @@ struct Graph {
 };
 
 /// Moves the reductions of each batch-norm backward into the node that
-/// produces its dy (a stride-1 data gradient or a fused elementwise chain),
-/// which reads the batch norm's input while dy is on chip: the backward
-/// then makes one pass (dx) instead of two. docs/systolic.md, "Fusion".
+/// produces its dy (a stride-1 data gradient, a max pool's gradient or a
+/// fused elementwise chain), which reads the batch norm's input while dy is
+/// on chip: the backward then makes one pass (dx) instead of two. docs/systolic.md, "Fusion".
 void fuseBatchNormBackwardSums(Graph &g);
 
 } // namespace kiln::sa

@@ -9,9 +9,10 @@
 // HBM round trips in between.
 //
 // fuseBatchNormBackwardSums moves a batch-norm backward's reductions into
-// the op that produces its dy (this chain, or a stride-1 data gradient's
-// epilogue, PlanConv.cpp): that op reads the batch norm's x while dy is on
-// chip, and the backward reads dy and x once instead of twice.
+// the op that produces its dy (this chain, a stride-1 data gradient's
+// epilogue, PlanConv.cpp, or a max pool's gradient, PlanPool.cpp): that op
+// reads the batch norm's x while dy is on chip, and the backward reads dy
+// and x once instead of twice.
 //
 //===----------------------------------------------------------------------===//
 
@@ -136,6 +137,8 @@ void fuseBatchNormBackwardSums(Graph &g) {
             ((prod.kind == NodeKind::Conv2dBackwardData &&
               prod.outputs[0] == dy && prod.groups == 1 &&
               prod.strides[0] == 1 && prod.strides[1] == 1) ||
+             (prod.kind == NodeKind::MaxPoolBackward &&
+              prod.outputs[0] == dy) ||
              prod.kind == NodeKind::FusedElementwise);
         if (eligible) {
           Tensor t;

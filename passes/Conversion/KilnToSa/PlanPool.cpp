@@ -65,9 +65,27 @@ Status Planner::lowerPool(const Node &n) {
     return id == big ||
            (n.kind == NodeKind::MaxPoolBackward && id == n.inputs[1]);
   };
-  std::vector<int> all = n.inputs;
+  // A max pool's gradient may take the reductions of the batch-norm
+  // backward its result feeds (Node::GradSums): the batch norm's x (and
+  // mask) per result tile, its inputs after dy and x.
+  size_t numInputs = n.kind == NodeKind::MaxPoolBackward ? 2 : n.inputs.size();
+  std::vector<int> all(n.inputs.begin(), n.inputs.begin() + numInputs);
   all.push_back(n.outputs[0]);
+  GradSumsEpilogue sums;
+  KILN_RETURN_IF_ERROR(sums.begin(*this, n.gradSums));
+  // Bytes per result element of the batch norm's x and mask slots.
+  std::vector<int64_t> sumsBytes;
+  int64_t room = budget();
+  if (sums.active()) {
+    if (!onChip(n.gradSums.x))
+      sumsBytes.push_back(bytes(dtype(n.gradSums.x)));
+    if (sums.masked())
+      sumsBytes.push_back(bytes(dtype(n.outputs[0])));
+    room -= vectorBytes(8, bt.channels());
+  }
   int64_t perImage = 0;
+  for (int64_t e : sumsBytes)
+    perImage += perBig * e;
   for (int id : all)
     perImage += (isBig(id) ? perBig : perSmall) * bytes(dtype(id));
 
@@ -123,10 +141,10 @@ Status Planner::lowerPool(const Node &n) {
   // Whole images when two fit (one tile's transfers overlap the other's
   // instruction); else double-buffered row bands, single ones last.
   int copies = 2;
-  int64_t nb = std::max<int64_t>(1, std::min(N, budget() / (2 * perImage)));
+  int64_t nb = std::max<int64_t>(1, std::min(N, room / (2 * perImage)));
   std::vector<int64_t> elems(all.size(), 0);
-  if (2 * nb * perImage <= budget() || (OH == 1 && perImage <= budget())) {
-    copies = 2 * perImage <= budget() ? 2 : 1;
+  if (2 * nb * perImage <= room || (OH == 1 && perImage <= room)) {
+    copies = 2 * perImage <= room ? 2 : 1;
     split(OH);
     for (size_t i = 0; i < all.size(); ++i)
       elems[i] = nb * (isBig(all[i]) ? perBig : perSmall);
@@ -140,7 +158,9 @@ Status Planner::lowerPool(const Node &n) {
       for (size_t i = 0; i < all.size(); ++i)
         if (staged(i, true))
           total += (elems[i] * bytes(dtype(all[i])) + 63) / 64 * 64;
-      return c * total <= budget();
+      for (int64_t e : sumsBytes)
+        total += (elems.back() * e + 63) / 64 * 64;
+      return c * total <= room;
     };
     int64_t rowsPerBand = 0;
     for (copies = 2; copies >= 1; --copies) {
@@ -166,6 +186,25 @@ Status Planner::lowerPool(const Node &n) {
         KILN_RETURN_IF_ERROR(slot("img", dtype(all[i]), elems[i], sl));
       slotIds.push_back(sl);
     }
+  // The batch norm's x and mask of a result tile.
+  uint32_t sumsX[2] = {0, 0}, sumsMask[2] = {0, 0};
+  for (int k = 0; k < copies && sums.active(); ++k) {
+    if (!onChip(n.gradSums.x))
+      KILN_RETURN_IF_ERROR(
+          slot("bnx", dtype(n.gradSums.x), elems.back(), sumsX[k]));
+    if (sums.masked())
+      KILN_RETURN_IF_ERROR(
+          slot("mask", dtype(out), elems.back(), sumsMask[k]));
+  }
+  // The sums over `count` result elements from `at` while they are on chip.
+  int64_t channels = bt.channels();
+  auto takeSums = [&](fb::Region result, int64_t at, int64_t count, int k) {
+    if (!sums.active())
+      return;
+    Loc x = load(n.gradSums.x, at, count, sumsX[k]);
+    sums.tile(*this, result, x.region(), sumsMask[k], count / channels, 0,
+              channels);
+  };
   Op op = n.kind == NodeKind::MaxPool           ? Op::MaxPool
           : n.kind == NodeKind::MaxPoolBackward ? Op::MaxPoolGrad
           : n.kind == NodeKind::AvgPool         ? Op::AvgPool
@@ -188,12 +227,12 @@ Status Planner::lowerPool(const Node &n) {
                       : cnt * (isBig(id) ? perBig : perSmall);
       };
       std::vector<fb::Region> srcs;
-      for (size_t i = 0; i < n.inputs.size(); ++i) {
+      for (size_t i = 0; i < numInputs; ++i) {
         int id = n.inputs[i];
         srcs.push_back(
             load(id, first(id), count(id), slotIds[base + i]).region());
       }
-      uint32_t outSlot = slotIds[base + n.inputs.size()];
+      uint32_t outSlot = slotIds[base + numInputs];
       Loc o = outStaged ? Loc{outSlot, 0} : outLoc(out, first(out), outSlot);
       std::vector<int64_t> shape = {
           cnt,         band.r1 - band.r0, bt.shape[2], bt.shape[3],
@@ -203,7 +242,9 @@ Status Planner::lowerPool(const Node &n) {
       if (n.ceilMode)
         shape.push_back(1);
       b.vector(op, srcs, {o.region()}, 0, 0, {}, shape);
+      int k = int(tile % copies);
       if (!(grad && banded)) {
+        takeSums(o.region(), first(out), count(out), k);
         store(out, first(out), count(out), o);
         continue;
       }
@@ -213,6 +254,7 @@ Status Planner::lowerPool(const Node &n) {
         continue;
       Loc from{outSlot, (r0 - band.r0) * bigRow};
       int64_t at = n0 * perBig + r0 * bigRow;
+      takeSums(from.region(), at, rows * bigRow, k);
       if (onChip(out))
         b.vector(Op::Copy, {from.region()}, {fb::Region(home(out), at)}, rows,
                  bigRow);
@@ -220,6 +262,7 @@ Status Planner::lowerPool(const Node &n) {
         store(out, at, rows * bigRow, from);
     }
   }
+  sums.end(*this);
   return Status::ok();
 }
 

@@ -481,24 +481,30 @@ TEST(PlannerFusion, MergesAFilterGradientWithAPipelinedPair) {
   }
 }
 
-// A batch-norm backward whose dy comes from a stride-1 data gradient or a
-// fused chain takes its reductions in that op's epilogue
-// (fuseBatchNormBackwardSums) and makes one pass: every result equals the
-// two-pass backward's up to the f32 rounding of the sums taken over other
-// tiles, and less is read from HBM. Masked (relu recomputed) or not; one
-// tile or several; a strided data gradient is left alone.
+// A batch-norm backward whose dy comes from a stride-1 data gradient, a
+// fused chain or a max pool's gradient takes its reductions in that op's
+// epilogue (fuseBatchNormBackwardSums) and makes one pass: every result
+// equals the two-pass backward's up to the f32 rounding of the sums taken
+// over other tiles, and less is read from HBM. Masked (relu recomputed) or
+// not; one tile or several (row bands of the max pool's gradient); a
+// strided data gradient is left alone.
 TEST(PlannerFusion, BatchNormBackwardSumsInTheProducerMatchTheTwoPassOnes) {
   struct Case {
     bool chain, masked;
     int64_t stride, onChip;
+    bool pool = false;
   };
   const std::vector<Case> cases = {
-      {false, true, 1, 1 << 20}, {false, false, 1, 40 << 10},
-      {false, true, 1, 40 << 10}, {true, false, 1, 40 << 10},
-      {true, true, 1, 1 << 20},   {false, true, 2, 40 << 10},
+      {false, true, 1, 1 << 20},        {false, false, 1, 40 << 10},
+      {false, true, 1, 40 << 10},       {true, false, 1, 40 << 10},
+      {true, true, 1, 1 << 20},         {false, true, 2, 40 << 10},
+      {false, true, 1, 1 << 20, true},  {false, true, 1, 32 << 10, true},
+      {false, false, 1, 24 << 10, true},
   };
   for (const Case &k : cases) {
-    std::string what = std::string(k.chain ? "chain" : "data gradient") +
+    std::string what = std::string(k.pool    ? "max pool gradient"
+                                   : k.chain ? "chain"
+                                             : "data gradient") +
                        (k.masked ? " masked" : "") + " stride " +
                        std::to_string(k.stride) + " onchip " +
                        std::to_string(k.onChip);
@@ -510,7 +516,14 @@ TEST(PlannerFusion, BatchNormBackwardSumsInTheProducerMatchTheTwoPassOnes) {
     for (float &v : b.values["arg2"])
       v = 1.5f + 0.5f * std::fabs(v);
     int d = b.temp(x, kBf16, "d");
-    if (k.chain) {
+    if (k.pool) {
+      int dy = b.input({4, 4, 4, 24}, kBf16), px = b.input(x, kBf16);
+      Node pool{NodeKind::MaxPoolBackward};
+      pool.window = {3, 3};
+      pool.strides = {2, 2};
+      pool.padding = {1, 1, 1, 1};
+      b.add(pool, {dy, px}, {d});
+    } else if (k.chain) {
       int a = b.input(x, kBf16), c = b.input(x, kBf16), m = b.input(x, kBf16);
       Node n{NodeKind::FusedElementwise};
       Node add{NodeKind::Add}, mask{NodeKind::ReluBackward};
