@@ -56,6 +56,8 @@ constexpr int64_t kPixelChunk = 256;
 /// gradient: their packed inputs (kPixelChunk x 6 floats each, 144 KiB)
 /// stay in L2 while each 16-column panel is multiplied by them.
 constexpr int64_t kRowTilesPerBlock = 24;
+/// Outputs from this size on are written with streaming stores.
+constexpr int64_t kStreamBytes = int64_t(2) << 20;
 /// Floats from one row tile's packed inputs to the next: 8 more than its
 /// pixels take, since each pixel's 6 inputs are stored as 8 floats (the
 /// next pixel's store overwrites the 2 extra, the last one's land here).
@@ -177,15 +179,17 @@ void share(int64_t n, int64_t thread, int64_t threads, int64_t &begin,
 /// out[outRow(p)][0..n) = sum over d < depth of a[aRow(p)][d] *
 /// panels[j / 16][d][j % 16] for the output pixels p of this thread's share,
 /// aRow and outRow the identity or the input pixel of p (`stridedA`: a is
-/// the input, else the output is).
+/// the input, else the output is); `outBytes` is the output's size.
 KILN_AVX2 void products(const Job &job, const float *a, int64_t depth,
-                        float *out, int64_t n, bool stridedA, int64_t thread,
-                        int64_t threads) {
+                        float *out, int64_t n, int64_t outBytes,
+                        bool stridedA, int64_t thread, int64_t threads) {
   int64_t tiles = ceilDiv(job.pixels, kRows), first, last;
   share(tiles, thread, threads, first, last);
-  // Outputs written once, by whole aligned lines, are streamed: they are
-  // far larger than the caches, and the next op reads them from memory.
-  bool stream = depth <= kDepthBlock &&
+  // Large outputs written once, by whole aligned lines, are streamed, as
+  // the Winograd's forward outputs are (winograd.h): a training step's
+  // activations, in memory untouched since the previous step, whose lines
+  // an ordinary store would read first.
+  bool stream = depth <= kDepthBlock && outBytes >= kStreamBytes &&
                 reinterpret_cast<uintptr_t>(out) % 64 == 0;
   const float *aRows[kBlockRows];
   float *outRows[kBlockRows];
@@ -290,7 +294,8 @@ KILN_AVX2 void forwardShare(const Job &job, int64_t thread, int64_t threads) {
   packFilter(job.filter, job.inputs, job.outputs, false, job.packed, thread,
              threads);
   GOMP_barrier();
-  products(job, job.input, job.inputs, job.output, job.outputs, true, thread,
+  products(job, job.input, job.inputs, job.output, job.outputs,
+           job.pixels * job.outputs * int64_t(sizeof(float)), true, thread,
            threads);
 }
 
@@ -309,8 +314,10 @@ KILN_AVX2 void inputGradientShare(const Job &job, int64_t thread,
                     size_t(job.inputs) * sizeof(float));
   }
   GOMP_barrier();
-  products(job, job.outputGrad, job.outputs, job.inputGrad, job.inputs, false,
-           thread, threads);
+  products(job, job.outputGrad, job.outputs, job.inputGrad, job.inputs,
+           job.images * job.map.height * job.map.width * job.inputs *
+               int64_t(sizeof(float)),
+           false, thread, threads);
 }
 
 /// The filter gradient's rows are the input channels, 6 to a tile, its

@@ -303,16 +303,26 @@ void runKernel(const std::vector<int64_t> &xShape, int64_t outputs,
   ref::Tensor x = randomTensor(xShape, 1), w = randomTensor(wShape, 2),
               dy = randomTensor(yShape, 3);
   ref::Tensor y(yShape), dx(xShape), dw(wShape);
+  // 64-byte aligned buffers, as in the arena (a large forward output is
+  // then streamed).
+  auto aligned = [](size_t bytes) {
+    return std::unique_ptr<float, decltype(&std::free)>(
+        static_cast<float *>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)),
+        &std::free);
+  };
   size_t bytes = conv.workspaceBytes(threads);
-  std::unique_ptr<void, decltype(&std::free)> workspace(
-      std::aligned_alloc(64, (bytes + 63) / 64 * 64), &std::free);
-  ASSERT_NE(workspace, nullptr);
-  conv.forward(x.data.data(), w.data.data(), y.data.data(), workspace.get(),
+  auto workspace = aligned(bytes);
+  auto yBuffer = aligned(y.data.size() * sizeof(float));
+  auto dxBuffer = aligned(dx.data.size() * sizeof(float));
+  ASSERT_TRUE(workspace && yBuffer && dxBuffer);
+  conv.forward(x.data.data(), w.data.data(), yBuffer.get(), workspace.get(),
                threads);
-  conv.inputGradient(dy.data.data(), w.data.data(), dx.data.data(),
+  conv.inputGradient(dy.data.data(), w.data.data(), dxBuffer.get(),
                      workspace.get(), threads);
   conv.filterGradient(x.data.data(), dy.data.data(), dw.data.data(),
                       workspace.get(), threads);
+  std::memcpy(y.data.data(), yBuffer.get(), y.data.size() * sizeof(float));
+  std::memcpy(dx.data.data(), dxBuffer.get(), dx.data.size() * sizeof(float));
   out = {y, dx, dw};
 }
 
@@ -320,7 +330,7 @@ void runKernel(const std::vector<int64_t> &xShape, int64_t outputs,
 // partial one, the next chunk prefetched during each), the filter
 // gradient's threads splitting its columns (more outputs than inputs) or
 // its rows, and reductions over three blocks of 256 channels; stride 2
-// takes 12x13 of the pixels.
+// takes 12x13 of the pixels; a 64x64x128 output (2 MiB) is streamed.
 TEST(Conv1x1KernelTest, ManyChunksMatchReference) {
   if (!Conv1x1::available())
     GTEST_SKIP() << "the kernel needs AVX2 and FMA";
@@ -331,7 +341,8 @@ TEST(Conv1x1KernelTest, ManyChunksMatchReference) {
   const Case cases[] = {{{2, 23, 25, 16}, 80, 1},
                         {{2, 23, 25, 80}, 16, 1},
                         {{1, 9, 7, 544}, 528, 1},
-                        {{2, 23, 25, 32}, 48, 2}};
+                        {{2, 23, 25, 32}, 48, 2},
+                        {{1, 64, 64, 16}, 128, 1}};
   for (const Case &c : cases) {
     SCOPED_TRACE(fmt::format("{}x{}x{}x{} to {} stride {}", c.input[0],
                              c.input[1], c.input[2], c.input[3], c.outputs,
