@@ -26,9 +26,20 @@ namespace kiln::rt::exec {
 /// gradients win or are level on every layer.
 constexpr int64_t kMaxForwardInputs = 256;
 
+/// The fewest channels on either side of a layer the kernel takes. On
+/// MobileNetV2's 1x1 layers (batch 32, CPU ms per call, forward / input
+/// gradient / filter gradient, two alternating rounds): 112x112x32 -> 16
+/// 19-18 / 23-18 / 41-36 against 16-17 / 17-16 / 27; 112x112x16 -> 96 the
+/// filter gradient 78-91 against 67-79; from 32 channels it wins or is
+/// level: 28x28x192 -> 32 15-14 / 13-14 / 17-16 against 20-23 / 17-19 /
+/// 21-27, 7x7x160 -> 960 14-15 / 18 / 17-16 against 20-21 / 21-20 /
+/// 25-24.
+constexpr int64_t kMinChannels = 32;
+
 /// Whether a convolution pass is one the runtime's 1x1 kernel computes: an
 /// ungrouped 1x1 filter without padding or dilation, every operand f32,
-/// activations NHWC, channels multiples of 16 on both sides, a forward pass
+/// activations NHWC, channels multiples of 16 and at least kMinChannels on
+/// both sides, a forward pass
 /// with at most kMaxForwardInputs input channels and without bias, residual
 /// or relu (its statistics are taken by the pass after it, as after
 /// oneDNN), on a CPU with AVX2 and FMA. Whether it runs also depends on
@@ -61,7 +72,8 @@ bool isConv1x1(const Call &call) {
     return false;
   Conv1x1 conv(x.shape[0], x.shape[1], x.shape[2], C, K, call.strides[0],
                call.strides[1]);
-  return C % 16 == 0 && K % 16 == 0 && y.shape[0] == x.shape[0] &&
+  return C % 16 == 0 && K % 16 == 0 && std::min(C, K) >= kMinChannels &&
+         y.shape[0] == x.shape[0] &&
          y.shape[1] == conv.outputHeight() &&
          y.shape[2] == conv.outputWidth() && Conv1x1::available();
 }

@@ -40,14 +40,13 @@ struct Shape1x1 {
 };
 
 // 3x7x9 is 189 pixels: 31 full row tiles of 6 and a partial one; 2x5x6 is
-// 10 tiles, a partial block of 16 on each thread; 16 channels are a single
-// panel; 48 into 320 is a reduction over two blocks of 256 channels in the
+// 10 tiles, a partial block of 16 on each thread; 48 into 320 is a reduction over two blocks of 256 channels in the
 // input gradient, and 320 into 48 a filter gradient whose last tile of
 // input channels is partial (320 = 53 x 6 + 2); stride 2 on 8x10 images
 // reads 4x5 of their pixels, and on 10x10 5x5. The forward passes from 320
 // and 288 channels run on oneDNN's kernel (ManyChunksMatchReference takes
 // the kernel's over several blocks).
-const Shape1x1 kShapes[] = {{{3, 7, 9, 16}, 16, 1},
+const Shape1x1 kShapes[] = {{{3, 7, 9, 32}, 32, 1},
                             {{2, 5, 6, 48}, 320, 1},
                             {{1, 6, 5, 320}, 48, 1},
                             {{2, 8, 10, 32}, 64, 2},
@@ -232,8 +231,8 @@ TEST(Conv1x1SelectionTest, LeavesOtherCallsToOneDnn) {
   TensorRef y = layout.place({2, 6, 6, 32}, DType::F32, Layout::Nhwc);
   TensorRef bias = layout.place({32});
   TensorRef statistics = layout.place({2, 32});
-  TensorRef x8 = layout.place({2, 6, 6, 8}, DType::F32, Layout::Nhwc);
-  TensorRef w8 = layout.place({1, 1, 8, 32});
+  TensorRef x16 = layout.place({2, 6, 6, 16}, DType::F32, Layout::Nhwc);
+  TensorRef w16 = layout.place({1, 1, 16, 32});
   TensorRef yPadded = layout.place({2, 8, 8, 32}, DType::F32, Layout::Nhwc);
   TensorRef xWide = layout.place({2, 6, 6, 272}, DType::F32, Layout::Nhwc);
   TensorRef wWide = layout.place({1, 1, 272, 32});
@@ -254,8 +253,8 @@ TEST(Conv1x1SelectionTest, LeavesOtherCallsToOneDnn) {
   withBias.operands["bias"] = bias;
   m.calls.push_back(withBias); // 3: bias
   Call narrow = plain;
-  narrow.operands = {{"input", x8}, {"filter", w8}, {"output", y}};
-  m.calls.push_back(narrow); // 4: 8 input channels
+  narrow.operands = {{"input", x16}, {"filter", w16}, {"output", y}};
+  m.calls.push_back(narrow); // 4: 16 input channels
   Call padded = plain;
   padded.operands["output"] = yPadded;
   padded.padding = {1, 1, 1, 1};
