@@ -104,8 +104,10 @@ private:
     bool onChip = false;
   };
   Status assignHomes();
-  /// The order nodes are lowered in: single nodes, or a matrix-unit node
-  /// and an independent vector-unit node lowered together (interleave).
+  /// The order nodes are lowered in: single nodes, a matrix-unit node and
+  /// an independent vector-unit node lowered together (interleave), a
+  /// vector-unit node and the matrix-unit node reading it (pipeline), or
+  /// the first pair and the matrix-unit node reading its vector op.
   void planSteps();
   void addStep(std::vector<size_t> step);
   /// Makes an interleaved pair a step of three with the data gradient
