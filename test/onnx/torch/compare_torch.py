@@ -29,7 +29,9 @@ PyTorch's training-mode step (float64, the reference) on the same values.
     --early-steps (the executable's checkpoint) must equal PyTorch's to
     that tolerance: the running statistics steer every evaluation but no
     training loss (--torch-bn-momentum changes the reference's batch-norm
-    momentum, to show that the check sees them).
+    momentum, to show that the check sees them). With --explain-flips (and
+    --early-steps 1) the float64 reference takes the first update's
+    near-kink branch choices of each fp32 run, as grads does.
 
 Both start from the ONNX file's initializers, loaded into torchvision's module
 by their state-dict names (so the comparison does not depend on what the
@@ -479,8 +481,8 @@ def grads(args):
     reference32 = reference
     if not conditioned:
         reference32, _ = explain_flips(effects, reference, grads32,
-                                    lambda n, c: c, compared, scale,
-                                    "PyTorch's fp32 step")
+                                       lambda n, c: c, compared, scale,
+                                       "PyTorch's fp32 step")
     torch32 = {n: float(np.linalg.norm(grads32[n] - reference32[n]) / scale[n])
                for n in compared}
     print(f"PyTorch fp32 against float64: logits {relative(logits32, logits):.2e}, "
@@ -529,8 +531,8 @@ def compare_file(args, values, model, effects, conditioned,
     reference = {n: values.to_kiln(n, g).ravel() for n, g in reference.items()}
     if not conditioned:
         reference, _ = explain_flips(effects, reference, kiln,
-                                  lambda n, c: values.to_kiln(n, c).ravel(),
-                                  compared, scale, "Kiln")
+                                     lambda n, c: values.to_kiln(n, c).ravel(),
+                                     compared, scale, "Kiln")
 
     loss_error = abs(kiln_loss - loss) / abs(loss)
     logits_error = relative(kiln_logits, logits.ravel())
