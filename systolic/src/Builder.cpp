@@ -7,6 +7,7 @@
 #include "kiln/sim/View.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 
 namespace kiln::sim {
@@ -125,14 +126,20 @@ uint32_t ProgramBuilder::addBuffer(BufferSpec spec) {
         state.predecessors.end());
   }
   state.spec = std::move(spec);
-  sink.addBuffer(state.spec);
+  if (trial.active)
+    trial.held.push_back({int64_t(id), {}});
+  else
+    sink.addBuffer(state.spec);
   buffers.push_back(std::move(state));
   return id;
 }
 
 uint32_t ProgramBuilder::beginSourceOp(const std::string &kind,
                                        const std::string &layer) {
-  sink.addSourceOp(kind, layer);
+  if (trial.active)
+    trial.held.push_back({-1, {kind, layer}});
+  else
+    sink.addSourceOp(kind, layer);
   currentOp = numOps++;
   return currentOp;
 }
@@ -146,6 +153,7 @@ uint32_t ProgramBuilder::emit(std::unique_ptr<fb::InstructionT> instr,
         {std::move(instr), unit, currentOp, reads, writes, drainedReads});
     return UINT32_MAX;
   }
+  assert(!trial.active && "a trial's instructions must be captured");
   uint32_t index = count++;
   std::vector<uint32_t> deps;
   auto touch = [&](uint32_t b) {
@@ -282,9 +290,14 @@ static std::vector<size_t> needs(const ProgramBuilder::Capture &a,
   return need;
 }
 
-ProgramBuilder::Capture
-ProgramBuilder::merge(std::vector<Capture> cs,
-                      const TargetConfig &target) const {
+struct ProgramBuilder::Schedule {
+  std::map<uint32_t, uint64_t> unitFree, written, touched;
+  uint64_t hbmFree = 0, finish = 0;
+};
+
+void ProgramBuilder::schedule(
+    const std::vector<Capture> &cs, const TargetConfig &target, Schedule &s,
+    std::vector<std::pair<size_t, size_t>> *order) const {
   size_t n = cs.size();
   // need[x][y][k]: instructions of cs[x] (x < y) that must be out before
   // cs[y][k].
@@ -295,18 +308,24 @@ ProgramBuilder::merge(std::vector<Capture> cs,
       need[x][y] = needs(cs[x], cs[y]);
   // One schedule of all instructions on shared units: each step places the
   // next instruction of the capture whose next one would start first.
-  std::map<uint32_t, uint64_t> unitFree, written, touched;
-  uint64_t hbmFree = 0;
   std::vector<size_t> next(n, 0);
   std::vector<std::vector<uint64_t>> end(n);
   for (size_t y = 0; y < n; ++y)
     end[y].assign(cs[y].size(), 0);
-  size_t total = 0;
+  size_t total = 0, placed = 0;
   for (const Capture &c : cs)
     total += c.size();
-  Capture merged;
-  merged.reserve(total);
-  while (merged.size() < total) {
+  // The latest access to the buffers whose on-chip bytes `b` reuses.
+  auto reused = [&](uint32_t b) {
+    uint64_t t = 0;
+    for (uint32_t p : buffers[b].predecessors) {
+      auto it = s.touched.find(p);
+      if (it != s.touched.end())
+        t = std::max(t, it->second);
+    }
+    return t;
+  };
+  while (placed < total) {
     size_t best = n;
     uint64_t bestStart = UINT64_MAX, bestBusy = 0, bestLatency = 0;
     for (size_t y = 0; y < n; ++y) {
@@ -314,7 +333,7 @@ ProgramBuilder::merge(std::vector<Capture> cs,
       if (k == cs[y].size())
         continue;
       const Captured &c = cs[y][k];
-      uint64_t t = unitFree[c.unit];
+      uint64_t t = s.unitFree[c.unit];
       bool ready = true;
       for (size_t x = 0; x < y && ready; ++x) {
         size_t want = need[x][y][k];
@@ -326,32 +345,86 @@ ProgramBuilder::merge(std::vector<Capture> cs,
       if (!ready)
         continue;
       for (const Use &u : c.reads)
-        t = std::max(t, written[u.buffer]);
+        t = std::max({t, s.written[u.buffer], reused(u.buffer)});
       for (const Use &u : c.writes)
-        t = std::max(t, touched[u.buffer]);
+        t = std::max({t, s.touched[u.buffer], reused(u.buffer)});
       uint64_t busy, latency;
       estimate(*c.instr, target, busy, latency);
       if (c.instr->kind.AsDma())
-        t = std::max(t, hbmFree);
+        t = std::max(t, s.hbmFree);
       if (t < bestStart) {
         best = y, bestStart = t, bestBusy = busy, bestLatency = latency;
       }
     }
-    Captured &c = cs[best][next[best]];
+    const Captured &c = cs[best][next[best]];
     uint64_t t = bestStart, e = t + bestBusy + bestLatency;
+    if (order)
+      order->push_back({best, next[best]});
     end[best][next[best]++] = e;
-    unitFree[c.unit] = t + bestBusy;
+    ++placed;
+    s.unitFree[c.unit] = t + bestBusy;
+    s.finish = std::max(s.finish, e);
     if (c.instr->kind.AsDma())
-      hbmFree = t + bestBusy;
+      s.hbmFree = t + bestBusy;
     for (const Use &u : c.reads)
-      touched[u.buffer] = std::max(touched[u.buffer], t + bestBusy);
+      s.touched[u.buffer] = std::max(s.touched[u.buffer], t + bestBusy);
     for (const Use &u : c.writes) {
-      written[u.buffer] = e;
-      touched[u.buffer] = std::max(touched[u.buffer], e);
+      s.written[u.buffer] = e;
+      s.touched[u.buffer] = std::max(s.touched[u.buffer], e);
     }
-    merged.push_back(std::move(c));
   }
+}
+
+ProgramBuilder::Capture
+ProgramBuilder::merge(std::vector<Capture> cs,
+                      const TargetConfig &target) const {
+  Schedule s;
+  std::vector<std::pair<size_t, size_t>> order;
+  schedule(cs, target, s, &order);
+  Capture merged;
+  merged.reserve(order.size());
+  for (auto [y, k] : order)
+    merged.push_back(std::move(cs[y][k]));
   return merged;
+}
+
+uint64_t
+ProgramBuilder::estimateCycles(const std::vector<std::vector<Capture>> &steps,
+                               const TargetConfig &target) const {
+  Schedule s;
+  for (const std::vector<Capture> &step : steps)
+    schedule(step, target, s, nullptr);
+  return s.finish;
+}
+
+void ProgramBuilder::beginTrial() {
+  assert(!trial.active && !capturing && "trials do not nest");
+  trial.active = true;
+  trial.buffers = buffers.size();
+  trial.owners = owners;
+  trial.numOps = numOps;
+  trial.currentOp = currentOp;
+  trial.held.clear();
+}
+
+void ProgramBuilder::endTrial(bool keep) {
+  assert(trial.active && !capturing);
+  trial.active = false;
+  if (keep) {
+    for (auto &[buffer, op] : trial.held) {
+      if (buffer >= 0)
+        sink.addBuffer(buffers[size_t(buffer)].spec);
+      else
+        sink.addSourceOp(op.first, op.second);
+    }
+  } else {
+    buffers.resize(trial.buffers);
+    owners = std::move(trial.owners);
+    numOps = trial.numOps;
+    currentOp = trial.currentOp;
+  }
+  trial.owners.clear();
+  trial.held.clear();
 }
 
 uint32_t ProgramBuilder::dmaUnit(uint32_t srcBuffer) const {

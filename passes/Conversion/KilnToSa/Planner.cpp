@@ -500,14 +500,52 @@ Status Planner::lowerTriple(const std::vector<size_t> &step) {
     KILN_RETURN_IF_ERROR(lowerStep({step[0], step[1]}));
     return lowerStep({step[2]});
   }
+  // Both ways are lowered as trials and the one the merge's schedule
+  // estimates faster is kept: with little staging the batch norm's share
+  // holds short tiles and the three can take longer than the pair and then
+  // the data gradient.
+  using Capture = sim::ProgramBuilder::Capture;
+  size_t first = begun;
+  auto attempt = [&](const std::vector<std::pair<size_t, int64_t>> &at,
+                     const std::vector<int64_t> &bytes,
+                     std::vector<Capture> &captures) -> Status {
+    captures.clear();
+    captures.resize(at.size());
+    for (size_t i = 0; i < at.size(); ++i) {
+      Status s = lowerIn(at[i].first, at[i].second, bytes[i], &captures[i]);
+      if (!s.isOk()) {
+        b.endTrial(false);
+        begun = first;
+        return s;
+      }
+    }
+    return Status::ok();
+  };
+  b.beginTrial();
+  int64_t h0 = nextHalf(), h1 = nextHalf(), h2 = nextHalf();
+  std::vector<std::vector<Capture>> serial(2);
+  KILN_RETURN_IF_ERROR(attempt({{step[0], h0}, {step[1], h1}},
+                               {halfBytes, halfBytes}, serial[0]));
+  KILN_RETURN_IF_ERROR(attempt({{step[2], h2}}, {halfBytes}, serial[1]));
+  uint64_t serialCycles = b.estimateCycles(serial, t);
+  b.endTrial(false);
+  begun = first;
+
+  b.beginTrial();
   int64_t own = nextHalf(), other = nextHalf();
-  std::vector<sim::ProgramBuilder::Capture> captures(3);
-  KILN_RETURN_IF_ERROR(lowerIn(step[0], own, halfBytes, &captures[0]));
-  KILN_RETURN_IF_ERROR(lowerIn(step[1], other, share, &captures[1]));
-  KILN_RETURN_IF_ERROR(
-      lowerIn(step[2], other + share, halfBytes - share, &captures[2]));
-  b.emitInterleaved(std::move(captures), t);
-  return Status::ok();
+  std::vector<std::vector<Capture>> joint(1);
+  KILN_RETURN_IF_ERROR(attempt(
+      {{step[0], own}, {step[1], other}, {step[2], other + share}},
+      {halfBytes, share, halfBytes - share}, joint[0]));
+  if (b.estimateCycles(joint, t) < serialCycles) {
+    b.endTrial(true);
+    b.emitInterleaved(std::move(joint[0]), t);
+    return Status::ok();
+  }
+  b.endTrial(false);
+  begun = first;
+  KILN_RETURN_IF_ERROR(lowerStep({step[0], step[1]}));
+  return lowerStep({step[2]});
 }
 
 Status Planner::lowerNode(const Node &n) {

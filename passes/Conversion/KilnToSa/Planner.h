@@ -59,7 +59,8 @@ struct PlanOptions {
   /// matrix-unit op that vector op feeds run as one step (a filter
   /// gradient, the next batch-norm backward and the data gradient reading
   /// it), so the MXUs go from one convolution to the other while the batch
-  /// norm streams.
+  /// norm streams; only where the merge's estimate says it is faster than
+  /// the pair and then the data gradient.
   bool interleavePipelined = true;
 };
 

@@ -119,10 +119,11 @@ private:
   /// Starts lowering node `index` into `bytes` of staging at `base`.
   void beginNode(const Node &n, size_t index, int64_t base, int64_t bytes);
   /// Lowers a step of three nodes (PlanOptions::interleavePipelined) when
-  /// the vector op fits its share of a staging half and the data gradient
-  /// the rest with the filter slices it takes in a half (smaller slices
-  /// would read dy again); otherwise the first two interleaved, then the
-  /// third.
+  /// the vector op fits its share of a staging half, the data gradient the
+  /// rest with the filter slices it takes in a half (smaller slices would
+  /// read dy again), and the merge's estimate of the three is shorter than
+  /// that of the first two interleaved and then the third; otherwise the
+  /// latter.
   Status lowerTriple(const std::vector<size_t> &step);
   Status lowerNode(const Node &n);
   /// Lowers node `index` into `bytes` of staging at `base`, into `capture`

@@ -147,3 +147,90 @@ TEST(Program, VerifierChecksVectorOperands) {
   EXPECT_TRUE(
       contains(verifyError(*p), "relu takes 1 sources and 1 destinations"));
 }
+
+// A trial holds its buffers and source ops back from the sink: dropped, the
+// builder is as before it (the next buffer takes the dropped one's id and
+// the sink never saw it); kept, they reach the sink before the merged
+// instructions.
+TEST(Program, BuilderTrialsAreKeptOrDropped) {
+  TargetConfig t;
+  ProgramTSink sink(t, "trial", 1);
+  ProgramBuilder b(sink);
+  b.beginSourceOp("relu", "first");
+  BufferSpec s;
+  s.name = "x";
+  s.space = fb::Space::OnChip;
+  s.shape = {4, 8};
+  uint32_t x = b.addBuffer(s);
+  b.vector(fb::VectorOp::Relu, {fb::Region(x, 0)}, {fb::Region(x, 0)}, 4, 8);
+  auto lowerSecond = [&](const std::string &name) {
+    b.beginSourceOp("relu", "second");
+    BufferSpec y = s;
+    y.name = name;
+    y.offset = 128;
+    uint32_t id = b.addBuffer(y);
+    b.beginCapture();
+    b.vector(fb::VectorOp::Relu, {fb::Region(x, 0)}, {fb::Region(id, 0)}, 4,
+             8);
+    std::vector<ProgramBuilder::Capture> captures;
+    captures.push_back(b.endCapture());
+    return captures;
+  };
+  b.beginTrial();
+  lowerSecond("dropped");
+  b.endTrial(false);
+  b.beginTrial();
+  std::vector<ProgramBuilder::Capture> kept = lowerSecond("kept");
+  b.endTrial(true);
+  b.emitInterleaved(std::move(kept), t);
+  b.finish();
+  auto p = sink.take();
+  ASSERT_EQ(p->buffers.size(), 2u);
+  EXPECT_EQ(p->buffers[1]->name, "kept");
+  ASSERT_EQ(p->ops.size(), 2u);
+  ASSERT_EQ(p->instructions.size(), 2u);
+  EXPECT_EQ(p->instructions[1]->op, 1u);
+  EXPECT_EQ(p->instructions[1]->kind.AsVector()->dsts[0].buffer(), 1u);
+  EXPECT_EQ(verifyError(*p, t), "");
+}
+
+// The estimate of steps one after the other: an instruction whose buffer
+// reuses the on-chip bytes of an earlier step's buffer waits for that
+// step's accesses to them; on other bytes it overlaps them.
+TEST(Program, EstimateWaitsForReusedOnChipBytes) {
+  TargetConfig t;
+  for (bool reuse : {false, true}) {
+    ProgramTSink sink(t, "estimate", 1);
+    ProgramBuilder b(sink);
+    BufferSpec in;
+    in.name = "in";
+    in.shape = {64, 128};
+    uint32_t hbm = b.addBuffer(in);
+    BufferSpec s = in;
+    s.space = fb::Space::OnChip;
+    s.name = "a";
+    uint32_t a = b.addBuffer(s);
+    s.name = "b";
+    s.offset = reuse ? 0 : 64 * 128 * 4;
+    uint32_t c = b.addBuffer(s);
+    std::vector<std::vector<ProgramBuilder::Capture>> steps(2);
+    b.beginCapture();
+    b.vector(fb::VectorOp::Relu, {fb::Region(a, 0)}, {fb::Region(a, 0)}, 64,
+             128);
+    steps[0].push_back(b.endCapture());
+    b.beginCapture();
+    b.dma(OperandSpec::matrix(hbm, 0, 64, 128, 128),
+          OperandSpec::matrix(c, 0, 64, 128, 128));
+    steps[1].push_back(b.endCapture());
+    std::vector<std::vector<ProgramBuilder::Capture>> first(1), second(1);
+    uint64_t both = b.estimateCycles(steps, t);
+    first[0] = std::move(steps[0]);
+    second[0] = std::move(steps[1]);
+    uint64_t one = b.estimateCycles(first, t),
+             other = b.estimateCycles(second, t);
+    if (reuse)
+      EXPECT_EQ(both, one + other);
+    else
+      EXPECT_EQ(both, std::max(one, other));
+  }
+}

@@ -142,6 +142,22 @@ public:
   /// different buffers; dependencies follow from the merged order.
   void emitInterleaved(std::vector<Capture> captures,
                        const TargetConfig &target);
+  /// The estimated cycles of `steps` run one after the other, each step's
+  /// captures merged as emitInterleaved merges them: the schedule the merge
+  /// makes, carried on from step to step on the same units, where an
+  /// instruction touching an on-chip buffer also waits for the accesses to
+  /// the buffers whose bytes that one reuses (as emit() makes it wait). A
+  /// caller compares ways of lowering the same ops with it.
+  uint64_t estimateCycles(const std::vector<std::vector<Capture>> &steps,
+                          const TargetConfig &target) const;
+
+  /// Until endTrial(), the buffers and source ops added are held back from
+  /// the sink, and instructions must be captured: a caller lowers one way
+  /// of running some ops, estimates it, and keeps it or drops it.
+  void beginTrial();
+  /// Passes what the trial added to the sink (`keep`), or forgets it: the
+  /// builder is then as at beginTrial() (buffer ids are reused).
+  void endTrial(bool keep);
 
   /// Reports live ranges to the sink. Buffers never used get [0, 0].
   void finish();
@@ -177,6 +193,13 @@ private:
   /// The order emitInterleaved emits.
   Capture merge(std::vector<Capture> captures,
                 const TargetConfig &target) const;
+  /// Unit and buffer times of an estimated schedule.
+  struct Schedule;
+  /// Schedules one step's captures after what `s` holds; appends the order
+  /// (capture, instruction) to `order` if given.
+  void schedule(const std::vector<Capture> &captures,
+                const TargetConfig &target, Schedule &s,
+                std::vector<std::pair<size_t, size_t>> *order) const;
 
   ProgramSink &sink;
   std::vector<BufferState> buffers;
@@ -187,6 +210,16 @@ private:
   bool capturing = false;
   Capture captured;
   uint32_t numOps = 0;
+  /// A trial's state at beginTrial() and what it held back from the sink,
+  /// in order (a buffer, or a source op's kind and layer).
+  struct Trial {
+    bool active = false;
+    size_t buffers = 0;
+    std::map<int64_t, std::pair<int64_t, uint32_t>> owners;
+    uint32_t numOps = 0, currentOp = 0;
+    std::vector<std::pair<int64_t, std::pair<std::string, std::string>>>
+        held;
+  } trial;
 };
 
 /// A sink that assembles an fb::ProgramT.
