@@ -184,6 +184,57 @@ module @no_consumer {
 
 // -----
 
+// A max pool's gradient that feeds a batch-norm backward takes its sums in
+// its epilogue: per result tile, after the gradient, the batch norm's x is
+// loaded and summed against it (the sums zeroed first, stored last); the
+// backward then makes one pass, with no reduction of its own.
+// CHECK-LABEL: sa.program @pool_sums
+// CHECK: sa.buffer @[[SUMS:t[0-9]+]] : onchip f32 [2, 8]
+// CHECK: sa.source "max_pool_backward"
+// CHECK: sa.vector fill () -> (@[[SUMS]][0]) rows 1 channels 16
+// CHECK: sa.vector max_pool_grad ({{.*}}) -> (@[[D:[A-Za-z0-9._]+]][0])
+// CHECK-NEXT: sa.dma @input2 {{.*}} to @[[X:s[0-9]+\.bnx\.[0-9]+]]
+// CHECK-NEXT: sa.vector channel_centered_dot (@[[D]][0], @[[X]][0], {{.*}}) -> (@[[SUMS]][0], @[[SUMS]][8]) rows 128 channels 8
+// CHECK: sa.source "batch_norm_backward"
+// CHECK-NOT: channel_centered_dot
+// CHECK-NOT: channel_sum
+// CHECK: sa.vector bn_grad_coeffs (@[[SUMS]][0], @[[SUMS]][8], {{.*}})
+// CHECK: sa.vector channel_affine2
+// OFF-LABEL: sa.program @pool_sums
+// OFF: sa.source "max_pool_backward"
+// OFF-NOT: channel_centered_dot
+// OFF: sa.source "batch_norm_backward"
+// OFF: sa.vector channel_centered_dot
+module @pool_sums {
+  func.func @train_step(%dy: tensor<2x4x4x8xf32>, %px: tensor<2x8x8x8xf32>, %c: tensor<2x8x8x8xf32>, %g: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>) -> (tensor<2x8x8x8xf32>, tensor<8xf32>, tensor<8xf32>) {
+    %d = kiln.max_pool_backward %dy, %px window [3, 3] stride [2, 2] pad [1, 1, 1, 1] : (tensor<2x4x4x8xf32>, tensor<2x8x8x8xf32>) -> tensor<2x8x8x8xf32>
+    %dx, %dg, %db = kiln.batch_norm_backward %d, %c, %g, %m, %v epsilon 1.0e-5 : (tensor<2x8x8x8xf32>, tensor<2x8x8x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x8x8x8xf32>, tensor<8xf32>, tensor<8xf32>)
+    return %dx, %dg, %db : tensor<2x8x8x8xf32>, tensor<8xf32>, tensor<8xf32>
+  }
+}
+
+// -----
+
+// Negative case: a max pool's gradient whose result no batch-norm backward
+// reads (a relu's gradient does) keeps no sums.
+// CHECK-LABEL: sa.program @pool_no_sums
+// CHECK: sa.source "max_pool_backward"
+// CHECK-NOT: sa.vector fill
+// CHECK: sa.vector max_pool_grad
+// CHECK-NOT: channel_centered_dot
+// CHECK: sa.source "relu_backward"
+// CHECK-NOT: channel_centered_dot
+// OFF-LABEL: sa.program @pool_no_sums
+module @pool_no_sums {
+  func.func @train_step(%dy: tensor<2x4x4x8xf32>, %px: tensor<2x8x8x8xf32>, %y: tensor<2x8x8x8xf32>) -> tensor<2x8x8x8xf32> {
+    %d = kiln.max_pool_backward %dy, %px window [3, 3] stride [2, 2] pad [1, 1, 1, 1] : (tensor<2x4x4x8xf32>, tensor<2x8x8x8xf32>) -> tensor<2x8x8x8xf32>
+    %r = kiln.relu_backward %d, %y : tensor<2x8x8x8xf32>
+    return %r : tensor<2x8x8x8xf32>
+  }
+}
+
+// -----
+
 // Negative case: a chain that yields one of its operands (only a hand-written
 // kiln.fused_elementwise does) is refused.
 module @yields_operand {
