@@ -25,6 +25,7 @@ std 1/sqrt(3 fan_in) (--fc-std fan-in); with it, the 3-epoch recipe reaches
 
 import argparse
 import math
+import re
 import struct
 import sys
 
@@ -215,7 +216,8 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("preset", choices=sorted(PRESETS) + ["custom"])
-    parser.add_argument("--name")
+    parser.add_argument("--name", help="the module's name, an MLIR bare identifier "
+                        "(letters, digits, _ $ .; not starting with a digit)")
     parser.add_argument("--block", choices=["basic", "bottleneck"])
     parser.add_argument("--stages", help="blocks per stage, e.g. 3,4,6,3")
     parser.add_argument("--widths", help="channels per stage, e.g. 64,128,256,512")
@@ -248,6 +250,9 @@ def main(argv):
                            "classes") if k not in config]
     if missing:
         parser.error("custom models need --" + ", --".join(m.replace("_", "-") for m in missing))
+    if args.name is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$.]*", args.name):
+        parser.error(f"--name {args.name!r} is not an MLIR bare identifier (letters, digits, "
+                     "_ $ .; not starting with a digit)")
     if len(config["stages"]) != len(config["widths"]):
         parser.error("--stages and --widths must have the same length")
     text = build(args.name or args.preset, **config)
