@@ -27,6 +27,15 @@ bool contains(const std::string &s, const std::string &what) {
   return s.find(what) != std::string::npos;
 }
 
+/// A 4x8 f32 buffer on chip, what the vector-op tests lower into.
+BufferSpec onChip4x8(std::string name) {
+  BufferSpec s;
+  s.name = std::move(name);
+  s.space = fb::Space::OnChip;
+  s.shape = {4, 8};
+  return s;
+}
+
 } // namespace
 
 TEST(Program, RoundTripsThroughFlatBuffers) {
@@ -129,10 +138,7 @@ TEST(Program, VerifierChecksVectorOperands) {
   ProgramTSink sink(t, "v", 1);
   ProgramBuilder b(sink);
   b.beginSourceOp("relu", "x");
-  BufferSpec s;
-  s.name = "x";
-  s.space = fb::Space::OnChip;
-  s.shape = {4, 8};
+  BufferSpec s = onChip4x8("x");
   uint32_t x = b.addBuffer(s);
   b.vector(fb::VectorOp::Relu, {fb::Region(x, 0)}, {fb::Region(x, 0)}, 4, 8);
   b.vector(fb::VectorOp::Relu, {fb::Region(x, 8)}, {fb::Region(x, 0)}, 4, 8);
@@ -157,10 +163,7 @@ TEST(Program, BuilderTrialsAreKeptOrDropped) {
   ProgramTSink sink(t, "trial", 1);
   ProgramBuilder b(sink);
   b.beginSourceOp("relu", "first");
-  BufferSpec s;
-  s.name = "x";
-  s.space = fb::Space::OnChip;
-  s.shape = {4, 8};
+  BufferSpec s = onChip4x8("x");
   uint32_t x = b.addBuffer(s);
   b.vector(fb::VectorOp::Relu, {fb::Region(x, 0)}, {fb::Region(x, 0)}, 4, 8);
   auto lowerSecond = [&](const std::string &name) {
